@@ -52,7 +52,7 @@ export type DeliveryAttempt = {
   endpointId: string;
   eventId: string;
   eventType: string;
-  /** 1 for the first attempt, counting up on each retry. */
+  /** 1 for the first attempt, counting up on each retry; 0 when the delivery was refused before any request. */
   attempt: number;
   /** The receiver's HTTP status, when it answered. */
   status?: number;
