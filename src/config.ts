@@ -1,0 +1,238 @@
+/**
+ * Environment → typed, validated configuration. Every bad value is reported at once, one line per
+ * variable, and a secret's value is never part of a message.
+ */
+import { LOG_LEVELS, type LogLevel } from './logger.ts';
+
+export const NODE_ENVS = ['development', 'production', 'test'] as const;
+
+export type NodeEnv = (typeof NODE_ENVS)[number];
+
+/** How the facade reaches the upstream REST API. */
+export interface UpstreamConfig {
+  /** Origin (and optional path prefix, without a trailing slash) that `/v3/...` paths are appended to. */
+  baseUrl: string;
+  /** The facade's own key, used when a caller does not send `X-API-Key`. Never logged. */
+  apiKey: string;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  /** Maximum concurrent keep-alive connections to the upstream. */
+  connections: number;
+  retry: RetryConfig;
+}
+
+/** Retry policy of upstream calls. */
+export interface RetryConfig {
+  /** Attempts per upstream call, the first included (1 disables retries). */
+  maxAttempts: number;
+  /** Retries one GraphQL operation may spend across all its upstream calls. */
+  budget: number;
+  /** First backoff delay; each retry doubles it, with jitter, up to `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  nodeEnv: NodeEnv;
+  logLevel: LogLevel;
+  /** Serve Apollo Sandbox to a browser GET on `/graphql`. */
+  landingPage: boolean;
+  /** Answer introspection queries (Sandbox needs them). */
+  introspection: boolean;
+  upstream: UpstreamConfig;
+}
+
+/** Thrown by {@link loadConfig} with one message per bad variable. */
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Documented defaults, also shown in the README's configuration table. */
+export const CONFIG_DEFAULTS = {
+  PORT: 4000,
+  HOST: '127.0.0.1',
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'info',
+  LANDING_PAGE: true,
+  INTROSPECTION: true,
+  UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
+  UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,
+  UPSTREAM_BODY_TIMEOUT_MS: 15_000,
+  UPSTREAM_CONNECTIONS: 64,
+  UPSTREAM_RETRY_MAX_ATTEMPTS: 3,
+  UPSTREAM_RETRY_BUDGET: 10,
+  UPSTREAM_RETRY_BASE_DELAY_MS: 100,
+  UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads and validates the configuration from `env` (by default `process.env`).
+ *
+ * @throws {ConfigError} listing every invalid or missing variable, one line each.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const reader = new EnvReader(env);
+  const config: Config = {
+    port: reader.integer('PORT', CONFIG_DEFAULTS.PORT, 0, 65_535),
+    host: reader.string('HOST', CONFIG_DEFAULTS.HOST),
+    nodeEnv: reader.oneOf('NODE_ENV', NODE_ENVS, CONFIG_DEFAULTS.NODE_ENV),
+    logLevel: reader.oneOf('LOG_LEVEL', LOG_LEVELS, CONFIG_DEFAULTS.LOG_LEVEL),
+    landingPage: reader.boolean('LANDING_PAGE', CONFIG_DEFAULTS.LANDING_PAGE),
+    introspection: reader.boolean('INTROSPECTION', CONFIG_DEFAULTS.INTROSPECTION),
+    upstream: {
+      baseUrl: reader.baseUrl('UPSTREAM_BASE_URL'),
+      apiKey: reader.secret('UPSTREAM_API_KEY'),
+      connectTimeoutMs: reader.integer(
+        'UPSTREAM_CONNECT_TIMEOUT_MS',
+        CONFIG_DEFAULTS.UPSTREAM_CONNECT_TIMEOUT_MS,
+        1,
+        600_000,
+      ),
+      headersTimeoutMs: reader.integer(
+        'UPSTREAM_HEADERS_TIMEOUT_MS',
+        CONFIG_DEFAULTS.UPSTREAM_HEADERS_TIMEOUT_MS,
+        1,
+        600_000,
+      ),
+      bodyTimeoutMs: reader.integer(
+        'UPSTREAM_BODY_TIMEOUT_MS',
+        CONFIG_DEFAULTS.UPSTREAM_BODY_TIMEOUT_MS,
+        1,
+        600_000,
+      ),
+      connections: reader.integer('UPSTREAM_CONNECTIONS', CONFIG_DEFAULTS.UPSTREAM_CONNECTIONS, 1, 10_000),
+      retry: {
+        maxAttempts: reader.integer(
+          'UPSTREAM_RETRY_MAX_ATTEMPTS',
+          CONFIG_DEFAULTS.UPSTREAM_RETRY_MAX_ATTEMPTS,
+          1,
+          10,
+        ),
+        budget: reader.integer('UPSTREAM_RETRY_BUDGET', CONFIG_DEFAULTS.UPSTREAM_RETRY_BUDGET, 0, 1_000),
+        baseDelayMs: reader.integer(
+          'UPSTREAM_RETRY_BASE_DELAY_MS',
+          CONFIG_DEFAULTS.UPSTREAM_RETRY_BASE_DELAY_MS,
+          0,
+          60_000,
+        ),
+        maxDelayMs: reader.integer(
+          'UPSTREAM_RETRY_MAX_DELAY_MS',
+          CONFIG_DEFAULTS.UPSTREAM_RETRY_MAX_DELAY_MS,
+          0,
+          600_000,
+        ),
+      },
+    },
+  };
+  if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
+    reader.report(
+      'UPSTREAM_RETRY_MAX_DELAY_MS',
+      `must be at least UPSTREAM_RETRY_BASE_DELAY_MS (${config.upstream.retry.baseDelayMs})`,
+    );
+  }
+  if (reader.problems.length > 0) throw new ConfigError(reader.problems);
+  return config;
+}
+
+/** Collects problems instead of throwing at the first one, so an operator fixes them all in one go. */
+class EnvReader {
+  readonly problems: string[] = [];
+  readonly #env: Env;
+
+  constructor(env: Env) {
+    this.#env = env;
+  }
+
+  report(name: string, message: string): void {
+    this.problems.push(`${name}: ${message}`);
+  }
+
+  /** The trimmed value, or undefined when unset or blank (a blank variable means "use the default"). */
+  #raw(name: string): string | undefined {
+    const value = this.#env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  string(name: string, fallback: string): string {
+    return this.#raw(name) ?? fallback;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.#raw(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      this.report(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+      return fallback;
+    }
+    return Number(raw);
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const raw = this.#raw(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    this.report(name, `must be true or false, got ${JSON.stringify(raw)}`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: NoInfer<T>): T {
+    const raw = this.#raw(name);
+    if (raw === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(raw)) {
+      this.report(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+      return fallback;
+    }
+    return raw as T;
+  }
+
+  baseUrl(name: string): string {
+    const raw = this.#raw(name);
+    if (raw === undefined) {
+      this.report(name, 'is required (the upstream API origin, e.g. https://api.example.com)');
+      return '';
+    }
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+      return '';
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      this.report(name, `must use http or https, got ${JSON.stringify(url.protocol)}`);
+      return '';
+    }
+    if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+      // Credentials in a URL end up in logs; the key belongs in UPSTREAM_API_KEY.
+      this.report(name, 'must not contain credentials, a query or a fragment');
+      return '';
+    }
+    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  }
+
+  secret(name: string): string {
+    const value = this.#env[name];
+    if (value === undefined || value.trim() === '') {
+      this.report(name, 'is required');
+      return '';
+    }
+    // The value itself is never echoed: only what is wrong with it.
+    if (!/^[\x21-\x7e]+$/.test(value)) {
+      this.report(name, 'must contain only visible ASCII characters (no spaces or line breaks)');
+      return '';
+    }
+    return value;
+  }
+}

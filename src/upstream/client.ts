@@ -1,0 +1,234 @@
+/**
+ * The one HTTP client of the upstream REST API: an undici pool with keep-alive and explicit
+ * timeouts, JSON in and out, the v3 headers, problem+json parsing and bounded retries.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { RetryConfig, UpstreamConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
+import { parseProblem } from './problem.ts';
+import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One upstream request, described without any transport detail. */
+export interface UpstreamRequest {
+  method: HttpMethod;
+  /** The path under the base URL, starting with `/v3/`, ids already encoded (see `restPath`). */
+  path: string;
+  query?: Readonly<Record<string, string | number | undefined>>;
+  /** Serialised as JSON when present. */
+  body?: unknown;
+  /** Sent as `Idempotency-Key`; the same key is reused by every retry of the call. */
+  idempotencyKey?: string;
+}
+
+/** What a successful call returns. */
+export interface UpstreamResponse {
+  status: number;
+  /** The parsed JSON body (undefined for an empty body). */
+  body: unknown;
+  /** The upstream answered `Idempotency-Replayed: true`. */
+  replayed: boolean;
+}
+
+/** Per-call facts that come from the GraphQL operation: see `UpstreamContext`. */
+export interface UpstreamCall {
+  readonly credentials: { readonly apiKey: string };
+  readonly requestId: string;
+  readonly retryBudget: RetryBudget;
+}
+
+export interface UpstreamClient {
+  readonly retryPolicy: RetryConfig;
+  /**
+   * Sends `request`, retrying what may be retried.
+   *
+   * @throws {UpstreamProblemError} when the upstream answers with an error status.
+   * @throws {UpstreamUnavailableError} when no usable answer arrives.
+   */
+  send(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse>;
+  /** Finishes in-flight calls (briefly), then closes every connection. */
+  close(): Promise<void>;
+}
+
+export interface UpstreamClientOptions extends UpstreamConfig {
+  logger: Logger;
+}
+
+const USER_AGENT = 'platform-graphql-facade';
+
+/** How long `close()` lets in-flight calls finish before connections are cut. */
+const CLOSE_GRACE_MS = 1_000;
+
+/** Builds the upstream client. Nothing connects until the first call. */
+export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
+  const base = new URL(options.baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, {
+    connections: options.connections,
+    connectTimeout: options.connectTimeoutMs,
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.bodyTimeoutMs,
+    keepAliveTimeout: 30_000,
+  });
+  const logger = options.logger.child({ component: 'upstream' });
+  const policy = options.retry;
+
+  async function sendOnce(
+    call: UpstreamCall,
+    request: UpstreamRequest,
+    attempt: number,
+  ): Promise<UpstreamResponse> {
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': USER_AGENT,
+      'x-api-key': call.credentials.apiKey,
+      'x-request-id': call.requestId,
+    };
+    if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
+    let payload: string | undefined;
+    if (request.body !== undefined) {
+      payload = JSON.stringify(request.body);
+      headers['content-type'] = 'application/json';
+    }
+
+    const started = performance.now();
+    const path = `${basePath}${request.path}${toQueryString(request.query)}`;
+    let status: number | undefined;
+    try {
+      const response = await pool.request({ method: request.method, path, headers, body: payload });
+      status = response.statusCode;
+      const text = await readBody(response, call.requestId);
+      if (status >= 400) {
+        throw new UpstreamProblemError(
+          parseProblem({
+            status,
+            contentType: headerValue(response.headers['content-type']),
+            text,
+            requestId: call.requestId,
+            secrets: [call.credentials.apiKey],
+          }),
+        );
+      }
+      return {
+        status,
+        body: parseJsonBody(text, call.requestId),
+        replayed: headerValue(response.headers['idempotency-replayed'])?.toLowerCase() === 'true',
+      };
+    } catch (error) {
+      throw toUpstreamError(error, call.requestId);
+    } finally {
+      // Never the headers: they hold the key.
+      logger.debug('upstream call', {
+        method: request.method,
+        path: request.path,
+        status: status ?? null,
+        attempt,
+        durationMs: Math.round(performance.now() - started),
+        requestId: call.requestId,
+      });
+    }
+  }
+
+  return {
+    retryPolicy: policy,
+    async send(call, request) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await sendOnce(call, request, attempt);
+        } catch (error) {
+          if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0)
+            throw error;
+          call.retryBudget.remaining -= 1;
+          const delayMs = backoffDelayMs(attempt, policy);
+          logger.info('retrying upstream call', {
+            method: request.method,
+            path: request.path,
+            attempt,
+            delayMs,
+            reason: describeFailure(error),
+            requestId: call.requestId,
+          });
+          await sleep(delayMs);
+        }
+      }
+    },
+    async close() {
+      const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
+      try {
+        await pool.close();
+      } catch {
+        // Destroyed by the grace timer: nothing more to close.
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+function toQueryString(query: UpstreamRequest['query']): string {
+  if (query === undefined) return '';
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined) params.set(name, String(value));
+  }
+  const encoded = params.toString();
+  return encoded === '' ? '' : `?${encoded}`;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+async function readBody(response: Dispatcher.ResponseData, requestId: string): Promise<string> {
+  try {
+    return await response.body.text();
+  } catch (error) {
+    throw toUpstreamError(error, requestId);
+  }
+}
+
+function parseJsonBody(text: string, requestId: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UpstreamUnavailableError('invalid_response', requestId, { cause: error });
+  }
+}
+
+/** Error codes of undici and of Node's sockets, by what they mean for the caller. */
+const UNAVAILABLE_BY_CODE: Readonly<Record<string, UnavailableReason>> = {
+  UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'headers_timeout',
+  UND_ERR_BODY_TIMEOUT: 'body_timeout',
+  UND_ERR_SOCKET: 'connection_reset',
+  ECONNRESET: 'connection_reset',
+  EPIPE: 'connection_reset',
+  UND_ERR_CLOSED: 'connection_failed',
+  UND_ERR_DESTROYED: 'connection_failed',
+  ECONNREFUSED: 'connection_failed',
+  ENOTFOUND: 'connection_failed',
+  EAI_AGAIN: 'connection_failed',
+  EHOSTUNREACH: 'connection_failed',
+  ENETUNREACH: 'connection_failed',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'invalid_response',
+};
+
+/** Leaves our own errors alone and turns transport failures into {@link UpstreamUnavailableError}. */
+function toUpstreamError(error: unknown, requestId: string): unknown {
+  if (error instanceof UpstreamProblemError || error instanceof UpstreamUnavailableError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  const reason = typeof code === 'string' ? UNAVAILABLE_BY_CODE[code] : undefined;
+  // Anything else (a bad argument, a bug) is not the upstream's fault and is left to be masked.
+  return reason === undefined ? error : new UpstreamUnavailableError(reason, requestId, { cause: error });
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof UpstreamProblemError) return `${error.status} ${error.code}`;
+  if (error instanceof UpstreamUnavailableError) return error.reason;
+  return 'unknown';
+}

@@ -1,0 +1,38 @@
+/**
+ * What every upstream call of one GraphQL operation shares: the client, the credentials, the
+ * request id and the retry budget. Resolvers and loaders pass it to the upstream functions as `up`.
+ */
+import type { UpstreamClient } from './client.ts';
+import { createCredentials, type UpstreamCredentials } from './credentials.ts';
+import { resolveRequestId } from './request-id.ts';
+import { createRetryBudget, type RetryBudget } from './retry.ts';
+
+export interface UpstreamContext {
+  readonly client: UpstreamClient;
+  /** The one place that decides which key the upstream sees for this operation. */
+  readonly credentials: UpstreamCredentials;
+  /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
+  readonly requestId: string;
+  /** Retries the whole operation may still spend. */
+  readonly retryBudget: RetryBudget;
+}
+
+export interface UpstreamContextOptions {
+  /** The key to call the upstream with (the caller's own, or the facade's configured key). */
+  apiKey: string;
+  /** The caller's `X-Request-Id`, if any; a fresh id is generated when absent or unusable. */
+  requestId?: string;
+}
+
+/** Builds the upstream context of one GraphQL operation (or one subscription event). */
+export function createUpstreamContext(
+  client: UpstreamClient,
+  options: UpstreamContextOptions,
+): UpstreamContext {
+  return {
+    client,
+    credentials: createCredentials(options.apiKey),
+    requestId: resolveRequestId(options.requestId),
+    retryBudget: createRetryBudget(client.retryPolicy.budget),
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * The two ways an upstream call fails. Nothing here knows GraphQL: errors/ turns these into GraphQL
+ * errors. Neither error ever carries an API key.
+ */
+import { UnreachableCaseError } from '../errors/unreachable-case-error.ts';
+import type { Problem } from './types.ts';
+
+/** The upstream answered with an error status; `problem` is its problem+json body, whole. */
+export class UpstreamProblemError extends Error {
+  readonly problem: Problem;
+
+  constructor(problem: Problem) {
+    super(problem.detail || problem.title);
+    this.name = 'UpstreamProblemError';
+    this.problem = problem;
+  }
+
+  get status(): number {
+    return this.problem.status;
+  }
+
+  get code(): string {
+    return this.problem.code;
+  }
+}
+
+/** Why no usable upstream answer arrived. */
+export type UnavailableReason =
+  | 'connect_timeout'
+  | 'headers_timeout'
+  | 'body_timeout'
+  | 'connection_failed'
+  | 'connection_reset'
+  | 'invalid_response';
+
+/** The upstream could not be reached, did not answer in time, or answered with something unreadable. */
+export class UpstreamUnavailableError extends Error {
+  readonly reason: UnavailableReason;
+  /** The X-Request-Id the failed call was sent with. */
+  readonly requestId: string;
+
+  constructor(reason: UnavailableReason, requestId: string, options?: { cause?: unknown }) {
+    super(describeUnavailableReason(reason), options);
+    this.name = 'UpstreamUnavailableError';
+    this.reason = reason;
+    this.requestId = requestId;
+  }
+}
+
+/** A one-line, key-free description of an {@link UnavailableReason}. */
+export function describeUnavailableReason(reason: UnavailableReason): string {
+  switch (reason) {
+    case 'connect_timeout':
+      return 'The upstream API did not accept a connection in time.';
+    case 'headers_timeout':
+      return 'The upstream API did not answer in time.';
+    case 'body_timeout':
+      return 'The upstream API stopped sending its answer.';
+    case 'connection_failed':
+      return 'The upstream API could not be reached.';
+    case 'connection_reset':
+      return 'The connection to the upstream API was closed before it answered.';
+    case 'invalid_response':
+      return 'The upstream API sent an answer that could not be read.';
+    default:
+      throw new UnreachableCaseError(reason);
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The three shapes of upstream call every resource module uses: read one record, read one page,
+ * and send an effectful request with an Idempotency-Key.
+ */
+import { randomUUID } from 'node:crypto';
+import type { HttpMethod } from './client.ts';
+import type { UpstreamContext } from './context.ts';
+import { UpstreamUnavailableError } from './errors.ts';
+import type { MutationResult, Page, PageParams } from './types.ts';
+
+/** GETs `path` and returns the record inside its `{data}` envelope. */
+export async function readRecord<T>(up: UpstreamContext, path: string): Promise<T> {
+  const response = await up.client.send(up, { method: 'GET', path });
+  return unwrapData<T>(response.body, up.requestId);
+}
+
+/** GETs one page of a list at `path`. */
+export async function readPage<T>(
+  up: UpstreamContext,
+  path: string,
+  page: PageParams = {},
+): Promise<Page<T>> {
+  const response = await up.client.send(up, {
+    method: 'GET',
+    path,
+    query: { limit: page.limit, cursor: page.cursor, updatedSince: page.updatedSince },
+  });
+  const body = response.body as Partial<Page<T>> | undefined;
+  if (!Array.isArray(body?.data) || typeof body.hasMore !== 'boolean') {
+    throw new UpstreamUnavailableError('invalid_response', up.requestId);
+  }
+  return { data: body.data, nextCursor: body.nextCursor ?? null, hasMore: body.hasMore };
+}
+
+/**
+ * Sends an effectful request. Without an `idempotencyKey` from the caller, one is generated here,
+ * returned in the result, and reused by every retry, so a retried call can only replay.
+ */
+export async function sendEffect<T>(
+  up: UpstreamContext,
+  method: Exclude<HttpMethod, 'GET'>,
+  path: string,
+  body?: unknown,
+  idempotencyKey: string = randomUUID(),
+): Promise<MutationResult<T>> {
+  const response = await up.client.send(up, { method, path, body, idempotencyKey });
+  return { data: unwrapData<T>(response.body, up.requestId), idempotencyKey, replayed: response.replayed };
+}
+
+function unwrapData<T>(body: unknown, requestId: string): T {
+  if (typeof body !== 'object' || body === null || !('data' in body)) {
+    throw new UpstreamUnavailableError('invalid_response', requestId);
+  }
+  return body.data as T;
+}

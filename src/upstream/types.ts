@@ -1,0 +1,97 @@
+/**
+ * Named upstream record and request-body types, aliased from the types generated out of the contract
+ * (`schema/upstream/openapi.yaml` → `src/generated/upstream-api.ts`). Everything outside upstream/
+ * imports these names, never the generated file, so a contract change surfaces here first.
+ */
+import type { components } from '../generated/upstream-api.ts';
+
+type Schemas = components['schemas'];
+
+export type Customer = Schemas['Customer'];
+export type Account = Schemas['Account'];
+export type AccountDetails = Schemas['AccountDetails'];
+export type Balance = Schemas['Balance'];
+export type AccountFees = Schemas['AccountFees'];
+export type FeeBreakdown = Schemas['FeeBreakdown'];
+export type DeveloperFee = Schemas['DeveloperFee'];
+export type Person = Schemas['Person'];
+export type Entity = Schemas['Entity'];
+export type RelatedParty = Schemas['RelatedParty'];
+export type RelatedPartySummary = Schemas['RelatedPartySummary'];
+export type RelatedPartyRole = RelatedParty['roles'][number];
+export type Capability = Schemas['Capability'];
+export type CapabilityApplication = Schemas['CapabilityApplication'];
+export type InstitutionReference = Schemas['InstitutionReference'];
+export type CapabilityDiscovery = Schemas['CapabilityDiscovery'];
+export type Institution = Schemas['Institution'];
+export type CustomerDocument = Schemas['CustomerDocument'];
+export type WebhookEventType = Schemas['WebhookEventType'];
+export type WebhookEndpoint = Schemas['WebhookEndpoint'];
+export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
+export type RuleTrigger = Schemas['RuleTrigger'];
+export type RuleAction = Schemas['RuleAction'];
+export type RuleAccountTarget = Schemas['RuleAccountTarget'];
+export type RuleDestinationTarget = Schemas['RuleDestinationTarget'];
+export type Rule = Schemas['Rule'];
+export type RuleStatus = Rule['status'];
+export type Recipient = Schemas['Recipient'];
+export type RecipientDestination = Schemas['RecipientDestination'];
+export type Task = Schemas['Task'];
+export type TaskResource = Schemas['TaskResource'];
+export type TaskSubmission = Schemas['TaskSubmission'];
+export type Money = Schemas['Money'];
+export type Quote = Schemas['Quote'];
+export type Transfer = Schemas['Transfer'];
+export type TransferSource = Schemas['TransferSource'];
+export type SandboxTopUp = Schemas['SandboxTopUp'];
+export type StatusReason = Schemas['StatusReason'];
+export type StatusReasonActor = StatusReason['actor'];
+export type FieldError = Schemas['FieldError'];
+export type BlockingResource = Schemas['BlockingResource'];
+export type Problem = Schemas['Problem'];
+export type WebhookEvent = Schemas['WebhookEvent'];
+
+export type CreateCustomerInput = Schemas['CreateCustomerInput'];
+export type CreateAccountInput = Schemas['CreateAccountInput'];
+export type ReplaceAccountFeesInput = Schemas['ReplaceAccountFeesInput'];
+export type CreateRelatedPartyInput = Schemas['CreateRelatedPartyInput'];
+export type CreateCapabilityInput = Schemas['CreateCapabilityInput'];
+export type CreateRuleInput = Schemas['CreateRuleInput'];
+export type UpdateRuleStatusInput = Schemas['UpdateRuleStatusInput'];
+export type CreateWebhookEndpointInput = Schemas['CreateWebhookEndpointInput'];
+export type UpdateWebhookEndpointInput = Schemas['UpdateWebhookEndpointInput'];
+export type SandboxTopUpInput = Schemas['SandboxTopUpInput'];
+export type SandboxSetCapabilityStatusInput = Schemas['SandboxSetCapabilityStatusInput'];
+
+/**
+ * A record whose REST path needs its customer: the facade always returns it with `customerId`, so
+ * GraphQL entity keys (`customerId id`) can be resolved even where the upstream record lacks it.
+ */
+export type CustomerScoped<T> = T & { customerId: string };
+
+/** One page of a cursor-paginated upstream list. */
+export interface Page<T> {
+  data: T[];
+  /** Opaque; pass back as `cursor` for the next page. Null on the last page. */
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/** Paging and filtering of every upstream list. */
+export interface PageParams {
+  /** Page size, 1 to 100 (upstream default 25). */
+  limit?: number;
+  /** The `nextCursor` of the previous page of the same list and filter. */
+  cursor?: string;
+  /** RFC 3339: only records updated at or after it. */
+  updatedSince?: string;
+}
+
+/** The result of an effectful call, with what a client needs to retry it safely. */
+export interface MutationResult<T> {
+  data: T;
+  /** The Idempotency-Key sent (the caller's, or one generated for this call). */
+  idempotencyKey: string;
+  /** True when the upstream answered with the original result of an earlier identical request. */
+  replayed: boolean;
+}
