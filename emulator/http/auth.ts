@@ -1,0 +1,70 @@
+import { ProblemError } from './problem.ts';
+import type { ApiKeyConfig, ApiKeyIdentity } from './types.ts';
+
+/** The emulator's keys unless configured otherwise (`EMULATOR_API_KEYS`, `createEmulator({ apiKeys })`). */
+export const DEFAULT_API_KEYS: readonly ApiKeyConfig[] = [
+  { key: 'sk_sandbox_emulator', id: 'sandbox-read-write', environment: 'sandbox', scope: 'read_write' },
+  {
+    key: 'sk_sandbox_emulator_readonly',
+    id: 'sandbox-read-only',
+    environment: 'sandbox',
+    scope: 'read_only',
+  },
+  { key: 'sk_live_emulator', id: 'live-read-write', environment: 'live', scope: 'read_write' },
+];
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Authenticates `X-API-Key` and applies the permission rules of the assumptions doc. */
+export type Authenticator = {
+  /**
+   * Returns the caller's key identity, or throws 401 `unauthorized` (missing or unknown key) or
+   * 403 `forbidden` (a read-only key writing; a live key on `/v3/sandbox/*`). The key itself is
+   * never part of an error.
+   */
+  authenticate(apiKey: string | string[] | undefined, method: string, path: string): ApiKeyIdentity;
+};
+
+/** Builds the authenticator over the configured keys; throws on a configuration that cannot work. */
+export function createAuthenticator(keys: readonly ApiKeyConfig[]): Authenticator {
+  const byKey = new Map<string, ApiKeyIdentity>();
+  for (const { key, ...identity } of keys) {
+    if (typeof key !== 'string' || key.length === 0)
+      throw new Error(`API key "${identity.id}" has an empty key.`);
+    if (byKey.has(key))
+      throw new Error(`API key "${identity.id}" repeats the key of another configured key.`);
+    byKey.set(key, identity);
+  }
+
+  return {
+    authenticate(apiKey, method, path) {
+      const value = Array.isArray(apiKey) ? apiKey[0] : apiKey;
+      if (value === undefined || value === '') {
+        throw new ProblemError(401, 'unauthorized', 'Send your API key in the X-API-Key header.');
+      }
+      const identity = byKey.get(value);
+      if (!identity) {
+        throw new ProblemError(
+          401,
+          'unauthorized',
+          'The API key in X-API-Key is not valid. Check that it was not rotated.',
+        );
+      }
+      if (identity.scope === 'read_only' && WRITE_METHODS.has(method)) {
+        throw new ProblemError(
+          403,
+          'forbidden',
+          `This API key is read-only; it cannot make ${method} requests.`,
+        );
+      }
+      if (identity.environment === 'live' && (path === '/v3/sandbox' || path.startsWith('/v3/sandbox/'))) {
+        throw new ProblemError(
+          403,
+          'forbidden',
+          'Sandbox operations need a sandbox API key; this key is a live key.',
+        );
+      }
+      return identity;
+    },
+  };
+}
