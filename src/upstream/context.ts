@@ -22,6 +22,8 @@ export interface UpstreamContextOptions {
   apiKey: string;
   /** The caller's `X-Request-Id`, if any; a fresh id is generated when absent or unusable. */
   requestId?: string;
+  /** Retries the operation may spend; defaults to the client's configured budget. */
+  retries?: number;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -33,6 +35,6 @@ export function createUpstreamContext(
     client,
     credentials: createCredentials(options.apiKey),
     requestId: resolveRequestId(options.requestId),
-    retryBudget: createRetryBudget(client.retryPolicy.budget),
+    retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
   };
 }

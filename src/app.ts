@@ -1,0 +1,179 @@
+/**
+ * Builds the HTTP app without listening: express 5, one http.Server, Apollo Server at `/graphql`
+ * (POST and GET, Apollo Sandbox for browsers), `/healthz` and `/readyz`. Tests build it in process;
+ * main.ts listens. graphql-ws and the webhook route attach to the same server and router.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import { expressMiddleware } from '@as-integrations/express5';
+import express, { type Express, type Router } from 'express';
+import type { GraphQLSchema } from 'graphql';
+import type { Config } from './config.ts';
+import { createFormatError } from './errors/format-error.ts';
+import { createGraphContext, type GraphContext } from './graph/context.ts';
+import { createSchema } from './graph/schema.ts';
+import { handleHttpError, handleNotFound } from './http/fallback.ts';
+import { handleHealth, handleReadiness } from './http/health.ts';
+import { assignRequestId } from './http/request-id.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
+import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
+import { createUpstreamContext } from './upstream/context.ts';
+
+/** Parts a caller may supply instead of the defaults built from the config. */
+export interface AppDependencies {
+  /** Default: JSON lines on stdout at `config.logLevel`, the configured key redacted. */
+  logger?: Logger;
+  /** Default: an undici client built from `config.upstream`. Closed by `close()` either way. */
+  upstreamClient?: UpstreamClient;
+  /** Default: `createSchema()`, the facade's federated subgraph schema. */
+  schema?: GraphQLSchema;
+  /** Extra Apollo Server plugins (e.g. draining a WebSocket server on shutdown). */
+  plugins?: ApolloServerPlugin<GraphContext>[];
+}
+
+/** Who is calling and under which request id; see {@link App.createContext}. */
+export interface ContextInput {
+  /** The caller's own upstream key; the configured key when absent. */
+  apiKey?: string;
+  /** The caller's request id; generated when absent or unusable. */
+  requestId?: string;
+}
+
+export interface App {
+  readonly express: Express;
+  /** Extra HTTP routes go here: they run before the 404 fallback (e.g. the webhook receiver). */
+  readonly routes: Router;
+  readonly httpServer: http.Server;
+  readonly apollo: ApolloServer<GraphContext>;
+  readonly schema: GraphQLSchema;
+  readonly upstreamClient: UpstreamClient;
+  readonly logger: Logger;
+  /** Builds an operation's context the way `/graphql` does (for graphql-ws and webhook reads). */
+  createContext(input?: ContextInput): GraphContext;
+  /** Runs `hook` during `close()`, after HTTP has drained and before upstream connections close. */
+  onClose(hook: () => void | Promise<void>): void;
+  /** Starts listening; resolves with the base URL (no path) and the bound port. */
+  listen(port?: number, host?: string): Promise<{ url: string; port: number }>;
+  /** Stops accepting requests, lets in-flight ones finish, then closes upstream connections. */
+  close(): Promise<void>;
+}
+
+/** Largest GraphQL request body accepted. */
+const MAX_BODY = '1mb';
+
+/** Builds the app (Apollo Server is started, nothing listens yet). */
+export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
+  const logger = deps.logger ?? createLogger({ level: config.logLevel, redact: [config.upstream.apiKey] });
+  const upstreamClient = deps.upstreamClient ?? createUpstreamClient({ ...config.upstream, logger });
+  const schema = deps.schema ?? createSchema();
+  const development = config.nodeEnv === 'development';
+
+  const app = express();
+  app.disable('x-powered-by');
+  const httpServer = http.createServer(app);
+
+  const apollo = new ApolloServer<GraphContext>({
+    schema,
+    logger: toApolloLogger(logger.child({ component: 'apollo' })),
+    introspection: config.introspection,
+    // Apollo's default: a GET (or simple POST) must carry a header no browser form can send
+    // (`apollo-require-preflight`, `x-apollo-operation-name`, or a JSON content type).
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: development,
+    formatError: createFormatError({ includeStacktrace: development }),
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      ApolloServerPluginInlineTraceDisabled(),
+      config.landingPage
+        ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false })
+        : ApolloServerPluginLandingPageDisabled(),
+      createOperationLoggingPlugin<GraphContext>(logger),
+      ...(deps.plugins ?? []),
+    ],
+  });
+  await apollo.start();
+
+  const createContext = (input: ContextInput = {}): GraphContext =>
+    createGraphContext(
+      createUpstreamContext(upstreamClient, {
+        apiKey: input.apiKey ?? config.upstream.apiKey,
+        requestId: input.requestId,
+      }),
+    );
+
+  const routes = express.Router();
+  app.use(assignRequestId());
+  app.get('/healthz', handleHealth());
+  app.get('/readyz', handleReadiness({ client: upstreamClient, apiKey: config.upstream.apiKey, logger }));
+  app.use(
+    '/graphql',
+    express.json({ limit: MAX_BODY }),
+    expressMiddleware(apollo, {
+      // A server-side caller may send its own key; everyone else uses the facade's.
+      context: async ({ req, res }) =>
+        createContext({ apiKey: req.get('x-api-key'), requestId: res.locals.requestId as string }),
+    }),
+  );
+  app.use(routes);
+  app.use(handleNotFound());
+  app.use(handleHttpError(logger));
+
+  const closeHooks: (() => void | Promise<void>)[] = [];
+  let closing: Promise<void> | undefined;
+
+  return {
+    express: app,
+    routes,
+    httpServer,
+    apollo,
+    schema,
+    upstreamClient,
+    logger,
+    createContext,
+    onClose(hook) {
+      closeHooks.push(hook);
+    },
+    listen(port = config.port, host = config.host) {
+      return new Promise((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => {
+          httpServer.off('error', reject);
+          const bound = (httpServer.address() as AddressInfo).port;
+          resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
+        });
+      });
+    },
+    close() {
+      closing ??= (async () => {
+        // Apollo's drain plugin closes the http.Server and waits for in-flight requests.
+        await apollo.stop();
+        for (const hook of closeHooks) await hook();
+        await upstreamClient.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function formatHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Apollo Server's logger interface over ours: its messages become JSON lines too. */
+function toApolloLogger(logger: Logger): ConstructorParameters<typeof ApolloServer>[0]['logger'] {
+  const join = (args: unknown[]): string =>
+    args.map((arg) => (arg instanceof Error ? arg.message : String(arg))).join(' ');
+  return {
+    debug: (...args: unknown[]) => logger.debug(join(args)),
+    info: (...args: unknown[]) => logger.info(join(args)),
+    warn: (...args: unknown[]) => logger.warn(join(args)),
+    error: (...args: unknown[]) => logger.error(join(args)),
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The one place where a failure becomes the GraphQL error a client sees: upstream problems keep
+ * everything they said, transport failures become UPSTREAM_UNAVAILABLE, GraphQL's own errors pass
+ * through, and anything else is masked.
+ */
+import { GraphQLError, type GraphQLErrorExtensions } from 'graphql';
+import {
+  describeUnavailableReason,
+  UpstreamProblemError,
+  UpstreamUnavailableError,
+} from '../upstream/errors.ts';
+import type { FieldError, Problem } from '../upstream/types.ts';
+import { errorCodeForProblem, type FacadeErrorCode } from './error-codes.ts';
+import { type InputPath, parameterToArgumentPath, pointerToInputPath } from './input-path.ts';
+
+export interface ToGraphQLErrorOptions {
+  /** Add `extensions.stacktrace` (development only: stack traces reveal internals). */
+  includeStacktrace?: boolean;
+}
+
+/** A field error of an upstream problem, with the GraphQL input path it names (when known). */
+export type GraphQLFieldError = FieldError & { path?: InputPath };
+
+/** `extensions.problem`: the upstream problem, whole, its field errors given GraphQL paths. */
+export type GraphQLProblem = Omit<Problem, 'errors'> & { errors?: GraphQLFieldError[] };
+
+export const MASKED_MESSAGE = 'Unexpected error.';
+
+/**
+ * Codes Apollo Server and graphql-js attach to request errors (parse, validation, variable
+ * coercion); such errors describe the caller's document and pass through unchanged.
+ */
+const PASS_THROUGH_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+  'OPERATION_RESOLUTION_FAILURE',
+]);
+
+/**
+ * Turns any error raised while serving a GraphQL request into the GraphQL error to send.
+ *
+ * - An {@link UpstreamProblemError} (found anywhere in the `originalError`/`cause` chain) becomes an
+ *   error whose message is the problem's detail (or title), whose `extensions.code` follows the
+ *   table in docs/errors.md, and whose `extensions.problem` is the whole problem; every field error
+ *   keeps its `pointer` and gains the GraphQL input `path` it names.
+ * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason.
+ * - A GraphQLError raised on purpose (by graphql-js, Apollo Server or a resolver) passes through.
+ * - Anything else is masked: `INTERNAL_SERVER_ERROR` with a generic message.
+ *
+ * The response path and locations of `error` are kept. Never throws for any input.
+ */
+export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = {}): GraphQLError {
+  const located = error instanceof GraphQLError ? error : undefined;
+  const cause = findUpstreamError(error);
+  if (cause instanceof UpstreamProblemError) {
+    return build(
+      located,
+      cause,
+      cause.problem.detail || cause.problem.title,
+      {
+        code: errorCodeForProblem(cause.problem),
+        problem: toGraphQLProblem(cause.problem),
+      },
+      options,
+    );
+  }
+  if (cause instanceof UpstreamUnavailableError) {
+    return build(
+      located,
+      cause,
+      describeUnavailableReason(cause.reason),
+      {
+        code: 'UPSTREAM_UNAVAILABLE' satisfies FacadeErrorCode,
+        reason: cause.reason,
+        requestId: cause.requestId,
+      },
+      options,
+    );
+  }
+  if (located && !isUnexpectedError(located)) {
+    const { http: _http, stacktrace: _stacktrace, ...extensions } = located.extensions;
+    return build(
+      located,
+      located.originalError ?? located,
+      located.message,
+      {
+        ...extensions,
+        code: typeof extensions.code === 'string' ? extensions.code : 'INTERNAL_SERVER_ERROR',
+      },
+      options,
+    );
+  }
+  return build(
+    located,
+    located?.originalError ?? error,
+    MASKED_MESSAGE,
+    {
+      code: 'INTERNAL_SERVER_ERROR' satisfies FacadeErrorCode,
+    },
+    options,
+  );
+}
+
+/**
+ * Whether {@link toGraphQLError} masks `error`: true for anything that is neither an upstream
+ * failure nor a GraphQLError raised on purpose. The server logs these, since the client sees
+ * nothing of them.
+ */
+export function isUnexpectedError(error: unknown): boolean {
+  if (findUpstreamError(error)) return false;
+  if (!(error instanceof GraphQLError)) return true;
+  const original = error.originalError;
+  // No original error: graphql-js or Apollo raised it about the document or the response shape.
+  if (original === undefined || original instanceof GraphQLError) return false;
+  // Apollo wraps variable-coercion failures (a scalar's parseValue throwing) as BAD_USER_INPUT.
+  const code = error.extensions.code;
+  return !(typeof code === 'string' && PASS_THROUGH_CODES.has(code));
+}
+
+/** The problem as the client sees it: every field, field errors given their GraphQL paths. */
+export function toGraphQLProblem(problem: Problem): GraphQLProblem {
+  if (!problem.errors) return { ...problem };
+  return { ...problem, errors: problem.errors.map(withInputPath) };
+}
+
+function withInputPath(fieldError: FieldError): GraphQLFieldError {
+  if (typeof fieldError.pointer === 'string')
+    return { ...fieldError, path: pointerToInputPath(fieldError.pointer) };
+  const path =
+    typeof fieldError.parameter === 'string' ? parameterToArgumentPath(fieldError.parameter) : undefined;
+  return path ? { ...fieldError, path } : { ...fieldError };
+}
+
+/** Follows `originalError` (GraphQL's wrapping) and `cause` (ours and DataLoader users') a few levels. */
+function findUpstreamError(error: unknown): UpstreamProblemError | UpstreamUnavailableError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current instanceof UpstreamProblemError || current instanceof UpstreamUnavailableError)
+      return current;
+    current =
+      current instanceof GraphQLError && current.originalError ? current.originalError : current.cause;
+  }
+  return undefined;
+}
+
+function build(
+  located: GraphQLError | undefined,
+  source: unknown,
+  message: string,
+  extensions: GraphQLErrorExtensions,
+  options: ToGraphQLErrorOptions,
+): GraphQLError {
+  const stack = source instanceof Error ? source.stack : undefined;
+  return new GraphQLError(message, {
+    nodes: located?.nodes,
+    source: located?.source,
+    positions: located?.positions,
+    path: located?.path,
+    extensions:
+      options.includeStacktrace && stack !== undefined
+        ? { ...extensions, stacktrace: stack.split('\n') }
+        : extensions,
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Liveness and readiness. `/healthz` answers while the process serves HTTP; `/readyz` asks the
+ * upstream's capability discovery (the source of `apiStatus`) with the facade's own key, so a
+ * replica whose upstream is unreachable or whose key is refused leaves the load balancer.
+ */
+import type { RequestHandler } from 'express';
+import type { Logger } from '../logger.ts';
+import { discoverCapabilities } from '../upstream/capabilities.ts';
+import type { UpstreamClient } from '../upstream/client.ts';
+import { createUpstreamContext } from '../upstream/context.ts';
+import { UpstreamProblemError, UpstreamUnavailableError } from '../upstream/errors.ts';
+
+/** `GET /healthz`: 200 while the process is up. */
+export function handleHealth(): RequestHandler {
+  return (_req, res) => {
+    res.status(200).json({ status: 'ok' });
+  };
+}
+
+export interface ReadinessOptions {
+  client: UpstreamClient;
+  apiKey: string;
+  logger: Logger;
+}
+
+/** `GET /readyz`: 200 when capability discovery succeeds, else 503 with the reason. */
+export function handleReadiness(options: ReadinessOptions): RequestHandler {
+  return async (_req, res) => {
+    // A probe must answer fast and must not add retry load to a struggling upstream.
+    const up = createUpstreamContext(options.client, {
+      apiKey: options.apiKey,
+      requestId: res.locals.requestId as string | undefined,
+      retries: 0,
+    });
+    try {
+      const discovery = await discoverCapabilities(up);
+      res
+        .status(200)
+        .json({ status: 'ready', upstream: { reachable: true, environment: discovery.environment } });
+    } catch (error) {
+      const reason =
+        error instanceof UpstreamProblemError
+          ? error.code
+          : error instanceof UpstreamUnavailableError
+            ? error.reason
+            : 'unexpected_error';
+      options.logger.warn('not ready', { reason, requestId: up.requestId });
+      res
+        .status(503)
+        .json({
+          status: 'unavailable',
+          upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
+        });
+    }
+  };
+}

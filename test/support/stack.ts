@@ -1,0 +1,177 @@
+/**
+ * A real stack for integration tests: the emulator and the facade, each on its own port 0 on
+ * loopback, talking over HTTP. Composes emulator/ and src/, which never import each other.
+ */
+import { createEmulator } from '../../emulator/index.ts';
+import { createApp, type App, type AppDependencies } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+
+export type EmulatorOptions = NonNullable<Parameters<typeof createEmulator>[0]>;
+
+/** The emulator's default sandbox key (read_write). */
+export const SANDBOX_KEY = 'sk_sandbox_emulator';
+/** The emulator's default sandbox key with the read_only scope. */
+export const READ_ONLY_KEY = 'sk_sandbox_emulator_readonly';
+
+export interface StackOptions {
+  /** Options of `createEmulator` (default: demo data). */
+  emulator?: EmulatorOptions;
+  /** Facade environment variables, over the stack's defaults (fast retries, debug logs). */
+  env?: Record<string, string>;
+  /** Extra app dependencies (plugins, a schema). */
+  app?: Omit<AppDependencies, 'logger'>;
+}
+
+export interface GraphQLResult<T = Record<string, unknown>> {
+  status: number;
+  body: {
+    data?: T | null;
+    errors?: {
+      message: string;
+      path?: (string | number)[];
+      locations?: { line: number; column: number }[];
+      extensions?: Record<string, unknown> & { code?: string };
+    }[];
+  };
+  headers: Headers;
+}
+
+export interface UpstreamCalls {
+  total: number;
+  byRoute: Record<string, number>;
+}
+
+/** A fault configuration of the emulator (`PUT /_emulator/faults`). */
+export interface FaultSpec {
+  latency?: { fixedMs: number; jitterMs: number };
+  rules?: {
+    route?: string;
+    kind: 'internal_error' | 'request_failed' | 'reset' | 'stall';
+    rate: number;
+    times?: number;
+  }[];
+}
+
+export interface Stack {
+  emulatorUrl: string;
+  /** The facade's base URL (no path). */
+  facadeUrl: string;
+  /** `${facadeUrl}/graphql` */
+  graphqlUrl: string;
+  config: Config;
+  app: App;
+  /** POSTs a GraphQL request with real fetch. */
+  query<T = Record<string, unknown>>(
+    document: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ): Promise<GraphQLResult<T>>;
+  /** Counts of `/v3` requests the emulator received since the last reset. */
+  upstreamCalls(): Promise<UpstreamCalls>;
+  resetUpstreamCalls(): Promise<void>;
+  setFaults(spec: FaultSpec): Promise<void>;
+  clearFaults(): Promise<void>;
+  /** Every line the facade logged so far (JSON strings). */
+  logs(): readonly string[];
+  close(): Promise<void>;
+}
+
+/** Starts an emulator and a facade configured against it. Always `close()` it (afterAll). */
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const emulator = createEmulator({ data: 'demo', ...options.emulator } as EmulatorOptions);
+  const { url: emulatorUrl } = await emulator.listen(0, '127.0.0.1');
+  const lines: string[] = [];
+  let app: App | undefined;
+  try {
+    const config = loadConfig({
+      UPSTREAM_BASE_URL: emulatorUrl,
+      UPSTREAM_API_KEY: SANDBOX_KEY,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'debug',
+      UPSTREAM_RETRY_BASE_DELAY_MS: '5',
+      UPSTREAM_RETRY_MAX_DELAY_MS: '20',
+      ...options.env,
+    });
+    // Deliberately no redaction here: tests assert that no key reaches a log line at all.
+    const logger = createLogger({ level: config.logLevel, write: (line) => lines.push(line) });
+    app = await createApp(config, { ...options.app, logger });
+    const { url: facadeUrl } = await app.listen(0, '127.0.0.1');
+    const graphqlUrl = `${facadeUrl}/graphql`;
+    const started = app;
+
+    const control = async (method: string, path: string, body?: unknown): Promise<Response> => {
+      const response = await fetch(`${emulatorUrl}${path}`, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!response.ok) {
+        throw new Error(
+          `Emulator control ${method} ${path} failed: ${response.status} ${await response.text()}`,
+        );
+      }
+      return response;
+    };
+
+    return {
+      emulatorUrl,
+      facadeUrl,
+      graphqlUrl,
+      config,
+      app,
+      async query<T>(
+        document: string,
+        variables?: Record<string, unknown>,
+        headers: Record<string, string> = {},
+      ) {
+        const response = await fetch(graphqlUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/graphql-response+json',
+            ...headers,
+          },
+          body: JSON.stringify({ query: document, variables }),
+        });
+        const text = await response.text();
+        let body: GraphQLResult<T>['body'];
+        try {
+          body = JSON.parse(text) as GraphQLResult<T>['body'];
+        } catch {
+          throw new Error(
+            `The facade answered ${response.status} with a non-JSON body: ${text.slice(0, 500)}`,
+          );
+        }
+        return { status: response.status, body, headers: response.headers };
+      },
+      async upstreamCalls() {
+        const counts = (await (await control('GET', '/_emulator/requests')).json()) as UpstreamCalls;
+        return { total: counts.total, byRoute: counts.byRoute };
+      },
+      async resetUpstreamCalls() {
+        await control('DELETE', '/_emulator/requests');
+      },
+      async setFaults(spec) {
+        await control('PUT', '/_emulator/faults', {
+          latency: spec.latency ?? { fixedMs: 0, jitterMs: 0 },
+          rules: spec.rules ?? [],
+        });
+      },
+      async clearFaults() {
+        await control('DELETE', '/_emulator/faults');
+      },
+      logs: () => lines,
+      async close() {
+        await started.close();
+        await emulator.close();
+      },
+    };
+  } catch (error) {
+    await app?.close();
+    await emulator.close();
+    throw error;
+  }
+}
