@@ -45,12 +45,10 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
             ? error.reason
             : 'unexpected_error';
       options.logger.warn('not ready', { reason, requestId: up.requestId });
-      res
-        .status(503)
-        .json({
-          status: 'unavailable',
-          upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
-        });
+      res.status(503).json({
+        status: 'unavailable',
+        upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
+      });
     }
   };
 }
