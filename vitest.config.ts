@@ -8,5 +8,7 @@ export default defineConfig({
     // Integration tests start real servers on port 0; two cores run them well in two workers.
     pool: 'forks',
     maxWorkers: 2,
+    // One real redis-server for the run; tests read its URL with inject('redisUrl').
+    globalSetup: ['test/support/redis-global-setup.ts'],
   },
 });

@@ -1,0 +1,179 @@
+/**
+ * The event pipeline's part of the configuration: webhook reception and registration, Redis, and
+ * subscriber queues. Read by `loadConfig` in `src/config.ts`, which reports every problem at once;
+ * no message ever contains a secret or a Redis URL (it may hold a password).
+ */
+import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './subscriber-queue.ts';
+import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './verify-webhook.ts';
+import { DEFAULT_WEBHOOK_MAX_BODY_BYTES } from './webhook-route.ts';
+
+/** Where the facade's webhook route is mounted on its own HTTP server. */
+export const WEBHOOK_PATH = '/webhooks/platform';
+
+export interface WebhooksConfig {
+  /**
+   * The URL the upstream posts webhooks to (`WEBHOOK_PUBLIC_URL`). Unset: the facade's own loopback
+   * address and {@link WEBHOOK_PATH}, right only when the upstream runs on the same machine (the
+   * embedded emulator).
+   */
+  publicUrl: string | undefined;
+  /**
+   * Register (or reuse) the facade's endpoint with the upstream at start (`WEBHOOK_REGISTER`).
+   * Unset: on when the upstream is the embedded emulator, off otherwise.
+   */
+  register: boolean | undefined;
+  /** Signing secrets accepted (`WEBHOOK_SECRETS`, comma separated, several during a rotation). Never logged. */
+  secrets: readonly string[];
+  /** Accepted distance between a delivery's timestamp and the clock (`WEBHOOK_TOLERANCE_SECONDS`). */
+  toleranceSeconds: number;
+  /** Largest accepted webhook body (`WEBHOOK_MAX_BODY_BYTES`); larger ones are answered 413. */
+  maxBodyBytes: number;
+  /** How long a received event id is remembered to drop redeliveries (`WEBHOOK_DEDUP_RETENTION_SECONDS`). */
+  dedupRetentionSeconds: number;
+}
+
+export interface EventsConfig {
+  webhooks: WebhooksConfig;
+  /** `REDIS_URL`: when set, fan-out and de-duplication go through Redis, shared by every replica. */
+  redisUrl: string | undefined;
+  /** Prefix of every Redis key and channel (`REDIS_KEY_PREFIX`), so deployments can share a Redis. */
+  redisKeyPrefix: string;
+  /** Events one subscriber may let wait before it is ended (`SUBSCRIPTION_QUEUE_LIMIT`); see docs/events.md. */
+  subscriberQueueLimit: number;
+}
+
+export const EVENTS_CONFIG_DEFAULTS = {
+  WEBHOOK_TOLERANCE_SECONDS: DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  WEBHOOK_MAX_BODY_BYTES: DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+  // The upstream retries for about two minutes; a day also covers manual resends.
+  WEBHOOK_DEDUP_RETENTION_SECONDS: 24 * 60 * 60,
+  REDIS_KEY_PREFIX: 'facade:',
+  SUBSCRIPTION_QUEUE_LIMIT: DEFAULT_SUBSCRIBER_QUEUE_LIMIT,
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads the event pipeline's variables from `env`, calling `report(name, problem)` once per bad
+ * variable and using the default for it, so the caller can list every problem together.
+ */
+export function readEventsConfig(env: Env, report: (name: string, problem: string) => void): EventsConfig {
+  const raw = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const value = raw(name);
+    if (value === undefined) return fallback;
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      report(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+      return fallback;
+    }
+    return Number(value);
+  };
+
+  return {
+    webhooks: {
+      publicUrl: readPublicUrl(raw('WEBHOOK_PUBLIC_URL'), report),
+      register: readOptionalBoolean('WEBHOOK_REGISTER', raw('WEBHOOK_REGISTER'), report),
+      secrets: readSecrets(env['WEBHOOK_SECRETS'], report),
+      toleranceSeconds: integer(
+        'WEBHOOK_TOLERANCE_SECONDS',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_TOLERANCE_SECONDS,
+        1,
+        3600,
+      ),
+      maxBodyBytes: integer(
+        'WEBHOOK_MAX_BODY_BYTES',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_MAX_BODY_BYTES,
+        1024,
+        64 * 1024 * 1024,
+      ),
+      dedupRetentionSeconds: integer(
+        'WEBHOOK_DEDUP_RETENTION_SECONDS',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_DEDUP_RETENTION_SECONDS,
+        // Shorter than the upstream's retry window would let a retry through as a new event.
+        300,
+        30 * 24 * 60 * 60,
+      ),
+    },
+    redisUrl: readRedisUrl(raw('REDIS_URL'), report),
+    redisKeyPrefix: raw('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
+    subscriberQueueLimit: integer(
+      'SUBSCRIPTION_QUEUE_LIMIT',
+      EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
+      1,
+      1_000_000,
+    ),
+  };
+}
+
+function readPublicUrl(
+  value: string | undefined,
+  report: (name: string, problem: string) => void,
+): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    report('WEBHOOK_PUBLIC_URL', `must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    report('WEBHOOK_PUBLIC_URL', `must use http or https, got ${JSON.stringify(url.protocol)}`);
+    return undefined;
+  }
+  if (url.username !== '' || url.password !== '') {
+    report('WEBHOOK_PUBLIC_URL', 'must not contain credentials');
+    return undefined;
+  }
+  return url.href;
+}
+
+function readOptionalBoolean(
+  name: string,
+  value: string | undefined,
+  report: (name: string, problem: string) => void,
+): boolean | undefined {
+  if (value === undefined) return undefined;
+  const lower = value.toLowerCase();
+  if (lower === 'true' || lower === '1') return true;
+  if (lower === 'false' || lower === '0') return false;
+  report(name, `must be true or false, got ${JSON.stringify(value)}`);
+  return undefined;
+}
+
+function readSecrets(value: string | undefined, report: (name: string, problem: string) => void): string[] {
+  if (value === undefined || value.trim() === '') return [];
+  const secrets = value.split(',').map((secret) => secret.trim());
+  const bad = secrets.filter((secret) => !isWebhookSecret(secret)).length;
+  if (bad > 0) {
+    // Only a count: the values are secrets even when malformed.
+    report('WEBHOOK_SECRETS', `${bad} of ${secrets.length} entries are not "whsec_" followed by base64`);
+    return [];
+  }
+  return secrets;
+}
+
+function readRedisUrl(
+  value: string | undefined,
+  report: (name: string, problem: string) => void,
+): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    report(
+      'REDIS_URL',
+      'must be a redis:// or rediss:// URL (the value is not shown: it may hold a password)',
+    );
+    return undefined;
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    report('REDIS_URL', `must use redis: or rediss:, got ${JSON.stringify(url.protocol)}`);
+    return undefined;
+  }
+  return value;
+}

@@ -1,0 +1,21 @@
+import { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
+
+/**
+ * Opens an ioredis 5 connection to `url` whose errors are logged instead of crashing the process.
+ * The URL is never logged: it may hold a password.
+ *
+ * Commands fail after a few reconnection attempts rather than queueing for ever, so a webhook whose
+ * publication cannot reach Redis is refused within the upstream's 5 s and retried later.
+ */
+export function openRedisConnection(url: string, role: string, logger: Logger): Redis {
+  const connection = new Redis(url, { maxRetriesPerRequest: 2, connectionName: `facade-${role}` });
+  let lastLogged = 0;
+  connection.on('error', (error: Error) => {
+    // ioredis emits an error per reconnection attempt; one line every few seconds is enough.
+    if (Date.now() - lastLogged < 5000) return;
+    lastLogged = Date.now();
+    logger.error('redis connection error', { role, error: error.message });
+  });
+  return connection;
+}

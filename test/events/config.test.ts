@@ -1,0 +1,75 @@
+import { describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { EVENTS_CONFIG_DEFAULTS, readEventsConfig } from '../../src/events/config.ts';
+
+function read(env: Record<string, string>) {
+  const problems: string[] = [];
+  const config = readEventsConfig(env, (name, problem) => problems.push(`${name}: ${problem}`));
+  return { config, problems };
+}
+
+describe('readEventsConfig', () => {
+  test('defaults: in-memory fan-out, registration decided by the start-up, no secrets', () => {
+    expect(read({})).toEqual({
+      problems: [],
+      config: {
+        webhooks: {
+          publicUrl: undefined,
+          register: undefined,
+          secrets: [],
+          toleranceSeconds: 300,
+          maxBodyBytes: 1024 * 1024,
+          dedupRetentionSeconds: 86_400,
+        },
+        redisUrl: undefined,
+        redisKeyPrefix: EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
+        subscriberQueueLimit: EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
+      },
+    });
+  });
+
+  test('reads every variable', () => {
+    const [first, second] = [generateWebhookSecret(), generateWebhookSecret()];
+    const { config, problems } = read({
+      WEBHOOK_PUBLIC_URL: 'https://facade.example.test/webhooks/platform',
+      WEBHOOK_REGISTER: 'false',
+      WEBHOOK_SECRETS: ` ${first} ,${second}`,
+      WEBHOOK_TOLERANCE_SECONDS: '60',
+      REDIS_URL: 'redis://127.0.0.1:6390',
+      SUBSCRIPTION_QUEUE_LIMIT: '5',
+    });
+    expect(problems).toEqual([]);
+    expect(config.webhooks).toMatchObject({
+      publicUrl: 'https://facade.example.test/webhooks/platform',
+      register: false,
+      secrets: [first, second],
+      toleranceSeconds: 60,
+    });
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6390');
+    expect(config.subscriberQueueLimit).toBe(5);
+  });
+
+  test('reports every bad variable once, without echoing a secret or a Redis URL', () => {
+    const goodSecret = generateWebhookSecret();
+    const { problems } = read({
+      WEBHOOK_PUBLIC_URL: 'ftp://x',
+      WEBHOOK_REGISTER: 'maybe',
+      WEBHOOK_SECRETS: `${goodSecret},sk_not_a_webhook_secret`,
+      WEBHOOK_DEDUP_RETENTION_SECONDS: '10',
+      REDIS_URL: 'not a url with password hunter2',
+      SUBSCRIPTION_QUEUE_LIMIT: '0',
+    });
+    expect(problems.map((problem) => problem.split(':')[0])).toEqual([
+      'WEBHOOK_PUBLIC_URL',
+      'WEBHOOK_REGISTER',
+      'WEBHOOK_SECRETS',
+      'WEBHOOK_DEDUP_RETENTION_SECONDS',
+      'REDIS_URL',
+      'SUBSCRIPTION_QUEUE_LIMIT',
+    ]);
+    const text = problems.join('\n');
+    expect(text).not.toContain('sk_not_a_webhook_secret');
+    expect(text).not.toContain(goodSecret.slice(6));
+    expect(text).not.toContain('hunter2');
+  });
+});

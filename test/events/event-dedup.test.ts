@@ -1,0 +1,114 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/event-dedup.ts';
+import { createMemoryEventDeduplicator } from '../../src/events/memory-event-dedup.ts';
+import { createRedisEventDeduplicator } from '../../src/events/redis-event-dedup.ts';
+import { connectRedis, uniqueRedisPrefix } from './support/redis.ts';
+
+type Factory = (options?: EventDeduplicatorOptions) => EventDeduplicator;
+
+let redis: Redis;
+beforeAll(() => {
+  redis = connectRedis();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+const factories: Array<[string, () => Factory]> = [
+  ['memory', () => (options) => createMemoryEventDeduplicator(options)],
+  [
+    'redis',
+    () => {
+      // One prefix per test: a shared one would make two instances of one test see each other, as replicas do.
+      const keyPrefix = uniqueRedisPrefix();
+      return (options) => createRedisEventDeduplicator({ client: redis, keyPrefix, ...options });
+    },
+  ],
+];
+
+describe.each(factories)('%s event de-duplication', (_name, makeFactory) => {
+  test('claims an event once; a later delivery of the confirmed event is seen', async () => {
+    const dedup = makeFactory()();
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+    expect(await dedup.claim('evt_1')).toBe('in_flight');
+    await dedup.confirm('evt_1');
+    expect(await dedup.claim('evt_1')).toBe('seen');
+    expect(await dedup.claim('evt_2')).toBe('claimed');
+  });
+
+  test('a released claim (failed publication) can be claimed again', async () => {
+    const dedup = makeFactory()();
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+    await dedup.release('evt_1');
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+  });
+
+  test('of many concurrent deliveries of one event exactly one claims it', async () => {
+    const dedup = makeFactory()();
+    const results = await Promise.all(Array.from({ length: 20 }, () => dedup.claim('evt_1')));
+    expect(results.filter((result) => result === 'claimed')).toHaveLength(1);
+  });
+
+  test('a claim never confirmed expires, so a crash between claim and publish loses nothing', async () => {
+    const dedup = makeFactory()({ claimTtlMs: 50 });
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+  });
+
+  test('a confirmed id is forgotten after the retention window', async () => {
+    const dedup = makeFactory()({ retentionMs: 50 });
+    await dedup.claim('evt_1');
+    await dedup.confirm('evt_1');
+    expect(await dedup.claim('evt_1')).toBe('seen');
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+  });
+});
+
+describe('redis event de-duplication across replicas', () => {
+  test('two instances sharing one Redis agree on what was seen', async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const first = createRedisEventDeduplicator({ client: redis, keyPrefix });
+    const second = createRedisEventDeduplicator({ client: redis, keyPrefix });
+    expect(await first.claim('evt_1')).toBe('claimed');
+    expect(await second.claim('evt_1')).toBe('in_flight');
+    await first.confirm('evt_1');
+    expect(await second.claim('evt_1')).toBe('seen');
+  });
+
+  test("releasing an expired claim never frees another replica's fresh claim", async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const slow = createRedisEventDeduplicator({ client: redis, keyPrefix, claimTtlMs: 50 });
+    const other = createRedisEventDeduplicator({ client: redis, keyPrefix });
+    expect(await slow.claim('evt_1')).toBe('claimed');
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(await other.claim('evt_1')).toBe('claimed');
+    await slow.release('evt_1');
+    expect(await other.claim('evt_1')).toBe('in_flight');
+  });
+
+  test('keeps seen ids for 24 hours by default', async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const dedup = createRedisEventDeduplicator({ client: redis, keyPrefix });
+    await dedup.claim('evt_1');
+    await dedup.confirm('evt_1');
+    const ttlMs = await redis.pttl(`${keyPrefix}webhook-event:evt_1`);
+    expect(ttlMs).toBeGreaterThan(23 * 60 * 60 * 1000);
+    expect(ttlMs).toBeLessThanOrEqual(24 * 60 * 60 * 1000);
+  });
+});
+
+describe('memory event de-duplication bounds', () => {
+  test('forgets the oldest ids first when full', async () => {
+    const dedup = createMemoryEventDeduplicator({ maxEntries: 3 });
+    for (const id of ['evt_1', 'evt_2', 'evt_3', 'evt_4']) {
+      await dedup.claim(id);
+      await dedup.confirm(id);
+    }
+    expect(await dedup.claim('evt_4')).toBe('seen');
+    expect(await dedup.claim('evt_2')).toBe('seen');
+    expect(await dedup.claim('evt_1')).toBe('claimed');
+  });
+});

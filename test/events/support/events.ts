@@ -1,0 +1,26 @@
+import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/platform-event.ts';
+
+let sequence = 0;
+
+/** A well-formed upstream event, as the emulator would send it. */
+export function makeEvent(overrides: Partial<PlatformEvent> & { customerId?: string } = {}): PlatformEvent {
+  sequence += 1;
+  const { customerId = 'cus_1', ...rest } = overrides;
+  return {
+    id: `evt_test_${process.pid}_${sequence}`,
+    type: 'account.updated',
+    occurredAt: new Date(Date.UTC(2026, 0, 1, 0, 0, sequence % 60)).toISOString(),
+    environment: 'sandbox' as PlatformEnvironment,
+    data: { customerId, resourceType: 'account', resourceId: 'acc_1', object: { id: 'acc_1' } },
+    ...rest,
+  };
+}
+
+/** Resolves when `condition` holds, polling; rejects with `message` after `timeoutMs`. */
+export async function waitFor(condition: () => boolean, message: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${message}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
