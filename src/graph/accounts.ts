@@ -1,0 +1,54 @@
+/** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
+import type { Resolvers } from '../generated/graphql.ts';
+import { archiveAccount, replaceAccountFees } from '../upstream/accounts.ts';
+import type { ReplaceAccountFeesInput } from '../upstream/types.ts';
+import { resolveOwningCustomer } from './customers.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
+
+export const accountResolvers: Resolvers = {
+  Query: {
+    account: (_parent, { customerId, id }, { loaders }) => loaders.account.load({ customerId, id }),
+  },
+  Mutation: {
+    setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
+      const { body, idempotencyKey } = splitInput(input, ['customerId', 'accountId']);
+      // `developer: null` removes the fee, so it must reach the upstream as null, not be dropped.
+      const fees: ReplaceAccountFeesInput = { breakdown: { developer: body.breakdown.developer ?? null } };
+      const result = await replaceAccountFees(
+        upstream,
+        input.customerId,
+        input.accountId,
+        fees,
+        idempotencyKey,
+      );
+      const key = { customerId: input.customerId, id: input.accountId };
+      loaders.accountFees.clear(key).prime(key, result.data);
+      // The account record carries its fees: the cached one is stale now.
+      loaders.account.clear(key);
+      loaders.accounts.clearAll();
+      return { ...toPayload('fees', result), customerId: input.customerId };
+    },
+    archiveAccount: async (_parent, { input }, { upstream, loaders }) => {
+      const { idempotencyKey } = splitInput(input);
+      const result = await archiveAccount(upstream, input.customerId, input.accountId, idempotencyKey);
+      const key = { customerId: input.customerId, id: input.accountId };
+      loaders.account.clear(key).prime(key, result.data);
+      loaders.accounts.clearAll();
+      return toPayload('account', result);
+    },
+  },
+  SetAccountFeesPayload: {
+    account: (payload, _args, { loaders }) =>
+      loaders.account.load({ customerId: payload.customerId, id: payload.fees.accountId }),
+  },
+  Account: {
+    __resolveReference: (reference, { loaders }) =>
+      loaders.account.load({ customerId: reference.customerId, id: reference.id }),
+    customer: resolveOwningCustomer,
+    // The record carries its fees; the fees endpoint is only a fallback for a record without them.
+    fees: (account, _args, { loaders }) =>
+      account.fees
+        ? { accountId: account.id, breakdown: account.fees.breakdown }
+        : loaders.accountFees.load({ customerId: account.customerId, id: account.id }),
+  },
+};

@@ -1,0 +1,26 @@
+/** Resolvers of `documents.graphql`: customer documents and their archiving. */
+import type { Resolvers } from '../generated/graphql.ts';
+import { archiveDocument } from '../upstream/documents.ts';
+import { resolveOwningCustomer } from './customers.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
+
+export const documentResolvers: Resolvers = {
+  Query: {
+    customerDocument: (_parent, { customerId, id }, { loaders }) => loaders.document.load({ customerId, id }),
+  },
+  Mutation: {
+    archiveCustomerDocument: async (_parent, { input }, { upstream, loaders }) => {
+      const { idempotencyKey } = splitInput(input);
+      const result = await archiveDocument(upstream, input.customerId, input.documentId, idempotencyKey);
+      // Archived documents answer NOT_FOUND to later reads and leave every list.
+      loaders.document.clear({ customerId: input.customerId, id: input.documentId });
+      loaders.documents.clearAll();
+      return toPayload('document', result);
+    },
+  },
+  CustomerDocument: {
+    __resolveReference: (reference, { loaders }) =>
+      loaders.document.load({ customerId: reference.customerId, id: reference.id }),
+    customer: resolveOwningCustomer,
+  },
+};

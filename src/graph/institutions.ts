@@ -1,0 +1,27 @@
+/**
+ * Resolvers of `institutions.graphql`. Applications embed an institution reference (id, name,
+ * bic); the other fields are completed by one read per institution, made only when selected.
+ */
+import type { Resolvers } from '../generated/graphql.ts';
+import type { Institution } from '../upstream/types.ts';
+import type { GraphContext } from './context.ts';
+import type { InstitutionParent } from './parents.ts';
+import { toConnection, toPageParams } from './pagination.ts';
+
+async function fullRecord(institution: InstitutionParent, { loaders }: GraphContext): Promise<Institution> {
+  return 'country' in institution ? institution : loaders.institution.load(institution.id);
+}
+
+export const institutionResolvers: Resolvers = {
+  Query: {
+    institution: (_parent, { id }, { loaders }) => loaders.institution.load(id),
+    institutions: async (_parent, args, { loaders }) =>
+      toConnection(await loaders.institutions.load(toPageParams(args))),
+  },
+  Institution: {
+    __resolveReference: (reference, { loaders }) => loaders.institution.load(reference.id),
+    country: async (institution, _args, context) => (await fullRecord(institution, context)).country,
+    createdAt: async (institution, _args, context) => (await fullRecord(institution, context)).createdAt,
+    updatedAt: async (institution, _args, context) => (await fullRecord(institution, context)).updatedAt,
+  },
+};

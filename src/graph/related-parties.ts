@@ -1,0 +1,91 @@
+/**
+ * Resolvers of `related-parties.graphql`. A list gives summaries; the fields only the full record
+ * holds are completed by one `getRelatedParty` read per party, made only when such a field is
+ * selected (and shared by all of them through the loader).
+ */
+import type { Resolvers } from '../generated/graphql.ts';
+import { archiveRelatedParty, createRelatedParty } from '../upstream/related-parties.ts';
+import type { RelatedParty } from '../upstream/types.ts';
+import type { GraphContext } from './context.ts';
+import { resolveOwningCustomer } from './customers.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
+import type { RelatedPartyParent } from './parents.ts';
+
+/** Whether `party` is the full record (a read) rather than a list summary. */
+function isFullRecord(party: RelatedPartyParent): party is RelatedParty {
+  return 'person' in party;
+}
+
+/** The full record of `party`: itself when it is one, else one (shared) read. */
+async function fullRecord(party: RelatedPartyParent, { loaders }: GraphContext): Promise<RelatedParty> {
+  if (isFullRecord(party)) return party;
+  return loaders.relatedParty.load({ customerId: party.customerId, id: party.id });
+}
+
+/** The summary's derived `displayName`, computed the same way for a full record. */
+function displayName(party: RelatedPartyParent): string | null {
+  if (!isFullRecord(party)) return party.displayName;
+  if (party.person) return `${party.person.firstName} ${party.person.lastName}`;
+  return party.entity?.legalName ?? null;
+}
+
+export const relatedPartyResolvers: Resolvers = {
+  // The upstream sends snake_case values; the enums' internal values are those strings.
+  PartyType: { PERSON: 'person', ENTITY: 'entity' },
+  RelatedPartyRole: {
+    CONTROL_PERSON: 'control_person',
+    DIRECTOR: 'director',
+    OFFICER: 'officer',
+    AUTHORIZED_SIGNER: 'authorized_signer',
+    AUTHORIZED_REPRESENTATIVE: 'authorized_representative',
+    COMPLIANCE_OFFICER: 'compliance_officer',
+    PRIMARY_CONTACT: 'primary_contact',
+    ACCOUNT_ADMINISTRATOR: 'account_administrator',
+    TRUSTEE: 'trustee',
+    SETTLOR: 'settlor',
+    PROTECTOR: 'protector',
+    BENEFICIARY: 'beneficiary',
+    GENERAL_PARTNER: 'general_partner',
+    LIMITED_PARTNER: 'limited_partner',
+    OTHER: 'other',
+  },
+  Query: {
+    relatedParty: (_parent, { customerId, id }, { loaders }) => loaders.relatedParty.load({ customerId, id }),
+  },
+  Mutation: {
+    createRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
+      const { body, idempotencyKey } = splitInput(input, ['customerId']);
+      const result = await createRelatedParty(upstream, input.customerId, body, idempotencyKey);
+      const key = { customerId: input.customerId, id: result.data.id };
+      loaders.relatedParty.clear(key).prime(key, result.data);
+      loaders.relatedParties.clearAll();
+      // The parent customer's updatedAt advanced in the same transaction.
+      loaders.customer.clear(input.customerId);
+      return toPayload('relatedParty', result);
+    },
+    archiveRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
+      const { idempotencyKey } = splitInput(input);
+      const result = await archiveRelatedParty(
+        upstream,
+        input.customerId,
+        input.relatedPartyId,
+        idempotencyKey,
+      );
+      // An archived party answers NOT_FOUND to later reads, so it is not kept in the loader.
+      loaders.relatedParty.clear({ customerId: input.customerId, id: input.relatedPartyId });
+      loaders.relatedParties.clearAll();
+      loaders.customer.clear(input.customerId);
+      return toPayload('relatedParty', result);
+    },
+  },
+  RelatedParty: {
+    __resolveReference: (reference, { loaders }) =>
+      loaders.relatedParty.load({ customerId: reference.customerId, id: reference.id }),
+    customer: resolveOwningCustomer,
+    displayName,
+    title: async (party, _args, context) => (await fullRecord(party, context)).title,
+    person: async (party, _args, context) => (await fullRecord(party, context)).person,
+    entity: async (party, _args, context) => (await fullRecord(party, context)).entity,
+    archivedAt: async (party, _args, context) => (await fullRecord(party, context)).archivedAt,
+  },
+};

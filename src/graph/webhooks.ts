@@ -1,0 +1,69 @@
+/** Resolvers of `webhooks.graphql`: webhook endpoint management. */
+import type { Resolvers } from '../generated/graphql.ts';
+import {
+  archiveWebhookEndpoint,
+  createWebhookEndpoint,
+  updateWebhookEndpoint,
+} from '../upstream/webhook-endpoints.ts';
+import type {
+  CreateWebhookEndpointInput,
+  MutationResult,
+  UpdateWebhookEndpointInput,
+  WebhookEndpoint,
+} from '../upstream/types.ts';
+import type { GraphContext } from './context.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
+import { toConnection, toPageParams } from './pagination.ts';
+
+/** Keeps the operation's loaders true to an endpoint the upstream just changed. */
+function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphContext) {
+  loaders.webhookEndpoint.clear(result.data.id).prime(result.data.id, result.data);
+  loaders.webhookEndpoints.clearAll();
+  return toPayload('webhookEndpoint', result);
+}
+
+export const webhookResolvers: Resolvers = {
+  Query: {
+    webhookEndpoint: (_parent, { id }, { loaders }) => loaders.webhookEndpoint.load(id),
+    webhookEndpoints: async (_parent, args, { loaders }) =>
+      toConnection(await loaders.webhookEndpoints.load(toPageParams(args))),
+  },
+  Mutation: {
+    createWebhookEndpoint: async (_parent, { input }, context) => {
+      const { body, idempotencyKey } = splitInput(input);
+      // `events` are Strings in the schema (an open set); the upstream refuses unknown kinds at `/events/<i>`.
+      const result = await createWebhookEndpoint(
+        context.upstream,
+        body as CreateWebhookEndpointInput,
+        idempotencyKey,
+      );
+      // The secret goes to the caller that created the endpoint, once, and nowhere else.
+      const { secret, ...endpoint } = result.data;
+      return { ...remember({ ...result, data: endpoint }, context), signingSecret: secret };
+    },
+    updateWebhookEndpoint: async (_parent, { input }, context) => {
+      const { body, idempotencyKey } = splitInput(input, ['webhookEndpointId']);
+      // A null description clears it, so it is sent; every other null means "keep".
+      const changes = input.description === null ? { ...body, description: null } : body;
+      const result = await updateWebhookEndpoint(
+        context.upstream,
+        input.webhookEndpointId,
+        changes as UpdateWebhookEndpointInput,
+        idempotencyKey,
+      );
+      return remember(result, context);
+    },
+    archiveWebhookEndpoint: async (_parent, { input }, context) =>
+      remember(
+        await archiveWebhookEndpoint(
+          context.upstream,
+          input.webhookEndpointId,
+          splitInput(input).idempotencyKey,
+        ),
+        context,
+      ),
+  },
+  WebhookEndpoint: {
+    __resolveReference: (reference, { loaders }) => loaders.webhookEndpoint.load(reference.id),
+  },
+};

@@ -1,0 +1,43 @@
+/**
+ * The keys loaders are called with, and the strings that identify them. Two loads whose strings are
+ * equal are one upstream request.
+ */
+import type { PageParams } from '../upstream/types.ts';
+
+/** A record whose REST path holds its customer: `/v3/customers/{customerId}/<resource>/{id}`. */
+export interface ScopedKey {
+  customerId: string;
+  id: string;
+}
+
+/** One page of a top-level list (`/v3/customers`, `/v3/institutions`, `/v3/webhooks`). */
+export type PageKey = PageParams;
+
+/** One page of a customer's list (`/v3/customers/{customerId}/<resource>`). */
+export interface ScopedPageKey extends PageParams {
+  customerId: string;
+}
+
+/** One page of a task's submissions. */
+export interface TaskSubmissionsPageKey extends ScopedPageKey {
+  taskId: string;
+}
+
+/** Identifies a {@link ScopedKey}. Ids never contain `/`, the separator of their REST path. */
+export function scopedCacheKey(key: ScopedKey): string {
+  return `${key.customerId}/${key.id}`;
+}
+
+/**
+ * Identifies a page: the list's owner and every parameter that changes the answer, in a fixed
+ * order, so `{limit, cursor}` and `{cursor, limit}` are one request.
+ */
+export function pageCacheKey(key: PageKey & { customerId?: string; taskId?: string }): string {
+  return JSON.stringify([
+    key.customerId ?? null,
+    key.taskId ?? null,
+    key.limit ?? null,
+    key.cursor ?? null,
+    key.updatedSince ?? null,
+  ]);
+}
