@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { EmulatorHarness } from './http-harness.ts';
+import { startEmulator } from './http-harness.ts';
+
+let emulator: EmulatorHarness;
+beforeAll(async () => {
+  emulator = await startEmulator();
+});
+afterAll(() => emulator.close());
+
+describe('request ids', () => {
+  test('the caller X-Request-Id is echoed and becomes the problem correlationId', async () => {
+    const response = await emulator.call('GET', '/v3/customers/cus_missing', {
+      headers: { 'X-Request-Id': 'trace-abc-123' },
+    });
+    expect(response.status).toBe(404);
+    expect(response.headers.get('x-request-id')).toBe('trace-abc-123');
+    expect(response.body.correlationId).toBe('trace-abc-123');
+  });
+
+  test('without one, a req_ id is generated, set on success responses too', async () => {
+    const response = await emulator.call('GET', '/v3/customers/cus_acme');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+  });
+
+  test('an unusable request id (too long) is replaced by a generated one', async () => {
+    const response = await emulator.call('GET', '/v3/nowhere', {
+      headers: { 'X-Request-Id': 'x'.repeat(201) },
+    });
+    const id = response.headers.get('x-request-id');
+    expect(id).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(response.body.correlationId).toBe(id);
+  });
+});
+
+describe('problems outside the spec catalog', () => {
+  test('an unknown route is 404 not_found as problem+json', async () => {
+    const response = await emulator.call('GET', '/v3/nowhere/at/all');
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(response.body).toMatchObject({
+      type: 'https://docs.platform.test/v3/errors/not-found',
+      title: 'Not Found',
+      status: 404,
+      code: 'not_found',
+    });
+    expect(response.body.detail).toContain('/v3/nowhere/at/all');
+  });
+
+  test('a known path with another method is 405 method_not_allowed with Allow', async () => {
+    const response = await emulator.call('PUT', '/v3/customers', { json: {} });
+    expect(response.status).toBe(405);
+    expect(response.body.code).toBe('method_not_allowed');
+    expect(response.headers.get('allow')).toBe('GET, POST');
+  });
+
+  test('malformed JSON is 400 validation_error without field errors', async () => {
+    const response = await emulator.call('POST', '/v3/customers', {
+      rawBody: '{"type": "individual",',
+      contentType: 'application/json',
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('validation_error');
+    expect(response.body.detail).toMatch(/not valid JSON/);
+    expect(response.body.errors).toBeUndefined();
+  });
+
+  test('a body that is not application/json is 415 unsupported_media_type', async () => {
+    const response = await emulator.call('POST', '/v3/customers', {
+      rawBody: 'type=individual&externalId=x',
+      contentType: 'application/x-www-form-urlencoded',
+    });
+    expect(response.status).toBe(415);
+    expect(response.body).toMatchObject({
+      code: 'unsupported_media_type',
+      type: 'https://docs.platform.test/v3/errors/unsupported-media-type',
+    });
+  });
+
+  test('application/json with a charset parameter is accepted', async () => {
+    const response = await emulator.call('POST', '/v3/customers', {
+      rawBody: JSON.stringify({ type: 'individual', externalId: 'charset-ok' }),
+      contentType: 'application/json; charset=utf-8',
+    });
+    expect(response.status).toBe(201);
+  });
+
+  test('a missing body where the operation needs one is 400 with a required error at the root', async () => {
+    const response = await emulator.call('POST', '/v3/customers');
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([{ pointer: '', code: 'required', message: expect.any(String) }]);
+  });
+
+  test('a body over 1 MiB is 413 payload_too_large, and the emulator keeps serving', async () => {
+    const big = JSON.stringify({ type: 'individual', externalId: 'x'.repeat(1024 * 1024) });
+    const response = await emulator.call('POST', '/v3/customers', {
+      rawBody: big,
+      contentType: 'application/json',
+    });
+    expect(response.status).toBe(413);
+    expect(response.body.code).toBe('payload_too_large');
+    expect((await emulator.call('GET', '/v3/customers/cus_acme')).status).toBe(200);
+  });
+
+  test('a chunked body over 1 MiB without Content-Length is refused too', async () => {
+    const chunk = new TextEncoder().encode('x'.repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 20) return controller.close();
+        sent++;
+        controller.enqueue(chunk);
+      },
+    });
+    const response = await fetch(`${emulator.url}/v3/customers`, {
+      method: 'POST',
+      headers: {
+        'X-API-Key': 'sk_sandbox_emulator',
+        'Idempotency-Key': 'chunked',
+        'Content-Type': 'application/json',
+      },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(413);
+  });
+
+  test('the docs URL of problem types is configurable', async () => {
+    const custom = await startEmulator({ docsUrl: 'https://docs.example.test/api' });
+    try {
+      const response = await custom.call('GET', '/v3/customers/cus_missing');
+      expect(response.body.type).toBe('https://docs.example.test/api/errors/not-found');
+    } finally {
+      await custom.close();
+    }
+  });
+
+  test('a percent-encoded path id is decoded, and a broken escape is 404, not a crash', async () => {
+    expect((await emulator.call('GET', '/v3/customers/cus%5Facme')).body.data.id).toBe('cus_acme');
+    expect((await emulator.call('GET', '/v3/customers/%E0%A4%A')).status).toBe(404);
+  });
+});
