@@ -7,9 +7,12 @@ import { emitCapabilityChange } from './capabilities.ts';
 import type { DomainContext } from './context.ts';
 import { dataResponse } from './list-response.ts';
 import { ownedBy, pathParam, requireCustomer, requireOwned } from './lookups.ts';
-import { adjustAvailable, holdsBalances, sweepIfWatched } from './money-flows.ts';
+import { adjustAvailable, availableAmount, holdsBalances, sweepIfWatched } from './money-flows.ts';
 import { presentRecord } from './presenters.ts';
 import { invalidCapability, invalidFields, notFound, stateConflict } from './problems.ts';
+
+/** The largest balance the contract's money pattern allows: 12 integer digits, 6 decimals. */
+const MAX_BALANCE = parseAmount('999999999999.999999');
 
 type TopUpBody = { amount: string; currency: string };
 type ForcedStatus = 'ready' | 'rejected' | 'restricted';
@@ -62,7 +65,17 @@ export function sandboxHandlers(context: DomainContext): RouteHandlers {
         ]);
       }
 
-      adjustAvailable(context, request.environment, account, body.currency, parseAmount(body.amount));
+      const amount = parseAmount(body.amount);
+      if (availableAmount(account, body.currency) + amount > MAX_BALANCE) {
+        throw invalidFields([
+          {
+            pointer: '/amount',
+            code: 'out_of_range',
+            message: 'The balance would exceed 12 integer digits, the largest amount the API represents.',
+          },
+        ]);
+      }
+      adjustAvailable(context, request.environment, account, body.currency, amount);
       const id = newId('tu');
       const network = account.network ?? 'unknown';
       const result = {

@@ -20,7 +20,9 @@ beforeEach(async () => {
 });
 
 function replaceFees(customerId: string, accountId: string, developer: unknown) {
-  return emulator.call('PUT', `/v3/customers/${customerId}/accounts/${accountId}/fees`, { body: { breakdown: { developer } } });
+  return emulator.call('PUT', `/v3/customers/${customerId}/accounts/${accountId}/fees`, {
+    body: { breakdown: { developer } },
+  });
 }
 
 describe('reading accounts', () => {
@@ -46,7 +48,12 @@ describe('reading accounts', () => {
 
   test('an external wallet has an empty balance collection', async () => {
     const { body } = await emulator.get('/v3/customers/cus_ada/accounts/acc_ada_external');
-    expect(body.data).toMatchObject({ type: 'wallet', origin: 'external', network: 'ethereum', balances: [] });
+    expect(body.data).toMatchObject({
+      type: 'wallet',
+      origin: 'external',
+      network: 'ethereum',
+      balances: [],
+    });
   });
 
   test('a bank account carries typed bank details', async () => {
@@ -56,13 +63,23 @@ describe('reading accounts', () => {
       network: null,
       currency: 'USD',
       balances: [],
-      details: { bankName: 'Lead Bank', accountHolderName: 'Acme Robotics Ltd', routingNumber: '101019644', accountNumberLast4: '4821', country: 'US' },
+      details: {
+        bankName: 'Lead Bank',
+        accountHolderName: 'Acme Robotics Ltd',
+        routingNumber: '101019644',
+        accountNumberLast4: '4821',
+        country: 'US',
+      },
     });
   });
 
   test('lists a customer\u2019s accounts as full records in creation order', async () => {
     const { body } = await emulator.get('/v3/customers/cus_globex/accounts');
-    expect(body.data.map((account: { id: string }) => account.id)).toEqual(['acc_globex_eth', 'acc_globex_external', 'acc_globex_bank']);
+    expect(body.data.map((account: { id: string }) => account.id)).toEqual([
+      'acc_globex_eth',
+      'acc_globex_external',
+      'acc_globex_bank',
+    ]);
     expect(body.data[0].balances).toEqual([{ currency: 'USDC', available: '98000.00', pending: '0.00' }]);
     expect(body.data[2].fees).toEqual({ breakdown: { developer: { fixed: '2.50', bips: 0 } } });
   });
@@ -81,7 +98,9 @@ describe('account fees', () => {
   test('reads the developer fee, and null when none is configured', async () => {
     const set = await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_eth/fees');
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ data: { accountId: 'acc_acme_eth', breakdown: { developer: { fixed: '0.50', bips: 25 } } } });
+    expect(set.body).toEqual({
+      data: { accountId: 'acc_acme_eth', breakdown: { developer: { fixed: '0.50', bips: 25 } } },
+    });
     const unset = await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_polygon/fees');
     expect(unset.body).toEqual({ data: { accountId: 'acc_acme_polygon', breakdown: { developer: null } } });
   });
@@ -90,26 +109,43 @@ describe('account fees', () => {
     await emulator.call('POST', '/v3/webhooks', { body: { url: receiver.url, events: ['account.updated'] } });
     const { status, body } = await replaceFees('cus_acme', 'acc_acme_polygon', { fixed: '1.25', bips: 9999 });
     expect(status).toBe(200);
-    expect(body.data).toEqual({ accountId: 'acc_acme_polygon', breakdown: { developer: { fixed: '1.25', bips: 9999 } } });
+    expect(body.data).toEqual({
+      accountId: 'acc_acme_polygon',
+      breakdown: { developer: { fixed: '1.25', bips: 9999 } },
+    });
 
-    expect((await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_polygon/fees')).body.data).toEqual(body.data);
+    expect((await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_polygon/fees')).body.data).toEqual(
+      body.data,
+    );
     const account = (await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_polygon')).body.data;
     expect(account.fees).toEqual({ breakdown: { developer: { fixed: '1.25', bips: 9999 } } });
 
     const event = await receiver.waitFor(
-      (candidate) => candidate.data.resourceId === 'acc_acme_polygon' && candidate.data.object.fees.breakdown.developer?.bips === 9999,
+      (candidate) =>
+        candidate.data.resourceId === 'acc_acme_polygon' &&
+        candidate.data.object.fees.breakdown.developer?.bips === 9999,
     );
-    expect(event).toMatchObject({ type: 'account.updated', data: { customerId: 'cus_acme', resourceType: 'account', object: account } });
+    expect(event).toMatchObject({
+      type: 'account.updated',
+      data: { customerId: 'cus_acme', resourceType: 'account', object: account },
+    });
   });
 
   test('replacing with null removes the developer fee', async () => {
     const { body } = await replaceFees('cus_acme', 'acc_acme_eth', null);
     expect(body.data.breakdown.developer).toBeNull();
-    expect((await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_eth')).body.data.fees.breakdown.developer).toBeNull();
+    expect(
+      (await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_eth')).body.data.fees.breakdown.developer,
+    ).toBeNull();
   });
 
   test.each([
-    ['fixed with three decimals', { fixed: '1.234', bips: 10 }, '/breakdown/developer/fixed', 'invalid_format'],
+    [
+      'fixed with three decimals',
+      { fixed: '1.234', bips: 10 },
+      '/breakdown/developer/fixed',
+      'invalid_format',
+    ],
     ['fixed with a sign', { fixed: '-1', bips: 10 }, '/breakdown/developer/fixed', 'invalid_format'],
     ['bips of 10000', { fixed: '1', bips: 10000 }, '/breakdown/developer/bips', 'out_of_range'],
     ['negative bips', { fixed: '1', bips: -1 }, '/breakdown/developer/bips', 'out_of_range'],
@@ -121,7 +157,9 @@ describe('account fees', () => {
     expect(body.code).toBe('validation_error');
     expect(body.errors).toEqual([expect.objectContaining({ pointer, code })]);
     // The rejected replace changed nothing.
-    expect((await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_eth/fees')).body.data.breakdown.developer).toEqual({ fixed: '0.50', bips: 25 });
+    expect(
+      (await emulator.get('/v3/customers/cus_acme/accounts/acc_acme_eth/fees')).body.data.breakdown.developer,
+    ).toEqual({ fixed: '0.50', bips: 25 });
   });
 
   test('accepts the limits: whole-number fixed fee, two decimals, 0 and 9999 bips', async () => {
@@ -147,16 +185,28 @@ describe('creating accounts', () => {
       fees: { breakdown: { developer: null } },
       balances: [{ currency: 'USDC', available: '0.00', pending: '0.00' }],
     });
-    const event = await receiver.waitFor((candidate) => candidate.type === 'account.created' && candidate.data.resourceId === body.data.id);
+    const event = await receiver.waitFor(
+      (candidate) => candidate.type === 'account.created' && candidate.data.resourceId === body.data.id,
+    );
     expect(event.data.object).toEqual(body.data);
   });
 
   test('an external wallet keeps the address it was given and has no balances', async () => {
     const { status, body } = await emulator.call('POST', '/v3/customers/cus_ada/accounts', {
-      body: { type: 'wallet', origin: 'external', network: 'polygon', currency: 'USDC', label: 'Ledger', address: '0x00000000000000000000000000000000000000aa' },
+      body: {
+        type: 'wallet',
+        origin: 'external',
+        network: 'polygon',
+        currency: 'USDC',
+        label: 'Ledger',
+        address: '0x00000000000000000000000000000000000000aa',
+      },
     });
     expect(status).toBe(201);
-    expect(body.data).toMatchObject({ details: { address: '0x00000000000000000000000000000000000000aa' }, balances: [] });
+    expect(body.data).toMatchObject({
+      details: { address: '0x00000000000000000000000000000000000000aa' },
+      balances: [],
+    });
   });
 
   test('an external wallet without an address is rejected at /address', async () => {
@@ -169,7 +219,14 @@ describe('creating accounts', () => {
 
   test('an issued wallet with an address is rejected at /address', async () => {
     const { status, body } = await emulator.call('POST', '/v3/customers/cus_ada/accounts', {
-      body: { type: 'wallet', origin: 'issued', network: 'polygon', currency: 'USDC', label: 'Mine', address: '0xabc' },
+      body: {
+        type: 'wallet',
+        origin: 'issued',
+        network: 'polygon',
+        currency: 'USDC',
+        label: 'Mine',
+        address: '0xabc',
+      },
     });
     expect(status).toBe(400);
     expect(body.errors).toEqual([expect.objectContaining({ pointer: '/address', code: 'invalid_value' })]);
@@ -178,20 +235,36 @@ describe('creating accounts', () => {
 
 describe('archiving accounts', () => {
   test('archives an account: status archived, archivedAt set, still readable and listed', async () => {
-    const { status, body } = await emulator.call('DELETE', '/v3/customers/cus_globex/accounts/acc_globex_external');
+    const { status, body } = await emulator.call(
+      'DELETE',
+      '/v3/customers/cus_globex/accounts/acc_globex_external',
+    );
     expect(status).toBe(200);
-    expect(body.data).toMatchObject({ id: 'acc_globex_external', status: 'archived', archivedAt: expect.any(String) });
-    expect((await emulator.get('/v3/customers/cus_globex/accounts/acc_globex_external')).body.data).toEqual(body.data);
+    expect(body.data).toMatchObject({
+      id: 'acc_globex_external',
+      status: 'archived',
+      archivedAt: expect.any(String),
+    });
+    expect((await emulator.get('/v3/customers/cus_globex/accounts/acc_globex_external')).body.data).toEqual(
+      body.data,
+    );
     const list = await emulator.get('/v3/customers/cus_globex/accounts');
     expect(list.body.data.map((account: { id: string }) => account.id)).toContain('acc_globex_external');
   });
 
   test('answers 409 account_archived when already archived', async () => {
     await emulator.call('DELETE', '/v3/customers/cus_globex/accounts/acc_globex_external');
-    const { status, body } = await emulator.call('DELETE', '/v3/customers/cus_globex/accounts/acc_globex_external');
+    const { status, body } = await emulator.call(
+      'DELETE',
+      '/v3/customers/cus_globex/accounts/acc_globex_external',
+    );
     expect(status).toBe(409);
     expect(body.code).toBe('conflict');
-    expect(body.statusReason).toMatchObject({ code: 'account_archived', actor: 'developer', retryable: false });
+    expect(body.statusReason).toMatchObject({
+      code: 'account_archived',
+      actor: 'developer',
+      retryable: false,
+    });
   });
 
   test('answers 409 rule_watches_account for the trigger of a rule, and rule_targets_account for its target', async () => {
@@ -205,7 +278,9 @@ describe('archiving accounts', () => {
 
   test('allows archiving once the rule is archived', async () => {
     expect((await emulator.call('DELETE', '/v3/customers/cus_acme/rules/rul_acme_sweep')).status).toBe(200);
-    expect((await emulator.call('DELETE', '/v3/customers/cus_acme/accounts/acc_acme_polygon')).status).toBe(200);
+    expect((await emulator.call('DELETE', '/v3/customers/cus_acme/accounts/acc_acme_polygon')).status).toBe(
+      200,
+    );
   });
 });
 
@@ -222,13 +297,16 @@ describe('archiving an account touched by a pending transfer', () => {
   });
 
   test('answers 409 with blockingResources naming the transfer to wait for', async () => {
-    const transfer = (await slow.call('POST', '/v3/customers/cus_acme/quotes/quo_acme_open/execute')).body.data;
+    const transfer = (await slow.call('POST', '/v3/customers/cus_acme/quotes/quo_acme_open/execute')).body
+      .data;
     expect(transfer).toMatchObject({ state: 'pending', target: { account: { accountId: 'acc_acme_bank' } } });
 
     const { status, body } = await slow.call('DELETE', '/v3/customers/cus_acme/accounts/acc_acme_bank');
     expect(status).toBe(409);
     expect(body.code).toBe('conflict');
     expect(body.statusReason.code).toBe('pending_transfers');
-    expect(body.blockingResources).toEqual([{ type: 'transfer', id: transfer.id, requiredAction: 'wait_for_transfer' }]);
+    expect(body.blockingResources).toEqual([
+      { type: 'transfer', id: transfer.id, requiredAction: 'wait_for_transfer' },
+    ]);
   });
 });

@@ -51,7 +51,11 @@ export async function startTestEmulator(options: EmulatorOptions = {}): Promise<
       ...(callOptions.body === undefined ? {} : { body: JSON.stringify(callOptions.body) }),
     });
     const text = await response.text();
-    return { status: response.status, body: text === '' ? {} : (JSON.parse(text) as Json), headers: response.headers };
+    return {
+      status: response.status,
+      body: text === '' ? {} : (JSON.parse(text) as Json),
+      headers: response.headers,
+    };
   }
 
   return {
@@ -108,7 +112,10 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     waitFor: (predicate, timeoutMs = 10_000) =>
       eventually(() => {
         const found = events.find(predicate);
-        if (!found) throw new Error(`No matching event among ${events.map((event) => event.type).join(', ') || 'none'}`);
+        if (!found)
+          throw new Error(
+            `No matching event among ${events.map((event) => event.type).join(', ') || 'none'}`,
+          );
         return found;
       }, timeoutMs),
     close: () =>

@@ -29,7 +29,11 @@ describe('listing related parties', () => {
   test('lists the active parties of a business customer as summaries, archived ones left out', async () => {
     const { status, body } = await emulator.get('/v3/customers/cus_acme/related-parties');
     expect(status).toBe(200);
-    expect(body.data.map((party: { id: string }) => party.id)).toEqual(['rp_acme_ceo', 'rp_acme_cfo', 'rp_acme_holding']);
+    expect(body.data.map((party: { id: string }) => party.id)).toEqual([
+      'rp_acme_ceo',
+      'rp_acme_cfo',
+      'rp_acme_holding',
+    ]);
     expect(body.data[0]).toEqual({
       id: 'rp_acme_ceo',
       customerId: 'cus_acme',
@@ -61,7 +65,11 @@ describe('listing related parties', () => {
   test('pages through parties in creation order with opaque cursors', async () => {
     const created: string[] = [];
     for (const firstName of ['Ann', 'Ben', 'Cy']) {
-      const response = await createParty('cus_globex', { partyType: 'person', roles: ['officer'], person: { ...person, firstName } });
+      const response = await createParty('cus_globex', {
+        partyType: 'person',
+        roles: ['officer'],
+        person: { ...person, firstName },
+      });
       created.push(response.body.data.id);
     }
     const seen: string[] = [];
@@ -82,13 +90,19 @@ describe('listing related parties', () => {
   });
 
   test('filters by updatedSince, at or after the timestamp', async () => {
-    const first = (await createParty('cus_globex', { partyType: 'person', roles: ['officer'], person })).body.data;
-    const second = (await createParty('cus_globex', { partyType: 'person', roles: ['director'], person })).body.data;
+    const first = (await createParty('cus_globex', { partyType: 'person', roles: ['officer'], person })).body
+      .data;
+    const second = (await createParty('cus_globex', { partyType: 'person', roles: ['director'], person }))
+      .body.data;
 
-    const fromFirst = await emulator.get(`/v3/customers/cus_globex/related-parties?updatedSince=${encodeURIComponent(first.updatedAt)}`);
+    const fromFirst = await emulator.get(
+      `/v3/customers/cus_globex/related-parties?updatedSince=${encodeURIComponent(first.updatedAt)}`,
+    );
     expect(fromFirst.body.data.map((party: { id: string }) => party.id)).toEqual([first.id, second.id]);
 
-    const fromSecond = await emulator.get(`/v3/customers/cus_globex/related-parties?updatedSince=${encodeURIComponent(second.updatedAt)}`);
+    const fromSecond = await emulator.get(
+      `/v3/customers/cus_globex/related-parties?updatedSince=${encodeURIComponent(second.updatedAt)}`,
+    );
     expect(fromSecond.body.data.map((party: { id: string }) => party.id)).toEqual([second.id]);
   });
 
@@ -135,7 +149,9 @@ describe('creating a related party', () => {
     expect(after.updatedAt).toBe(party.createdAt);
     expect(Date.parse(after.updatedAt)).toBeGreaterThan(Date.parse(before.updatedAt));
 
-    expect((await emulator.get(`/v3/customers/cus_acme/related-parties/${party.id}`)).body.data).toEqual(party);
+    expect((await emulator.get(`/v3/customers/cus_acme/related-parties/${party.id}`)).body.data).toEqual(
+      party,
+    );
   });
 
   test('announces related_party.created and customer.updated to subscribed endpoints', async () => {
@@ -143,9 +159,12 @@ describe('creating a related party', () => {
       body: { url: receiver.url, events: ['related_party.created', 'customer.updated'] },
     });
     expect(endpoint.status).toBe(201);
-    const party = (await createParty('cus_acme', { partyType: 'person', roles: ['officer'], person })).body.data;
+    const party = (await createParty('cus_acme', { partyType: 'person', roles: ['officer'], person })).body
+      .data;
 
-    const created = await receiver.waitFor((event) => event.type === 'related_party.created' && event.data.resourceId === party.id);
+    const created = await receiver.waitFor(
+      (event) => event.type === 'related_party.created' && event.data.resourceId === party.id,
+    );
     expect(created).toMatchObject({
       environment: 'sandbox',
       data: { customerId: 'cus_acme', resourceType: 'related_party', object: party },
@@ -153,7 +172,11 @@ describe('creating a related party', () => {
     const updated = await receiver.waitFor(
       (event) => event.type === 'customer.updated' && event.data.object.updatedAt === party.createdAt,
     );
-    expect(updated.data).toMatchObject({ customerId: 'cus_acme', resourceType: 'customer', resourceId: 'cus_acme' });
+    expect(updated.data).toMatchObject({
+      customerId: 'cus_acme',
+      resourceType: 'customer',
+      resourceId: 'cus_acme',
+    });
   });
 
   test('accepts an entity with an ownership fact and no role', async () => {
@@ -163,33 +186,72 @@ describe('creating a related party', () => {
       hasOwnership: true,
     });
     expect(status).toBe(201);
-    expect(body.data).toMatchObject({ roles: [], person: null, entity: { legalName: 'Globex Holdings SA' }, hasOwnership: true });
+    expect(body.data).toMatchObject({
+      roles: [],
+      person: null,
+      entity: { legalName: 'Globex Holdings SA' },
+      hasOwnership: true,
+    });
     const list = await emulator.get('/v3/customers/cus_globex/related-parties');
     expect(list.body.data.at(-1)).toMatchObject({ id: body.data.id, displayName: 'Globex Holdings SA' });
   });
 
   test('requires at least one role or one ownership, voting or control fact (400 at /roles)', async () => {
-    const { status, body } = await createParty('cus_acme', { partyType: 'person', roles: [], hasControl: false, person });
+    const { status, body } = await createParty('cus_acme', {
+      partyType: 'person',
+      roles: [],
+      hasControl: false,
+      person,
+    });
     expect(status).toBe(400);
     expect(body.code).toBe('validation_error');
     expect(body.errors).toEqual([expect.objectContaining({ pointer: '/roles', code: 'required' })]);
   });
 
   test('rejects a role outside the allowed list at its pointer', async () => {
-    const { status, body } = await createParty('cus_acme', { partyType: 'person', roles: ['officer', 'ceo'], person });
+    const { status, body } = await createParty('cus_acme', {
+      partyType: 'person',
+      roles: ['officer', 'ceo'],
+      person,
+    });
     expect(status).toBe(400);
     expect(body.errors).toEqual([expect.objectContaining({ pointer: '/roles/1', code: 'invalid_value' })]);
   });
 
   test.each([
     ['leading whitespace', { title: ' Director' }, '/title', 'invalid_characters'],
-    ['trailing whitespace', { person: { ...person, lastName: 'Jackson ' } }, '/person/lastName', 'invalid_characters'],
-    ['a control character', { person: { ...person, firstName: 'Ma\u0007ry' } }, '/person/firstName', 'invalid_characters'],
+    [
+      'trailing whitespace',
+      { person: { ...person, lastName: 'Jackson ' } },
+      '/person/lastName',
+      'invalid_characters',
+    ],
+    [
+      'a control character',
+      { person: { ...person, firstName: 'Ma\u0007ry' } },
+      '/person/firstName',
+      'invalid_characters',
+    ],
     ['an empty string', { title: '' }, '/title', 'invalid_length'],
-    ['257 characters', { person: { ...person, firstName: 'a'.repeat(257) } }, '/person/firstName', 'invalid_length'],
-    ['a lower-case country', { person: { ...person, residenceCountry: 'us' } }, '/person/residenceCountry', 'invalid_format'],
+    [
+      '257 characters',
+      { person: { ...person, firstName: 'a'.repeat(257) } },
+      '/person/firstName',
+      'invalid_length',
+    ],
+    [
+      'a lower-case country',
+      { person: { ...person, residenceCountry: 'us' } },
+      '/person/residenceCountry',
+      'invalid_format',
+    ],
   ])('rejects a text field with %s at its pointer', async (_case, fields, pointer, code) => {
-    const { status, body } = await createParty('cus_acme', { partyType: 'person', roles: ['officer'], person, ...fields });
+    const { status, body } = await createParty('cus_acme', {
+      partyType: 'person',
+      roles: ['officer'],
+      person,
+      ...fields,
+    });
     expect(status).toBe(400);
     expect(body.code).toBe('validation_error');
     expect(body.errors).toEqual([expect.objectContaining({ pointer, code })]);
@@ -197,20 +259,37 @@ describe('creating a related party', () => {
 
   test('accepts text fields of exactly 256 characters', async () => {
     const long = `${'x'.repeat(127)}  ${'y'.repeat(127)}`;
-    const { status, body } = await createParty('cus_acme', { partyType: 'person', roles: ['other'], title: long, person });
+    const { status, body } = await createParty('cus_acme', {
+      partyType: 'person',
+      roles: ['other'],
+      title: long,
+      person,
+    });
     expect(status).toBe(201);
     expect(body.data.title).toBe(long);
   });
 
   test('answers 409 conflict with statusReason individual_customer for an individual customer', async () => {
-    const { status, body } = await createParty('cus_ada', { partyType: 'person', roles: ['officer'], person });
+    const { status, body } = await createParty('cus_ada', {
+      partyType: 'person',
+      roles: ['officer'],
+      person,
+    });
     expect(status).toBe(409);
     expect(body.code).toBe('conflict');
-    expect(body.statusReason).toMatchObject({ code: 'individual_customer', actor: 'developer', retryable: false });
+    expect(body.statusReason).toMatchObject({
+      code: 'individual_customer',
+      actor: 'developer',
+      retryable: false,
+    });
   });
 
   test('answers 404 customer_not_found for an unknown customer', async () => {
-    const { status, body } = await createParty('cus_missing', { partyType: 'person', roles: ['officer'], person });
+    const { status, body } = await createParty('cus_missing', {
+      partyType: 'person',
+      roles: ['officer'],
+      person,
+    });
     expect(status).toBe(404);
     expect(body.code).toBe('customer_not_found');
   });
@@ -218,7 +297,10 @@ describe('creating a related party', () => {
 
 describe('archiving a related party', () => {
   test('archives the party: 404 afterwards, out of the list, parent customer advanced', async () => {
-    const { status, body } = await emulator.call('DELETE', '/v3/customers/cus_acme/related-parties/rp_acme_cfo');
+    const { status, body } = await emulator.call(
+      'DELETE',
+      '/v3/customers/cus_acme/related-parties/rp_acme_cfo',
+    );
     expect(status).toBe(200);
     expect(body.data).toMatchObject({ id: 'rp_acme_cfo', archivedAt: expect.any(String) });
     expect(body.data.updatedAt).toBe(body.data.archivedAt);
@@ -228,7 +310,10 @@ describe('archiving a related party', () => {
     expect(read.status).toBe(404);
     expect(read.body.code).toBe('not_found');
     const list = await emulator.get('/v3/customers/cus_acme/related-parties');
-    expect(list.body.data.map((party: { id: string }) => party.id)).toEqual(['rp_acme_ceo', 'rp_acme_holding']);
+    expect(list.body.data.map((party: { id: string }) => party.id)).toEqual([
+      'rp_acme_ceo',
+      'rp_acme_holding',
+    ]);
 
     const again = await emulator.call('DELETE', '/v3/customers/cus_acme/related-parties/rp_acme_cfo');
     expect(again.status).toBe(404);
@@ -236,13 +321,19 @@ describe('archiving a related party', () => {
   });
 
   test('answers 404 not_found for a party of another customer', async () => {
-    const { status, body } = await emulator.call('DELETE', '/v3/customers/cus_globex/related-parties/rp_acme_cfo');
+    const { status, body } = await emulator.call(
+      'DELETE',
+      '/v3/customers/cus_globex/related-parties/rp_acme_cfo',
+    );
     expect(status).toBe(404);
     expect(body.code).toBe('not_found');
   });
 
   test('answers 404 customer_not_found for an unknown customer', async () => {
-    const { status, body } = await emulator.call('DELETE', '/v3/customers/cus_missing/related-parties/rp_acme_cfo');
+    const { status, body } = await emulator.call(
+      'DELETE',
+      '/v3/customers/cus_missing/related-parties/rp_acme_cfo',
+    );
     expect(status).toBe(404);
     expect(body.code).toBe('customer_not_found');
   });

@@ -46,7 +46,10 @@ describe('creating rules', () => {
       status: 'active',
       description: 'Sweep to cold storage',
       trigger: { accountId: 'acc_ada_sol' },
-      action: { account: null, destination: { recipientId: 'rcp_ada_cold', destinationId: 'dst_ada_cold_polygon' } },
+      action: {
+        account: null,
+        destination: { recipientId: 'rcp_ada_cold', destinationId: 'dst_ada_cold_polygon' },
+      },
       archivedAt: null,
     });
   });
@@ -58,7 +61,11 @@ describe('creating rules', () => {
     });
     expect(status).toBe(409);
     expect(body.code).toBe('conflict');
-    expect(body.statusReason).toMatchObject({ code: 'trigger_account_watched', actor: 'developer', retryable: false });
+    expect(body.statusReason).toMatchObject({
+      code: 'trigger_account_watched',
+      actor: 'developer',
+      retryable: false,
+    });
     expect(body.detail).toContain('rul_acme_sweep');
   });
 
@@ -72,15 +79,72 @@ describe('creating rules', () => {
   });
 
   test.each([
-    ['an unknown trigger account', { trigger: { accountId: 'acc_nope' }, action: { account: { accountId: 'acc_acme_bank' } } }, '/trigger/accountId', 'not_found'],
-    ['a trigger of another customer', { trigger: { accountId: 'acc_ada_sol' }, action: { account: { accountId: 'acc_acme_bank' } } }, '/trigger/accountId', 'not_found'],
-    ['a bank account as trigger', { trigger: { accountId: 'acc_acme_bank' }, action: { account: { accountId: 'acc_acme_eth' } } }, '/trigger/accountId', 'invalid_value'],
-    ['both targets', { trigger: { accountId: 'acc_acme_eth' }, action: { account: { accountId: 'acc_acme_bank' }, destination: { recipientId: 'rcp_acme_supplier', destinationId: 'dst_acme_supplier_eth' } } }, '/action', 'invalid_value'],
-    ['no target', { trigger: { accountId: 'acc_acme_eth' }, action: { account: null } }, '/action', 'required'],
-    ['the trigger as target', { trigger: { accountId: 'acc_acme_eth' }, action: { account: { accountId: 'acc_acme_eth' } } }, '/action/account/accountId', 'invalid_value'],
-    ['a target account of another customer', { trigger: { accountId: 'acc_acme_eth' }, action: { account: { accountId: 'acc_ada_sol' } } }, '/action/account/accountId', 'not_found'],
-    ['an unknown recipient', { trigger: { accountId: 'acc_acme_eth' }, action: { destination: { recipientId: 'rcp_nope', destinationId: 'dst_acme_supplier_eth' } } }, '/action/destination/recipientId', 'not_found'],
-    ['a destination of another recipient', { trigger: { accountId: 'acc_acme_eth' }, action: { destination: { recipientId: 'rcp_acme_supplier', destinationId: 'dst_ada_cold_polygon' } } }, '/action/destination/destinationId', 'not_found'],
+    [
+      'an unknown trigger account',
+      { trigger: { accountId: 'acc_nope' }, action: { account: { accountId: 'acc_acme_bank' } } },
+      '/trigger/accountId',
+      'not_found',
+    ],
+    [
+      'a trigger of another customer',
+      { trigger: { accountId: 'acc_ada_sol' }, action: { account: { accountId: 'acc_acme_bank' } } },
+      '/trigger/accountId',
+      'not_found',
+    ],
+    [
+      'a bank account as trigger',
+      { trigger: { accountId: 'acc_acme_bank' }, action: { account: { accountId: 'acc_acme_eth' } } },
+      '/trigger/accountId',
+      'invalid_value',
+    ],
+    [
+      'both targets',
+      {
+        trigger: { accountId: 'acc_acme_eth' },
+        action: {
+          account: { accountId: 'acc_acme_bank' },
+          destination: { recipientId: 'rcp_acme_supplier', destinationId: 'dst_acme_supplier_eth' },
+        },
+      },
+      '/action',
+      'invalid_value',
+    ],
+    [
+      'no target',
+      { trigger: { accountId: 'acc_acme_eth' }, action: { account: null } },
+      '/action',
+      'required',
+    ],
+    [
+      'the trigger as target',
+      { trigger: { accountId: 'acc_acme_eth' }, action: { account: { accountId: 'acc_acme_eth' } } },
+      '/action/account/accountId',
+      'invalid_value',
+    ],
+    [
+      'a target account of another customer',
+      { trigger: { accountId: 'acc_acme_eth' }, action: { account: { accountId: 'acc_ada_sol' } } },
+      '/action/account/accountId',
+      'not_found',
+    ],
+    [
+      'an unknown recipient',
+      {
+        trigger: { accountId: 'acc_acme_eth' },
+        action: { destination: { recipientId: 'rcp_nope', destinationId: 'dst_acme_supplier_eth' } },
+      },
+      '/action/destination/recipientId',
+      'not_found',
+    ],
+    [
+      'a destination of another recipient',
+      {
+        trigger: { accountId: 'acc_acme_eth' },
+        action: { destination: { recipientId: 'rcp_acme_supplier', destinationId: 'dst_ada_cold_polygon' } },
+      },
+      '/action/destination/destinationId',
+      'not_found',
+    ],
   ])('rejects %s with 400 at its pointer', async (_case, body, pointer, code) => {
     const response = await createRule('cus_acme', body);
     expect(response.status).toBe(400);
@@ -119,10 +183,16 @@ describe('rule transitions', () => {
       const response = await attempt();
       expect(response.status).toBe(409);
       expect(response.body.code).toBe('conflict');
-      expect(response.body.statusReason).toMatchObject({ code: 'rule_archived', actor: 'developer', retryable: false });
+      expect(response.body.statusReason).toMatchObject({
+        code: 'rule_archived',
+        actor: 'developer',
+        retryable: false,
+      });
     }
     // An archived rule stays readable.
-    expect((await emulator.get('/v3/customers/cus_acme/rules/rul_acme_sweep')).body.data.status).toBe('archived');
+    expect((await emulator.get('/v3/customers/cus_acme/rules/rul_acme_sweep')).body.data.status).toBe(
+      'archived',
+    );
   });
 
   test('rejects a status other than active or paused at /status', async () => {
@@ -134,14 +204,20 @@ describe('rule transitions', () => {
 
 describe('rules in action', () => {
   test('a top-up of a watched wallet is swept to the target account, and the transfer completes', async () => {
-    await emulator.call('POST', '/v3/webhooks', { body: { url: receiver.url, events: ['transfer.created', 'transfer.completed'] } });
-    const topUp = await emulator.call('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', { body: { amount: '250.75', currency: 'USDC' } });
+    await emulator.call('POST', '/v3/webhooks', {
+      body: { url: receiver.url, events: ['transfer.created', 'transfer.completed'] },
+    });
+    const topUp = await emulator.call('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', {
+      body: { amount: '250.75', currency: 'USDC' },
+    });
     expect(topUp.status).toBe(200);
 
     // The sweep starts with the credit: the trigger is emptied at once and a transfer is pending or done.
     expect(await available('cus_acme', 'acc_acme_polygon')).toBe('0.00');
     const transfers = (await emulator.get('/v3/customers/cus_acme/transfers')).body.data;
-    const sweep = transfers.find((transfer: { ruleId: string | null }) => transfer.ruleId === 'rul_acme_sweep');
+    const sweep = transfers.find(
+      (transfer: { ruleId: string | null }) => transfer.ruleId === 'rul_acme_sweep',
+    );
     expect(sweep).toMatchObject({
       amount: '250.75',
       currency: 'USDC',
@@ -156,9 +232,13 @@ describe('rules in action', () => {
     });
     expect(await available('cus_acme', 'acc_acme_eth')).toBe('12750.75');
 
-    const created = await receiver.waitFor((event) => event.type === 'transfer.created' && event.data.resourceId === sweep.id);
+    const created = await receiver.waitFor(
+      (event) => event.type === 'transfer.created' && event.data.resourceId === sweep.id,
+    );
     expect(created.data.object.state).toBe('pending');
-    const completed = await receiver.waitFor((event) => event.type === 'transfer.completed' && event.data.resourceId === sweep.id);
+    const completed = await receiver.waitFor(
+      (event) => event.type === 'transfer.completed' && event.data.resourceId === sweep.id,
+    );
     expect(completed.data.object.state).toBe('completed');
   });
 
@@ -167,20 +247,27 @@ describe('rules in action', () => {
       trigger: { accountId: 'acc_ada_sol' },
       action: { destination: { recipientId: 'rcp_ada_cold', destinationId: 'dst_ada_cold_polygon' } },
     });
-    await emulator.call('POST', '/v3/sandbox/accounts/acc_ada_sol/topup', { body: { amount: '4.75', currency: 'USDC' } });
+    await emulator.call('POST', '/v3/sandbox/accounts/acc_ada_sol/topup', {
+      body: { amount: '4.75', currency: 'USDC' },
+    });
     expect(await available('cus_ada', 'acc_ada_sol')).toBe('0.00');
     const transfers = (await emulator.get('/v3/customers/cus_ada/transfers')).body.data;
     expect(transfers).toEqual([
       expect.objectContaining({
         amount: '850.00',
-        target: { account: null, destination: { recipientId: 'rcp_ada_cold', destinationId: 'dst_ada_cold_polygon' } },
+        target: {
+          account: null,
+          destination: { recipientId: 'rcp_ada_cold', destinationId: 'dst_ada_cold_polygon' },
+        },
       }),
     ]);
   });
 
   test('a paused rule leaves the credited funds where they are', async () => {
     await setRuleStatus('rul_acme_sweep', 'paused');
-    await emulator.call('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', { body: { amount: '10', currency: 'USDC' } });
+    await emulator.call('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', {
+      body: { amount: '10', currency: 'USDC' },
+    });
     expect(await available('cus_acme', 'acc_acme_polygon')).toBe('10.00');
     const transfers = (await emulator.get('/v3/customers/cus_acme/transfers')).body.data;
     expect(transfers.map((transfer: { id: string }) => transfer.id)).toEqual(['trf_acme_payout']);
@@ -193,15 +280,23 @@ describe('rules in action', () => {
       action: { account: { accountId: 'acc_acme_bank' } },
     });
     expect(forward.status).toBe(201);
-    await emulator.call('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', { body: { amount: '1', currency: 'USDC' } });
+    await emulator.call('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', {
+      body: { amount: '1', currency: 'USDC' },
+    });
 
     const second = await eventually(async () => {
       const transfers = (await emulator.get('/v3/customers/cus_acme/transfers')).body.data;
-      const found = transfers.find((transfer: { ruleId: string | null }) => transfer.ruleId === forward.body.data.id);
+      const found = transfers.find(
+        (transfer: { ruleId: string | null }) => transfer.ruleId === forward.body.data.id,
+      );
       expect(found).toBeDefined();
       return found;
     });
-    expect(second).toMatchObject({ amount: '12501.00', source: { accountId: 'acc_acme_eth' }, target: { account: { accountId: 'acc_acme_bank' } } });
+    expect(second).toMatchObject({
+      amount: '12501.00',
+      source: { accountId: 'acc_acme_eth' },
+      target: { account: { accountId: 'acc_acme_bank' } },
+    });
     expect(await available('cus_acme', 'acc_acme_eth')).toBe('0.00');
   });
 });
