@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql 16 ships CJS (`main`) and ESM (`module`) builds. Node, and so Apollo Server and
+    // @apollo/subgraph, load the CJS one; Vite would hand test code the ESM one, and two copies of
+    // graphql break `instanceof GraphQLError` and schema checks. Everyone gets the CJS build.
+    alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
