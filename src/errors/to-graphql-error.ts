@@ -54,7 +54,7 @@ const PASS_THROUGH_CODES = new Set([
  * The response path and locations of `error` are kept. Never throws for any input.
  */
 export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = {}): GraphQLError {
-  const located = error instanceof GraphQLError ? error : undefined;
+  const located = isGraphQLError(error) ? error : undefined;
   const cause = findUpstreamError(error);
   if (cause instanceof UpstreamProblemError) {
     return build(
@@ -112,10 +112,10 @@ export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = 
  */
 export function isUnexpectedError(error: unknown): boolean {
   if (findUpstreamError(error)) return false;
-  if (!(error instanceof GraphQLError)) return true;
+  if (!isGraphQLError(error)) return true;
   const original = error.originalError;
   // No original error: graphql-js or Apollo raised it about the document or the response shape.
-  if (original === undefined || original instanceof GraphQLError) return false;
+  if (original === undefined || isGraphQLError(original)) return false;
   // Apollo wraps variable-coercion failures (a scalar's parseValue throwing) as BAD_USER_INPUT.
   const code = error.extensions.code;
   return !(typeof code === 'string' && PASS_THROUGH_CODES.has(code));
@@ -141,10 +141,17 @@ function findUpstreamError(error: unknown): UpstreamProblemError | UpstreamUnava
   for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
     if (current instanceof UpstreamProblemError || current instanceof UpstreamUnavailableError)
       return current;
-    current =
-      current instanceof GraphQLError && current.originalError ? current.originalError : current.cause;
+    current = isGraphQLError(current) && current.originalError ? current.originalError : current.cause;
   }
   return undefined;
+}
+
+/**
+ * Recognises a GraphQLError from any copy of graphql-js: a process can load the package twice (its
+ * CommonJS and ESM builds), and `instanceof` fails across the two.
+ */
+function isGraphQLError(value: unknown): value is GraphQLError {
+  return value instanceof GraphQLError || Object.prototype.toString.call(value) === '[object GraphQLError]';
 }
 
 function build(
