@@ -20,6 +20,13 @@ beforeEach(async () => {
   await stack.resetUpstreamCalls();
 });
 
+interface DashboardCustomer {
+  id: string;
+  accounts: { nodes: { id: string; fees: unknown }[] } | null;
+  relatedParties: { nodes: unknown[] } | null;
+  capabilities: { nodes: unknown[] } | null;
+}
+
 const DASHBOARD = /* GraphQL */ `
   query Dashboard($id: ID!) {
     customer(id: $id) {
@@ -79,18 +86,18 @@ const DASHBOARD = /* GraphQL */ `
 
 describe('the customer dashboard query', () => {
   it('answers customer, accounts with balances and fees, related parties and capabilities with one request per list', async () => {
-    const result = await stack.query<{ customer: Record<string, any> }>(DASHBOARD, { id: 'cus_acme' });
+    const result = await stack.query<{ customer: DashboardCustomer }>(DASHBOARD, { id: 'cus_acme' });
 
     expect(result.status).toBe(200);
     expect(result.body.errors).toBeUndefined();
     const customer = result.body.data!.customer;
     expect(customer).toMatchObject({ id: 'cus_acme', type: 'business', displayName: 'Acme Robotics Ltd' });
-    expect(customer.accounts.nodes.map((account: { id: string }) => account.id)).toEqual([
+    expect(customer.accounts!.nodes.map((account) => account.id)).toEqual([
       'acc_acme_eth',
       'acc_acme_polygon',
       'acc_acme_bank',
     ]);
-    expect(customer.accounts.nodes[0]).toEqual({
+    expect(customer.accounts!.nodes[0]).toEqual({
       id: 'acc_acme_eth',
       customerId: 'cus_acme',
       type: 'wallet',
@@ -99,11 +106,11 @@ describe('the customer dashboard query', () => {
       fees: { accountId: 'acc_acme_eth', breakdown: { developer: { fixed: '0.50', bips: 25 } } },
     });
     // No developer fee configured: the breakdown says so with null.
-    expect(customer.accounts.nodes[1].fees).toEqual({
+    expect(customer.accounts!.nodes[1]!.fees).toEqual({
       accountId: 'acc_acme_polygon',
       breakdown: { developer: null },
     });
-    expect(customer.relatedParties.nodes).toEqual([
+    expect(customer.relatedParties!.nodes).toEqual([
       {
         id: 'rp_acme_ceo',
         displayName: 'Grace Hopper',
@@ -126,7 +133,7 @@ describe('the customer dashboard query', () => {
         hasOwnership: true,
       },
     ]);
-    expect(customer.capabilities.nodes[1]).toEqual({
+    expect(customer.capabilities!.nodes[1]).toEqual({
       id: 'cap_acme_wire',
       method: 'wire',
       status: 'pending',
@@ -236,7 +243,7 @@ describe('batching across parents', () => {
     expect(result.body.errors).toBeUndefined();
     const customers = result.body.data!.customers.nodes;
     expect(customers.map((customer) => customer.id)).toEqual(['cus_acme', 'cus_ada', 'cus_globex']);
-    for (const customer of customers) expect(customer.accounts.nodes).toHaveLength(3);
+    for (const customer of customers) expect(customer.accounts!.nodes).toHaveLength(3);
     expect(customers[2]!.accounts.nodes[2]).toEqual({
       id: 'acc_globex_bank',
       fees: { breakdown: { developer: { fixed: '2.50', bips: 0 } } },
@@ -287,13 +294,13 @@ describe('partial data', () => {
       rules: [{ route: 'GET /v3/customers/{customerId}/capabilities', kind: 'internal_error', rate: 1 }],
     });
 
-    const result = await stack.query<{ customer: Record<string, any> }>(DASHBOARD, { id: 'cus_acme' });
+    const result = await stack.query<{ customer: DashboardCustomer }>(DASHBOARD, { id: 'cus_acme' });
 
     expect(result.status).toBe(200);
     const customer = result.body.data!.customer;
     expect(customer.id).toBe('cus_acme');
-    expect(customer.accounts.nodes).toHaveLength(3);
-    expect(customer.relatedParties.nodes).toHaveLength(3);
+    expect(customer.accounts!.nodes).toHaveLength(3);
+    expect(customer.relatedParties!.nodes).toHaveLength(3);
     expect(customer.capabilities).toBeNull();
     expect(result.body.errors).toHaveLength(1);
     expect(result.body.errors![0]).toMatchObject({
