@@ -58,10 +58,10 @@ export const demoSupportNotes: readonly SupportNote[] = [
   {
     id: 'note_003',
     customerId: 'cus_acme',
-    accountId: 'acc_acme_sol',
+    accountId: 'acc_acme_polygon',
     status: 'OPEN',
-    subject: 'Pending balance on Solana wallet',
-    body: 'Top-up shows as pending on the Solana wallet; waiting for settlement.',
+    subject: 'Pending balance on Polygon wallet',
+    body: 'Top-up shows as pending on the Polygon wallet; waiting for settlement.',
     author: 'agent.ravi',
     createdAt: '2025-01-09T10:30:00Z',
   },
@@ -78,7 +78,7 @@ export const demoSupportNotes: readonly SupportNote[] = [
   {
     id: 'note_005',
     customerId: 'cus_ada',
-    accountId: 'acc_ada_eth',
+    accountId: 'acc_ada_sol',
     status: 'OPEN',
     subject: 'Wallet label change',
     body: 'Ada would like her wallet relabelled; told her labels are set at creation for now.',
@@ -88,7 +88,7 @@ export const demoSupportNotes: readonly SupportNote[] = [
   {
     id: 'note_006',
     customerId: 'cus_ada',
-    accountId: 'acc_ada_eth',
+    accountId: 'acc_ada_sol',
     status: 'RESOLVED',
     subject: 'Balance check',
     body: 'Confirmed the available balance after the sandbox top-up.',

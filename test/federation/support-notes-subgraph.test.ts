@@ -40,7 +40,7 @@ describe('the support-notes example subgraph over HTTP', () => {
             id: 'note_003',
             status: 'OPEN',
             createdAt: '2025-01-09T10:30:00Z',
-            account: { __typename: 'Account', customerId: 'cus_acme', id: 'acc_acme_sol' },
+            account: { __typename: 'Account', customerId: 'cus_acme', id: 'acc_acme_polygon' },
           },
           {
             id: 'note_002',

@@ -1,0 +1,198 @@
+/**
+ * Composes the facade subgraph and the support-notes example subgraph into one Federation 2
+ * supergraph with @apollo/composition.
+ *
+ * As a command (`npm run supergraph`) it writes `supergraph/supergraph.graphql` (a generated file,
+ * not committed: tests compose from source every run, so a stale copy can never be what is tested)
+ * and exits non-zero with every composition error (code, message, locations) when composition fails.
+ * As a module it exports {@link composeSupergraph}, which the federation tests use.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { composeServices } from '@apollo/composition';
+import { getLocation, GraphQLError, parse, Source, type DocumentNode } from 'graphql';
+import { supportNotesTypeDefs } from '../examples/support-notes/server.ts';
+import { loadTypeDefs } from '../src/graph/schema.ts';
+
+/**
+ * One subgraph to compose: its name in the supergraph, the URL the gateway routes to, and its SDL
+ * (text, or a document parsed from named sources so errors can point at files).
+ */
+export type SubgraphSource = {
+  name: string;
+  url: string;
+  typeDefs: string | DocumentNode;
+};
+
+/** Routing URLs written into the supergraph for each subgraph. */
+export type SubgraphUrls = {
+  /** The facade's GraphQL endpoint; `http://localhost:4000/graphql` by default (`npm start`). */
+  facadeUrl?: string;
+  /** The support-notes example's endpoint; `http://localhost:4001/graphql` by default. */
+  supportNotesUrl?: string;
+};
+
+/** One composition error, flattened for printing and for assertions. */
+export type CompositionProblem = {
+  /** Composition's error code, e.g. `FIELD_TYPE_MISMATCH`. */
+  code: string;
+  message: string;
+  /** Where in which subgraph's SDL, as `subgraph:line:column`; empty when composition gave none. */
+  locations: string[];
+};
+
+/** Thrown by {@link composeSupergraph} when the subgraphs do not compose. */
+export class SupergraphCompositionError extends Error {
+  readonly problems: CompositionProblem[];
+
+  constructor(problems: CompositionProblem[]) {
+    super(
+      `The subgraphs do not compose (${problems.length} error${problems.length === 1 ? '' : 's'}):\n` +
+        problems.map(formatCompositionProblem).join('\n'),
+    );
+    this.name = 'SupergraphCompositionError';
+    this.problems = problems;
+  }
+}
+
+/** A successful composition. */
+export type ComposedSupergraph = {
+  /** The supergraph SDL, for `ApolloGateway({ supergraphSdl })`, Apollo Router or Hive Gateway. */
+  supergraphSdl: string;
+  /** Composition hints (not errors): `CODE: message`. */
+  hints: string[];
+};
+
+/** The subgraph names used in the supergraph (`join__Graph` values). */
+export const FACADE_SUBGRAPH_NAME = 'platform';
+export const SUPPORT_NOTES_SUBGRAPH_NAME = 'support-notes';
+
+/**
+ * The two subgraphs of this repository, read from their SDL files: the facade's through
+ * `loadTypeDefs()`, the very documents its `createSchema()` builds from, so a composition error
+ * points at a file and line under `schema/graph/`.
+ */
+export function loadRepositorySubgraphs(urls: SubgraphUrls = {}): SubgraphSource[] {
+  return [
+    {
+      name: FACADE_SUBGRAPH_NAME,
+      url: urls.facadeUrl ?? 'http://localhost:4000/graphql',
+      typeDefs: loadTypeDefs(),
+    },
+    {
+      name: SUPPORT_NOTES_SUBGRAPH_NAME,
+      url: urls.supportNotesUrl ?? 'http://localhost:4001/graphql',
+      typeDefs: parse(new Source(supportNotesTypeDefs, 'examples/support-notes/schema.graphql')),
+    },
+  ];
+}
+
+/**
+ * Composes the given subgraphs (by default this repository's two, routed to `urls`) into a
+ * supergraph. Throws {@link SupergraphCompositionError} listing every error when they do not compose.
+ */
+export function composeSupergraph(
+  subgraphs: SubgraphSource[] = loadRepositorySubgraphs(),
+): ComposedSupergraph {
+  const services = subgraphs.map(({ name, url, typeDefs }) => ({
+    name,
+    url,
+    typeDefs: typeof typeDefs === 'string' ? parseSubgraph(name, typeDefs) : typeDefs,
+  }));
+  const result = composeServices(services);
+  if (result.errors) throw new SupergraphCompositionError(result.errors.map(toCompositionProblem));
+  return {
+    supergraphSdl: result.supergraphSdl,
+    hints: result.hints.map((hint) => `${hint.definition.code}: ${hint.message}`),
+  };
+}
+
+function parseSubgraph(name: string, typeDefs: string) {
+  try {
+    // Naming the source after the subgraph makes every location say which subgraph it is in.
+    return parse(new Source(typeDefs, name));
+  } catch (error) {
+    if (error instanceof GraphQLError) throw new SupergraphCompositionError([toSyntaxProblem(error)]);
+    throw error;
+  }
+}
+
+/** A GraphQL syntax error (e.g. from reading an SDL file) as a problem, for printing. */
+export function toSyntaxProblem(error: GraphQLError): CompositionProblem {
+  return { code: 'GRAPHQL_SYNTAX_ERROR', message: error.message, locations: locationsOf(error) };
+}
+
+function toCompositionProblem(error: GraphQLError): CompositionProblem {
+  const code = typeof error.extensions.code === 'string' ? error.extensions.code : 'COMPOSITION_ERROR';
+  return { code, message: error.message, locations: locationsOf(error) };
+}
+
+function locationsOf(error: GraphQLError): string[] {
+  const locations: string[] = [];
+  if (error.source && error.positions) {
+    for (const position of error.positions) locations.push(describeLocation(error.source, position));
+  }
+  for (const node of error.nodes ?? []) {
+    if (node.loc) locations.push(describeLocation(node.loc.source, node.loc.start));
+  }
+  return [...new Set(locations)];
+}
+
+function describeLocation(source: Source, position: number): string {
+  const { line, column } = getLocation(source, position);
+  return `${source.name}:${line}:${column}`;
+}
+
+/** One problem as the command prints it: `[CODE] message` and an indented line per location. */
+export function formatCompositionProblem(problem: CompositionProblem): string {
+  return [`[${problem.code}] ${problem.message}`, ...problem.locations.map((at) => `    at ${at}`)].join(
+    '\n',
+  );
+}
+
+const DEFAULT_OUTPUT = resolve(import.meta.dirname, '../supergraph/supergraph.graphql');
+
+function main(): number {
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string', default: DEFAULT_OUTPUT },
+      'facade-url': { type: 'string', default: process.env.FACADE_SUBGRAPH_URL },
+      'support-notes-url': { type: 'string', default: process.env.SUPPORT_NOTES_SUBGRAPH_URL },
+      quiet: { type: 'boolean', default: false },
+    },
+  });
+  let composed: ComposedSupergraph;
+  try {
+    composed = composeSupergraph(
+      loadRepositorySubgraphs({
+        facadeUrl: values['facade-url'],
+        supportNotesUrl: values['support-notes-url'],
+      }),
+    );
+  } catch (error) {
+    if (error instanceof SupergraphCompositionError) {
+      console.error(error.message);
+      return 1;
+    }
+    // An SDL file that does not parse fails while loading, before composition starts.
+    if (error instanceof GraphQLError) {
+      console.error(`An SDL file does not parse:\n${formatCompositionProblem(toSyntaxProblem(error))}`);
+      return 1;
+    }
+    throw error;
+  }
+  const out = resolve(values.out);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(
+    out,
+    composed.supergraphSdl.endsWith('\n') ? composed.supergraphSdl : `${composed.supergraphSdl}\n`,
+  );
+  if (!values.quiet) {
+    for (const hint of composed.hints) console.warn(`hint ${hint}`);
+  }
+  console.log(`Wrote the supergraph to ${relative(process.cwd(), out) || out}`);
+  return 0;
+}
+
+if (import.meta.main) process.exitCode = main();
