@@ -19,7 +19,7 @@ beforeEach(async () => {
   await emulator.reset();
 });
 
-const ids = (page: { data: { id: string }[] }) => page.data.map((record) => record.id);
+const ids = (page: Record<string, unknown>) => (page['data'] as { id: string }[]).map((record) => record.id);
 
 describe('customer documents', () => {
   test('lists only documents that are not archived', async () => {
