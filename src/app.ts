@@ -91,7 +91,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       ApolloServerPluginDrainHttpServer({ httpServer }),
       ApolloServerPluginInlineTraceDisabled(),
       config.landingPage
-        ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false })
+        ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
       createOperationLoggingPlugin<GraphContext>(logger),
       ...(deps.plugins ?? []),

@@ -1,0 +1,183 @@
+/**
+ * The facade's HTTP surface: GraphQL over POST and GET, CSRF prevention, Apollo Sandbox for
+ * browsers, liveness and readiness, and JSON answers for everything that is not GraphQL.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { startStack, type Stack } from '../support/stack.ts';
+
+const CUSTOMER_QUERY = '{ customer(id: "cus_acme") { id displayName } }';
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+beforeEach(async () => {
+  await stack.clearFaults();
+});
+
+function getUrl(query: string): string {
+  return `${stack.graphqlUrl}?query=${encodeURIComponent(query)}`;
+}
+
+describe('GraphQL over HTTP', () => {
+  test('a POST answers with the data and echoes the request id', async () => {
+    const result = await stack.query(CUSTOMER_QUERY, {}, { 'x-request-id': 'post-1' });
+
+    expect(result.status).toBe(200);
+    expect(result.body).toEqual({ data: { customer: { id: 'cus_acme', displayName: 'Acme Robotics Ltd' } } });
+    expect(result.headers.get('x-request-id')).toBe('post-1');
+  });
+
+  test('a GET query with a preflight header answers as the GraphQL-over-HTTP spec describes', async () => {
+    const response = await fetch(getUrl(CUSTOMER_QUERY), {
+      headers: { accept: 'application/graphql-response+json', 'apollo-require-preflight': 'true' },
+    });
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/graphql-response\+json/);
+    expect(await response.json()).toEqual({
+      data: { customer: { id: 'cus_acme', displayName: 'Acme Robotics Ltd' } },
+    });
+  });
+
+  test('a GET without any header a browser form could not send is refused as possible CSRF', async () => {
+    const response = await fetch(getUrl(CUSTOMER_QUERY), { headers: { accept: 'application/json' } });
+
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { errors: { extensions: { code: string } }[] };
+    expect(body.errors[0]?.extensions.code).toBe('BAD_REQUEST');
+  });
+
+  test('a mutation over GET is refused with 405', async () => {
+    const mutation =
+      'mutation { archiveAccount(input: { customerId: "cus_acme", accountId: "acc_acme_bank" }) { replayed } }';
+    const response = await fetch(getUrl(mutation), { headers: { 'apollo-require-preflight': 'true' } });
+
+    expect(response.status).toBe(405);
+  });
+
+  test('a body that is not JSON is answered 400 in the GraphQL error shape', async () => {
+    const response = await fetch(stack.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"query": ',
+    });
+
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_REQUEST' } }],
+    });
+  });
+
+  test("GraphQL's own validation errors pass through unmasked", async () => {
+    const result = await stack.query('{ customer(id: "cus_acme") { noSuchField } }');
+
+    expect(result.status).toBe(400);
+    expect(result.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(result.body.errors?.[0]?.message).toContain('noSuchField');
+  });
+
+  test('a variable that does not fit its type is BAD_USER_INPUT', async () => {
+    const result = await stack.query('query ($first: Int) { customers(first: $first) { nodes { id } } }', {
+      first: 'many',
+    });
+
+    expect(result.status).toBe(400);
+    expect(result.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('Apollo Sandbox', () => {
+  test('a browser GET of /graphql is served the Sandbox page', async () => {
+    const response = await fetch(stack.graphqlUrl, { headers: { accept: 'text/html' } });
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await response.text();
+    expect(html).toContain('https://embeddable-sandbox.cdn.apollographql.com/');
+    expect(html).toContain('new window.EmbeddedSandbox(');
+    expect(html).toContain('"runTelemetry":false');
+  });
+});
+
+describe('health and readiness', () => {
+  test('/healthz answers 200 while the process is up', async () => {
+    const response = await fetch(`${stack.facadeUrl}/healthz`);
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+
+  test('/readyz answers 200 when the upstream answers capability discovery', async () => {
+    const response = await fetch(`${stack.facadeUrl}/readyz`);
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      status: 'ready',
+      upstream: { reachable: true, environment: 'sandbox' },
+    });
+  });
+
+  test('/readyz answers 503 when the upstream cannot be reached, without retrying', async () => {
+    await stack.resetUpstreamCalls();
+    await stack.setFaults({ rules: [{ route: 'GET /v3/capabilities', kind: 'reset', rate: 1 }] });
+
+    const response = await fetch(`${stack.facadeUrl}/readyz`);
+
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({
+      status: 'unavailable',
+      upstream: { reachable: false, reason: 'connection_reset' },
+    });
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 1 });
+  });
+
+  test('/readyz answers 503 when the upstream returns an error', async () => {
+    await stack.setFaults({ rules: [{ route: 'GET /v3/capabilities', kind: 'request_failed', rate: 1 }] });
+
+    const response = await fetch(`${stack.facadeUrl}/readyz`);
+
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({
+      status: 'unavailable',
+      upstream: { reachable: true, reason: 'request_failed' },
+    });
+  });
+
+  test('an unknown path is a JSON 404', async () => {
+    const response = await fetch(`${stack.facadeUrl}/nowhere`);
+
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({
+      errors: [{ message: 'Not found.', extensions: { code: 'NOT_FOUND' } }],
+    });
+  });
+});
+
+describe('with a facade key the upstream refuses', () => {
+  let refused: Stack;
+
+  beforeAll(async () => {
+    refused = await startStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_revoked' } });
+  });
+
+  afterAll(async () => {
+    await refused?.close();
+  });
+
+  test('/readyz answers 503 with the reason', async () => {
+    const response = await fetch(`${refused.facadeUrl}/readyz`);
+
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({
+      status: 'unavailable',
+      upstream: { reachable: true, reason: 'unauthorized' },
+    });
+  });
+});
