@@ -26,11 +26,6 @@ export function parseAmount(value: string): ScaledAmount {
   return BigInt(whole) * SCALE + BigInt(fraction.padEnd(SCALE_DIGITS, '0'));
 }
 
-/** Whether `value` is a decimal string {@link parseAmount} accepts. */
-export function isAmount(value: string): boolean {
-  return DECIMAL_PATTERN.test(value);
-}
-
 /**
  * Formats an amount the way the upstream writes money: at least two decimals (`"12.50"`),
  * more only when they carry value (`"0.000001"`).
@@ -45,9 +40,4 @@ export function formatAmount(amount: ScaledAmount): string {
     .replace(/0+$/, '')
     .padEnd(2, '0');
   return `${negative ? '-' : ''}${whole}.${fraction}`;
-}
-
-/** Adds two decimal strings exactly. */
-export function addAmounts(left: string, right: string): string {
-  return formatAmount(parseAmount(left) + parseAmount(right));
 }
