@@ -60,10 +60,29 @@ export type Account = {
   origin: Scalars['String']['output'];
   /** Lifecycle status, e.g. `ready` or `archived` (an open set). */
   status: Scalars['String']['output'];
-  /** Account type: `wallet` or `bank` (an open set). */
+  /** Account type: `wallet`, or a bank account type (an open set). */
   type: Scalars['String']['output'];
   /** When the account last changed (balances and fees included). */
   updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A change of an account. */
+export type AccountChangedEvent = {
+  __typename?: 'AccountChangedEvent';
+  /** The account as it is now; null with an error when it could not be read. */
+  account?: Maybe<Account>;
+  /** The account's id. */
+  accountId: Scalars['ID']['output'];
+  /** The customer owning the account. */
+  customerId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  replayed: Scalars['Boolean']['output'];
+  /** The upstream event kind, e.g. `account.updated` (an open set). For a replayed change, the kind it implies. */
+  type: Scalars['String']['output'];
 };
 
 /** A page of accounts. */
@@ -136,9 +155,9 @@ export type ApiStatus = {
   environment?: Maybe<Scalars['String']['output']>;
   /** True when the API key was accepted. */
   keyValid: Scalars['Boolean']['output'];
-  /** The upstream problem code when the check failed (e.g. `unauthorized`); null when it passed. */
+  /** Why the check failed: the upstream problem code (e.g. `unauthorized`), or `upstream_unavailable` when no answer arrived; null when it passed. */
   problemCode?: Maybe<Scalars['String']['output']>;
-  /** True when the Platform API answered (even if it refused the key). */
+  /** True when the Platform API answered, with success or by refusing the key; false when no answer arrived or it failed (5xx). */
   reachable: Scalars['Boolean']['output'];
 };
 
@@ -286,6 +305,25 @@ export type CapabilityApplication = {
   submittedAt?: Maybe<Scalars['DateTime']['output']>;
   /** When the application last changed. */
   updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A change of a capability. */
+export type CapabilityChangedEvent = {
+  __typename?: 'CapabilityChangedEvent';
+  /** The capability as it is now, with its applications; null with an error when it could not be read. */
+  capability?: Maybe<Capability>;
+  /** The capability's id. */
+  capabilityId: Scalars['ID']['output'];
+  /** The customer owning the capability. */
+  customerId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  replayed: Scalars['Boolean']['output'];
+  /** The upstream event kind, e.g. `capability.status_changed` (an open set). */
+  type: Scalars['String']['output'];
 };
 
 /** A page of capabilities. */
@@ -673,6 +711,28 @@ export type DeveloperFeeInput = {
   fixed: Scalars['Decimal']['input'];
 };
 
+/** A customer document archived. */
+export type DocumentChangedEvent = {
+  __typename?: 'DocumentChangedEvent';
+  /** The customer owning the document. */
+  customerId: Scalars['ID']['output'];
+  /** The document as the event carried it (an archived document can no longer be read). */
+  document?: Maybe<CustomerDocument>;
+  /** The document's id. */
+  documentId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`). */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /** Always false: document changes are not replayed. */
+  replayed: Scalars['Boolean']['output'];
+  /** `document.archived` (an open set). */
+  type: Scalars['String']['output'];
+};
+
+/** The resources an upstream event can be about. */
+export type EventResource = Account | Capability | Customer | CustomerDocument | RelatedParty | Rule | Transfer;
+
 /** Fees by beneficiary. */
 export type FeeBreakdown = {
   __typename?: 'FeeBreakdown';
@@ -1031,41 +1091,63 @@ export type PersonInput = {
   residenceCountry: Scalars['String']['input'];
 };
 
+/** Any upstream event, with its resource. */
+export type PlatformEvent = {
+  __typename?: 'PlatformEvent';
+  /** The customer the resource belongs to; null for resources outside a customer. */
+  customerId?: Maybe<Scalars['ID']['output']>;
+  /** The upstream event id (`evt_...`). */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /**
+   * The resource as it is now (for an archived document or party, the record the event carried);
+   * null for a resource type this facade does not model, or with an error when it could not be read.
+   */
+  resource?: Maybe<EventResource>;
+  /** The resource's id. */
+  resourceId: Scalars['ID']['output'];
+  /** The kind of resource, e.g. `account`, `related_party` (an open set). */
+  resourceType: Scalars['String']['output'];
+  /** The upstream event kind, e.g. `customer.updated` (an open set). */
+  type: Scalars['String']['output'];
+};
+
 /** The root of every read. Each domain file adds its own fields. */
 export type Query = {
   __typename?: 'Query';
-  /** An account of a customer; null when the customer has no account with this id. */
+  /** An account of a customer; null, with a NOT_FOUND error, when the customer has no account with this id. */
   account?: Maybe<Account>;
   /**
    * Whether the Platform API is reachable with the credentials of this request, and which
    * environment they select. Never fails: an unreachable upstream answers `reachable: false`.
    */
   apiStatus: ApiStatus;
-  /** A capability of a customer; null when it does not exist. */
+  /** A capability of a customer; null, with a NOT_FOUND error, when it does not exist. */
   capability?: Maybe<Capability>;
-  /** A customer by id; null when no customer has this id in the environment of the request's API key. */
+  /** A customer by id; null, with a NOT_FOUND error, when no customer has this id in the environment of the request's API key. */
   customer?: Maybe<Customer>;
-  /** A document of a customer; null when it does not exist or is archived. */
+  /** A document of a customer; null, with a NOT_FOUND error, when it does not exist or is archived. */
   customerDocument?: Maybe<CustomerDocument>;
   /** The customers of this environment, oldest first. */
   customers: CustomerConnection;
-  /** An institution by id; null when it does not exist. */
+  /** An institution by id; null, with a NOT_FOUND error, when it does not exist. */
   institution?: Maybe<Institution>;
   /** The institutions that provide capabilities. */
   institutions: InstitutionConnection;
-  /** A quote of a customer; null when it does not exist. */
+  /** A quote of a customer; null, with a NOT_FOUND error, when it does not exist. */
   quote?: Maybe<Quote>;
-  /** A recipient of a customer; null when it does not exist. */
+  /** A recipient of a customer; null, with a NOT_FOUND error, when it does not exist. */
   recipient?: Maybe<Recipient>;
-  /** A related party of a business customer; null when it does not exist or is archived. */
+  /** A related party of a business customer; null, with a NOT_FOUND error, when it does not exist or is archived. */
   relatedParty?: Maybe<RelatedParty>;
-  /** A rule of a customer; null when it does not exist. */
+  /** A rule of a customer; null, with a NOT_FOUND error, when it does not exist. */
   rule?: Maybe<Rule>;
-  /** A task of a customer; null when it does not exist. */
+  /** A task of a customer; null, with a NOT_FOUND error, when it does not exist. */
   task?: Maybe<Task>;
-  /** A transfer of a customer; null when it does not exist. */
+  /** A transfer of a customer; null, with a NOT_FOUND error, when it does not exist. */
   transfer?: Maybe<Transfer>;
-  /** A webhook endpoint by id; null when it does not exist. */
+  /** A webhook endpoint by id; null, with a NOT_FOUND error, when it does not exist. */
   webhookEndpoint?: Maybe<WebhookEndpoint>;
   /** The webhook endpoints registered in this environment, archived ones included, oldest first. */
   webhookEndpoints: WebhookEndpointConnection;
@@ -1324,6 +1406,28 @@ export type RelatedParty = {
   updatedAt: Scalars['DateTime']['output'];
 };
 
+/** A related party created or archived. */
+export type RelatedPartyChangedEvent = {
+  __typename?: 'RelatedPartyChangedEvent';
+  /** The business customer. */
+  customerId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /**
+   * The party as it is now. For an archived party, which the upstream no longer returns, the record
+   * the event carried.
+   */
+  relatedParty?: Maybe<RelatedParty>;
+  /** The related party's id. */
+  relatedPartyId: Scalars['ID']['output'];
+  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  replayed: Scalars['Boolean']['output'];
+  /** `related_party.created` or `related_party.archived` (an open set). */
+  type: Scalars['String']['output'];
+};
+
 /** A page of related parties. */
 export type RelatedPartyConnection = {
   __typename?: 'RelatedPartyConnection';
@@ -1409,6 +1513,25 @@ export type Rule = {
   triggerAccountId: Scalars['ID']['output'];
   /** When the rule last changed. */
   updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A rule created, paused, resumed or archived. */
+export type RuleChangedEvent = {
+  __typename?: 'RuleChangedEvent';
+  /** The customer owning the rule. */
+  customerId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  replayed: Scalars['Boolean']['output'];
+  /** The rule as it is now; null with an error when it could not be read. */
+  rule?: Maybe<Rule>;
+  /** The rule's id. */
+  ruleId: Scalars['ID']['output'];
+  /** `rule.created`, `rule.updated` or `rule.archived` (an open set). */
+  type: Scalars['String']['output'];
 };
 
 /** A page of rules. */
@@ -1609,6 +1732,154 @@ export type StatusReasonActor =
   /** A provider, such as a partner institution, caused it (upstream `provider`). */
   | 'provider';
 
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** Changes of a customer's accounts: creation, balances, fees, archiving, any field. */
+  accountChanged: AccountChangedEvent;
+  /** Changes of a customer's capabilities: creation and status changes. */
+  capabilityChanged: CapabilityChangedEvent;
+  /** Documents of a customer archived. No replay: an archived document leaves the upstream list. */
+  documentChanged: DocumentChangedEvent;
+  /** Every upstream event the subscriber's key may read, optionally narrowed. No replay. */
+  events: PlatformEvent;
+  /** Related parties of a business customer created or archived. */
+  relatedPartyChanged: RelatedPartyChangedEvent;
+  /** Rules of a customer created, paused, resumed or archived. */
+  ruleChanged: RuleChangedEvent;
+  /** Transfers of a customer created or completed. */
+  transferChanged: TransferChangedEvent;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionAccountChangedArgs = {
+  accountId?: InputMaybe<Scalars['ID']['input']>;
+  customerId: Scalars['ID']['input'];
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionCapabilityChangedArgs = {
+  customerId: Scalars['ID']['input'];
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionDocumentChangedArgs = {
+  customerId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionEventsArgs = {
+  customerId?: InputMaybe<Scalars['ID']['input']>;
+  types?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionRelatedPartyChangedArgs = {
+  customerId: Scalars['ID']['input'];
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionRuleChangedArgs = {
+  customerId: Scalars['ID']['input'];
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
+export type SubscriptionTransferChangedArgs = {
+  customerId: Scalars['ID']['input'];
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
 /** A request for information or action addressed to a customer, e.g. to supply a document. */
 export type Task = {
   __typename?: 'Task';
@@ -1749,6 +2020,25 @@ export type Transfer = {
   target: FundsTarget;
   /** When the transfer last changed. */
   updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A transfer created or completed. */
+export type TransferChangedEvent = {
+  __typename?: 'TransferChangedEvent';
+  /** The customer owning the transfer. */
+  customerId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  replayed: Scalars['Boolean']['output'];
+  /** The transfer as it is now; null with an error when it could not be read. */
+  transfer?: Maybe<Transfer>;
+  /** The transfer's id. */
+  transferId: Scalars['ID']['output'];
+  /** `transfer.created` or `transfer.completed` (an open set). */
+  type: Scalars['String']['output'];
 };
 
 /** A page of transfers. */
@@ -1973,6 +2263,18 @@ export type FederationReferenceTypes = {
     & GraphQLRecursivePick<FederationTypes['WebhookEndpoint'], {"id":true}> );
 };
 
+/** Mapping of union types */
+export type ResolversUnionTypes<_RefType extends Record<string, unknown>> = {
+  EventResource:
+    | ( AccountRecord )
+    | ( CapabilityRecord )
+    | ( CustomerRecord )
+    | ( CustomerDocumentRecord )
+    | ( RelatedPartyParentRecord )
+    | ( RuleRecord )
+    | ( TransferRecord )
+  ;
+};
 
 
 /** Mapping between all available schema types and the resolvers types */
@@ -1981,6 +2283,7 @@ export type ResolversTypes = {
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  AccountChangedEvent: ResolverTypeWrapper<Omit<AccountChangedEvent, 'account'> & { account?: Maybe<ResolversTypes['Account']> }>;
   AccountConnection: ResolverTypeWrapper<Omit<AccountConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['AccountEdge']>, nodes: Array<ResolversTypes['Account']> }>;
   AccountDetails: ResolverTypeWrapper<AccountDetailsRecord>;
   AccountEdge: ResolverTypeWrapper<Omit<AccountEdge, 'node'> & { node: ResolversTypes['Account'] }>;
@@ -1998,6 +2301,7 @@ export type ResolversTypes = {
   Balance: ResolverTypeWrapper<BalanceRecord>;
   Capability: ResolverTypeWrapper<CapabilityRecord>;
   CapabilityApplication: ResolverTypeWrapper<CapabilityApplicationRecord>;
+  CapabilityChangedEvent: ResolverTypeWrapper<Omit<CapabilityChangedEvent, 'capability'> & { capability?: Maybe<ResolversTypes['Capability']> }>;
   CapabilityConnection: ResolverTypeWrapper<Omit<CapabilityConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['CapabilityEdge']>, nodes: Array<ResolversTypes['Capability']> }>;
   CapabilityEdge: ResolverTypeWrapper<Omit<CapabilityEdge, 'node'> & { node: ResolversTypes['Capability'] }>;
   CapabilityOffering: ResolverTypeWrapper<CapabilityOffering>;
@@ -2022,6 +2326,8 @@ export type ResolversTypes = {
   DestinationTargetInput: DestinationTargetInput;
   DeveloperFee: ResolverTypeWrapper<DeveloperFeeRecord>;
   DeveloperFeeInput: DeveloperFeeInput;
+  DocumentChangedEvent: ResolverTypeWrapper<Omit<DocumentChangedEvent, 'document'> & { document?: Maybe<ResolversTypes['CustomerDocument']> }>;
+  EventResource: ResolverTypeWrapper<ResolversUnionTypes<ResolversTypes>['EventResource']>;
   FeeBreakdown: ResolverTypeWrapper<FeeBreakdownRecord>;
   FeeBreakdownInput: FeeBreakdownInput;
   FundsTarget: ResolverTypeWrapper<FundsTargetParentRecord>;
@@ -2037,6 +2343,7 @@ export type ResolversTypes = {
   PartyType: null;
   Person: ResolverTypeWrapper<PersonRecord>;
   PersonInput: PersonInput;
+  PlatformEvent: ResolverTypeWrapper<Omit<PlatformEvent, 'resource'> & { resource?: Maybe<ResolversTypes['EventResource']> }>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Quote: ResolverTypeWrapper<QuoteRecord>;
   QuoteConnection: ResolverTypeWrapper<Omit<QuoteConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['QuoteEdge']>, nodes: Array<ResolversTypes['Quote']> }>;
@@ -2046,10 +2353,12 @@ export type ResolversTypes = {
   RecipientDestination: ResolverTypeWrapper<RecipientDestinationRecord>;
   RecipientEdge: ResolverTypeWrapper<Omit<RecipientEdge, 'node'> & { node: ResolversTypes['Recipient'] }>;
   RelatedParty: ResolverTypeWrapper<RelatedPartyParentRecord>;
+  RelatedPartyChangedEvent: ResolverTypeWrapper<Omit<RelatedPartyChangedEvent, 'relatedParty'> & { relatedParty?: Maybe<ResolversTypes['RelatedParty']> }>;
   RelatedPartyConnection: ResolverTypeWrapper<Omit<RelatedPartyConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['RelatedPartyEdge']>, nodes: Array<ResolversTypes['RelatedParty']> }>;
   RelatedPartyEdge: ResolverTypeWrapper<Omit<RelatedPartyEdge, 'node'> & { node: ResolversTypes['RelatedParty'] }>;
   RelatedPartyRole: null;
   Rule: ResolverTypeWrapper<RuleRecord>;
+  RuleChangedEvent: ResolverTypeWrapper<Omit<RuleChangedEvent, 'rule'> & { rule?: Maybe<ResolversTypes['Rule']> }>;
   RuleConnection: ResolverTypeWrapper<Omit<RuleConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['RuleEdge']>, nodes: Array<ResolversTypes['Rule']> }>;
   RuleEdge: ResolverTypeWrapper<Omit<RuleEdge, 'node'> & { node: ResolversTypes['Rule'] }>;
   RuleTransitionInput: RuleTransitionInput;
@@ -2067,6 +2376,7 @@ export type ResolversTypes = {
   SetAccountFeesPayload: ResolverTypeWrapper<SetAccountFeesPayloadParentRecord>;
   StatusReason: ResolverTypeWrapper<StatusReasonRecord>;
   StatusReasonActor: null;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Task: ResolverTypeWrapper<TaskRecord>;
   TaskConnection: ResolverTypeWrapper<Omit<TaskConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['TaskEdge']>, nodes: Array<ResolversTypes['Task']> }>;
   TaskEdge: ResolverTypeWrapper<Omit<TaskEdge, 'node'> & { node: ResolversTypes['Task'] }>;
@@ -2075,6 +2385,7 @@ export type ResolversTypes = {
   TaskSubmissionConnection: ResolverTypeWrapper<Omit<TaskSubmissionConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['TaskSubmissionEdge']>, nodes: Array<ResolversTypes['TaskSubmission']> }>;
   TaskSubmissionEdge: ResolverTypeWrapper<Omit<TaskSubmissionEdge, 'node'> & { node: ResolversTypes['TaskSubmission'] }>;
   Transfer: ResolverTypeWrapper<TransferRecord>;
+  TransferChangedEvent: ResolverTypeWrapper<Omit<TransferChangedEvent, 'transfer'> & { transfer?: Maybe<ResolversTypes['Transfer']> }>;
   TransferConnection: ResolverTypeWrapper<Omit<TransferConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['TransferEdge']>, nodes: Array<ResolversTypes['Transfer']> }>;
   TransferEdge: ResolverTypeWrapper<Omit<TransferEdge, 'node'> & { node: ResolversTypes['Transfer'] }>;
   UpdateWebhookEndpointInput: UpdateWebhookEndpointInput;
@@ -2090,6 +2401,7 @@ export type ResolversParentTypes = {
   String: Scalars['String']['output'];
   ID: Scalars['ID']['output'];
   Boolean: Scalars['Boolean']['output'];
+  AccountChangedEvent: Omit<AccountChangedEvent, 'account'> & { account?: Maybe<ResolversParentTypes['Account']> };
   AccountConnection: Omit<AccountConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['AccountEdge']>, nodes: Array<ResolversParentTypes['Account']> };
   AccountDetails: AccountDetailsRecord;
   AccountEdge: Omit<AccountEdge, 'node'> & { node: ResolversParentTypes['Account'] };
@@ -2107,6 +2419,7 @@ export type ResolversParentTypes = {
   Balance: BalanceRecord;
   Capability: CapabilityRecord;
   CapabilityApplication: CapabilityApplicationRecord;
+  CapabilityChangedEvent: Omit<CapabilityChangedEvent, 'capability'> & { capability?: Maybe<ResolversParentTypes['Capability']> };
   CapabilityConnection: Omit<CapabilityConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['CapabilityEdge']>, nodes: Array<ResolversParentTypes['Capability']> };
   CapabilityEdge: Omit<CapabilityEdge, 'node'> & { node: ResolversParentTypes['Capability'] };
   CapabilityOffering: CapabilityOffering;
@@ -2131,6 +2444,8 @@ export type ResolversParentTypes = {
   DestinationTargetInput: DestinationTargetInput;
   DeveloperFee: DeveloperFeeRecord;
   DeveloperFeeInput: DeveloperFeeInput;
+  DocumentChangedEvent: Omit<DocumentChangedEvent, 'document'> & { document?: Maybe<ResolversParentTypes['CustomerDocument']> };
+  EventResource: ResolversUnionTypes<ResolversParentTypes>['EventResource'];
   FeeBreakdown: FeeBreakdownRecord;
   FeeBreakdownInput: FeeBreakdownInput;
   FundsTarget: FundsTargetParentRecord;
@@ -2145,6 +2460,7 @@ export type ResolversParentTypes = {
   PageInfo: PageInfo;
   Person: PersonRecord;
   PersonInput: PersonInput;
+  PlatformEvent: Omit<PlatformEvent, 'resource'> & { resource?: Maybe<ResolversParentTypes['EventResource']> };
   Query: Record<PropertyKey, never>;
   Quote: QuoteRecord;
   QuoteConnection: Omit<QuoteConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['QuoteEdge']>, nodes: Array<ResolversParentTypes['Quote']> };
@@ -2154,9 +2470,11 @@ export type ResolversParentTypes = {
   RecipientDestination: RecipientDestinationRecord;
   RecipientEdge: Omit<RecipientEdge, 'node'> & { node: ResolversParentTypes['Recipient'] };
   RelatedParty: RelatedPartyParentRecord;
+  RelatedPartyChangedEvent: Omit<RelatedPartyChangedEvent, 'relatedParty'> & { relatedParty?: Maybe<ResolversParentTypes['RelatedParty']> };
   RelatedPartyConnection: Omit<RelatedPartyConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['RelatedPartyEdge']>, nodes: Array<ResolversParentTypes['RelatedParty']> };
   RelatedPartyEdge: Omit<RelatedPartyEdge, 'node'> & { node: ResolversParentTypes['RelatedParty'] };
   Rule: RuleRecord;
+  RuleChangedEvent: Omit<RuleChangedEvent, 'rule'> & { rule?: Maybe<ResolversParentTypes['Rule']> };
   RuleConnection: Omit<RuleConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['RuleEdge']>, nodes: Array<ResolversParentTypes['Rule']> };
   RuleEdge: Omit<RuleEdge, 'node'> & { node: ResolversParentTypes['Rule'] };
   RuleTransitionInput: RuleTransitionInput;
@@ -2172,6 +2490,7 @@ export type ResolversParentTypes = {
   SetAccountFeesInput: SetAccountFeesInput;
   SetAccountFeesPayload: SetAccountFeesPayloadParentRecord;
   StatusReason: StatusReasonRecord;
+  Subscription: Record<PropertyKey, never>;
   Task: TaskRecord;
   TaskConnection: Omit<TaskConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['TaskEdge']>, nodes: Array<ResolversParentTypes['Task']> };
   TaskEdge: Omit<TaskEdge, 'node'> & { node: ResolversParentTypes['Task'] };
@@ -2180,6 +2499,7 @@ export type ResolversParentTypes = {
   TaskSubmissionConnection: Omit<TaskSubmissionConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['TaskSubmissionEdge']>, nodes: Array<ResolversParentTypes['TaskSubmission']> };
   TaskSubmissionEdge: Omit<TaskSubmissionEdge, 'node'> & { node: ResolversParentTypes['TaskSubmission'] };
   Transfer: TransferRecord;
+  TransferChangedEvent: Omit<TransferChangedEvent, 'transfer'> & { transfer?: Maybe<ResolversParentTypes['Transfer']> };
   TransferConnection: Omit<TransferConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['TransferEdge']>, nodes: Array<ResolversParentTypes['Transfer']> };
   TransferEdge: Omit<TransferEdge, 'node'> & { node: ResolversParentTypes['Transfer'] };
   UpdateWebhookEndpointInput: UpdateWebhookEndpointInput;
@@ -2208,6 +2528,17 @@ export type AccountResolvers<ContextType = GraphContext, ParentType extends Reso
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type AccountChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['AccountChangedEvent'] = ResolversParentTypes['AccountChangedEvent']> = {
+  account?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
+  accountId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type AccountConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['AccountConnection'] = ResolversParentTypes['AccountConnection']> = {
@@ -2290,6 +2621,7 @@ export type CapabilityResolvers<ContextType = GraphContext, ParentType extends R
   statusReason?: Resolver<Maybe<ResolversTypes['StatusReason']>, ParentType, ContextType>;
   submittedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type CapabilityApplicationResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityApplication'] = ResolversParentTypes['CapabilityApplication']> = {
@@ -2301,6 +2633,16 @@ export type CapabilityApplicationResolvers<ContextType = GraphContext, ParentTyp
   statusReason?: Resolver<Maybe<ResolversTypes['StatusReason']>, ParentType, ContextType>;
   submittedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type CapabilityChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityChangedEvent'] = ResolversParentTypes['CapabilityChangedEvent']> = {
+  capability?: Resolver<Maybe<ResolversTypes['Capability']>, ParentType, ContextType>;
+  capabilityId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type CapabilityConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityConnection'] = ResolversParentTypes['CapabilityConnection']> = {
@@ -2363,6 +2705,7 @@ export type CustomerResolvers<ContextType = GraphContext, ParentType extends Res
   transfers?: Resolver<Maybe<ResolversTypes['TransferConnection']>, ParentType, ContextType, Partial<CustomerTransfersArgs>>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type CustomerConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerConnection'] = ResolversParentTypes['CustomerConnection']> = {
@@ -2384,6 +2727,7 @@ export type CustomerDocumentResolvers<ContextType = GraphContext, ParentType ext
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type CustomerDocumentConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerDocumentConnection'] = ResolversParentTypes['CustomerDocumentConnection']> = {
@@ -2420,6 +2764,20 @@ export type DestinationTargetResolvers<ContextType = GraphContext, ParentType ex
 export type DeveloperFeeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['DeveloperFee'] = ResolversParentTypes['DeveloperFee']> = {
   bips?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   fixed?: Resolver<ResolversTypes['Decimal'], ParentType, ContextType>;
+};
+
+export type DocumentChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['DocumentChangedEvent'] = ResolversParentTypes['DocumentChangedEvent']> = {
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  document?: Resolver<Maybe<ResolversTypes['CustomerDocument']>, ParentType, ContextType>;
+  documentId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type EventResourceResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['EventResource'] = ResolversParentTypes['EventResource']> = {
+  __resolveType: TypeResolveFn<'Account' | 'Capability' | 'Customer' | 'CustomerDocument' | 'RelatedParty' | 'Rule' | 'Transfer', ParentType, ContextType>;
 };
 
 export type FeeBreakdownResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['FeeBreakdown'] = ResolversParentTypes['FeeBreakdown']> = {
@@ -2492,6 +2850,16 @@ export type PersonResolvers<ContextType = GraphContext, ParentType extends Resol
   firstName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   lastName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   residenceCountry?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type PlatformEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['PlatformEvent'] = ResolversParentTypes['PlatformEvent']> = {
+  customerId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  resource?: Resolver<Maybe<ResolversTypes['EventResource']>, ParentType, ContextType>;
+  resourceId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  resourceType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type QueryResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
@@ -2590,6 +2958,17 @@ export type RelatedPartyResolvers<ContextType = GraphContext, ParentType extends
   roles?: Resolver<Array<ResolversTypes['RelatedPartyRole']>, ParentType, ContextType>;
   title?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type RelatedPartyChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RelatedPartyChangedEvent'] = ResolversParentTypes['RelatedPartyChangedEvent']> = {
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  relatedParty?: Resolver<Maybe<ResolversTypes['RelatedParty']>, ParentType, ContextType>;
+  relatedPartyId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type RelatedPartyConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RelatedPartyConnection'] = ResolversParentTypes['RelatedPartyConnection']> = {
@@ -2618,6 +2997,17 @@ export type RuleResolvers<ContextType = GraphContext, ParentType extends Resolve
   trigger?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
   triggerAccountId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type RuleChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RuleChangedEvent'] = ResolversParentTypes['RuleChangedEvent']> = {
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  rule?: Resolver<Maybe<ResolversTypes['Rule']>, ParentType, ContextType>;
+  ruleId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type RuleConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RuleConnection'] = ResolversParentTypes['RuleConnection']> = {
@@ -2687,6 +3077,16 @@ export type StatusReasonResolvers<ContextType = GraphContext, ParentType extends
 };
 
 export type StatusReasonActorResolvers = { CUSTOMER: 'customer', DEVELOPER: 'developer', NETWORK: 'network', PLATFORM: 'platform', PROVIDER: 'provider' };
+
+export type SubscriptionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  accountChanged?: SubscriptionResolver<ResolversTypes['AccountChangedEvent'], "accountChanged", ParentType, ContextType, RequireFields<SubscriptionAccountChangedArgs, 'customerId'>>;
+  capabilityChanged?: SubscriptionResolver<ResolversTypes['CapabilityChangedEvent'], "capabilityChanged", ParentType, ContextType, RequireFields<SubscriptionCapabilityChangedArgs, 'customerId'>>;
+  documentChanged?: SubscriptionResolver<ResolversTypes['DocumentChangedEvent'], "documentChanged", ParentType, ContextType, RequireFields<SubscriptionDocumentChangedArgs, 'customerId'>>;
+  events?: SubscriptionResolver<ResolversTypes['PlatformEvent'], "events", ParentType, ContextType, Partial<SubscriptionEventsArgs>>;
+  relatedPartyChanged?: SubscriptionResolver<ResolversTypes['RelatedPartyChangedEvent'], "relatedPartyChanged", ParentType, ContextType, RequireFields<SubscriptionRelatedPartyChangedArgs, 'customerId'>>;
+  ruleChanged?: SubscriptionResolver<ResolversTypes['RuleChangedEvent'], "ruleChanged", ParentType, ContextType, RequireFields<SubscriptionRuleChangedArgs, 'customerId'>>;
+  transferChanged?: SubscriptionResolver<ResolversTypes['TransferChangedEvent'], "transferChanged", ParentType, ContextType, RequireFields<SubscriptionTransferChangedArgs, 'customerId'>>;
+};
 
 export type TaskResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Task'] = ResolversParentTypes['Task'], FederationReferenceType extends FederationReferenceTypes['Task'] = FederationReferenceTypes['Task']> = {
   __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Task']> | FederationReferenceType, FederationReferenceType, ContextType>;
@@ -2759,6 +3159,17 @@ export type TransferResolvers<ContextType = GraphContext, ParentType extends Res
   state?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   target?: Resolver<ResolversTypes['FundsTarget'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type TransferChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TransferChangedEvent'] = ResolversParentTypes['TransferChangedEvent']> = {
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  transfer?: Resolver<Maybe<ResolversTypes['Transfer']>, ParentType, ContextType>;
+  transferId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type TransferConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TransferConnection'] = ResolversParentTypes['TransferConnection']> = {
@@ -2803,6 +3214,7 @@ export type WebhookEndpointEdgeResolvers<ContextType = GraphContext, ParentType 
 
 export type Resolvers<ContextType = GraphContext> = {
   Account?: AccountResolvers<ContextType>;
+  AccountChangedEvent?: AccountChangedEventResolvers<ContextType>;
   AccountConnection?: AccountConnectionResolvers<ContextType>;
   AccountDetails?: AccountDetailsResolvers<ContextType>;
   AccountEdge?: AccountEdgeResolvers<ContextType>;
@@ -2815,6 +3227,7 @@ export type Resolvers<ContextType = GraphContext> = {
   Balance?: BalanceResolvers<ContextType>;
   Capability?: CapabilityResolvers<ContextType>;
   CapabilityApplication?: CapabilityApplicationResolvers<ContextType>;
+  CapabilityChangedEvent?: CapabilityChangedEventResolvers<ContextType>;
   CapabilityConnection?: CapabilityConnectionResolvers<ContextType>;
   CapabilityEdge?: CapabilityEdgeResolvers<ContextType>;
   CapabilityOffering?: CapabilityOfferingResolvers<ContextType>;
@@ -2832,6 +3245,8 @@ export type Resolvers<ContextType = GraphContext> = {
   Decimal?: GraphQLScalarType;
   DestinationTarget?: DestinationTargetResolvers<ContextType>;
   DeveloperFee?: DeveloperFeeResolvers<ContextType>;
+  DocumentChangedEvent?: DocumentChangedEventResolvers<ContextType>;
+  EventResource?: EventResourceResolvers<ContextType>;
   FeeBreakdown?: FeeBreakdownResolvers<ContextType>;
   FundsTarget?: FundsTargetResolvers<ContextType>;
   Institution?: InstitutionResolvers<ContextType>;
@@ -2843,6 +3258,7 @@ export type Resolvers<ContextType = GraphContext> = {
   PageInfo?: PageInfoResolvers<ContextType>;
   PartyType?: PartyTypeResolvers;
   Person?: PersonResolvers<ContextType>;
+  PlatformEvent?: PlatformEventResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   Quote?: QuoteResolvers<ContextType>;
   QuoteConnection?: QuoteConnectionResolvers<ContextType>;
@@ -2852,10 +3268,12 @@ export type Resolvers<ContextType = GraphContext> = {
   RecipientDestination?: RecipientDestinationResolvers<ContextType>;
   RecipientEdge?: RecipientEdgeResolvers<ContextType>;
   RelatedParty?: RelatedPartyResolvers<ContextType>;
+  RelatedPartyChangedEvent?: RelatedPartyChangedEventResolvers<ContextType>;
   RelatedPartyConnection?: RelatedPartyConnectionResolvers<ContextType>;
   RelatedPartyEdge?: RelatedPartyEdgeResolvers<ContextType>;
   RelatedPartyRole?: RelatedPartyRoleResolvers;
   Rule?: RuleResolvers<ContextType>;
+  RuleChangedEvent?: RuleChangedEventResolvers<ContextType>;
   RuleConnection?: RuleConnectionResolvers<ContextType>;
   RuleEdge?: RuleEdgeResolvers<ContextType>;
   RuleTransitionPayload?: RuleTransitionPayloadResolvers<ContextType>;
@@ -2868,6 +3286,7 @@ export type Resolvers<ContextType = GraphContext> = {
   SetAccountFeesPayload?: SetAccountFeesPayloadResolvers<ContextType>;
   StatusReason?: StatusReasonResolvers<ContextType>;
   StatusReasonActor?: StatusReasonActorResolvers;
+  Subscription?: SubscriptionResolvers<ContextType>;
   Task?: TaskResolvers<ContextType>;
   TaskConnection?: TaskConnectionResolvers<ContextType>;
   TaskEdge?: TaskEdgeResolvers<ContextType>;
@@ -2876,6 +3295,7 @@ export type Resolvers<ContextType = GraphContext> = {
   TaskSubmissionConnection?: TaskSubmissionConnectionResolvers<ContextType>;
   TaskSubmissionEdge?: TaskSubmissionEdgeResolvers<ContextType>;
   Transfer?: TransferResolvers<ContextType>;
+  TransferChangedEvent?: TransferChangedEventResolvers<ContextType>;
   TransferConnection?: TransferConnectionResolvers<ContextType>;
   TransferEdge?: TransferEdgeResolvers<ContextType>;
   UpdateWebhookEndpointPayload?: UpdateWebhookEndpointPayloadResolvers<ContextType>;
