@@ -1,0 +1,137 @@
+import { describe, expect, test } from 'vitest';
+import { CONFIG_DEFAULTS, ConfigError, loadConfig } from '../../src/config.ts';
+
+const REQUIRED = { UPSTREAM_BASE_URL: 'https://api.platform.test', UPSTREAM_API_KEY: 'sk_live_abc123' };
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('loadConfig accepted the environment');
+}
+
+describe('loadConfig', () => {
+  test('fills every default when only the upstream is given', () => {
+    const config = loadConfig(REQUIRED);
+
+    expect(config).toMatchObject({
+      port: 4000,
+      host: CONFIG_DEFAULTS.HOST,
+      nodeEnv: 'production',
+      logLevel: 'info',
+      landingPage: true,
+      introspection: true,
+    });
+    expect(config.upstream).toEqual({
+      baseUrl: 'https://api.platform.test',
+      apiKey: 'sk_live_abc123',
+      connectTimeoutMs: 5_000,
+      headersTimeoutMs: 15_000,
+      bodyTimeoutMs: 15_000,
+      connections: 64,
+      retry: { maxAttempts: 3, budget: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
+    });
+  });
+
+  test('reads every variable', () => {
+    const config = loadConfig({
+      ...REQUIRED,
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:4010/platform/',
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'debug',
+      LANDING_PAGE: 'false',
+      INTROSPECTION: '0',
+      UPSTREAM_CONNECT_TIMEOUT_MS: '100',
+      UPSTREAM_HEADERS_TIMEOUT_MS: '200',
+      UPSTREAM_BODY_TIMEOUT_MS: '300',
+      UPSTREAM_CONNECTIONS: '4',
+      UPSTREAM_RETRY_MAX_ATTEMPTS: '1',
+      UPSTREAM_RETRY_BUDGET: '0',
+      UPSTREAM_RETRY_BASE_DELAY_MS: '10',
+      UPSTREAM_RETRY_MAX_DELAY_MS: '40',
+    });
+
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      nodeEnv: 'development',
+      logLevel: 'debug',
+      landingPage: false,
+      introspection: false,
+      upstream: {
+        baseUrl: 'http://127.0.0.1:4010/platform',
+        connectTimeoutMs: 100,
+        headersTimeoutMs: 200,
+        bodyTimeoutMs: 300,
+        connections: 4,
+        retry: { maxAttempts: 1, budget: 0, baseDelayMs: 10, maxDelayMs: 40 },
+      },
+    });
+  });
+
+  test('treats a blank variable as unset', () => {
+    expect(loadConfig({ ...REQUIRED, PORT: '  ', LOG_LEVEL: '' }).port).toBe(4000);
+  });
+
+  test('reports every bad value at once, one line each', () => {
+    const problems = problemsOf({
+      PORT: '70000',
+      NODE_ENV: 'staging',
+      LOG_LEVEL: 'loud',
+      LANDING_PAGE: 'maybe',
+      UPSTREAM_BASE_URL: 'ftp://api.platform.test',
+      UPSTREAM_CONNECT_TIMEOUT_MS: '-5',
+      UPSTREAM_CONNECTIONS: 'many',
+      UPSTREAM_RETRY_MAX_ATTEMPTS: '3.5',
+    });
+
+    expect(problems).toEqual([
+      'PORT: must be an integer from 0 to 65535, got "70000"',
+      'NODE_ENV: must be one of development, production, test, got "staging"',
+      'LOG_LEVEL: must be one of debug, info, warn, error, silent, got "loud"',
+      'LANDING_PAGE: must be true or false, got "maybe"',
+      'UPSTREAM_BASE_URL: must use http or https, got "ftp:"',
+      'UPSTREAM_API_KEY: is required',
+      'UPSTREAM_CONNECT_TIMEOUT_MS: must be an integer from 1 to 600000, got "-5"',
+      'UPSTREAM_CONNECTIONS: must be an integer from 1 to 10000, got "many"',
+      'UPSTREAM_RETRY_MAX_ATTEMPTS: must be an integer from 1 to 10, got "3.5"',
+    ]);
+  });
+
+  test('the error message lists every problem on its own line', () => {
+    expect(() => loadConfig({})).toThrowError(
+      'Invalid configuration:\n' +
+        '  - UPSTREAM_BASE_URL: is required (the upstream API origin, e.g. https://api.example.com)\n' +
+        '  - UPSTREAM_API_KEY: is required',
+    );
+  });
+
+  test('never echoes the API key, even when it is invalid', () => {
+    const problems = problemsOf({ ...REQUIRED, UPSTREAM_API_KEY: 'sk_live_has a space' });
+
+    expect(problems).toEqual([
+      'UPSTREAM_API_KEY: must contain only visible ASCII characters (no spaces or line breaks)',
+    ]);
+    expect(problems.join('\n')).not.toContain('sk_live');
+  });
+
+  test('refuses credentials, a query or a fragment in the base URL', () => {
+    expect(problemsOf({ ...REQUIRED, UPSTREAM_BASE_URL: 'https://user:secret@api.platform.test' })).toEqual([
+      'UPSTREAM_BASE_URL: must not contain credentials, a query or a fragment',
+    ]);
+    expect(problemsOf({ ...REQUIRED, UPSTREAM_BASE_URL: 'not a url' })).toEqual([
+      'UPSTREAM_BASE_URL: must be an absolute http(s) URL, got "not a url"',
+    ]);
+  });
+
+  test('refuses a maximum retry delay below the base delay', () => {
+    expect(
+      problemsOf({ ...REQUIRED, UPSTREAM_RETRY_BASE_DELAY_MS: '500', UPSTREAM_RETRY_MAX_DELAY_MS: '100' }),
+    ).toEqual(['UPSTREAM_RETRY_MAX_DELAY_MS: must be at least UPSTREAM_RETRY_BASE_DELAY_MS (500)']);
+  });
+});
