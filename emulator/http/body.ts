@@ -14,10 +14,16 @@ export async function readBody(request: IncomingMessage, limit = MAX_BODY_BYTES)
 
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of request as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof ProblemError) throw error;
+    // The client went away mid-body: nobody is left to answer, and it is not the emulator's fault.
+    throw new ProblemError(400, 'validation_error', 'The request body ended before it was complete.');
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }

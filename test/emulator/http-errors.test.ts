@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { EmulatorHarness } from './http-harness.ts';
 import { startEmulator } from './http-harness.ts';
@@ -139,5 +140,43 @@ describe('problems outside the spec catalog', () => {
   test('a percent-encoded path id is decoded, and a broken escape is 404, not a crash', async () => {
     expect((await emulator.call('GET', '/v3/customers/cus%5Facme')).body.data.id).toBe('cus_acme');
     expect((await emulator.call('GET', '/v3/customers/%E0%A4%A')).status).toBe(404);
+  });
+});
+
+describe('hostile clients', () => {
+  test('a client that disconnects mid-body leaves the emulator serving and logs nothing', async () => {
+    const errors: string[] = [];
+    const local = await startEmulator({
+      logger: { info: () => {}, warn: () => {}, error: (message) => errors.push(message) },
+    });
+    try {
+      const { port } = new URL(local.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(
+        'POST /v3/customers HTTP/1.1\r\nHost: emulator\r\nX-API-Key: sk_sandbox_emulator\r\n' +
+          'Idempotency-Key: cut-off\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"type":',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.destroy();
+
+      // The key of the cut-off request was never taken: the same key works for a full request.
+      const response = await local.call('POST', '/v3/customers', {
+        idempotencyKey: 'cut-off',
+        json: { type: 'individual', externalId: 'after-cut-off' },
+      });
+      expect(response.status).toBe(201);
+      expect(errors).toEqual([]);
+    } finally {
+      await local.close();
+    }
+  });
+
+  test('oversized headers get 431 and the emulator keeps serving', async () => {
+    const response = await emulator.call('GET', '/v3/customers/cus_acme', {
+      headers: { 'X-Padding': 'a'.repeat(20_000) },
+    });
+    expect(response.status).toBe(431);
+    expect((await emulator.call('GET', '/v3/customers/cus_acme')).status).toBe(200);
   });
 });

@@ -13,7 +13,7 @@ export type CallOptions = {
   /** JSON-serialised and sent as application/json. */
   json?: unknown;
   /** Sent as is (with `contentType` when given). */
-  rawBody?: string | Buffer;
+  rawBody?: string;
   contentType?: string;
   /** `auto` (default) sends a fresh key on POST/PUT/PATCH/DELETE; `null` sends none. */
   idempotencyKey?: string | null | 'auto';
@@ -54,7 +54,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       } else if (idempotencyKey !== null) {
         headers['Idempotency-Key'] = idempotencyKey;
       }
-      let body: string | Buffer | undefined;
+      let body: string | undefined;
       if (callOptions.json !== undefined) {
         body = JSON.stringify(callOptions.json);
         headers['Content-Type'] = 'application/json';
