@@ -84,7 +84,7 @@ describe('idempotency', () => {
 
   test('a second request while the first still runs is 409 idempotency_request_in_progress, retryable', async () => {
     // Latency holds the first request inside the operation while the second arrives.
-    await emulator.call('PUT', '/_emulator/faults', { json: { latency: { fixedMs: 1000 } } });
+    await emulator.call('PUT', '/_emulator/faults', { json: { latency: { fixedMs: 2000 } } });
     const [one, two] = await Promise.all([
       createCustomer('in-progress', 'key-in-progress'),
       createCustomer('in-progress', 'key-in-progress'),
