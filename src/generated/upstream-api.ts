@@ -645,7 +645,7 @@ export interface components {
       id: string;
       /** @description Owning customer (assumed member). */
       customerId: string;
-      /** @description `wallet` for wallets; `bank` for bank accounts (an open set). */
+      /** @description `wallet` for wallets; `bank_account` for bank accounts (an open set). */
       type: string;
       /** @description Blockchain network of a wallet; null for bank accounts. */
       network: string | null;
