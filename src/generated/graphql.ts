@@ -459,8 +459,6 @@ export type CreateWebhookEndpointPayload = {
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
-  /** The secret that signs deliveries to this endpoint (`whsec_...`). Store it now: later reads never show it. */
-  signingSecret?: Maybe<Scalars['String']['output']>;
   /** The registered endpoint. */
   webhookEndpoint: WebhookEndpoint;
 };
@@ -873,8 +871,10 @@ export type Mutation = {
    */
   createRule: CreateRulePayload;
   /**
-   * Registers a webhook endpoint. The payload carries the endpoint's signing secret: it is shown
-   * this once (and on an idempotent replay of this request), never by later reads.
+   * Registers a webhook endpoint. The upstream's signing secret for it is never part of a GraphQL
+   * response: webhook secrets stay on protected backends. The facade registers its own endpoint at
+   * start and keeps that secret to itself; a receiver of your own is registered with the upstream
+   * directly, from a protected backend.
    */
   createWebhookEndpoint: CreateWebhookEndpointPayload;
   /** Pauses an active rule: it stops acting until resumed. */
@@ -2682,7 +2682,6 @@ export type CreateRulePayloadResolvers<ContextType = GraphContext, ParentType ex
 export type CreateWebhookEndpointPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateWebhookEndpointPayload'] = ResolversParentTypes['CreateWebhookEndpointPayload']> = {
   idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
-  signingSecret?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   webhookEndpoint?: Resolver<ResolversTypes['WebhookEndpoint'], ParentType, ContextType>;
 };
 

@@ -37,9 +37,9 @@ export const webhookResolvers: Resolvers = {
         body as CreateWebhookEndpointInput,
         idempotencyKey,
       );
-      // The secret goes to the caller that created the endpoint, once, and nowhere else.
-      const { secret, ...endpoint } = result.data;
-      return { ...remember({ ...result, data: endpoint }, context), signingSecret: secret };
+      // No webhook secret ever leaves the facade in a response: it is dropped here.
+      const { secret: _secret, ...endpoint } = result.data;
+      return remember({ ...result, data: endpoint }, context);
     },
     updateWebhookEndpoint: async (_parent, { input }, context) => {
       const { body, idempotencyKey } = splitInput(input, ['webhookEndpointId']);
