@@ -209,6 +209,7 @@ describe('with a retry budget of one retry per operation', () => {
   });
 
   test('all reads of one operation share the budget', async () => {
+    await stack.resetUpstreamCalls();
     await stack.setFaults({ rules: [{ route: CUSTOMER_ROUTE, kind: 'internal_error', rate: 1 }] });
 
     const result = await stack.query(
@@ -249,6 +250,7 @@ describe('with a short headers timeout', () => {
   });
 
   test('an upstream that never answers becomes UPSTREAM_UNAVAILABLE after the attempts allowed', async () => {
+    await stack.resetUpstreamCalls();
     await stack.setFaults({ rules: [{ route: CUSTOMER_ROUTE, kind: 'stall', rate: 1 }] });
 
     const result = await stack.query('{ customer(id: "cus_acme") { id } }');
