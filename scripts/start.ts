@@ -24,6 +24,8 @@ if (env.UPSTREAM_BASE_URL === undefined || env.UPSTREAM_BASE_URL.trim() === '') 
   }
   env.UPSTREAM_BASE_URL = url;
   env.UPSTREAM_API_KEY = EMULATOR_SANDBOX_KEY;
+  // The embedded emulator can reach the facade's loopback address: register it for webhooks.
+  env.WEBHOOK_REGISTER ??= 'true';
   logger.info('upstream: in-process emulator with demo data', { upstream: url });
 } else {
   logger.info('upstream: configured', { upstream: env.UPSTREAM_BASE_URL });

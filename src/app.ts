@@ -15,6 +15,7 @@ import express, { type Express, type Router } from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createFormatError } from './errors/format-error.ts';
+import { createEventsRuntime } from './events/events-runtime.ts';
 import { createGraphContext, type GraphContext } from './graph/context.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
@@ -73,6 +74,14 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const upstreamClient = deps.upstreamClient ?? createUpstreamClient({ ...config.upstream, logger });
   const schema = deps.schema ?? createSchema();
   const development = config.nodeEnv === 'development';
+  const formatError = createFormatError({ includeStacktrace: development });
+  // Webhook route, pub/sub and graphql-ws: src/events/. Drained by its Apollo plugin on close.
+  const events = createEventsRuntime({
+    config: config.events,
+    defaultApiKey: config.upstream.apiKey,
+    upstreamClient,
+    logger,
+  });
 
   const app = express();
   app.disable('x-powered-by');
@@ -86,7 +95,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     // (`apollo-require-preflight`, `x-apollo-operation-name`, or a JSON content type).
     csrfPrevention: true,
     includeStacktraceInErrorResponses: development,
-    formatError: createFormatError({ includeStacktrace: development }),
+    formatError,
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer }),
       ApolloServerPluginInlineTraceDisabled(),
@@ -94,6 +103,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
       createOperationLoggingPlugin<GraphContext>(logger),
+      events.apolloPlugin,
       ...(deps.plugins ?? []),
     ],
   });
@@ -120,6 +130,13 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         createContext({ apiKey: req.get('x-api-key'), requestId: res.locals.requestId as string }),
     }),
   );
+  events.attach({
+    routes,
+    httpServer,
+    schema,
+    createContext: ({ apiKey }) => createContext({ apiKey }),
+    formatError,
+  });
   app.use(routes);
   app.use(handleNotFound());
   app.use(handleHttpError(logger));
@@ -140,13 +157,17 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       closeHooks.push(hook);
     },
     listen(port = config.port, host = config.host) {
-      return new Promise((resolve, reject) => {
+      return new Promise<{ url: string; port: number }>((resolve, reject) => {
         httpServer.once('error', reject);
         httpServer.listen(port, host, () => {
           httpServer.off('error', reject);
           const bound = (httpServer.address() as AddressInfo).port;
           resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
         });
+      }).then(async (listening) => {
+        // The webhook endpoint is registered once the facade can receive deliveries.
+        await events.start(listening.url);
+        return listening;
       });
     },
     close() {
@@ -154,6 +175,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         // Apollo's drain plugin closes the http.Server and waits for in-flight requests.
         await apollo.stop();
         for (const hook of closeHooks) await hook();
+        await events.close();
         await upstreamClient.close();
       })();
       return closing;

@@ -2,6 +2,7 @@
  * Environment → typed, validated configuration. Every bad value is reported at once, one line per
  * variable, and a secret's value is never part of a message.
  */
+import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
@@ -43,6 +44,8 @@ export interface Config {
   /** Answer introspection queries (Sandbox needs them). */
   introspection: boolean;
   upstream: UpstreamConfig;
+  /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
+  events: EventsConfig;
 }
 
 /** Thrown by {@link loadConfig} with one message per bad variable. */
@@ -134,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
         ),
       },
     },
+    events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

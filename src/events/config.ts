@@ -19,9 +19,9 @@ export interface WebhooksConfig {
   publicUrl: string | undefined;
   /**
    * Register (or reuse) the facade's endpoint with the upstream at start (`WEBHOOK_REGISTER`).
-   * Unset: on when the upstream is the embedded emulator, off otherwise.
+   * Off by default; `npm start` turns it on when it embeds the emulator.
    */
-  register: boolean | undefined;
+  register: boolean;
   /** Signing secrets accepted (`WEBHOOK_SECRETS`, comma separated, several during a rotation). Never logged. */
   secrets: readonly string[];
   /** Accepted distance between a delivery's timestamp and the clock (`WEBHOOK_TOLERANCE_SECONDS`). */
@@ -75,7 +75,7 @@ export function readEventsConfig(env: Env, report: (name: string, problem: strin
   return {
     webhooks: {
       publicUrl: readPublicUrl(raw('WEBHOOK_PUBLIC_URL'), report),
-      register: readOptionalBoolean('WEBHOOK_REGISTER', raw('WEBHOOK_REGISTER'), report),
+      register: readOptionalBoolean('WEBHOOK_REGISTER', raw('WEBHOOK_REGISTER'), report) ?? false,
       secrets: readSecrets(env['WEBHOOK_SECRETS'], report),
       toleranceSeconds: integer(
         'WEBHOOK_TOLERANCE_SECONDS',

@@ -21,6 +21,8 @@ export type QueueItem =
 
 /** A subscriber's bounded queue: an async iterator that never blocks the publisher or the other subscribers. */
 export type SubscriberQueue = AsyncIterableIterator<QueueItem> & {
+  /** Stops listening at once; a pending `next()` answers `done`. */
+  return(): Promise<IteratorResult<QueueItem>>;
   /** Ends the queue: a pending or later `next()` answers `done`. For shutdown. */
   end(): void;
   /** Events waiting in the queue right now. */

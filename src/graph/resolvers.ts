@@ -8,6 +8,7 @@ import { baseResolvers } from './base.ts';
 import { capabilityResolvers } from './capabilities.ts';
 import { customerResolvers } from './customers.ts';
 import { documentResolvers } from './documents.ts';
+import { eventResolvers } from './events.ts';
 import { institutionResolvers } from './institutions.ts';
 import { moneyMovementResolvers } from './money-movement.ts';
 import { recipientResolvers } from './recipients.ts';
@@ -31,4 +32,5 @@ export const resolverMaps: Resolvers[] = [
   ruleResolvers,
   webhookResolvers,
   sandboxResolvers,
+  eventResolvers,
 ];

@@ -9,13 +9,13 @@ function read(env: Record<string, string>) {
 }
 
 describe('readEventsConfig', () => {
-  test('defaults: in-memory fan-out, registration decided by the start-up, no secrets', () => {
+  test('defaults: in-memory fan-out, no registration, no secrets', () => {
     expect(read({})).toEqual({
       problems: [],
       config: {
         webhooks: {
           publicUrl: undefined,
-          register: undefined,
+          register: false,
           secrets: [],
           toleranceSeconds: 300,
           maxBodyBytes: 1024 * 1024,

@@ -1,0 +1,189 @@
+/**
+ * The event pipeline of one facade process, assembled from configuration: the webhook route, the
+ * pub/sub and de-duplication store (memory, or Redis when `REDIS_URL` is set), graphql-ws on the
+ * app's own server, registration of the webhook endpoint at start, and the shutdown order.
+ */
+import type { Server as HttpServer } from 'node:http';
+import type { ApolloServerPlugin } from '@apollo/server';
+import type { Router } from 'express';
+import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import type { GraphContext } from '../graph/context.ts';
+import type { Logger } from '../logger.ts';
+import { discoverCapabilities } from '../upstream/capabilities.ts';
+import type { UpstreamClient } from '../upstream/client.ts';
+import { createUpstreamContext } from '../upstream/context.ts';
+import { UpstreamProblemError } from '../upstream/errors.ts';
+import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
+import { createMemoryEventBus, type EventBus } from './event-bus.ts';
+import type { EventDeduplicator } from './event-dedup.ts';
+import { SUBSCRIBED_EVENT_KINDS } from './event-kinds.ts';
+import {
+  attachGraphQLWebSocket,
+  type GraphQLWebSocketEndpoint,
+  type SubscriberCheck,
+} from './graphql-ws-server.ts';
+import { createMemoryEventDeduplicator } from './memory-event-dedup.ts';
+import { openRedisConnection } from './redis-connection.ts';
+import { createRedisEventBus } from './redis-event-bus.ts';
+import { createRedisEventDeduplicator } from './redis-event-dedup.ts';
+import { registerWebhookEndpoint } from './register-webhook-endpoint.ts';
+import { createUpstreamWebhookEndpointsApi } from './upstream-webhook-endpoints.ts';
+import { createWebhookRouter, type WebhookRouter } from './webhook-route.ts';
+
+/** Options of {@link createEventsRuntime}. */
+export interface EventsRuntimeOptions {
+  config: EventsConfig;
+  /** The facade's configured key: registration uses it, and connections without a key of their own. */
+  defaultApiKey: string;
+  upstreamClient: UpstreamClient;
+  logger: Logger;
+}
+
+/** The parts of the app the event pipeline plugs into. */
+export interface EventsHost {
+  routes: Router;
+  httpServer: HttpServer;
+  schema: GraphQLSchema;
+  createContext(input: { apiKey: string }): GraphContext;
+  /** The error formatting HTTP responses use. */
+  formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
+}
+
+export interface EventsRuntime {
+  /** Drains the pipeline while Apollo Server stops (Apollo runs every plugin's drainServer). */
+  readonly apolloPlugin: ApolloServerPlugin<GraphContext>;
+  readonly bus: EventBus;
+  /** Mounts the webhook route at {@link WEBHOOK_PATH} and graphql-ws at `/graphql`. Call once. */
+  attach(host: EventsHost): void;
+  /**
+   * Registers (or reuses) the webhook endpoint when registration is on. `baseUrl` is the facade's
+   * listening URL, the default webhook address when `WEBHOOK_PUBLIC_URL` is unset.
+   */
+  start(baseUrl: string): Promise<void>;
+  /** Stops taking webhooks and connections and completes every subscription. Idempotent. */
+  drain(): Promise<void>;
+  /** Drains, then closes the pub/sub and Redis connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Builds the event pipeline; nothing is mounted or registered until `attach` and `start`. */
+export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntime {
+  const { config, upstreamClient } = options;
+  const logger = options.logger.child({ component: 'events' });
+  const { bus, dedup } = createStores(config, logger);
+  let secrets: readonly string[] = config.webhooks.secrets;
+  let webhooks: WebhookRouter | undefined;
+  let websocket: GraphQLWebSocketEndpoint | undefined;
+  let draining: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const upstreamAs = (apiKey: string) => createUpstreamContext(upstreamClient, { apiKey });
+
+  async function checkSubscriber(credentials: { apiKey: string }): Promise<SubscriberCheck> {
+    try {
+      const discovery = await discoverCapabilities(upstreamAs(credentials.apiKey));
+      return { ok: true, environment: discovery.environment };
+    } catch (error) {
+      if (error instanceof UpstreamProblemError && error.status === 401) {
+        return { ok: false, closeCode: 4401, reason: 'Unauthorized' };
+      }
+      if (error instanceof UpstreamProblemError && error.status === 403) {
+        return { ok: false, closeCode: 4403, reason: 'Forbidden' };
+      }
+      logger.warn('could not check a graphql-ws connection with the upstream', { error: String(error) });
+      return { ok: false, closeCode: 1013, reason: 'Upstream unavailable, try again later' };
+    }
+  }
+
+  const runtime: EventsRuntime = {
+    bus,
+    apolloPlugin: {
+      async serverWillStart() {
+        return {
+          async drainServer() {
+            await runtime.drain();
+          },
+        };
+      },
+    },
+
+    attach(host) {
+      if (webhooks !== undefined) throw new Error('the event pipeline is attached already');
+      webhooks = createWebhookRouter({
+        secrets: () => secrets,
+        dedup,
+        bus,
+        logger,
+        maxBodyBytes: config.webhooks.maxBodyBytes,
+        toleranceSeconds: config.webhooks.toleranceSeconds,
+      });
+      host.routes.use(WEBHOOK_PATH, webhooks.router);
+      websocket = attachGraphQLWebSocket({
+        httpServer: host.httpServer,
+        schema: host.schema,
+        defaultApiKey: options.defaultApiKey,
+        checkSubscriber,
+        createContext: host.createContext,
+        bus,
+        queueLimit: config.subscriberQueueLimit,
+        formatError: host.formatError,
+        logger,
+      });
+    },
+
+    async start(baseUrl) {
+      if (!config.webhooks.register) {
+        if (secrets.length === 0) {
+          logger.warn(
+            'webhooks are not registered and WEBHOOK_SECRETS is empty: every delivery will be refused',
+          );
+        }
+        return;
+      }
+      const url = config.webhooks.publicUrl ?? `${baseUrl}${WEBHOOK_PATH}`;
+      // A failed registration fails the start: a facade that cannot receive events would serve
+      // subscriptions that never deliver anything.
+      const registration = await registerWebhookEndpoint({
+        api: createUpstreamWebhookEndpointsApi(() => upstreamAs(options.defaultApiKey)),
+        url,
+        events: SUBSCRIBED_EVENT_KINDS,
+        configuredSecrets: config.webhooks.secrets,
+        logger,
+      });
+      secrets = registration.secrets;
+    },
+
+    drain() {
+      draining ??= (async () => {
+        webhooks?.stopAccepting();
+        await websocket?.drain();
+      })();
+      return draining;
+    },
+
+    close() {
+      closing ??= (async () => {
+        await runtime.drain();
+        await dedup.close();
+        await bus.close();
+      })();
+      return closing;
+    },
+  };
+  return runtime;
+}
+
+function createStores(config: EventsConfig, logger: Logger): { bus: EventBus; dedup: EventDeduplicator } {
+  const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
+  if (config.redisUrl === undefined) {
+    return { bus: createMemoryEventBus(logger), dedup: createMemoryEventDeduplicator({ retentionMs }) };
+  }
+  // Two connections: one in subscriber mode can run nothing else, so PUBLISH and the
+  // de-duplication commands share the other. The bus quits both on close.
+  const publisher = openRedisConnection(config.redisUrl, 'publisher', logger);
+  const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
+  return {
+    bus: createRedisEventBus({ publisher, subscriber, channelPrefix: config.redisKeyPrefix, logger }),
+    dedup: createRedisEventDeduplicator({ client: publisher, keyPrefix: config.redisKeyPrefix, retentionMs }),
+  };
+}

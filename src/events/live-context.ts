@@ -1,0 +1,38 @@
+/**
+ * What a subscription resolver needs beyond an ordinary operation's context: the subscriber's
+ * environment, its bounded event queue, and fresh per-event contexts with its credentials. Only
+ * graphql-ws operations carry it; an HTTP request has none.
+ */
+import { GraphQLError } from 'graphql';
+import type { GraphContext } from '../graph/context.ts';
+import type { PlatformEnvironment, PlatformEvent } from './platform-event.ts';
+import type { SubscriberQueue } from './subscriber-queue.ts';
+
+export interface LiveRuntime {
+  /** The environment of the subscriber's key, learnt from capability discovery at connection. */
+  readonly environment: PlatformEnvironment;
+  /** Opens the subscriber's bounded queue on its environment's events; resolves once it listens. */
+  openQueue(accept: (event: PlatformEvent) => boolean): Promise<SubscriberQueue>;
+  /** A new context with the subscriber's credentials and empty loaders: one per event, so reads are fresh. */
+  createEventContext(): GraphContext;
+}
+
+/** The context of an operation received over graphql-ws. */
+export interface LiveGraphContext extends GraphContext {
+  readonly live: LiveRuntime;
+}
+
+/**
+ * The live runtime of `context`.
+ *
+ * @throws GraphQLError when the operation did not come over graphql-ws (subscriptions need it).
+ */
+export function liveRuntimeOf(context: GraphContext): LiveRuntime {
+  const live = (context as Partial<LiveGraphContext>).live;
+  if (live === undefined) {
+    throw new GraphQLError('Subscriptions are served over the graphql-ws protocol (WebSocket) at /graphql.', {
+      extensions: { code: 'BAD_REQUEST' },
+    });
+  }
+  return live;
+}

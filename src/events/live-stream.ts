@@ -1,0 +1,111 @@
+/**
+ * One subscription's stream: changes replayed from a list (when asked with `since`), then live
+ * events from the subscriber's bounded queue, each turned into a payload read with a fresh context.
+ */
+import type { GraphContext } from '../graph/context.ts';
+import type { LiveRuntime } from './live-context.ts';
+import type { PlatformEvent } from './platform-event.ts';
+
+/** What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`. */
+export type LiveDelivery =
+  | { kind: 'change'; context: GraphContext; payload: unknown }
+  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string };
+
+/** A change recovered from a list read, with what identifies it at the seam. */
+export interface ReplayedChange<P> {
+  resourceId: string;
+  /** The record's `updatedAt`: live events of this resource at or before it are already covered. */
+  updatedAt: string;
+  payload: P;
+}
+
+/** Returned by {@link ChangeFeed.toPayload} when the subscriber may not see an event. */
+export const DROP = Symbol('drop');
+
+/** What one subscription field listens to and how it turns an event into its payload. */
+export interface ChangeFeed<P> {
+  /** Cheap filter applied before queueing (customer, resource, kind). Must not throw. */
+  accept(event: PlatformEvent): boolean;
+  /**
+   * The payload of `event`, reading the resource as it is now with `context` (fresh loaders, the
+   * subscriber's credentials). {@link DROP} when the upstream refuses the subscriber that read.
+   */
+  toPayload(event: PlatformEvent, context: GraphContext): Promise<P | typeof DROP>;
+  /** The changes since a time, from the upstream list's updated-since filter; absent when not asked. */
+  replay?: (context: GraphContext) => Promise<ReplayedChange<P>[]>;
+}
+
+/**
+ * Opens the stream of one subscription.
+ *
+ * No gap and no duplicate at the seam between replay and live: the queue subscribes first (and
+ * buffers), then the list is read, then the buffer drains, skipping each event whose resource was
+ * replayed with an `updatedAt` at or after the event's `occurredAt` (the replay already showed that
+ * state or a later one). An event that happens while the list is read is thus either in the list,
+ * or in the buffer, or both, and delivered once.
+ *
+ * The returned iterator's `return()` ends the queue at once, even while a `next()` waits, so a
+ * client that stops a subscription (or disconnects) frees its pub/sub listener immediately.
+ */
+export async function openLiveStream<P>(
+  live: LiveRuntime,
+  feed: ChangeFeed<P>,
+): Promise<AsyncIterableIterator<LiveDelivery>> {
+  const queue = await live.openQueue(feed.accept);
+  const pending: LiveDelivery[] = [];
+  const replayedUpTo = new Map<string, number>();
+  if (feed.replay) {
+    const context = live.createEventContext();
+    let changes: ReplayedChange<P>[];
+    try {
+      changes = await feed.replay(context);
+    } catch (error) {
+      await queue.return();
+      throw error;
+    }
+    changes.sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt));
+    for (const change of changes) {
+      pending.push({ kind: 'change', context, payload: change.payload });
+      const at = Date.parse(change.updatedAt);
+      replayedUpTo.set(change.resourceId, Math.max(at, replayedUpTo.get(change.resourceId) ?? at));
+    }
+  }
+
+  let finished = false;
+  const stream: AsyncIterableIterator<LiveDelivery> = {
+    async next(): Promise<IteratorResult<LiveDelivery>> {
+      for (;;) {
+        if (finished) return { value: undefined, done: true };
+        const replayed = pending.shift();
+        if (replayed !== undefined) return { value: replayed, done: false };
+
+        const next = await queue.next();
+        if (next.done) {
+          finished = true;
+          return { value: undefined, done: true };
+        }
+        const item = next.value;
+        if (item.kind === 'overflow') return { value: { ...item }, done: false };
+
+        const event = item.event;
+        const covered = replayedUpTo.get(event.data.resourceId);
+        if (covered !== undefined && Date.parse(event.occurredAt) <= covered) continue;
+
+        const context = live.createEventContext();
+        const payload = await feed.toPayload(event, context);
+        if (payload === DROP) continue;
+        return { value: { kind: 'change', context, payload }, done: false };
+      }
+    },
+    async return(): Promise<IteratorResult<LiveDelivery>> {
+      finished = true;
+      pending.length = 0;
+      await queue.return();
+      return { value: undefined, done: true };
+    },
+    [Symbol.asyncIterator]() {
+      return stream;
+    },
+  };
+  return stream;
+}

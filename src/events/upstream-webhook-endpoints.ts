@@ -1,0 +1,51 @@
+import type { UpstreamContext } from '../upstream/context.ts';
+import type { WebhookEventType } from '../upstream/types.ts';
+import {
+  archiveWebhookEndpoint,
+  createWebhookEndpoint,
+  listWebhookEndpoints,
+  updateWebhookEndpoint,
+} from '../upstream/webhook-endpoints.ts';
+import type { WebhookEndpointRecord, WebhookEndpointsApi } from './register-webhook-endpoint.ts';
+
+/** Pages read at most when listing endpoints; far more than any account registers. */
+const MAX_PAGES = 50;
+
+/**
+ * {@link WebhookEndpointsApi} over the upstream layer. `upstream` gives a fresh context (the
+ * facade's own key, a new request id and retry budget) for each call.
+ */
+export function createUpstreamWebhookEndpointsApi(upstream: () => UpstreamContext): WebhookEndpointsApi {
+  return {
+    async list() {
+      const endpoints: WebhookEndpointRecord[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page += 1) {
+        const result = await listWebhookEndpoints(upstream(), { limit: 100, ...(cursor ? { cursor } : {}) });
+        endpoints.push(...result.data);
+        if (!result.hasMore || result.nextCursor === null) break;
+        cursor = result.nextCursor;
+      }
+      return endpoints;
+    },
+    async create(input) {
+      const { data } = await createWebhookEndpoint(upstream(), {
+        url: input.url,
+        events: input.events as WebhookEventType[],
+        description: input.description,
+      });
+      const { secret, ...endpoint } = data;
+      return { endpoint, secret };
+    },
+    async update(id, patch) {
+      const { data } = await updateWebhookEndpoint(upstream(), id, {
+        ...(patch.events ? { events: patch.events as WebhookEventType[] } : {}),
+        ...(patch.status ? { status: patch.status } : {}),
+      });
+      return data;
+    },
+    async archive(id) {
+      await archiveWebhookEndpoint(upstream(), id);
+    },
+  };
+}

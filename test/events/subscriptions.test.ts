@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { waitFor } from './support/events.ts';
+import {
+  connectLive,
+  startEmulator,
+  startFacade,
+  type LiveClient,
+  type RunningEmulator,
+  type RunningFacade,
+} from './support/live-stack.ts';
+
+let emulator: RunningEmulator;
+let facade: RunningFacade;
+const clients: LiveClient[] = [];
+
+beforeAll(async () => {
+  emulator = await startEmulator();
+  // With no WEBHOOK_PUBLIC_URL the facade registers its own loopback URL, as `npm start` does.
+  facade = await startFacade(emulator.url, { WEBHOOK_REGISTER: 'true' });
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.dispose()));
+  await facade?.close();
+  await emulator?.close();
+});
+
+function connect(params?: Record<string, unknown>): LiveClient {
+  const client = connectLive(facade.wsUrl, params);
+  clients.push(client);
+  return client;
+}
+
+let started = 0;
+/** Waits until the facade has started `more` further subscriptions. */
+async function subscriptionsStarted(more: number): Promise<void> {
+  started += more;
+  await facade.subscriptionsStarted(started);
+}
+
+describe('live subscriptions against the emulator', () => {
+  test('registers its webhook endpoint with the upstream at start, secret kept out of the logs', async () => {
+    const endpoints = await emulator.rest('GET', '/v3/webhooks');
+    const mine = endpoints.body.data.filter(
+      (endpoint: { url: string }) => endpoint.url === facade.webhookUrl,
+    );
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ status: 'active', events: expect.arrayContaining(['account.updated']) });
+    expect(facade.logs.join('\n')).toMatch(/registered a webhook endpoint/);
+    expect(facade.logs.join('\n')).not.toMatch(/whsec_/);
+  });
+
+  test('a sandbox top-up produces accountChanged with the new balance and nested fields', async () => {
+    const live = connect();
+    const received = live.subscribe(
+      `subscription ($customerId: ID!, $accountId: ID) {
+        accountChanged(customerId: $customerId, accountId: $accountId) {
+          eventId type occurredAt replayed customerId accountId
+          account { id balances { currency available } fees { breakdown { developer { bips fixed } } } }
+        }
+      }`,
+      { customerId: 'cus_acme', accountId: 'acc_acme_eth' },
+    );
+    await subscriptionsStarted(1);
+
+    const topUp = await emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+      body: { amount: '100.25', currency: 'USDC' },
+    });
+    expect(topUp.status).toBe(200);
+
+    await waitFor(() => received.data.length === 1, 'accountChanged');
+    const event = received.data[0].accountChanged;
+    expect(event).toMatchObject({
+      eventId: expect.stringMatching(/^evt_/),
+      type: 'account.updated',
+      replayed: false,
+      customerId: 'cus_acme',
+      accountId: 'acc_acme_eth',
+      account: {
+        id: 'acc_acme_eth',
+        balances: [{ currency: 'USDC', available: '12600.25' }],
+        fees: { breakdown: { developer: { bips: 25, fixed: '0.50' } } },
+      },
+    });
+    expect(received.errors).toEqual([]);
+    received.stop();
+  });
+
+  test('a forced capability status produces capabilityChanged', async () => {
+    const live = connect();
+    const received = live.subscribe(
+      `subscription { capabilityChanged(customerId: "cus_acme") { type capabilityId capability { id status } } }`,
+    );
+    await subscriptionsStarted(1);
+    const forced = await emulator.rest(
+      'POST',
+      '/v3/sandbox/customers/cus_acme/capabilities/cap_acme_wire/status',
+      {
+        body: { status: 'rejected' },
+      },
+    );
+    expect(forced.status).toBe(200);
+    await waitFor(() => received.data.length === 1, 'capabilityChanged');
+    expect(received.data[0].capabilityChanged).toEqual({
+      type: 'capability.status_changed',
+      capabilityId: 'cap_acme_wire',
+      capability: { id: 'cap_acme_wire', status: 'rejected' },
+    });
+    received.stop();
+  });
+
+  test('refuses a connection whose key the upstream refuses, with close code 4401', async () => {
+    const live = connect({ 'X-API-Key': 'sk_sandbox_not_a_key' });
+    expect((await live.closed).code).toBe(4401);
+  });
+});
