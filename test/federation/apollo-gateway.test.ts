@@ -1,3 +1,4 @@
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { composeSupergraph } from '../../scripts/compose-supergraph.ts';
 import { postGraphQL, startFederationStack, type FederationStack } from './federation-stack.ts';
@@ -230,5 +231,59 @@ describe('the supergraph under Apollo Gateway', () => {
       },
     ]);
     expect(live.supergraphSdl).toBe(federation.supergraphSdl);
+  });
+
+  test('cannot carry subscriptions, which clients take from the facade’s graphql-ws endpoint directly', async () => {
+    const subscription = `subscription {
+      accountChanged(customerId: "cus_ada", since: "2000-01-01T00:00:00Z") { replayed accountId account { id label } }
+    }`;
+    const refused = await query(subscription);
+    expect(refused.status).toBe(500);
+    expect(refused.body.errors?.[0]?.message).toBe('Execution of subscriptions not supported by gateway');
+
+    // The same operation on the facade's own endpoint: replays Ada's three accounts, then stays live.
+    const client = createClient({
+      url: federation.stack.graphqlUrl.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+    });
+    const events: unknown[] = [];
+    try {
+      for await (const event of client.iterate({ query: subscription })) {
+        events.push(event);
+        if (events.length === 3) break;
+      }
+    } finally {
+      await client.dispose();
+    }
+    expect(events).toEqual([
+      {
+        data: {
+          accountChanged: {
+            replayed: true,
+            accountId: 'acc_ada_sol',
+            account: { id: 'acc_ada_sol', label: 'Everyday (Solana)' },
+          },
+        },
+      },
+      {
+        data: {
+          accountChanged: {
+            replayed: true,
+            accountId: 'acc_ada_polygon',
+            account: { id: 'acc_ada_polygon', label: 'Savings (Polygon)' },
+          },
+        },
+      },
+      {
+        data: {
+          accountChanged: {
+            replayed: true,
+            accountId: 'acc_ada_external',
+            account: { id: 'acc_ada_external', label: 'Hardware wallet' },
+          },
+        },
+      },
+    ]);
   });
 });
