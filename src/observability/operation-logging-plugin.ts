@@ -3,8 +3,7 @@
  * of every error the client only sees masked. Never logs variables, headers or keys.
  */
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { GraphQLError } from 'graphql';
-import { isUnexpectedError } from '../errors/to-graphql-error.ts';
+import { isUnexpectedError, toGraphQLError } from '../errors/to-graphql-error.ts';
 import type { Logger } from '../logger.ts';
 
 /** What the plugin needs from the request context. */
@@ -19,11 +18,11 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
   return {
     async requestDidStart() {
       const started = performance.now();
-      const failures: readonly GraphQLError[][] = [];
+      const errorCodes: unknown[] = [];
       return {
         async didEncounterErrors({ errors, contextValue }) {
-          (failures as GraphQLError[][]).push([...errors]);
           for (const error of errors) {
+            errorCodes.push(toGraphQLError(error).extensions.code);
             if (isUnexpectedError(error)) {
               logger.error('unexpected error', {
                 requestId: contextValue.upstream?.requestId,
@@ -39,7 +38,7 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
             requestId: contextValue.upstream?.requestId,
             status: response.http.status ?? 200,
             durationMs: Math.round(performance.now() - started),
-            errorCodes: failures.flat().map((error) => error.extensions.code ?? 'INTERNAL_SERVER_ERROR'),
+            errorCodes,
           });
         },
       };
