@@ -24,3 +24,27 @@ export async function waitFor(condition: () => boolean, message: string, timeout
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** A fresh upstream-shaped event about a real resource, happening now. */
+export function upstreamEvent(
+  fields: Pick<PlatformEvent, 'type' | 'environment'> & {
+    customerId: string | null;
+    resourceType: string;
+    resourceId: string;
+    object?: unknown;
+  },
+): PlatformEvent {
+  sequence += 1;
+  return {
+    id: `evt_test_${process.pid}_${Date.now()}_${sequence}`,
+    type: fields.type,
+    occurredAt: new Date().toISOString(),
+    environment: fields.environment,
+    data: {
+      customerId: fields.customerId,
+      resourceType: fields.resourceType,
+      resourceId: fields.resourceId,
+      object: fields.object ?? { id: fields.resourceId },
+    },
+  };
+}
