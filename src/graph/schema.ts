@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import { concatAST, GraphQLScalarType, parse, Source, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
+import { guardEntities } from './entities.ts';
 import { resolverMaps } from './resolvers.ts';
 
 /** Where the SDL lives, relative to this file, so the schema loads from any working directory. */
@@ -52,7 +53,9 @@ export function mergeResolverMaps(maps: readonly Resolvers[]): Resolvers {
 
 /** Builds the subgraph schema. Call it once per process and share the result. */
 export function createSchema(): GraphQLSchema {
-  return buildSubgraphSchema([
-    { typeDefs: loadTypeDefs(), resolvers: mergeResolverMaps(resolverMaps) as GraphQLResolverMap<unknown> },
-  ]);
+  return guardEntities(
+    buildSubgraphSchema([
+      { typeDefs: loadTypeDefs(), resolvers: mergeResolverMaps(resolverMaps) as GraphQLResolverMap<unknown> },
+    ]),
+  );
 }

@@ -166,4 +166,68 @@ describe('_entities on the facade', () => {
       },
     });
   });
+
+  test('refuses a representation without its key fields at its own index, without an upstream call', async () => {
+    const { status, body } = await stack.query(ENTITIES, {
+      representations: [
+        { __typename: 'Account', id: 'acc_acme_eth' },
+        { __typename: 'Customer', id: 'cus_ada' },
+        { __typename: 'Capability', customerId: 42, id: 'cap_acme_ach' },
+        { __typename: 'Account', customerId: '', id: 'acc_acme_eth' },
+      ],
+    });
+    expect(status).toBe(200);
+    expect(body.data?._entities).toEqual([
+      null,
+      { __typename: 'Customer', id: 'cus_ada', displayName: 'Ada Lovelace' },
+      null,
+      null,
+    ]);
+    expect(body.errors?.map((error) => [error.path, error.extensions?.code, error.message])).toEqual([
+      [
+        ['_entities', 0],
+        'BAD_USER_INPUT',
+        'A representation of Account needs `customerId` and `id`, each a non-empty string.',
+      ],
+      [
+        ['_entities', 2],
+        'BAD_USER_INPUT',
+        'A representation of Capability needs `customerId` and `id`, each a non-empty string.',
+      ],
+      [
+        ['_entities', 3],
+        'BAD_USER_INPUT',
+        'A representation of Account needs `customerId` and `id`, each a non-empty string.',
+      ],
+    ]);
+    expect(await stack.upstreamCalls()).toEqual({ total: 1, byRoute: { [CUSTOMER_READ]: 1 } });
+  });
+
+  test('answers an unknown __typename at its own index and keeps serving while other reads fail', async () => {
+    // Before each representation was answered on its own, the unknown type failed the whole list
+    // and left the failing account read unawaited: an unhandled rejection that ended the process.
+    const { status, body } = await stack.query(ENTITIES, {
+      representations: [
+        { __typename: 'Account', customerId: 'cus_acme', id: 'acc_does_not_exist' },
+        { __typename: 'NotAnEntity', id: 'x' },
+        { __typename: 'SupportNote', id: 'note_001' },
+        { __typename: 'Customer', id: 'cus_globex' },
+      ],
+    });
+    expect(status).toBe(200);
+    expect(body.data?._entities).toEqual([
+      null,
+      null,
+      null,
+      { __typename: 'Customer', id: 'cus_globex', displayName: 'Globex Trading LLC' },
+    ]);
+    expect(body.errors?.map((error) => [error.path, error.extensions?.code, error.message])).toEqual([
+      [['_entities', 1], 'BAD_USER_INPUT', '"NotAnEntity" is not an entity type of this subgraph.'],
+      [['_entities', 2], 'BAD_USER_INPUT', '"SupportNote" is not an entity type of this subgraph.'],
+      [['_entities', 0], 'NOT_FOUND', 'No account with id acc_does_not_exist exists.'],
+    ]);
+    // Still serving.
+    const again = await stack.query('{ customer(id: "cus_ada") { id } }');
+    expect(again.body).toEqual({ data: { customer: { id: 'cus_ada' } } });
+  });
 });

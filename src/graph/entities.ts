@@ -1,0 +1,81 @@
+/**
+ * `Query._entities` hardened: every representation is answered on its own.
+ *
+ * @apollo/subgraph's resolver maps all representations in one pass and throws for the first unknown
+ * `__typename`. Loads already started for earlier representations are then never awaited, and when
+ * one of them fails the process sees an unhandled rejection, which ends a Node server. A
+ * representation without its key fields would also reach the upstream with an empty path segment.
+ * Here each bad representation becomes a `BAD_USER_INPUT` error at its own index, with no upstream
+ * call, and the others resolve as usual.
+ */
+import {
+  GraphQLError,
+  isObjectType,
+  Kind,
+  type GraphQLFieldResolver,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+} from 'graphql';
+
+/** Replaces the `_entities` resolver of `schema` (built by `buildSubgraphSchema`) in place. */
+export function guardEntities(schema: GraphQLSchema): GraphQLSchema {
+  const field = schema.getQueryType()?.getFields()._entities;
+  const resolveEntities = field?.resolve;
+  if (!field || !resolveEntities) return schema;
+  const guarded: GraphQLFieldResolver<unknown, unknown, { representations: unknown[] }> = (
+    source,
+    args,
+    context,
+    info,
+  ) =>
+    args.representations.map((representation) => {
+      const problem = checkRepresentation(representation, info.schema);
+      if (problem) return new GraphQLError(problem, { extensions: { code: 'BAD_USER_INPUT' } });
+      const [entity] = resolveEntities(
+        source,
+        { representations: [representation] },
+        context,
+        info,
+      ) as unknown[];
+      return entity;
+    });
+  field.resolve = guarded as typeof field.resolve;
+  return schema;
+}
+
+/** Why `representation` cannot be resolved here, or undefined when it can. */
+function checkRepresentation(representation: unknown, schema: GraphQLSchema): string | undefined {
+  if (typeof representation !== 'object' || representation === null) {
+    return 'A representation must be an object with a `__typename` and the fields of one of its keys.';
+  }
+  const fields = representation as Record<string, unknown>;
+  const typename = fields.__typename;
+  const type = typeof typename === 'string' ? schema.getType(typename) : undefined;
+  if (!type || !isObjectType(type)) {
+    return `${JSON.stringify(typename)} is not an entity type of this subgraph.`;
+  }
+  const keys = keyFieldSets(type);
+  if (keys.length === 0) return `${type.name} is not an entity type of this subgraph.`;
+  const complete = keys.some((key) => key.every((name) => isKeyValue(fields[name])));
+  if (complete) return undefined;
+  const expected = keys.map((key) => key.map((name) => `\`${name}\``).join(' and ')).join(', or ');
+  return `A representation of ${type.name} needs ${expected}, each a non-empty string.`;
+}
+
+function isKeyValue(value: unknown): boolean {
+  return typeof value === 'string' && value.length > 0;
+}
+
+/** The field names of each `@key(fields: "...")` of `type`; this schema's keys are flat field lists. */
+function keyFieldSets(type: GraphQLObjectType): string[][] {
+  const nodes = [type.astNode, ...type.extensionASTNodes];
+  const keys: string[][] = [];
+  for (const node of nodes) {
+    for (const directive of node?.directives ?? []) {
+      if (directive.name.value !== 'key') continue;
+      const argument = directive.arguments?.find((arg) => arg.name.value === 'fields');
+      if (argument?.value.kind === Kind.STRING) keys.push(argument.value.value.split(/\s+/).filter(Boolean));
+    }
+  }
+  return keys;
+}
