@@ -16,12 +16,22 @@ export function makeEvent(overrides: Partial<PlatformEvent> & { customerId?: str
   };
 }
 
-/** Resolves when `condition` holds, polling; rejects with `message` after `timeoutMs`. */
-export async function waitFor(condition: () => boolean, message: string, timeoutMs = 10_000): Promise<void> {
+/**
+ * Resolves when `condition` holds, polling (running `refresh` before each check when given);
+ * rejects with `message` after `timeoutMs`.
+ */
+export async function waitFor(
+  condition: () => boolean,
+  message: string,
+  timeoutMs = 10_000,
+  refresh?: () => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  for (;;) {
+    await refresh?.();
+    if (condition()) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting: ${message}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, refresh === undefined ? 10 : 50));
   }
 }
 

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { upstreamEvent, waitFor } from './support/events.ts';
+import {
+  connectLive,
+  postSignedEvent,
+  startEmulator,
+  startFacade,
+  type LiveClient,
+  type RunningEmulator,
+  type RunningFacade,
+} from './support/live-stack.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from './support/redis.ts';
+
+let emulator: RunningEmulator;
+let first: RunningFacade;
+let second: RunningFacade;
+const clients: LiveClient[] = [];
+// Also accepted by both replicas, so a test can deliver to one of them only.
+const testSecret = generateWebhookSecret();
+
+beforeAll(async () => {
+  const shared = {
+    REDIS_URL: requireRedisUrl(),
+    REDIS_KEY_PREFIX: uniqueRedisPrefix(),
+    WEBHOOK_REGISTER: 'true',
+    WEBHOOK_SECRETS: testSecret,
+  };
+  emulator = await startEmulator();
+  // Each replica registers its own URL, so the upstream delivers every event to both: the shared
+  // de-duplication store must let only one of them publish it.
+  first = await startFacade(emulator.url, shared);
+  second = await startFacade(emulator.url, shared);
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.dispose()));
+  await second?.close();
+  await first?.close();
+  await emulator?.close();
+});
+
+describe('two facade instances sharing one Redis', () => {
+  test('a webhook received by the instances reaches a subscriber of the other exactly once', async () => {
+    const client = connectLive(second.wsUrl);
+    clients.push(client);
+    const received = client.subscribe(`subscription {
+      accountChanged(customerId: "cus_ada", accountId: "acc_ada_polygon") { eventId account { balances { available } } }
+    }`);
+    await second.subscriptionsStarted(1);
+
+    const topUp = await emulator.rest('POST', '/v3/sandbox/accounts/acc_ada_polygon/topup', {
+      body: { amount: '5.00', currency: 'USDC' },
+    });
+    expect(topUp.status).toBe(200);
+
+    await waitFor(() => received.data.length >= 1, 'the event through Redis');
+    const eventId = received.data[0].accountChanged.eventId as string;
+    // One delivery per replica's endpoint; both end acknowledged (one published it, the other found
+    // it published, possibly after a 409 and a retry). Only then is the count final.
+    let acknowledged = 0;
+    await waitFor(
+      () => acknowledged === 2,
+      'both replicas to acknowledge the event',
+      15_000,
+      async () => {
+        const deliveries = (await (await fetch(`${emulator.url}/_emulator/webhook-deliveries`)).json()) as {
+          data: { eventId: string; outcome: string }[];
+        };
+        acknowledged = deliveries.data.filter(
+          (delivery) => delivery.eventId === eventId && delivery.outcome === 'delivered',
+        ).length;
+      },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(received.data).toEqual([
+      { accountChanged: { eventId, account: { balances: [{ available: '2005.00' }] } } },
+    ]);
+    received.stop();
+  });
+
+  test('a webhook received by one instance only reaches a subscriber of the other, once', async () => {
+    const client = connectLive(second.wsUrl);
+    clients.push(client);
+    const received = client.subscribe(
+      `subscription { events(customerId: "cus_globex") { eventId resourceId } }`,
+    );
+    await second.subscriptionsStarted(2);
+
+    const event = upstreamEvent({
+      type: 'capability.status_changed',
+      environment: 'sandbox',
+      customerId: 'cus_globex',
+      resourceType: 'capability',
+      resourceId: 'cap_globex_ach',
+    });
+    expect((await postSignedEvent(first.webhookUrl, testSecret, event)).status).toBe(200);
+    // Redelivered to the other replica: already published, so acknowledged without publishing.
+    expect(await postSignedEvent(second.webhookUrl, testSecret, event)).toMatchObject({
+      status: 200,
+      body: { duplicate: true },
+    });
+    await waitFor(() => received.data.length >= 1, 'the event through Redis');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(received.data).toEqual([{ events: { eventId: event.id, resourceId: 'cap_globex_ach' } }]);
+    received.stop();
+  });
+});

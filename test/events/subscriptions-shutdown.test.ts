@@ -1,0 +1,82 @@
+/**
+ * `npm start` as a real process: the embedded emulator, webhooks registered at start, a live
+ * subscription, then SIGTERM: the subscription completes and the process exits 0.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { afterEach, describe, expect, test } from 'vitest';
+import { waitFor } from './support/events.ts';
+import { connectLive, SANDBOX_KEY, type LiveClient } from './support/live-stack.ts';
+
+const children: ChildProcess[] = [];
+const clients: LiveClient[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.dispose()));
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+});
+
+describe('shutdown', () => {
+  test(
+    'on SIGTERM the running subscriptions complete and the process exits 0',
+    { timeout: 30_000 },
+    async () => {
+      const {
+        UPSTREAM_BASE_URL: _base,
+        UPSTREAM_API_KEY: _key,
+        REDIS_URL: _redis,
+        ...inherited
+      } = process.env;
+      const child = spawn(process.execPath, ['scripts/start.ts'], {
+        cwd: new URL('../..', import.meta.url),
+        env: { ...inherited, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'debug' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let stderr = '';
+      child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+      const lines: Record<string, unknown>[] = [];
+      const reader = createInterface({ input: child.stdout! });
+      reader.on('line', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+      const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
+
+      await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
+      const graphqlUrl = logged('facade listening')[0]!.url as string;
+      const emulatorUrl = logged('upstream: in-process emulator with demo data')[0]!.upstream as string;
+      expect(logged('registered a webhook endpoint with the upstream')).toHaveLength(1);
+
+      const client = connectLive(graphqlUrl.replace(/^http/, 'ws'));
+      clients.push(client);
+      const received = client.subscribe(`subscription {
+      accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available pending } } }
+    }`);
+      await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
+
+      const topUp = await fetch(`${emulatorUrl}/v3/sandbox/accounts/acc_ada_sol/topup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': SANDBOX_KEY },
+        body: JSON.stringify({ amount: '4.75', currency: 'USDC' }),
+      });
+      expect(topUp.status).toBe(200);
+      await waitFor(() => received.data.length === 1, 'the top-up event');
+      expect(received.data[0].accountChanged).toEqual({
+        type: 'account.updated',
+        account: { balances: [{ available: '850.00', pending: '10.00' }] },
+      });
+
+      child.kill('SIGTERM');
+      const [code] = (await once(child, 'exit')) as [number | null];
+      await received.done;
+      expect(received.completed).toBe(true);
+      expect(received.errors).toEqual([]);
+      expect(code).toBe(0);
+      expect(logged('subscription completed')).toHaveLength(1);
+      const everything = [...lines.map((entry) => JSON.stringify(entry)), stderr].join('\n');
+      expect(everything).not.toContain('whsec_');
+      expect(everything).not.toContain(SANDBOX_KEY);
+    },
+  );
+});
