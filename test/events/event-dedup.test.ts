@@ -12,7 +12,7 @@ beforeAll(() => {
   redis = connectRedis();
 });
 afterAll(async () => {
-  await redis.quit();
+  await redis?.quit();
 });
 
 const factories: Array<[string, () => Factory]> = [
