@@ -12,4 +12,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 
 npm ci --no-audit --no-fund
-npm test
+
+# The JSON report gives the closing line that says, in plain words, how many tests ran.
+results="$(mktemp -d)/vitest.json"
+status=0
+npm test -- --reporter=default --reporter=json --outputFile.json="$results" || status=$?
+if [ -s "$results" ]; then
+  node -e '
+    const r = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
+    console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+  ' "$results"
+fi
+exit "$status"
