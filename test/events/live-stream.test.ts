@@ -1,0 +1,203 @@
+/**
+ * The seam between replay and live, driven event by event: the feed's list read publishes events
+ * on a real bus while it runs, so every interleaving the algorithm must handle is exercised on
+ * purpose rather than left to the timing of a real upstream.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import { createMemoryEventBus, type EventBus } from '../../src/events/event-bus.ts';
+import type { LiveRuntime } from '../../src/events/live-context.ts';
+import {
+  DROP,
+  openLiveStream,
+  type ChangeFeed,
+  type LiveDelivery,
+  type ReplayedChange,
+} from '../../src/events/live-stream.ts';
+import type { PlatformEvent } from '../../src/events/platform-event.ts';
+import { openSubscriberQueue, type SubscriberQueue } from '../../src/events/subscriber-queue.ts';
+import type { GraphContext } from '../../src/graph/context.ts';
+import { createLogger } from '../../src/logger.ts';
+import { makeEvent } from './support/events.ts';
+
+type Change = { source: 'replay' | 'live'; resourceId: string; at: string; eventId?: string };
+
+const at = (second: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
+
+let bus: EventBus;
+const queues: SubscriberQueue[] = [];
+afterEach(async () => {
+  await Promise.all(queues.splice(0).map((queue) => queue.return()));
+  await bus?.close();
+});
+
+/** A runtime over a real in-memory bus; contexts are opaque tokens (the feed below reads nothing). */
+function runtime(): LiveRuntime & { contexts: number } {
+  bus = createMemoryEventBus(createLogger({ level: 'silent' }));
+  const live = {
+    environment: 'sandbox' as const,
+    contexts: 0,
+    async openQueue(accept: (event: PlatformEvent) => boolean) {
+      const queue = await openSubscriberQueue({ bus, environment: 'sandbox', accept });
+      queues.push(queue);
+      return queue;
+    },
+    createEventContext() {
+      live.contexts += 1;
+      return { id: live.contexts } as unknown as GraphContext;
+    },
+  };
+  return live;
+}
+
+function accountEvent(resourceId: string, second: number): PlatformEvent {
+  return makeEvent({
+    occurredAt: at(second),
+    data: { customerId: 'cus_1', resourceType: 'account', resourceId, object: { id: resourceId } },
+  });
+}
+
+/** A feed whose list read runs `duringList` (publishing events) before answering `listed`. */
+function feed(
+  listed: { resourceId: string; updatedAt: string }[],
+  duringList: () => Promise<void> = async () => {},
+): ChangeFeed<Change> {
+  return {
+    accept: (event) => event.data.customerId === 'cus_1',
+    async toPayload(event) {
+      if (event.data.resourceId === 'acc_refused') return DROP;
+      return { source: 'live', resourceId: event.data.resourceId, at: event.occurredAt, eventId: event.id };
+    },
+    async replay(): Promise<ReplayedChange<Change>[]> {
+      await duringList();
+      return listed.map(({ resourceId, updatedAt }) => ({
+        resourceId,
+        updatedAt,
+        payload: { source: 'replay', resourceId, at: updatedAt },
+      }));
+    },
+  };
+}
+
+async function take(stream: AsyncIterator<LiveDelivery>, count: number): Promise<Change[]> {
+  const changes: Change[] = [];
+  while (changes.length < count) {
+    const next = await stream.next();
+    if (next.done) throw new Error(`the stream ended after ${changes.length} of ${count} changes`);
+    if (next.value.kind !== 'change') throw new Error(`unexpected ${next.value.kind}`);
+    changes.push(next.value.payload as Change);
+  }
+  return changes;
+}
+
+describe('replay then live, at the seam', () => {
+  test('an event published during the list read whose change the list shows is delivered once, as replayed', async () => {
+    const live = runtime();
+    const stream = await openLiveStream(
+      live,
+      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_a', 10))),
+    );
+    // A marker published after the replay: everything before it has been through the seam.
+    await bus.publish(accountEvent('acc_marker', 20));
+    const changes = await take(stream, 2);
+    expect(changes.map((change) => [change.source, change.resourceId])).toEqual([
+      ['replay', 'acc_a'],
+      ['live', 'acc_marker'],
+    ]);
+    await stream.return?.();
+  });
+
+  test('an event published during the list read that is newer than the listed record is delivered live too', async () => {
+    const live = runtime();
+    // The list read the record at 10; it changed again at 11 while later pages were read.
+    const stream = await openLiveStream(
+      live,
+      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_a', 11))),
+    );
+    const changes = await take(stream, 2);
+    expect(changes).toMatchObject([
+      { source: 'replay', resourceId: 'acc_a', at: at(10) },
+      { source: 'live', resourceId: 'acc_a', at: at(11) },
+    ]);
+    await stream.return?.();
+  });
+
+  test('an event for a resource the list did not show (created or archived meanwhile) is delivered live', async () => {
+    const live = runtime();
+    const stream = await openLiveStream(
+      live,
+      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_b', 9))),
+    );
+    const changes = await take(stream, 2);
+    expect(changes.map((change) => [change.source, change.resourceId])).toEqual([
+      ['replay', 'acc_a'],
+      ['live', 'acc_b'],
+    ]);
+    await stream.return?.();
+  });
+
+  test('a late redelivery of a change older than the replayed state is skipped; later changes are not', async () => {
+    const live = runtime();
+    const stream = await openLiveStream(live, feed([{ resourceId: 'acc_a', updatedAt: at(10) }]));
+    await bus.publish(accountEvent('acc_a', 5));
+    await bus.publish(accountEvent('acc_a', 10));
+    await bus.publish(accountEvent('acc_a', 12));
+    const changes = await take(stream, 2);
+    expect(changes).toMatchObject([
+      { source: 'replay', at: at(10) },
+      { source: 'live', at: at(12) },
+    ]);
+    await stream.return?.();
+  });
+
+  test('replays in updatedAt order, each resource once, before anything live', async () => {
+    const live = runtime();
+    const stream = await openLiveStream(
+      live,
+      feed(
+        [
+          { resourceId: 'acc_c', updatedAt: at(30) },
+          { resourceId: 'acc_a', updatedAt: at(10) },
+          { resourceId: 'acc_b', updatedAt: at(20) },
+        ],
+        () => bus.publish(accountEvent('acc_d', 40)),
+      ),
+    );
+    const changes = await take(stream, 4);
+    expect(changes.map((change) => `${change.source}:${change.resourceId}`)).toEqual([
+      'replay:acc_a',
+      'replay:acc_b',
+      'replay:acc_c',
+      'live:acc_d',
+    ]);
+    await stream.return?.();
+  });
+
+  test('each live event gets a context of its own; a refused one is skipped', async () => {
+    const live = runtime();
+    const stream = await openLiveStream(live, { ...feed([]), replay: undefined });
+    const before = live.contexts;
+    await bus.publish(accountEvent('acc_refused', 1));
+    await bus.publish(accountEvent('acc_a', 2));
+    await bus.publish(accountEvent('acc_a', 3));
+    const deliveries: LiveDelivery[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const next = await stream.next();
+      if (!next.done) deliveries.push(next.value);
+    }
+    const contexts = deliveries.map((delivery) => (delivery.kind === 'change' ? delivery.context : null));
+    expect(contexts[0]).not.toBe(contexts[1]);
+    expect(live.contexts - before).toBe(3);
+    await stream.return?.();
+  });
+
+  test('a failed list read stops listening and fails the subscription', async () => {
+    const live = runtime();
+    const failing: ChangeFeed<Change> = {
+      ...feed([]),
+      replay: () => Promise.reject(new Error('list refused')),
+    };
+    await expect(openLiveStream(live, failing)).rejects.toThrow('list refused');
+    expect(queues).toHaveLength(1);
+    await expect(queues[0]!.next()).resolves.toEqual({ value: undefined, done: true });
+  });
+});
