@@ -89,12 +89,7 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
   });
   const server: Server = createServer({ keepAliveTimeout: 5_000 }, http.listener);
   // A malformed request line or header never reaches the listener; answer it and drop the socket.
-  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status =
-      error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-  });
+  server.on('clientError', http.clientError);
 
   let baseUrl: string | undefined;
   let closing: Promise<void> | undefined;

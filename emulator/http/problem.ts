@@ -109,7 +109,10 @@ export function conflict(
 }
 
 function describeFieldErrors(errors: FieldError[]): string {
-  const names = errors.map((error) => error.pointer ?? error.parameter ?? '(body)');
+  // The empty pointer is the body itself, which no reader would recognise from an empty name.
+  const names = errors.map((error) =>
+    error.pointer === '' ? 'the body' : (error.pointer ?? error.parameter ?? 'the body'),
+  );
   return `The request has invalid fields: ${[...new Set(names)].join(', ')}. See errors[] for each one.`;
 }
 

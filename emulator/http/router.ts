@@ -4,7 +4,9 @@ import type { ContractOperation } from './contract.ts';
 export type RouteMatch =
   | { kind: 'found'; operation: ContractOperation; params: Record<string, string> }
   | { kind: 'method_not_allowed'; allowed: string[] }
-  | { kind: 'not_found' };
+  | { kind: 'not_found' }
+  /** A segment's percent-encoding is broken or not UTF-8, so no id can be read from it. */
+  | { kind: 'malformed_path'; segment: string };
 
 type CompiledPath = {
   template: string;
@@ -49,6 +51,8 @@ export function createRouter(operations: readonly ContractOperation[]): Router {
   return {
     match(method, path) {
       const parts = path.split('/').slice(1);
+      const malformed = parts.find((part) => decodeSegment(part) === undefined);
+      if (malformed !== undefined) return { kind: 'malformed_path', segment: malformed };
       const allowed = new Set<string>();
       for (const compiled of byLength.get(parts.length) ?? []) {
         const values = matchSegments(compiled.segments, parts);
@@ -74,9 +78,8 @@ function matchSegments(segments: readonly (string | null)[], parts: readonly str
     const part = parts[index]!;
     if (segment === null) {
       if (part === '') return undefined;
-      const decoded = decodeSegment(part);
-      if (decoded === undefined) return undefined;
-      values.push(decoded);
+      // Every segment decodes: `match` refused the path otherwise.
+      values.push(decodeSegment(part)!);
     } else if (segment !== part) {
       return undefined;
     }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Authenticator } from './auth.ts';
 import { createAuthenticator, DEFAULT_API_KEYS } from './auth.ts';
@@ -45,6 +46,8 @@ export type EmulatorHttpOptions = {
 /** The request listener plus the state the test controls act on. */
 export type EmulatorHttp = {
   listener: RequestListener;
+  /** For the server's `clientError` event: a request Node could not parse, answered as a problem. */
+  clientError(error: NodeJS.ErrnoException, socket: Duplex): void;
   requestLog: RequestLog;
   faults: FaultInjector;
   idempotency: IdempotencyStore;
@@ -121,7 +124,38 @@ export function createEmulatorHttp(options: EmulatorHttpOptions): EmulatorHttp {
     });
   };
 
-  return { listener, requestLog, faults, idempotency };
+  const clientError = (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable) return void socket.destroy();
+    socket.end(clientErrorResponse(error, docsUrl));
+  };
+
+  return { listener, clientError, requestLog, faults, idempotency };
+}
+
+/**
+ * The raw HTTP answer to a request that never reached the listener (a malformed request line or
+ * method, oversized headers): still a problem with a correlation id, then the connection closes.
+ */
+function clientErrorResponse(error: NodeJS.ErrnoException, docsUrl: string): string {
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const problem = tooLarge
+    ? new ProblemError(431, 'request_header_fields_too_large', 'The request headers are too large.')
+    : new ProblemError(
+        400,
+        'validation_error',
+        'The request is not valid HTTP/1.1 (request line, method or headers).',
+      );
+  const requestId = generateRequestId();
+  const payload = JSON.stringify(buildProblem(problem, { requestId, docsUrl }));
+  return [
+    `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}`,
+    `Content-Type: ${PROBLEM_TYPE}`,
+    `Content-Length: ${Buffer.byteLength(payload)}`,
+    `X-Request-Id: ${requestId}`,
+    'Connection: close',
+    '',
+    payload,
+  ].join('\r\n');
 }
 
 async function handleControl(
@@ -172,6 +206,13 @@ async function handleApi(context: ApiContext, exchange: Exchange): Promise<void>
   let claim: IdempotencyClaim | undefined;
   try {
     const apiKey = context.authenticator.authenticate(request.headers['x-api-key'], method, path);
+    if (match.kind === 'malformed_path') {
+      throw new ProblemError(
+        400,
+        'validation_error',
+        `The path segment "${match.segment}" is not valid percent-encoded UTF-8.`,
+      );
+    }
     if (match.kind === 'not_found') {
       throw new ProblemError(404, 'not_found', `No operation exists at ${method} ${path}.`);
     }

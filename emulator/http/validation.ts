@@ -85,6 +85,15 @@ function validateParameters(
   const errors: FieldError[] = [];
   const values: Record<string, unknown> = {};
   for (const { parameter, validate } of checks) {
+    if (parameter.in === 'query' && raw.query.getAll(parameter.name).length > 1) {
+      // Picking one of `?limit=1&limit=2` silently would hide a bug in the caller.
+      errors.push({
+        parameter: parameter.name,
+        code: 'invalid_value',
+        message: `${parameter.name} must be given at most once.`,
+      });
+      continue;
+    }
     const value = rawValue(parameter, raw);
     if (value === undefined) {
       if (parameter.required) {

@@ -137,9 +137,55 @@ describe('problems outside the spec catalog', () => {
     }
   });
 
-  test('a percent-encoded path id is decoded, and a broken escape is 404, not a crash', async () => {
+  test('a percent-encoded path id is decoded, and a broken escape is 400 naming the segment', async () => {
     expect((await emulator.call('GET', '/v3/customers/cus%5Facme')).body.data.id).toBe('cus_acme');
-    expect((await emulator.call('GET', '/v3/customers/%E0%A4%A')).status).toBe(404);
+    const broken = await emulator.call('GET', '/v3/customers/%E0%A4%A');
+    expect(broken.status).toBe(400);
+    expect(broken.body.code).toBe('validation_error');
+    expect(broken.body.detail).toContain('"%E0%A4%A" is not valid percent-encoded UTF-8');
+    // Well-formed escapes of a byte sequence that is not UTF-8 are refused the same way.
+    expect((await emulator.call('GET', '/v3/customers/%FF%FE')).status).toBe(400);
+  });
+
+  test('a unicode id is decoded and answered like any unknown id', async () => {
+    const response = await emulator.call('GET', `/v3/customers/${encodeURIComponent('cus_Ω😀')}`);
+    expect(response.status).toBe(404);
+    expect(response.body.detail).toContain('cus_Ω😀');
+  });
+
+  test('a query parameter given twice is 400 on that parameter, not silently one of the two', async () => {
+    const response = await emulator.call('GET', '/v3/customers?limit=1&limit=2');
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([
+      { parameter: 'limit', code: 'invalid_value', message: 'limit must be given at most once.' },
+    ]);
+  });
+
+  test.each([['[]'], ['"x"'], ['null'], ['42']])(
+    'a JSON body that is not an object (%s) is 400 invalid_type at the root pointer',
+    async (rawBody) => {
+      const response = await emulator.call('POST', '/v3/customers', {
+        rawBody,
+        contentType: 'application/json',
+      });
+      expect(response.status).toBe(400);
+      expect(response.body.errors).toEqual([
+        { pointer: '', code: 'invalid_type', message: 'Must be an object.' },
+      ]);
+      expect(response.body.detail).toContain('invalid fields: the body.');
+    },
+  );
+
+  test('deeply nested JSON is refused as a validation error, not a stack overflow', async () => {
+    const depth = 100_000;
+    const response = await emulator.call('POST', '/v3/customers', {
+      rawBody: `{"type":"individual","externalId":"deep","extra":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      contentType: 'application/json',
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toEqual([
+      { pointer: '/extra', code: 'unknown_field', message: expect.any(String) },
+    ]);
   });
 });
 
@@ -172,11 +218,40 @@ describe('hostile clients', () => {
     }
   });
 
-  test('oversized headers get 431 and the emulator keeps serving', async () => {
+  test('oversized headers get 431 as a problem and the emulator keeps serving', async () => {
     const response = await emulator.call('GET', '/v3/customers/cus_acme', {
       headers: { 'X-Padding': 'a'.repeat(20_000) },
     });
     expect(response.status).toBe(431);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(response.body).toMatchObject({
+      type: 'https://docs.platform.test/v3/errors/request-header-fields-too-large',
+      status: 431,
+      code: 'request_header_fields_too_large',
+      correlationId: response.headers.get('x-request-id'),
+    });
+    expect((await emulator.call('GET', '/v3/customers/cus_acme')).status).toBe(200);
+  });
+
+  test('a request line Node cannot parse (an unknown method) gets a 400 problem, then the socket closes', async () => {
+    const { port } = new URL(emulator.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let raw = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (raw += chunk));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write('FROB /v3/customers HTTP/1.1\r\nHost: emulator\r\nX-API-Key: sk_sandbox_emulator\r\n\r\n');
+    await closed;
+
+    const [head = '', body = ''] = raw.split('\r\n\r\n', 2);
+    expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request/);
+    expect(head).toMatch(/content-type: application\/problem\+json/i);
+    const requestId = /x-request-id: (\S+)/i.exec(head)?.[1];
+    expect(JSON.parse(body)).toMatchObject({
+      status: 400,
+      code: 'validation_error',
+      correlationId: requestId,
+    });
     expect((await emulator.call('GET', '/v3/customers/cus_acme')).status).toBe(200);
   });
 });
