@@ -113,4 +113,35 @@ describe('live subscriptions against the emulator', () => {
     const live = connect({ 'X-API-Key': 'sk_sandbox_not_a_key' });
     expect((await live.closed).code).toBe(4401);
   });
+
+  test('refuses a key that is not a string with 4401, without asking the upstream or using its own key', async () => {
+    await fetch(`${emulator.url}/_emulator/requests`, { method: 'DELETE' });
+    const live = connect({ 'X-API-Key': 42 });
+    expect((await live.closed).code).toBe(4401);
+    const calls = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as { total: number };
+    expect(calls.total).toBe(0);
+  });
+
+  test('closes with 1013 (try again later) when the upstream cannot check the key', async () => {
+    await fetch(`${emulator.url}/_emulator/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        latency: { fixedMs: 0, jitterMs: 0 },
+        rules: [{ route: 'GET /v3/capabilities', kind: 'internal_error', rate: 1 }],
+      }),
+    });
+    try {
+      const live = connect();
+      expect((await live.closed).code).toBe(1013);
+    } finally {
+      await fetch(`${emulator.url}/_emulator/faults`, { method: 'DELETE' });
+    }
+    // The upstream back, the same client configuration connects and subscribes.
+    const live = connect();
+    const received = live.subscribe(`subscription { events(customerId: "cus_acme") { eventId } }`);
+    await subscriptionsStarted(1);
+    expect(received.errors).toEqual([]);
+    received.stop();
+  });
 });
