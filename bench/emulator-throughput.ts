@@ -10,21 +10,13 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { Pool } from 'undici';
+import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad } from './load.ts';
 import { findFreePort, startService } from './processes.ts';
 
-const total = positiveInteger('BENCH_TOTAL', 20_000);
-const connections = positiveInteger('BENCH_CONNECTIONS', 32);
+const total = positiveIntegerFromEnv('BENCH_TOTAL', 20_000);
+const connections = positiveIntegerFromEnv('BENCH_CONNECTIONS', 32);
 const path = '/v3/customers/cus_acme';
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1)
-    throw new Error(`${name} must be a positive integer; got "${raw}".`);
-  return value;
-}
 
 const port = await findFreePort();
 const emulator = await startService({

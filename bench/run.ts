@@ -13,6 +13,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
 import { findFreePort, startService, type ServiceProcess } from './processes.ts';
 import { createRestClient, workloads, type Workload } from './workloads.ts';
@@ -20,18 +21,9 @@ import { createRestClient, workloads, type Workload } from './workloads.ts';
 const API_KEY = 'sk_sandbox_emulator';
 const CONNECTIONS = 64;
 
-const operations = positiveInteger('BENCH_OPERATIONS', 2000);
-const concurrency = positiveInteger('BENCH_CONCURRENCY', 16);
-const rounds = positiveInteger('BENCH_ROUNDS', 2);
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1)
-    throw new Error(`${name} must be a positive integer; got "${raw}"`);
-  return value;
-}
+const operations = positiveIntegerFromEnv('BENCH_OPERATIONS', 2000);
+const concurrency = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
+const rounds = positiveIntegerFromEnv('BENCH_ROUNDS', 2);
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -91,7 +83,8 @@ async function main(): Promise<void> {
     };
 
     const idleRss = await facade.rssBytes();
-    let peakRss = idleRss;
+    // Resident memory after every facade round: a plateau, not a climb, is what no leak looks like.
+    const rssAfterRounds: number[] = [];
     const reports: WorkloadReport[] = [];
     for (const workload of workloads) {
       const calls = await countUpstreamCalls(emulator, workload, askFacade, rest);
@@ -112,7 +105,7 @@ async function main(): Promise<void> {
             operation: async () => void (await askFacade(workload.query)),
           }),
         );
-        peakRss = Math.max(peakRss, await facade.rssBytes());
+        rssAfterRounds.push(await facade.rssBytes());
         directResults.push(
           await runLoad({
             total: operations,
@@ -134,7 +127,13 @@ async function main(): Promise<void> {
         p99Ratio: facadeBest.p99Ms / directBest.p99Ms,
       });
     }
-    const memory = { idleRssBytes: idleRss, peakRssBytes: peakRss, peakOverIdle: peakRss / idleRss };
+    const peakRss = Math.max(idleRss, ...rssAfterRounds);
+    const memory = {
+      idleRssBytes: idleRss,
+      rssAfterRoundsBytes: rssAfterRounds,
+      peakRssBytes: peakRss,
+      peakOverIdle: peakRss / idleRss,
+    };
     printReport(reports, memory);
     await mkdir(`${root}bench/results`, { recursive: true });
     await writeFile(
@@ -178,7 +177,7 @@ function best(results: readonly LoadResult[]): LoadResult {
 
 function printReport(
   reports: readonly WorkloadReport[],
-  memory: { idleRssBytes: number; peakRssBytes: number; peakOverIdle: number },
+  memory: { idleRssBytes: number; rssAfterRoundsBytes: number[]; peakRssBytes: number; peakOverIdle: number },
 ): void {
   const fixed = (value: number, digits = 2): string => value.toFixed(digits);
   console.log(`\n${operations} operations per round, ${concurrency} in flight, best of ${rounds} rounds\n`);
@@ -195,6 +194,7 @@ function printReport(
   console.log(
     `\nfacade resident memory: idle ${mib(memory.idleRssBytes)}, peak under load ${mib(memory.peakRssBytes)} (ratio ${fixed(memory.peakOverIdle)})`,
   );
+  console.log(`after each facade round: ${memory.rssAfterRoundsBytes.map(mib).join(', ')}`);
   console.log(
     'failures:',
     reports.map((r) => `${r.workload} ${r.facade.failures}/${r.direct.failures}`).join(', '),
