@@ -143,7 +143,6 @@ const RETRYABLE: Record<string, boolean> = {
   conflict: false,
   idempotency_conflict: false,
   idempotency_request_in_progress: true,
-  quote_already_executed: false,
   internal_error: true,
   request_failed: true,
 };
