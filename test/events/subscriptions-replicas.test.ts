@@ -40,6 +40,19 @@ afterAll(async () => {
   await emulator?.close();
 });
 
+/**
+ * Publishes one more event through the first replica and returns its id. Every publication
+ * acknowledged before it reaches a subscriber before it (one Redis channel keeps order), so once
+ * the marker arrived a duplicate would have arrived too: no waiting on a guessed delay.
+ */
+async function publishMarker(
+  fields: Omit<Parameters<typeof upstreamEvent>[0], 'environment'>,
+): Promise<string> {
+  const marker = upstreamEvent({ ...fields, environment: 'sandbox' });
+  expect((await postSignedEvent(first.webhookUrl, testSecret, marker)).status).toBe(200);
+  return marker.id;
+}
+
 describe('two facade instances sharing one Redis', () => {
   test('a webhook received by the instances reaches a subscriber of the other exactly once', async () => {
     const client = connectLive(second.wsUrl);
@@ -72,9 +85,16 @@ describe('two facade instances sharing one Redis', () => {
         ).length;
       },
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const marker = await publishMarker({
+      type: 'account.updated',
+      customerId: 'cus_ada',
+      resourceType: 'account',
+      resourceId: 'acc_ada_polygon',
+    });
+    await waitFor(() => received.data.length >= 2, 'the marker event');
     expect(received.data).toEqual([
       { accountChanged: { eventId, account: { balances: [{ available: '2005.00' }] } } },
+      { accountChanged: { eventId: marker, account: { balances: [{ available: '2005.00' }] } } },
     ]);
     received.stop();
   });
@@ -100,9 +120,17 @@ describe('two facade instances sharing one Redis', () => {
       status: 200,
       body: { duplicate: true },
     });
-    await waitFor(() => received.data.length >= 1, 'the event through Redis');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(received.data).toEqual([{ events: { eventId: event.id, resourceId: 'cap_globex_ach' } }]);
+    const marker = await publishMarker({
+      type: 'capability.status_changed',
+      customerId: 'cus_globex',
+      resourceType: 'capability',
+      resourceId: 'cap_globex_ach',
+    });
+    await waitFor(() => received.data.length >= 2, 'the marker event');
+    expect(received.data).toEqual([
+      { events: { eventId: event.id, resourceId: 'cap_globex_ach' } },
+      { events: { eventId: marker, resourceId: 'cap_globex_ach' } },
+    ]);
     received.stop();
   });
 });
