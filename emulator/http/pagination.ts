@@ -38,7 +38,7 @@ export function paginate<T extends Listable>(
 ): Page<T> {
   const limit = Math.min(Math.max(Math.trunc(query.limit) || DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE);
   const scope = scopeHash(listIdentity, query.updatedSince);
-  const since = query.updatedSince === undefined ? undefined : Date.parse(query.updatedSince);
+  const since = query.updatedSince === undefined ? undefined : firstMillisecondAtOrAfter(query.updatedSince);
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, scope);
 
   const matching: T[] = [];
@@ -57,6 +57,20 @@ export function paginate<T extends Listable>(
     hasMore,
     nextCursor: hasMore && last ? encodeCursor({ s: scope, c: last.createdAt, i: last.id }) : null,
   };
+}
+
+/**
+ * The first whole millisecond at or after an RFC 3339 timestamp. Records carry millisecond
+ * precision, while RFC 3339 allows finer fractions (which `Date.parse` truncates, admitting records
+ * updated just before) and a leap second `:60` (which `Date.parse` refuses, which would disable the
+ * filter).
+ */
+export function firstMillisecondAtOrAfter(timestamp: string): number {
+  const leapSecond = /^(.*T\d{2}:\d{2}:)60(.*)$/i.exec(timestamp);
+  if (leapSecond) return firstMillisecondAtOrAfter(`${leapSecond[1]}59${leapSecond[2]}`) + 1000;
+  const millis = Date.parse(timestamp);
+  const beyondMillis = /\.\d{3}(\d+)/.exec(timestamp)?.[1];
+  return beyondMillis !== undefined && /[1-9]/.test(beyondMillis) ? millis + 1 : millis;
 }
 
 /**

@@ -65,6 +65,22 @@ describe('cursor pagination', () => {
     expect(page.data.map((c) => c.id).slice(0, 5)).toEqual(createdIds.slice(25));
   });
 
+  test('updatedSince finer than a millisecond leaves out a record updated just before it', async () => {
+    // Records carry milliseconds; 100 ns after one of them is after it, so it is not "at or after".
+    const justAfter = createdAt[25]!.replace(/Z$/, '0001Z');
+    const after = await list(`limit=100&updatedSince=${encodeURIComponent(justAfter)}`);
+    expect(after.data[0]?.id).toBe(createdIds[26]);
+    // Trailing zeros name the same instant, so the record is in.
+    const sameInstant = createdAt[25]!.replace(/Z$/, '000Z');
+    const same = await list(`limit=100&updatedSince=${encodeURIComponent(sameInstant)}`);
+    expect(same.data[0]?.id).toBe(createdIds[25]);
+  });
+
+  test('a leap-second updatedSince filters from the next second, never returning everything', async () => {
+    const page = await list(`limit=100&updatedSince=${encodeURIComponent('2999-12-31T23:59:60Z')}`);
+    expect(page.data).toEqual([]);
+  });
+
   test('a cursor works only with the filter it was issued for', async () => {
     const since = encodeURIComponent(createdAt[0]!);
     const filtered = await list(`limit=5&updatedSince=${since}`);
