@@ -1,11 +1,18 @@
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import {
   registerWebhookEndpoint,
   type WebhookEndpointRecord,
   type WebhookEndpointsApi,
 } from '../../src/events/register-webhook-endpoint.ts';
+import { SUBSCRIBED_EVENT_KINDS } from '../../src/events/event-kinds.ts';
 import { createLogger } from '../../src/logger.ts';
+import {
+  startEmulator,
+  startFacade,
+  type RunningEmulator,
+  type RunningFacade,
+} from './support/live-stack.ts';
 
 // The upstream side is a small in-memory stand-in here, to pin down each decision and the exact calls
 // made; test/events/subscriptions.test.ts registers against the real emulator.
@@ -137,5 +144,45 @@ describe('registerWebhookEndpoint', () => {
     expect(upstream.endpoints.filter((endpoint) => endpoint.status === 'active').map((e) => e.id)).toEqual([
       'we_3',
     ]);
+  });
+});
+
+describe('registration at start against the emulator', () => {
+  const running: Array<RunningFacade | RunningEmulator> = [];
+  afterAll(async () => {
+    for (const server of running.reverse()) await server.close();
+  });
+
+  test('a facade given the secret of the endpoint at its URL reuses it, re-enabled with every kind', async () => {
+    const emulator = await startEmulator();
+    running.push(emulator);
+    // Nothing listens there: this test is about what is registered, and no event is made.
+    const url = 'http://127.0.0.1:9/webhooks/platform';
+    const created = await emulator.rest('POST', '/v3/webhooks', {
+      body: { url, events: ['account.updated'] },
+    });
+    expect(created.status).toBe(201);
+    const { id, secret } = created.body.data as { id: string; secret: string };
+    expect(
+      (await emulator.rest('PATCH', `/v3/webhooks/${id}`, { body: { status: 'disabled' } })).status,
+    ).toBe(200);
+
+    const facade = await startFacade(emulator.url, {
+      WEBHOOK_REGISTER: 'true',
+      WEBHOOK_PUBLIC_URL: url,
+      WEBHOOK_SECRETS: secret,
+    });
+    running.push(facade);
+
+    const listed = await emulator.rest('GET', '/v3/webhooks');
+    const atUrl = (
+      listed.body.data as { id: string; url: string; status: string; events: string[] }[]
+    ).filter((endpoint) => endpoint.url === url);
+    expect(atUrl).toHaveLength(1);
+    expect(atUrl[0]).toMatchObject({ id, status: 'active' });
+    expect([...atUrl[0]!.events].sort()).toEqual([...SUBSCRIBED_EVENT_KINDS].sort());
+    const log = facade.logs.join('\n');
+    expect(log).toMatch(/reusing the webhook endpoint registered before/);
+    expect(log).not.toContain(secret.slice('whsec_'.length));
   });
 });
