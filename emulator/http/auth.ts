@@ -28,11 +28,15 @@ export type Authenticator = {
 /** Builds the authenticator over the configured keys; throws on a configuration that cannot work. */
 export function createAuthenticator(keys: readonly ApiKeyConfig[]): Authenticator {
   const byKey = new Map<string, ApiKeyIdentity>();
+  const ids = new Set<string>();
   for (const { key, ...identity } of keys) {
     if (typeof key !== 'string' || key.length === 0)
       throw new Error(`API key "${identity.id}" has an empty key.`);
     if (byKey.has(key))
       throw new Error(`API key "${identity.id}" repeats the key of another configured key.`);
+    // Idempotency keys are scoped by this id: two keys sharing one would replay each other's responses.
+    if (ids.has(identity.id)) throw new Error(`Two configured API keys share the id "${identity.id}".`);
+    ids.add(identity.id);
     byKey.set(key, identity);
   }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { EmulatorHarness } from './http-harness.ts';
 import { LIVE_KEY, READ_ONLY_KEY, startEmulator } from './http-harness.ts';
+import { createEmulator } from '../../emulator/index.ts';
 
 let emulator: EmulatorHarness;
 beforeAll(async () => {
@@ -66,6 +67,17 @@ describe('authentication', () => {
     const response = await emulator.call('GET', '/v3/capabilities', { key: LIVE_KEY });
     expect(response.status).toBe(200);
     expect(response.body.data.environment).toBe('live');
+  });
+
+  test('two configured keys may not share an id, which scopes their idempotency keys', () => {
+    expect(() =>
+      createEmulator({
+        apiKeys: [
+          { key: 'sk_sandbox_one', id: 'team', environment: 'sandbox', scope: 'read_write' },
+          { key: 'sk_sandbox_two', id: 'team', environment: 'sandbox', scope: 'read_write' },
+        ],
+      }),
+    ).toThrow('Two configured API keys share the id "team".');
   });
 
   test('configured keys replace the defaults', async () => {
