@@ -1,5 +1,6 @@
 import type { RouteHandlers } from '../http/types.ts';
-import { newId, newWebhookSecret } from '../store/ids.ts';
+import { newId } from '../store/ids.ts';
+import { generateWebhookSecret } from '../webhooks/signature.ts';
 import type { Environment, WebhookEndpointRecord } from '../store/records.ts';
 import type { WebhookTarget } from '../webhooks/types.ts';
 import type { DomainContext } from './context.ts';
@@ -71,7 +72,7 @@ export function webhookEndpointHandlers(context: DomainContext): RouteHandlers {
         createdAt: now,
         updatedAt: now,
         archivedAt: null,
-        secret: newWebhookSecret(),
+        secret: generateWebhookSecret(),
       };
       context.env(request.environment).webhookEndpoints.set(endpoint.id, endpoint);
       // The one response that shows the secret: the caller must store it now.

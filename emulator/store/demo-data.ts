@@ -1,6 +1,6 @@
 import { createEnvironmentStore, putAll } from './environment-store.ts';
 import type { EnvironmentStore } from './environment-store.ts';
-import { newWebhookSecret } from './ids.ts';
+import { generateWebhookSecret } from '../webhooks/signature.ts';
 import type {
   AccountRecord,
   CapabilityApplication,
@@ -723,7 +723,7 @@ function demoWebhookEndpoint(): WebhookEndpointRecord {
     updatedAt: at(290),
     archivedAt: null,
     // Random on every start: a secret is never written into source code.
-    secret: newWebhookSecret(),
+    secret: generateWebhookSecret(),
   };
 }
 

@@ -24,8 +24,3 @@ export type IdPrefix =
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBytes(8).toString('hex')}`;
 }
-
-/** A fresh webhook signing secret: `whsec_` and the base64 of 32 random bytes. */
-export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64')}`;
-}
