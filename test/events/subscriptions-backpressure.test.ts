@@ -1,36 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { waitFor } from './support/events.ts';
-import {
-  connectLive,
-  startEmulator,
-  startFacade,
-  type LiveClient,
-  type RunningEmulator,
-  type RunningFacade,
-} from './support/live-stack.ts';
+import { useLiveStack } from './support/live-stack.ts';
 
 const QUEUE_LIMIT = 2;
 // How long the slow subscriber's stalled read lasts: the facade's upstream timeout.
 const STALL_MS = 6_000;
 
-let emulator: RunningEmulator;
-let facade: RunningFacade;
-const clients: LiveClient[] = [];
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  facade = await startFacade(emulator.url, {
-    WEBHOOK_REGISTER: 'true',
-    SUBSCRIPTION_QUEUE_LIMIT: String(QUEUE_LIMIT),
-    UPSTREAM_HEADERS_TIMEOUT_MS: String(STALL_MS),
-    UPSTREAM_RETRY_MAX_ATTEMPTS: '1',
-  });
-});
-
-afterAll(async () => {
-  await Promise.all(clients.map((client) => client.dispose()));
-  await facade?.close();
-  await emulator?.close();
+const stack = useLiveStack({
+  WEBHOOK_REGISTER: 'true',
+  SUBSCRIPTION_QUEUE_LIMIT: String(QUEUE_LIMIT),
+  UPSTREAM_HEADERS_TIMEOUT_MS: String(STALL_MS),
+  UPSTREAM_RETRY_MAX_ATTEMPTS: '1',
 });
 
 describe('slow subscribers', () => {
@@ -40,7 +20,7 @@ describe('slow subscribers', () => {
     async () => {
       // The slow subscriber selects the account's customer; the first customer read stalls in the
       // upstream, so its first event takes STALL_MS while the next ones pile up in its queue.
-      await fetch(`${emulator.url}/_emulator/faults`, {
+      await fetch(`${stack.emulator.url}/_emulator/faults`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
@@ -48,20 +28,19 @@ describe('slow subscribers', () => {
           rules: [{ route: 'GET /v3/customers/{customerId}', kind: 'stall', rate: 1, times: 1 }],
         }),
       });
-      const slowClient = connectLive(facade.wsUrl);
-      const fastClient = connectLive(facade.wsUrl);
-      clients.push(slowClient, fastClient);
+      const slowClient = stack.connect();
+      const fastClient = stack.connect();
       const slow = slowClient.subscribe(`subscription {
         accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { customer { displayName } } }
       }`);
       const fast = fastClient.subscribe(`subscription {
         accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId occurredAt account { balances { available } } }
       }`);
-      await facade.subscriptionsStarted(2);
+      await stack.subscriptionsStarted(2);
 
       const topUps = QUEUE_LIMIT + 2;
       for (let i = 0; i < topUps; i += 1) {
-        const topUp = await emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+        const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
           body: { amount: '1.00', currency: 'USDC' },
         });
         expect(topUp.status).toBe(200);

@@ -1,48 +1,13 @@
 import { signWebhook, generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { upstreamEvent, waitFor } from './support/events.ts';
-import {
-  connectLive,
-  LIVE_KEY,
-  postSignedEvent,
-  SANDBOX_KEY,
-  startEmulator,
-  startFacade,
-  type LiveClient,
-  type RunningEmulator,
-  type RunningFacade,
-} from './support/live-stack.ts';
+import { LIVE_KEY, postSignedEvent, SANDBOX_KEY, useLiveStack } from './support/live-stack.ts';
 
 // Deliveries are signed here with a secret the facade is configured with (WEBHOOK_SECRETS), so a
 // test controls exactly what arrives and when; the resources they name are real emulator records,
 // read by the facade with each subscriber's own key.
 const secret = generateWebhookSecret();
-let emulator: RunningEmulator;
-let facade: RunningFacade;
-const clients: LiveClient[] = [];
-let started = 0;
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  facade = await startFacade(emulator.url, { WEBHOOK_SECRETS: secret });
-});
-
-afterAll(async () => {
-  await Promise.all(clients.map((client) => client.dispose()));
-  await facade?.close();
-  await emulator?.close();
-});
-
-function connect(params?: Record<string, unknown>): LiveClient {
-  const client = connectLive(facade.wsUrl, params);
-  clients.push(client);
-  return client;
-}
-
-async function subscriptionsStarted(more: number): Promise<void> {
-  started += more;
-  await facade.subscriptionsStarted(started);
-}
+const stack = useLiveStack({ WEBHOOK_SECRETS: secret });
 
 const ACCOUNT_CHANGED = `subscription {
   accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { id } }
@@ -60,36 +25,38 @@ function acmeAccountUpdated() {
 
 describe('webhook deliveries reaching subscribers', () => {
   test('the same delivery posted twice reaches the subscriber once', async () => {
-    const received = connect().subscribe(ACCOUNT_CHANGED);
-    await subscriptionsStarted(1);
+    const received = stack.connect().subscribe(ACCOUNT_CHANGED);
+    await stack.subscriptionsStarted(1);
     const event = acmeAccountUpdated();
-    expect(await postSignedEvent(facade.webhookUrl, secret, event)).toMatchObject({
+    expect(await postSignedEvent(stack.facade.webhookUrl, secret, event)).toMatchObject({
       status: 200,
       body: { duplicate: false },
     });
-    expect(await postSignedEvent(facade.webhookUrl, secret, event)).toMatchObject({
+    expect(await postSignedEvent(stack.facade.webhookUrl, secret, event)).toMatchObject({
       status: 200,
       body: { duplicate: true },
     });
     // A later event proves nothing else was queued before it.
     const marker = acmeAccountUpdated();
-    await postSignedEvent(facade.webhookUrl, secret, marker);
+    await postSignedEvent(stack.facade.webhookUrl, secret, marker);
     await waitFor(() => received.data.length >= 2, 'the event and the marker');
     expect(received.data.map((data) => data.accountChanged.eventId)).toEqual([event.id, marker.id]);
     received.stop();
   });
 
   test('a forged or stale signature is refused with 401 and nothing is published', async () => {
-    const received = connect().subscribe(ACCOUNT_CHANGED);
-    await subscriptionsStarted(1);
+    const received = stack.connect().subscribe(ACCOUNT_CHANGED);
+    await stack.subscriptionsStarted(1);
 
     const forged = acmeAccountUpdated();
-    expect((await postSignedEvent(facade.webhookUrl, generateWebhookSecret(), forged)).status).toBe(401);
+    expect((await postSignedEvent(stack.facade.webhookUrl, generateWebhookSecret(), forged)).status).toBe(
+      401,
+    );
 
     const stale = acmeAccountUpdated();
     const body = JSON.stringify(stale);
     const timestamp = Math.floor(Date.now() / 1000) - 3600;
-    const response = await fetch(facade.webhookUrl, {
+    const response = await fetch(stack.facade.webhookUrl, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -102,7 +69,7 @@ describe('webhook deliveries reaching subscribers', () => {
     expect(response.status).toBe(401);
 
     const marker = acmeAccountUpdated();
-    await postSignedEvent(facade.webhookUrl, secret, marker);
+    await postSignedEvent(stack.facade.webhookUrl, secret, marker);
     await waitFor(() => received.data.length >= 1, 'the marker');
     expect(received.data.map((data) => data.accountChanged.eventId)).toEqual([marker.id]);
     received.stop();
@@ -110,9 +77,9 @@ describe('webhook deliveries reaching subscribers', () => {
 
   test('an event of one environment never reaches a subscriber of the other', async () => {
     const EVENTS = `subscription { events { eventId type resource { ... on Account { id } } } }`;
-    const liveSubscriber = connect({ 'X-API-Key': LIVE_KEY }).subscribe(EVENTS);
-    const sandboxSubscriber = connect({ apiKey: SANDBOX_KEY }).subscribe(EVENTS);
-    await subscriptionsStarted(2);
+    const liveSubscriber = stack.connect({ 'X-API-Key': LIVE_KEY }).subscribe(EVENTS);
+    const sandboxSubscriber = stack.connect({ apiKey: SANDBOX_KEY }).subscribe(EVENTS);
+    await stack.subscriptionsStarted(2);
 
     // Labelled sandbox but about a live account: the live key could read the account, so only the
     // environment keeps it from the live subscriber; the sandbox key's read is refused (404).
@@ -130,7 +97,7 @@ describe('webhook deliveries reaching subscribers', () => {
     };
     const sandboxEvent = acmeAccountUpdated();
     for (const event of [sandboxAboutLiveAccount, liveEvent, sandboxEvent]) {
-      expect((await postSignedEvent(facade.webhookUrl, secret, event)).status).toBe(200);
+      expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
     }
 
     await waitFor(
@@ -149,9 +116,12 @@ describe('webhook deliveries reaching subscribers', () => {
 
   test('an archived document is shown from the event, and only to a subscriber who may read its customer', async () => {
     const DOCUMENTS = `subscription { documentChanged(customerId: "cus_acme") { type documentId document { id status } } }`;
-    const received = connect().subscribe(DOCUMENTS);
-    await subscriptionsStarted(1);
-    const archived = await emulator.rest('DELETE', '/v3/customers/cus_acme/documents/doc_acme_ownership');
+    const received = stack.connect().subscribe(DOCUMENTS);
+    await stack.subscriptionsStarted(1);
+    const archived = await stack.emulator.rest(
+      'DELETE',
+      '/v3/customers/cus_acme/documents/doc_acme_ownership',
+    );
     expect(archived.status).toBe(200);
     const event = upstreamEvent({
       type: 'document.archived',
@@ -161,7 +131,7 @@ describe('webhook deliveries reaching subscribers', () => {
       resourceId: 'doc_acme_ownership',
       object: archived.body.data,
     });
-    await postSignedEvent(facade.webhookUrl, secret, event);
+    await postSignedEvent(stack.facade.webhookUrl, secret, event);
     await waitFor(() => received.data.length >= 1, 'documentChanged');
     expect(received.data[0].documentChanged).toEqual({
       type: 'document.archived',
@@ -172,10 +142,12 @@ describe('webhook deliveries reaching subscribers', () => {
   });
 
   test('filters by event kind and customer', async () => {
-    const received = connect().subscribe(
-      `subscription { events(customerId: "cus_acme", types: ["capability.status_changed"]) { eventId resourceId } }`,
-    );
-    await subscriptionsStarted(1);
+    const received = stack
+      .connect()
+      .subscribe(
+        `subscription { events(customerId: "cus_acme", types: ["capability.status_changed"]) { eventId resourceId } }`,
+      );
+    await stack.subscriptionsStarted(1);
     const otherKind = acmeAccountUpdated();
     const otherCustomer = upstreamEvent({
       type: 'capability.status_changed',
@@ -192,14 +164,14 @@ describe('webhook deliveries reaching subscribers', () => {
       resourceId: 'cap_acme_ach',
     });
     for (const event of [otherKind, otherCustomer, wanted])
-      await postSignedEvent(facade.webhookUrl, secret, event);
+      await postSignedEvent(stack.facade.webhookUrl, secret, event);
     await waitFor(() => received.data.length >= 1, 'the wanted event');
     expect(received.data).toEqual([{ events: { eventId: wanted.id, resourceId: 'cap_acme_ach' } }]);
     received.stop();
   });
 
   test('a subscription sent over HTTP is told to use graphql-ws', async () => {
-    const response = await fetch(`${facade.url}/graphql`, {
+    const response = await fetch(`${stack.facade.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: ACCOUNT_CHANGED }),

@@ -1,43 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { waitFor } from './support/events.ts';
-import {
-  connectLive,
-  startEmulator,
-  startFacade,
-  type LiveClient,
-  type RunningEmulator,
-  type RunningFacade,
-} from './support/live-stack.ts';
+import { useLiveStack } from './support/live-stack.ts';
 
-let emulator: RunningEmulator;
-let facade: RunningFacade;
-const clients: LiveClient[] = [];
-let started = 0;
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  facade = await startFacade(emulator.url, { WEBHOOK_REGISTER: 'true' });
-});
-
-afterAll(async () => {
-  await Promise.all(clients.map((client) => client.dispose()));
-  await facade?.close();
-  await emulator?.close();
-});
-
-function connect(): LiveClient {
-  const client = connectLive(facade.wsUrl);
-  clients.push(client);
-  return client;
-}
-
-async function subscriptionsStarted(more: number): Promise<void> {
-  started += more;
-  await facade.subscriptionsStarted(started);
-}
+const stack = useLiveStack({ WEBHOOK_REGISTER: 'true' });
 
 async function createParty(lastName: string): Promise<string> {
-  const created = await emulator.rest('POST', '/v3/customers/cus_globex/related-parties', {
+  const created = await stack.emulator.rest('POST', '/v3/customers/cus_globex/related-parties', {
     body: {
       partyType: 'person',
       roles: ['officer'],
@@ -57,8 +25,8 @@ const RELATED_PARTY_CHANGED = `subscription ($since: DateTime) {
 
 describe('nothing missed across a reconnection', () => {
   test('a subscriber that reconnects with since receives the related-party changes it missed, then live ones', async () => {
-    const first = connect().subscribe(RELATED_PARTY_CHANGED);
-    await subscriptionsStarted(1);
+    const first = stack.connect().subscribe(RELATED_PARTY_CHANGED);
+    await stack.subscriptionsStarted(1);
     const seenLive = await createParty('Before');
     await waitFor(() => first.data.length === 1, 'the first party live');
     const lastSeen = first.data[0].relatedPartyChanged;
@@ -73,8 +41,8 @@ describe('nothing missed across a reconnection', () => {
     // Away: two parties are created and nobody listens.
     const missed = [await createParty('Missed-One'), await createParty('Missed-Two')];
 
-    const second = connect().subscribe(RELATED_PARTY_CHANGED, { since: lastSeen.occurredAt });
-    await subscriptionsStarted(1);
+    const second = stack.connect().subscribe(RELATED_PARTY_CHANGED, { since: lastSeen.occurredAt });
+    await stack.subscriptionsStarted(1);
     const afterReconnect = await createParty('After');
     await waitFor(
       () => second.data.some((data) => data.relatedPartyChanged.relatedPartyId === afterReconnect),
@@ -100,15 +68,15 @@ describe('nothing missed across a reconnection', () => {
   test('a change made while the replay is being read is delivered once, at the seam', async () => {
     const since = new Date().toISOString();
     // Slow down every upstream read so the list read takes a while, and create parties meanwhile.
-    await fetch(`${emulator.url}/_emulator/faults`, {
+    await fetch(`${stack.emulator.url}/_emulator/faults`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ latency: { fixedMs: 300, jitterMs: 0 }, rules: [] }),
     });
     try {
-      const received = connect().subscribe(RELATED_PARTY_CHANGED, { since });
+      const received = stack.connect().subscribe(RELATED_PARTY_CHANGED, { since });
       const duringReplay = createParty('During-Replay');
-      await subscriptionsStarted(1);
+      await stack.subscriptionsStarted(1);
       const created = await duringReplay;
       const afterwards = await createParty('Afterwards');
       await waitFor(
@@ -121,14 +89,16 @@ describe('nothing missed across a reconnection', () => {
       expect(ids.filter((id) => id === afterwards)).toHaveLength(1);
       received.stop();
     } finally {
-      await fetch(`${emulator.url}/_emulator/faults`, { method: 'DELETE' });
+      await fetch(`${stack.emulator.url}/_emulator/faults`, { method: 'DELETE' });
     }
   });
 
   test('a subscription whose upstream list cannot be read fails with the upstream error', async () => {
-    const received = connect().subscribe(
-      `subscription { relatedPartyChanged(customerId: "cus_nobody", since: "2025-01-01T00:00:00Z") { eventId } }`,
-    );
+    const received = stack
+      .connect()
+      .subscribe(
+        `subscription { relatedPartyChanged(customerId: "cus_nobody", since: "2025-01-01T00:00:00Z") { eventId } }`,
+      );
     await received.done;
     expect(received.errors[0]).toMatchObject({ extensions: { code: 'NOT_FOUND' } });
   });

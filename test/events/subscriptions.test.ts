@@ -1,57 +1,24 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { waitFor } from './support/events.ts';
-import {
-  connectLive,
-  startEmulator,
-  startFacade,
-  type LiveClient,
-  type RunningEmulator,
-  type RunningFacade,
-} from './support/live-stack.ts';
+import { useLiveStack } from './support/live-stack.ts';
 
-let emulator: RunningEmulator;
-let facade: RunningFacade;
-const clients: LiveClient[] = [];
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  // With no WEBHOOK_PUBLIC_URL the facade registers its own loopback URL, as `npm start` does.
-  facade = await startFacade(emulator.url, { WEBHOOK_REGISTER: 'true' });
-});
-
-afterAll(async () => {
-  await Promise.all(clients.map((client) => client.dispose()));
-  await facade?.close();
-  await emulator?.close();
-});
-
-function connect(params?: Record<string, unknown>): LiveClient {
-  const client = connectLive(facade.wsUrl, params);
-  clients.push(client);
-  return client;
-}
-
-let started = 0;
-/** Waits until the facade has started `more` further subscriptions. */
-async function subscriptionsStarted(more: number): Promise<void> {
-  started += more;
-  await facade.subscriptionsStarted(started);
-}
+// With no WEBHOOK_PUBLIC_URL the facade registers its own loopback URL, as `npm start` does.
+const stack = useLiveStack({ WEBHOOK_REGISTER: 'true' });
 
 describe('live subscriptions against the emulator', () => {
   test('registers its webhook endpoint with the upstream at start, secret kept out of the logs', async () => {
-    const endpoints = await emulator.rest('GET', '/v3/webhooks');
+    const endpoints = await stack.emulator.rest('GET', '/v3/webhooks');
     const mine = endpoints.body.data.filter(
-      (endpoint: { url: string }) => endpoint.url === facade.webhookUrl,
+      (endpoint: { url: string }) => endpoint.url === stack.facade.webhookUrl,
     );
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ status: 'active', events: expect.arrayContaining(['account.updated']) });
-    expect(facade.logs.join('\n')).toMatch(/registered a webhook endpoint/);
-    expect(facade.logs.join('\n')).not.toMatch(/whsec_/);
+    expect(stack.facade.logs.join('\n')).toMatch(/registered a webhook endpoint/);
+    expect(stack.facade.logs.join('\n')).not.toMatch(/whsec_/);
   });
 
   test('a sandbox top-up produces accountChanged with the new balance and nested fields', async () => {
-    const live = connect();
+    const live = stack.connect();
     const received = live.subscribe(
       `subscription ($customerId: ID!, $accountId: ID) {
         accountChanged(customerId: $customerId, accountId: $accountId) {
@@ -61,9 +28,9 @@ describe('live subscriptions against the emulator', () => {
       }`,
       { customerId: 'cus_acme', accountId: 'acc_acme_eth' },
     );
-    await subscriptionsStarted(1);
+    await stack.subscriptionsStarted(1);
 
-    const topUp = await emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+    const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
       body: { amount: '100.25', currency: 'USDC' },
     });
     expect(topUp.status).toBe(200);
@@ -87,12 +54,12 @@ describe('live subscriptions against the emulator', () => {
   });
 
   test('a forced capability status produces capabilityChanged', async () => {
-    const live = connect();
+    const live = stack.connect();
     const received = live.subscribe(
       `subscription { capabilityChanged(customerId: "cus_acme") { type capabilityId capability { id status } } }`,
     );
-    await subscriptionsStarted(1);
-    const forced = await emulator.rest(
+    await stack.subscriptionsStarted(1);
+    const forced = await stack.emulator.rest(
       'POST',
       '/v3/sandbox/customers/cus_acme/capabilities/cap_acme_wire/status',
       {
@@ -110,20 +77,22 @@ describe('live subscriptions against the emulator', () => {
   });
 
   test('refuses a connection whose key the upstream refuses, with close code 4401', async () => {
-    const live = connect({ 'X-API-Key': 'sk_sandbox_not_a_key' });
+    const live = stack.connect({ 'X-API-Key': 'sk_sandbox_not_a_key' });
     expect((await live.closed).code).toBe(4401);
   });
 
   test('refuses a key that is not a string with 4401, without asking the upstream or using its own key', async () => {
-    await fetch(`${emulator.url}/_emulator/requests`, { method: 'DELETE' });
-    const live = connect({ 'X-API-Key': 42 });
+    await fetch(`${stack.emulator.url}/_emulator/requests`, { method: 'DELETE' });
+    const live = stack.connect({ 'X-API-Key': 42 });
     expect((await live.closed).code).toBe(4401);
-    const calls = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as { total: number };
+    const calls = (await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json()) as {
+      total: number;
+    };
     expect(calls.total).toBe(0);
   });
 
   test('closes with 1013 (try again later) when the upstream cannot check the key', async () => {
-    await fetch(`${emulator.url}/_emulator/faults`, {
+    await fetch(`${stack.emulator.url}/_emulator/faults`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -132,15 +101,15 @@ describe('live subscriptions against the emulator', () => {
       }),
     });
     try {
-      const live = connect();
+      const live = stack.connect();
       expect((await live.closed).code).toBe(1013);
     } finally {
-      await fetch(`${emulator.url}/_emulator/faults`, { method: 'DELETE' });
+      await fetch(`${stack.emulator.url}/_emulator/faults`, { method: 'DELETE' });
     }
     // The upstream back, the same client configuration connects and subscribes.
-    const live = connect();
+    const live = stack.connect();
     const received = live.subscribe(`subscription { events(customerId: "cus_acme") { eventId } }`);
-    await subscriptionsStarted(1);
+    await stack.subscriptionsStarted(1);
     expect(received.errors).toEqual([]);
     received.stop();
   });

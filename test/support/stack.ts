@@ -77,6 +77,23 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+/**
+ * The facade environment every test stack starts from: the emulator's sandbox key, loopback,
+ * port 0, fast upstream retries and debug logs. Callers spread their own variables over it.
+ */
+export function facadeTestEnv(emulatorUrl: string): Record<string, string> {
+  return {
+    UPSTREAM_BASE_URL: emulatorUrl,
+    UPSTREAM_API_KEY: SANDBOX_KEY,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'debug',
+    UPSTREAM_RETRY_BASE_DELAY_MS: '5',
+    UPSTREAM_RETRY_MAX_DELAY_MS: '20',
+  };
+}
+
 /** Starts an emulator and a facade configured against it. Always `close()` it (afterAll). */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const emulator = createEmulator({ data: 'demo', ...options.emulator } as EmulatorOptions);
@@ -84,17 +101,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const lines: string[] = [];
   let app: App | undefined;
   try {
-    const config = loadConfig({
-      UPSTREAM_BASE_URL: emulatorUrl,
-      UPSTREAM_API_KEY: SANDBOX_KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'debug',
-      UPSTREAM_RETRY_BASE_DELAY_MS: '5',
-      UPSTREAM_RETRY_MAX_DELAY_MS: '20',
-      ...options.env,
-    });
+    const config = loadConfig({ ...facadeTestEnv(emulatorUrl), ...options.env });
     // Deliberately no redaction here: tests assert that no key reaches a log line at all.
     const logger = createLogger({ level: config.logLevel, write: (line) => lines.push(line) });
     app = await createApp(config, { ...options.app, logger });

@@ -3,18 +3,20 @@
  * emulator and one Redis), graphql-ws clients on Node's global WebSocket, and signed deliveries.
  */
 import { createClient, type Client } from 'graphql-ws';
+import { afterAll, beforeAll } from 'vitest';
 import { createEmulator, type EmulatorOptions } from '../../../emulator/index.ts';
 import { signWebhook } from '../../../emulator/webhooks/signature.ts';
 import { createApp, type App } from '../../../src/app.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { createLogger } from '../../../src/logger.ts';
+import { facadeTestEnv, SANDBOX_KEY } from '../../support/stack.ts';
 import { waitFor } from './events.ts';
 
 // Response bodies and results are asserted with toMatchObject; a loose type keeps the tests readable.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-export const SANDBOX_KEY = 'sk_sandbox_emulator';
+export { SANDBOX_KEY };
 export const LIVE_KEY = 'sk_live_emulator';
 
 export interface RunningEmulator {
@@ -69,17 +71,7 @@ export async function startFacade(
   emulatorUrl: string,
   env: Record<string, string> = {},
 ): Promise<RunningFacade> {
-  const config = loadConfig({
-    UPSTREAM_BASE_URL: emulatorUrl,
-    UPSTREAM_API_KEY: SANDBOX_KEY,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'debug',
-    UPSTREAM_RETRY_BASE_DELAY_MS: '5',
-    UPSTREAM_RETRY_MAX_DELAY_MS: '20',
-    ...env,
-  });
+  const config = loadConfig({ ...facadeTestEnv(emulatorUrl), ...env });
   const logs: string[] = [];
   const app = await createApp(config, {
     logger: createLogger({ level: 'debug', write: (line) => logs.push(line) }),
@@ -94,6 +86,59 @@ export async function startFacade(
     logs,
     subscriptionsStarted: (count) => waitFor(() => started() >= count, `${count} subscription(s) to start`),
     close: () => app.close(),
+  };
+}
+
+/** One emulator and one facade for a test file, with the graphql-ws clients its tests open. */
+export interface LiveStack {
+  readonly emulator: RunningEmulator;
+  readonly facade: RunningFacade;
+  /** A graphql-ws client on the facade (see {@link connectLive}), disposed after the file's tests. */
+  connect(connectionParams?: Record<string, unknown>): LiveClient;
+  /** Resolves once `more` subscriptions have started on the facade since the last call. */
+  subscriptionsStarted(more: number): Promise<void>;
+}
+
+/**
+ * Starts an emulator and a facade with `env` before the file's tests (beforeAll), and disposes
+ * every client, then the facade, then the emulator after them (afterAll). Call at module level.
+ */
+export function useLiveStack(env: Record<string, string> = {}): LiveStack {
+  let emulator: RunningEmulator | undefined;
+  let facade: RunningFacade | undefined;
+  const clients: LiveClient[] = [];
+  let started = 0;
+
+  beforeAll(async () => {
+    emulator = await startEmulator();
+    facade = await startFacade(emulator.url, env);
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.dispose()));
+    await facade?.close();
+    await emulator?.close();
+  });
+
+  const running = <T>(value: T | undefined, name: string): T => {
+    if (value === undefined) throw new Error(`the ${name} is used before beforeAll started it`);
+    return value;
+  };
+  return {
+    get emulator() {
+      return running(emulator, 'emulator');
+    },
+    get facade() {
+      return running(facade, 'facade');
+    },
+    connect(connectionParams) {
+      const client = connectLive(running(facade, 'facade').wsUrl, connectionParams);
+      clients.push(client);
+      return client;
+    },
+    async subscriptionsStarted(more) {
+      started += more;
+      await running(facade, 'facade').subscriptionsStarted(started);
+    },
   };
 }
 
