@@ -19,6 +19,7 @@ import type { Config } from './config.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
 import { createGraphContext, type GraphContext } from './graph/context.ts';
+import { createQueryLimitsRule } from './graph/query-limits.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
@@ -96,6 +97,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     // Apollo's default: a GET (or simple POST) must carry a header no browser form can send
     // (`apollo-require-preflight`, `x-apollo-operation-name`, or a JSON content type).
     csrfPrevention: true,
+    validationRules: [createQueryLimitsRule(config.queryLimits)],
     includeStacktraceInErrorResponses: development,
     formatError,
     plugins: [

@@ -3,6 +3,7 @@
  * variable, and a secret's value is never part of a message.
  */
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
+import type { QueryLimits } from './graph/query-limits.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
@@ -43,6 +44,8 @@ export interface Config {
   landingPage: boolean;
   /** Answer introspection queries (Sandbox needs them). */
   introspection: boolean;
+  /** Operations deeper or costlier than these fail validation (see docs/errors.md). */
+  queryLimits: QueryLimits;
   upstream: UpstreamConfig;
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
@@ -67,6 +70,8 @@ export const CONFIG_DEFAULTS = {
   LOG_LEVEL: 'info',
   LANDING_PAGE: true,
   INTROSPECTION: true,
+  QUERY_MAX_DEPTH: 15,
+  QUERY_MAX_COST: 100_000,
   UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
   UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,
   UPSTREAM_BODY_TIMEOUT_MS: 15_000,
@@ -93,6 +98,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: reader.oneOf('LOG_LEVEL', LOG_LEVELS, CONFIG_DEFAULTS.LOG_LEVEL),
     landingPage: reader.boolean('LANDING_PAGE', CONFIG_DEFAULTS.LANDING_PAGE),
     introspection: reader.boolean('INTROSPECTION', CONFIG_DEFAULTS.INTROSPECTION),
+    queryLimits: {
+      maxDepth: reader.integer('QUERY_MAX_DEPTH', CONFIG_DEFAULTS.QUERY_MAX_DEPTH, 1, 1_000),
+      maxCost: reader.integer('QUERY_MAX_COST', CONFIG_DEFAULTS.QUERY_MAX_COST, 1, 100_000_000),
+    },
     upstream: {
       baseUrl: reader.baseUrl('UPSTREAM_BASE_URL'),
       apiKey: reader.secret('UPSTREAM_API_KEY'),

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       landingPage: true,
       introspection: true,
+      queryLimits: { maxDepth: 15, maxCost: 100_000 },
     });
     expect(config.upstream).toEqual({
       baseUrl: 'https://api.platform.test',
@@ -46,6 +47,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       LANDING_PAGE: 'false',
       INTROSPECTION: '0',
+      QUERY_MAX_DEPTH: '8',
+      QUERY_MAX_COST: '500',
       UPSTREAM_CONNECT_TIMEOUT_MS: '100',
       UPSTREAM_HEADERS_TIMEOUT_MS: '200',
       UPSTREAM_BODY_TIMEOUT_MS: '300',
@@ -63,6 +66,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       landingPage: false,
       introspection: false,
+      queryLimits: { maxDepth: 8, maxCost: 500 },
       upstream: {
         baseUrl: 'http://127.0.0.1:4010/platform',
         connectTimeoutMs: 100,
