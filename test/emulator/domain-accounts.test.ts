@@ -1,23 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startTestEmulator, startWebhookReceiver } from './domain-harness.ts';
-import type { TestEmulator, WebhookReceiver } from './domain-harness.ts';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startTestEmulator, useTestEmulator, useWebhookReceiver } from './domain-harness.ts';
+import type { TestEmulator } from './domain-harness.ts';
 
-let emulator: TestEmulator;
-let receiver: WebhookReceiver;
-
-beforeAll(async () => {
-  emulator = await startTestEmulator();
-  receiver = await startWebhookReceiver();
-});
-
-afterAll(async () => {
-  await emulator.close();
-  await receiver.close();
-});
-
-beforeEach(async () => {
-  await emulator.reset();
-});
+const emulator = useTestEmulator();
+const receiver = useWebhookReceiver();
 
 function replaceFees(customerId: string, accountId: string, developer: unknown) {
   return emulator.call('PUT', `/v3/customers/${customerId}/accounts/${accountId}/fees`, {

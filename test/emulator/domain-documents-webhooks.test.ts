@@ -1,23 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startTestEmulator, startWebhookReceiver } from './domain-harness.ts';
-import type { TestEmulator, WebhookReceiver } from './domain-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { startWebhookReceiver, useTestEmulator, useWebhookReceiver } from './domain-harness.ts';
 
-let emulator: TestEmulator;
-let receiver: WebhookReceiver;
-
-beforeAll(async () => {
-  emulator = await startTestEmulator();
-  receiver = await startWebhookReceiver();
-});
-
-afterAll(async () => {
-  await emulator.close();
-  await receiver.close();
-});
-
-beforeEach(async () => {
-  await emulator.reset();
-});
+const emulator = useTestEmulator();
+const receiver = useWebhookReceiver();
 
 const ids = (page: Record<string, unknown>) => (page['data'] as { id: string }[]).map((record) => record.id);
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createEmulator } from '../../emulator/index.ts';
 import type { EmulatorOptions } from '../../emulator/index.ts';
 
@@ -71,6 +72,62 @@ export async function startTestEmulator(options: EmulatorOptions = {}): Promise<
       if (!response.ok) throw new Error(`Reset failed with ${response.status}: ${await response.text()}`);
     },
     close: () => emulator.close(),
+  };
+}
+
+/**
+ * The set-up of a domain test file, registered as vitest hooks: one emulator for the file, its
+ * demo data restored before each test, closed after the file. The returned client delegates to
+ * it, so it can be declared at module level and used inside tests.
+ */
+export function useTestEmulator(options: EmulatorOptions = {}): TestEmulator {
+  let started: TestEmulator | undefined;
+  const current = (): TestEmulator => {
+    if (!started) throw new Error('The test emulator starts in beforeAll; use it inside a test or hook.');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startTestEmulator(options);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  beforeEach(async () => {
+    await current().reset();
+  });
+  return {
+    get url() {
+      return current().url;
+    },
+    call: (method, path, callOptions) => current().call(method, path, callOptions),
+    get: (path, key) => current().get(path, key),
+    reset: (data) => current().reset(data),
+    close: () => current().close(),
+  };
+}
+
+/** A {@link WebhookReceiver} for the whole test file, registered as vitest hooks like {@link useTestEmulator}. */
+export function useWebhookReceiver(): WebhookReceiver {
+  let started: WebhookReceiver | undefined;
+  const current = (): WebhookReceiver => {
+    if (!started) throw new Error('The webhook receiver starts in beforeAll; use it inside a test or hook.');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return {
+    get url() {
+      return current().url;
+    },
+    get events() {
+      return current().events;
+    },
+    waitFor: (predicate, timeoutMs) => current().waitFor(predicate, timeoutMs),
+    close: () => current().close(),
   };
 }
 

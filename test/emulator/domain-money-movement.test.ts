@@ -1,20 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { eventually, startTestEmulator } from './domain-harness.ts';
-import type { TestEmulator } from './domain-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { eventually, useTestEmulator } from './domain-harness.ts';
 
-let emulator: TestEmulator;
-
-beforeAll(async () => {
-  emulator = await startTestEmulator({ transferSettleMs: 20 });
-});
-
-afterAll(async () => {
-  await emulator.close();
-});
-
-beforeEach(async () => {
-  await emulator.reset();
-});
+const emulator = useTestEmulator({ transferSettleMs: 20 });
 
 describe('quotes', () => {
   test('lists a customer\u2019s quotes with their status', async () => {

@@ -1,23 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startTestEmulator, startWebhookReceiver } from './domain-harness.ts';
-import type { TestEmulator, WebhookReceiver } from './domain-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { useTestEmulator, useWebhookReceiver } from './domain-harness.ts';
 
-let emulator: TestEmulator;
-let receiver: WebhookReceiver;
-
-beforeAll(async () => {
-  emulator = await startTestEmulator();
-  receiver = await startWebhookReceiver();
-});
-
-afterAll(async () => {
-  await emulator.close();
-  await receiver.close();
-});
-
-beforeEach(async () => {
-  await emulator.reset();
-});
+const emulator = useTestEmulator();
+const receiver = useWebhookReceiver();
 
 const person = { firstName: 'Mary', lastName: 'Jackson', residenceCountry: 'US' };
 

@@ -1,23 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { eventually, startTestEmulator, startWebhookReceiver } from './domain-harness.ts';
-import type { TestEmulator, WebhookReceiver } from './domain-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { eventually, useTestEmulator, useWebhookReceiver } from './domain-harness.ts';
 
-let emulator: TestEmulator;
-let receiver: WebhookReceiver;
-
-beforeAll(async () => {
-  emulator = await startTestEmulator({ transferSettleMs: 20 });
-  receiver = await startWebhookReceiver();
-});
-
-afterAll(async () => {
-  await emulator.close();
-  await receiver.close();
-});
-
-beforeEach(async () => {
-  await emulator.reset();
-});
+const emulator = useTestEmulator({ transferSettleMs: 20 });
+const receiver = useWebhookReceiver();
 
 function createRule(customerId: string, body: unknown) {
   return emulator.call('POST', `/v3/customers/${customerId}/rules`, { body });
