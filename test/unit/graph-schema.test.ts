@@ -1,5 +1,7 @@
 import {
+  getNamedType,
   GraphQLScalarType,
+  type GraphQLInputObjectType,
   isEnumType,
   isInputObjectType,
   isInterfaceType,
@@ -112,6 +114,51 @@ describe('the schema', () => {
         mutation[name]!.args.map((arg) => arg.name),
         name,
       ).toEqual(['input']);
+    }
+  });
+
+  it('gives the fields clients rely on exactly the signatures the contract names', () => {
+    const schema = createSchema();
+    const signature = (typeName: string, fieldName: string): string => {
+      const field = (schema.getType(typeName) as GraphQLObjectType).getFields()[fieldName];
+      if (!field) return `${typeName}.${fieldName} is missing`;
+      const args = field.args.map((arg) => `${arg.name}: ${arg.type.toString()}`).join(', ');
+      return `${fieldName}(${args}): ${field.type.toString()}`;
+    };
+    const page = 'first: Int, after: String, updatedSince: DateTime';
+    expect(signature('Query', 'customer')).toBe('customer(id: ID!): Customer');
+    expect(signature('Query', 'customers')).toBe(`customers(${page}): CustomerConnection!`);
+    expect(signature('Query', 'account')).toBe('account(customerId: ID!, id: ID!): Account');
+    expect(signature('Query', 'webhookEndpoints')).toBe(
+      `webhookEndpoints(${page}): WebhookEndpointConnection!`,
+    );
+    expect(signature('Query', 'apiStatus')).toBe('apiStatus(): ApiStatus!');
+    for (const [name, connection] of [
+      ['accounts', 'AccountConnection'],
+      ['relatedParties', 'RelatedPartyConnection'],
+      ['capabilities', 'CapabilityConnection'],
+      ['documents', 'CustomerDocumentConnection'],
+      ['recipients', 'RecipientConnection'],
+      ['tasks', 'TaskConnection'],
+      ['quotes', 'QuoteConnection'],
+      ['transfers', 'TransferConnection'],
+      ['rules', 'RuleConnection'],
+    ] as const) {
+      expect(signature('Customer', name)).toBe(`${name}(${page}): ${connection}`);
+    }
+    expect(signature('Account', 'customerId')).toBe('customerId(): ID!');
+    expect(signature('Account', 'balances')).toBe('balances(): [Balance!]!');
+    expect(signature('Account', 'customer')).toBe('customer(): Customer');
+    expect(signature('Rule', 'trigger')).toBe('trigger(): Account');
+    expect(signature('PageInfo', 'hasNextPage')).toBe('hasNextPage(): Boolean!');
+    expect(signature('PageInfo', 'endCursor')).toBe('endCursor(): String');
+    for (const mutation of Object.values(schema.getMutationType()!.getFields())) {
+      const payload = getNamedType(mutation.type) as GraphQLObjectType;
+      const input = getNamedType(mutation.args[0]!.type) as GraphQLInputObjectType;
+      expect(mutation.type.toString(), mutation.name).toMatch(/Payload!$/);
+      expect(payload.getFields().idempotencyKey?.type.toString(), mutation.name).toBe('String!');
+      expect(payload.getFields().replayed?.type.toString(), mutation.name).toBe('Boolean!');
+      expect(input.getFields().idempotencyKey?.type.toString(), mutation.name).toBe('String');
     }
   });
 
