@@ -93,6 +93,29 @@ describe('nothing missed across a reconnection', () => {
     }
   });
 
+  test('ruleChanged replays an update made while away, with the rule as it is, then goes live', async () => {
+    const since = new Date().toISOString();
+    const setStatus = (status: 'paused' | 'active') =>
+      stack.emulator.rest('PATCH', '/v3/customers/cus_acme/rules/rul_acme_sweep', { body: { status } });
+    expect((await setStatus('paused')).status).toBe(200);
+
+    const received = stack
+      .connect()
+      .subscribe(
+        `subscription ($since: DateTime) { ruleChanged(customerId: "cus_acme", since: $since) { type replayed ruleId rule { status } } }`,
+        { since },
+      );
+    await stack.subscriptionsStarted(1);
+    expect((await setStatus('active')).status).toBe(200);
+    await waitFor(() => received.data.length >= 2, 'the replayed and the live rule change');
+    expect(received.data.map((data) => data.ruleChanged)).toEqual([
+      { type: 'rule.updated', replayed: true, ruleId: 'rul_acme_sweep', rule: { status: 'paused' } },
+      { type: 'rule.updated', replayed: false, ruleId: 'rul_acme_sweep', rule: { status: 'active' } },
+    ]);
+    expect(received.errors).toEqual([]);
+    received.stop();
+  });
+
   test('a subscription whose upstream list cannot be read fails with the upstream error', async () => {
     const received = stack
       .connect()
