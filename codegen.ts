@@ -5,6 +5,12 @@
  * Run `npm run codegen:graphql`; CI fails when the output drifts (`npm run codegen:check`).
  */
 import type { CodegenConfig } from '@graphql-codegen/cli';
+import {
+  PARTY_TYPE_VALUES,
+  RELATED_PARTY_ROLE_VALUES,
+  SANDBOX_CAPABILITY_STATUS_VALUES,
+  STATUS_REASON_ACTOR_VALUES,
+} from './src/graph/enum-values.ts';
 
 const upstream = '../upstream/types.ts';
 const parents = '../graph/parents.ts';
@@ -32,32 +38,10 @@ const config: CodegenConfig = {
         },
         // Enums whose upstream values are snake_case strings: resolvers see the upstream value.
         enumValues: {
-          StatusReasonActor: {
-            CUSTOMER: 'customer',
-            DEVELOPER: 'developer',
-            PROVIDER: 'provider',
-            NETWORK: 'network',
-            PLATFORM: 'platform',
-          },
-          PartyType: { PERSON: 'person', ENTITY: 'entity' },
-          RelatedPartyRole: {
-            CONTROL_PERSON: 'control_person',
-            DIRECTOR: 'director',
-            OFFICER: 'officer',
-            AUTHORIZED_SIGNER: 'authorized_signer',
-            AUTHORIZED_REPRESENTATIVE: 'authorized_representative',
-            COMPLIANCE_OFFICER: 'compliance_officer',
-            PRIMARY_CONTACT: 'primary_contact',
-            ACCOUNT_ADMINISTRATOR: 'account_administrator',
-            TRUSTEE: 'trustee',
-            SETTLOR: 'settlor',
-            PROTECTOR: 'protector',
-            BENEFICIARY: 'beneficiary',
-            GENERAL_PARTNER: 'general_partner',
-            LIMITED_PARTNER: 'limited_partner',
-            OTHER: 'other',
-          },
-          SandboxCapabilityStatus: { READY: 'ready', REJECTED: 'rejected', RESTRICTED: 'restricted' },
+          StatusReasonActor: { ...STATUS_REASON_ACTOR_VALUES },
+          PartyType: { ...PARTY_TYPE_VALUES },
+          RelatedPartyRole: { ...RELATED_PARTY_ROLE_VALUES },
+          SandboxCapabilityStatus: { ...SANDBOX_CAPABILITY_STATUS_VALUES },
         },
         mappers: {
           Customer: `${upstream}#Customer`,

@@ -8,6 +8,7 @@ import { archiveRelatedParty, createRelatedParty } from '../upstream/related-par
 import type { RelatedParty } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { resolveOwningCustomer } from './customers.ts';
+import { PARTY_TYPE_VALUES, RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
 
@@ -31,24 +32,8 @@ function displayName(party: RelatedPartyParent): string | null {
 
 export const relatedPartyResolvers: Resolvers = {
   // The upstream sends snake_case values; the enums' internal values are those strings.
-  PartyType: { PERSON: 'person', ENTITY: 'entity' },
-  RelatedPartyRole: {
-    CONTROL_PERSON: 'control_person',
-    DIRECTOR: 'director',
-    OFFICER: 'officer',
-    AUTHORIZED_SIGNER: 'authorized_signer',
-    AUTHORIZED_REPRESENTATIVE: 'authorized_representative',
-    COMPLIANCE_OFFICER: 'compliance_officer',
-    PRIMARY_CONTACT: 'primary_contact',
-    ACCOUNT_ADMINISTRATOR: 'account_administrator',
-    TRUSTEE: 'trustee',
-    SETTLOR: 'settlor',
-    PROTECTOR: 'protector',
-    BENEFICIARY: 'beneficiary',
-    GENERAL_PARTNER: 'general_partner',
-    LIMITED_PARTNER: 'limited_partner',
-    OTHER: 'other',
-  },
+  PartyType: PARTY_TYPE_VALUES,
+  RelatedPartyRole: RELATED_PARTY_ROLE_VALUES,
   Query: {
     relatedParty: (_parent, { customerId, id }, { loaders }) => loaders.relatedParty.load({ customerId, id }),
   },

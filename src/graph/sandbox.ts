@@ -1,11 +1,12 @@
 /** Resolvers of `sandbox.graphql`: test funds and forced capability statuses. */
 import type { Resolvers } from '../generated/graphql.ts';
 import { sandboxSetCapabilityStatus, sandboxTopUp } from '../upstream/sandbox.ts';
+import { SANDBOX_CAPABILITY_STATUS_VALUES } from './enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const sandboxResolvers: Resolvers = {
   // The upstream takes snake_case values; the enum's internal values are those strings.
-  SandboxCapabilityStatus: { READY: 'ready', REJECTED: 'rejected', RESTRICTED: 'restricted' },
+  SandboxCapabilityStatus: SANDBOX_CAPABILITY_STATUS_VALUES,
   Mutation: {
     sandboxTopUp: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['accountId']);
