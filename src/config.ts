@@ -4,6 +4,7 @@
  */
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
+import { EnvReader, type Env } from './env-reader.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
@@ -82,8 +83,6 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
 } as const;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 /**
  * Reads and validates the configuration from `env` (by default `process.env`).
  *
@@ -103,8 +102,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxCost: reader.integer('QUERY_MAX_COST', CONFIG_DEFAULTS.QUERY_MAX_COST, 1, 100_000_000),
     },
     upstream: {
-      baseUrl: reader.baseUrl('UPSTREAM_BASE_URL'),
-      apiKey: reader.secret('UPSTREAM_API_KEY'),
+      baseUrl: readBaseUrl(reader, 'UPSTREAM_BASE_URL'),
+      apiKey: readSecret(reader, 'UPSTREAM_API_KEY'),
       connectTimeoutMs: reader.integer(
         'UPSTREAM_CONNECT_TIMEOUT_MS',
         CONFIG_DEFAULTS.UPSTREAM_CONNECT_TIMEOUT_MS,
@@ -158,94 +157,43 @@ export function loadConfig(env: Env = process.env): Config {
   return config;
 }
 
-/** Collects problems instead of throwing at the first one, so an operator fixes them all in one go. */
-class EnvReader {
-  readonly problems: string[] = [];
-  readonly #env: Env;
-
-  constructor(env: Env) {
-    this.#env = env;
+/** The upstream origin (and optional path prefix), without credentials, query or trailing slash. */
+function readBaseUrl(reader: EnvReader, name: string): string {
+  const raw = reader.raw(name);
+  if (raw === undefined) {
+    reader.report(name, 'is required (the upstream API origin, e.g. https://api.example.com)');
+    return '';
   }
-
-  report(name: string, message: string): void {
-    this.problems.push(`${name}: ${message}`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    reader.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+    return '';
   }
-
-  /** The trimmed value, or undefined when unset or blank (a blank variable means "use the default"). */
-  #raw(name: string): string | undefined {
-    const value = this.#env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    reader.report(name, `must use http or https, got ${JSON.stringify(url.protocol)}`);
+    return '';
   }
-
-  string(name: string, fallback: string): string {
-    return this.#raw(name) ?? fallback;
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    // Credentials in a URL end up in logs; the key belongs in UPSTREAM_API_KEY.
+    reader.report(name, 'must not contain credentials, a query or a fragment');
+    return '';
   }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
 
-  integer(name: string, fallback: number, min: number, max: number): number {
-    const raw = this.#raw(name);
-    if (raw === undefined) return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      this.report(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-      return fallback;
-    }
-    return Number(raw);
+/** A required key of visible ASCII; the messages never include the value. */
+function readSecret(reader: EnvReader, name: string): string {
+  const value = reader.untrimmed(name);
+  if (value === undefined || value.trim() === '') {
+    reader.report(name, 'is required');
+    return '';
   }
-
-  boolean(name: string, fallback: boolean): boolean {
-    const raw = this.#raw(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (raw === 'true' || raw === '1') return true;
-    if (raw === 'false' || raw === '0') return false;
-    this.report(name, `must be true or false, got ${JSON.stringify(raw)}`);
-    return fallback;
+  // The value itself is never echoed: only what is wrong with it.
+  if (!/^[\x21-\x7e]+$/.test(value)) {
+    reader.report(name, 'must contain only visible ASCII characters (no spaces or line breaks)');
+    return '';
   }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: NoInfer<T>): T {
-    const raw = this.#raw(name);
-    if (raw === undefined) return fallback;
-    if (!(allowed as readonly string[]).includes(raw)) {
-      this.report(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
-      return fallback;
-    }
-    return raw as T;
-  }
-
-  baseUrl(name: string): string {
-    const raw = this.#raw(name);
-    if (raw === undefined) {
-      this.report(name, 'is required (the upstream API origin, e.g. https://api.example.com)');
-      return '';
-    }
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      this.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
-      return '';
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      this.report(name, `must use http or https, got ${JSON.stringify(url.protocol)}`);
-      return '';
-    }
-    if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-      // Credentials in a URL end up in logs; the key belongs in UPSTREAM_API_KEY.
-      this.report(name, 'must not contain credentials, a query or a fragment');
-      return '';
-    }
-    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-  }
-
-  secret(name: string): string {
-    const value = this.#env[name];
-    if (value === undefined || value.trim() === '') {
-      this.report(name, 'is required');
-      return '';
-    }
-    // The value itself is never echoed: only what is wrong with it.
-    if (!/^[\x21-\x7e]+$/.test(value)) {
-      this.report(name, 'must contain only visible ASCII characters (no spaces or line breaks)');
-      return '';
-    }
-    return value;
-  }
+  return value;
 }

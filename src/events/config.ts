@@ -3,6 +3,7 @@
  * subscriber queues. Read by `loadConfig` in `src/config.ts`, which reports every problem at once;
  * no message ever contains a secret or a Redis URL (it may hold a password).
  */
+import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
 import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './subscriber-queue.ts';
 import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './verify-webhook.ts';
 import { DEFAULT_WEBHOOK_MAX_BODY_BYTES } from './webhook-route.ts';
@@ -51,45 +52,31 @@ export const EVENTS_CONFIG_DEFAULTS = {
   SUBSCRIPTION_QUEUE_LIMIT: DEFAULT_SUBSCRIBER_QUEUE_LIMIT,
 } as const;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 /**
  * Reads the event pipeline's variables from `env`, calling `report(name, problem)` once per bad
  * variable and using the default for it, so the caller can list every problem together.
  */
-export function readEventsConfig(env: Env, report: (name: string, problem: string) => void): EventsConfig {
-  const raw = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const value = raw(name);
-    if (value === undefined) return fallback;
-    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-      report(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
-      return fallback;
-    }
-    return Number(value);
-  };
+export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig {
+  const reader = new EnvReader(env, report);
 
   return {
     webhooks: {
-      publicUrl: readPublicUrl(raw('WEBHOOK_PUBLIC_URL'), report),
-      register: readOptionalBoolean('WEBHOOK_REGISTER', raw('WEBHOOK_REGISTER'), report) ?? false,
+      publicUrl: readPublicUrl(reader.raw('WEBHOOK_PUBLIC_URL'), report),
+      register: reader.optionalBoolean('WEBHOOK_REGISTER') ?? false,
       secrets: readSecrets(env['WEBHOOK_SECRETS'], report),
-      toleranceSeconds: integer(
+      toleranceSeconds: reader.integer(
         'WEBHOOK_TOLERANCE_SECONDS',
         EVENTS_CONFIG_DEFAULTS.WEBHOOK_TOLERANCE_SECONDS,
         1,
         3600,
       ),
-      maxBodyBytes: integer(
+      maxBodyBytes: reader.integer(
         'WEBHOOK_MAX_BODY_BYTES',
         EVENTS_CONFIG_DEFAULTS.WEBHOOK_MAX_BODY_BYTES,
         1024,
         64 * 1024 * 1024,
       ),
-      dedupRetentionSeconds: integer(
+      dedupRetentionSeconds: reader.integer(
         'WEBHOOK_DEDUP_RETENTION_SECONDS',
         EVENTS_CONFIG_DEFAULTS.WEBHOOK_DEDUP_RETENTION_SECONDS,
         // Shorter than the upstream's retry window would let a retry through as a new event.
@@ -97,9 +84,9 @@ export function readEventsConfig(env: Env, report: (name: string, problem: strin
         30 * 24 * 60 * 60,
       ),
     },
-    redisUrl: readRedisUrl(raw('REDIS_URL'), report),
-    redisKeyPrefix: raw('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
-    subscriberQueueLimit: integer(
+    redisUrl: readRedisUrl(reader.raw('REDIS_URL'), report),
+    redisKeyPrefix: reader.raw('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
+    subscriberQueueLimit: reader.integer(
       'SUBSCRIPTION_QUEUE_LIMIT',
       EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
       1,
@@ -129,19 +116,6 @@ function readPublicUrl(
     return undefined;
   }
   return url.href;
-}
-
-function readOptionalBoolean(
-  name: string,
-  value: string | undefined,
-  report: (name: string, problem: string) => void,
-): boolean | undefined {
-  if (value === undefined) return undefined;
-  const lower = value.toLowerCase();
-  if (lower === 'true' || lower === '1') return true;
-  if (lower === 'false' || lower === '0') return false;
-  report(name, `must be true or false, got ${JSON.stringify(value)}`);
-  return undefined;
 }
 
 function readSecrets(value: string | undefined, report: (name: string, problem: string) => void): string[] {
