@@ -170,6 +170,46 @@ describe('webhook deliveries reaching subscribers', () => {
     received.stop();
   });
 
+  test('transferChanged and events show the transfer as it is now, as a Transfer in the union', async () => {
+    const transfers = stack
+      .connect()
+      .subscribe(
+        `subscription { transferChanged(customerId: "cus_acme") { eventId type transferId transfer { id state amount } } }`,
+      );
+    const everything = stack
+      .connect()
+      .subscribe(
+        `subscription { events(customerId: "cus_acme", types: ["transfer.completed"]) { eventId resourceType resource { __typename ... on Transfer { id state } } } }`,
+      );
+    await stack.subscriptionsStarted(2);
+    const completed = upstreamEvent({
+      type: 'transfer.completed',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'transfer',
+      resourceId: 'trf_acme_payout',
+    });
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, completed)).status).toBe(200);
+    await waitFor(
+      () => transfers.data.length >= 1 && everything.data.length >= 1,
+      'the transfer event on both subscriptions',
+    );
+    expect(transfers.data[0].transferChanged).toEqual({
+      eventId: completed.id,
+      type: 'transfer.completed',
+      transferId: 'trf_acme_payout',
+      transfer: { id: 'trf_acme_payout', state: 'completed', amount: '2500.00' },
+    });
+    expect(everything.data[0].events).toEqual({
+      eventId: completed.id,
+      resourceType: 'transfer',
+      resource: { __typename: 'Transfer', id: 'trf_acme_payout', state: 'completed' },
+    });
+    expect([...transfers.errors, ...everything.errors]).toEqual([]);
+    transfers.stop();
+    everything.stop();
+  });
+
   test('a subscription sent over HTTP is told to use graphql-ws', async () => {
     const response = await fetch(`${stack.facade.url}/graphql`, {
       method: 'POST',
