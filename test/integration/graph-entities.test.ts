@@ -2,22 +2,10 @@
  * The facade as a federation subgraph: `_service { sdl }` and `_entities`, whose representations
  * resolve through the loaders (one upstream read per distinct entity, however many times named).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../support/stack.ts';
+import { describe, expect, it } from 'vitest';
+import { useStack } from '../support/stack.ts';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-beforeEach(async () => {
-  await stack.resetUpstreamCalls();
-});
+const stack = useStack();
 
 const ENTITIES = /* GraphQL */ `
   query Entities($representations: [_Any!]!) {

@@ -2,22 +2,10 @@
  * Every mutation of the schema once against the emulator's demo data, and the idempotency
  * contract through GraphQL: a retried mutation replays, a reused key with other input conflicts.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStack, type GraphQLResult, type Stack } from '../support/stack.ts';
+import { describe, expect, it } from 'vitest';
+import { type GraphQLResult, useStack } from '../support/stack.ts';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-beforeEach(async () => {
-  await stack.resetUpstreamCalls();
-});
+const stack = useStack();
 
 type Payload = Record<string, unknown> & { idempotencyKey: string; replayed: boolean };
 

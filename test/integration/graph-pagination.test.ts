@@ -2,22 +2,10 @@
  * Relay connections over the upstream's cursor pages, the `first` limit, `updatedSince`, and the
  * scalars' input validation, through real HTTP against the emulator.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../support/stack.ts';
+import { describe, expect, it } from 'vitest';
+import { useStack } from '../support/stack.ts';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-beforeEach(async () => {
-  await stack.resetUpstreamCalls();
-});
+const stack = useStack();
 
 interface CustomerPage {
   customers: {

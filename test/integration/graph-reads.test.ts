@@ -2,23 +2,10 @@
  * Nested reads through the facade against the real emulator: what the answer holds, and exactly
  * which upstream requests it cost (the emulator counts them by route).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../support/stack.ts';
+import { describe, expect, it } from 'vitest';
+import { useStack } from '../support/stack.ts';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-beforeEach(async () => {
-  await stack.clearFaults();
-  await stack.resetUpstreamCalls();
-});
+const stack = useStack();
 
 interface DashboardCustomer {
   id: string;

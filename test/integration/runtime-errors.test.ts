@@ -2,8 +2,8 @@
  * Every problem code of the spec, triggered through the real emulator and read back through the
  * facade's GraphQL endpoint: the code, the message, the whole problem, pointers turned into paths.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { READ_ONLY_KEY, startStack, type GraphQLResult, type Stack } from '../support/stack.ts';
+import { describe, expect, test } from 'vitest';
+import { type GraphQLResult, READ_ONLY_KEY, useStack } from '../support/stack.ts';
 
 const CREATE_RELATED_PARTY = /* GraphQL */ `
   mutation CreateRelatedParty($input: CreateRelatedPartyInput!) {
@@ -53,20 +53,7 @@ function onlyError(result: GraphQLResult): NonNullable<GraphQLResult['body']['er
   return result.body.errors![0]!;
 }
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-beforeEach(async () => {
-  await stack.clearFaults();
-  await stack.resetUpstreamCalls();
-});
+const stack = useStack();
 
 describe('upstream problems become GraphQL errors', () => {
   test('validation_error becomes BAD_USER_INPUT with every field pointer given its input path', async () => {

@@ -2,24 +2,12 @@
  * The facade's HTTP surface: GraphQL over POST and GET, CSRF prevention, Apollo Sandbox for
  * browsers, liveness and readiness, and JSON answers for everything that is not GraphQL.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startStack, type Stack } from '../support/stack.ts';
+import { describe, expect, test } from 'vitest';
+import { useStack } from '../support/stack.ts';
 
 const CUSTOMER_QUERY = '{ customer(id: "cus_acme") { id displayName } }';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-beforeEach(async () => {
-  await stack.clearFaults();
-});
+const stack = useStack();
 
 function getUrl(query: string): string {
   return `${stack.graphqlUrl}?query=${encodeURIComponent(query)}`;
@@ -161,15 +149,7 @@ describe('health and readiness', () => {
 });
 
 describe('with a facade key the upstream refuses', () => {
-  let refused: Stack;
-
-  beforeAll(async () => {
-    refused = await startStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_revoked' } });
-  });
-
-  afterAll(async () => {
-    await refused?.close();
-  });
+  const refused = useStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_revoked' } });
 
   test('/readyz answers 503 with the reason', async () => {
     const response = await fetch(`${refused.facadeUrl}/readyz`);

@@ -5,10 +5,10 @@
  */
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { GraphQLError } from 'graphql';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { GraphContext } from '../../src/graph/context.ts';
 import { getCustomer } from '../../src/upstream/customers.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { useStack } from '../support/stack.ts';
 
 function createFailingSchema() {
   return makeExecutableSchema<GraphContext>({
@@ -51,15 +51,7 @@ function errorAt(errors: ErrorEntry[] | undefined, field: string): ErrorEntry {
 }
 
 describe('outside development', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ app: { schema: createFailingSchema() } });
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack({ app: { schema: createFailingSchema() } });
 
   test('an unexpected error is masked, the rest of the query answers', async () => {
     const result = await stack.query(QUERY, {}, { 'x-request-id': 'mask-1' });
@@ -115,15 +107,7 @@ describe('outside development', () => {
 });
 
 describe('in development', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ env: { NODE_ENV: 'development' }, app: { schema: createFailingSchema() } });
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack({ env: { NODE_ENV: 'development' }, app: { schema: createFailingSchema() } });
 
   test('errors carry their stack trace, the message stays masked', async () => {
     const result = await stack.query(QUERY);

@@ -2,18 +2,10 @@
  * Hostile or broken requests: each gets a clear error, and the facade keeps serving afterwards.
  */
 import { getIntrospectionQuery } from 'graphql';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startStack, type Stack } from '../support/stack.ts';
+import { describe, expect, test } from 'vitest';
+import { useStack } from '../support/stack.ts';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ env: { QUERY_MAX_DEPTH: '12', QUERY_MAX_COST: '5000' } });
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack({ env: { QUERY_MAX_DEPTH: '12', QUERY_MAX_COST: '5000' } });
 
 /** POSTs `body` as it is, not re-encoded, and returns the status and parsed answer. */
 async function post(body: string): Promise<{
@@ -148,9 +140,9 @@ describe('malformed requests', () => {
     );
   });
 
-  afterAll(async () => {
-    // After all of the above, the facade still answers.
+  test('after all of the above, the facade still answers', async () => {
     const result = await stack.query('{ customer(id: "cus_acme") { id } }');
+
     expect(result.body).toEqual({ data: { customer: { id: 'cus_acme' } } });
   });
 });

@@ -2,8 +2,8 @@
  * How the facade calls the upstream: retries and their budget, idempotency keys on mutations,
  * timeouts, request ids and credentials — observed through the emulator's request counter.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { READ_ONLY_KEY, SANDBOX_KEY, startStack, type Stack } from '../support/stack.ts';
+import { describe, expect, test } from 'vitest';
+import { READ_ONLY_KEY, SANDBOX_KEY, useStack } from '../support/stack.ts';
 
 const CUSTOMER_ROUTE = 'GET /v3/customers/{customerId}';
 const CREATE_PARTY_ROUTE = 'POST /v3/customers/{customerId}/related-parties';
@@ -38,22 +38,9 @@ function director(firstName: string, idempotencyKey?: string): Record<string, un
 }
 
 describe('with the default retry policy', () => {
-  let stack: Stack;
+  const stack = useStack();
   /** Every response body and header block the facade sent in this file. */
   const responses: string[] = [];
-
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
-
-  beforeEach(async () => {
-    await stack.clearFaults();
-    await stack.resetUpstreamCalls();
-  });
 
   async function query<T>(
     document: string,
@@ -198,15 +185,7 @@ describe('with the default retry policy', () => {
 });
 
 describe('with a retry budget of one retry per operation', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ env: { UPSTREAM_RETRY_BUDGET: '1' } });
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack({ env: { UPSTREAM_RETRY_BUDGET: '1' } });
 
   test('all reads of one operation share the budget', async () => {
     await stack.resetUpstreamCalls();
@@ -237,16 +216,8 @@ describe('with a retry budget of one retry per operation', () => {
 });
 
 describe('with a short headers timeout', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({
-      env: { UPSTREAM_HEADERS_TIMEOUT_MS: '300', UPSTREAM_RETRY_MAX_ATTEMPTS: '2' },
-    });
-  });
-
-  afterAll(async () => {
-    await stack?.close();
+  const stack = useStack({
+    env: { UPSTREAM_HEADERS_TIMEOUT_MS: '300', UPSTREAM_RETRY_MAX_ATTEMPTS: '2' },
   });
 
   test('an upstream that never answers becomes UPSTREAM_UNAVAILABLE after the attempts allowed', async () => {

@@ -2,6 +2,7 @@
  * A real stack for integration tests: the emulator and the facade, each on its own port 0 on
  * loopback, talking over HTTP. Composes emulator/ and src/, which never import each other.
  */
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createEmulator } from '../../emulator/index.ts';
 import { createApp, type App, type AppDependencies } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -181,4 +182,29 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await emulator.close();
     throw error;
   }
+}
+
+/**
+ * Starts a stack for the enclosing `describe` (or file): started in `beforeAll`, closed in
+ * `afterAll`, and before each test its faults cleared and its upstream counts reset, so every test
+ * starts from the same state. Returns the stack, usable from inside the tests.
+ */
+export function useStack(options: StackOptions = {}): Stack {
+  let current: Stack | undefined;
+  beforeAll(async () => {
+    current = await startStack(options);
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  beforeEach(async () => {
+    await current?.clearFaults();
+    await current?.resetUpstreamCalls();
+  });
+  return new Proxy({} as Stack, {
+    get(_target, property) {
+      if (!current) throw new Error('The stack is used before beforeAll has started it.');
+      return Reflect.get(current, property) as unknown;
+    },
+  });
 }
