@@ -27,12 +27,13 @@ if (env.UPSTREAM_BASE_URL === undefined || env.UPSTREAM_BASE_URL.trim() === '') 
   // The embedded emulator can reach the facade's loopback address: register it for webhooks.
   env.WEBHOOK_REGISTER ??= 'true';
   logger.info('upstream: in-process emulator with demo data', { upstream: url });
-} else {
-  logger.info('upstream: configured', { upstream: env.UPSTREAM_BASE_URL });
 }
 
 try {
-  await main(loadConfig(env), { afterClose: stopEmulator });
+  const config = loadConfig(env);
+  // Logged only once validated: a URL refused for holding credentials never reaches a log line.
+  if (!stopEmulator) logger.info('upstream: configured', { upstream: config.upstream.baseUrl });
+  await main(config, { afterClose: stopEmulator });
 } catch (error) {
   await stopEmulator?.();
   if (error instanceof ConfigError) {

@@ -74,6 +74,23 @@ describe('npm start', () => {
     expect(code).toBe(1);
     expect(await stderr).toBe('Invalid configuration:\n  - UPSTREAM_API_KEY: is required\n');
   });
+
+  test('refuses an upstream URL holding credentials without ever writing them out', async () => {
+    const child = run('scripts/start.ts', {
+      UPSTREAM_BASE_URL: 'http://operator:hunter2-password@127.0.0.1:9',
+      UPSTREAM_API_KEY: 'sk_live_start_test',
+    });
+    const stdout = collect(child.stdout);
+    const stderr = collect(child.stderr);
+
+    const [code] = (await once(child, 'exit')) as [number | null];
+
+    expect(code).toBe(1);
+    expect(await stderr).toBe(
+      'Invalid configuration:\n  - UPSTREAM_BASE_URL: must not contain credentials, a query or a fragment\n',
+    );
+    expect(await stdout).not.toContain('hunter2-password');
+  });
 });
 
 describe('src/main.ts', () => {
