@@ -168,7 +168,9 @@ function readBaseUrl(reader: EnvReader, name: string): string {
   try {
     url = new URL(raw);
   } catch {
-    reader.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+    // Quoted for the operator, but without any `user:password@` it holds.
+    const shown = raw.replace(/\/\/[^/]*@/, '//[redacted]@');
+    reader.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(shown)}`);
     return '';
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {

@@ -124,6 +124,12 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).not.toContain('sk_live');
   });
 
+  test('never quotes the credentials of a base URL it cannot parse', () => {
+    expect(problemsOf({ ...REQUIRED, UPSTREAM_BASE_URL: 'https://ops:s3cret@api platform' })).toEqual([
+      'UPSTREAM_BASE_URL: must be an absolute http(s) URL, got "https://[redacted]@api platform"',
+    ]);
+  });
+
   test('refuses credentials, a query or a fragment in the base URL', () => {
     expect(problemsOf({ ...REQUIRED, UPSTREAM_BASE_URL: 'https://user:secret@api.platform.test' })).toEqual([
       'UPSTREAM_BASE_URL: must not contain credentials, a query or a fragment',
