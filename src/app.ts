@@ -90,6 +90,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   app.disable('x-powered-by');
   const httpServer = http.createServer(app);
 
+  // The same limits over HTTP and graphql-ws: a subscription's selection runs on every event.
+  const validationRules = [createQueryLimitsRule(config.queryLimits)];
   const apollo = new ApolloServer<GraphContext>({
     schema,
     logger: toApolloLogger(logger.child({ component: 'apollo' })),
@@ -97,7 +99,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     // Apollo's default: a GET (or simple POST) must carry a header no browser form can send
     // (`apollo-require-preflight`, `x-apollo-operation-name`, or a JSON content type).
     csrfPrevention: true,
-    validationRules: [createQueryLimitsRule(config.queryLimits)],
+    validationRules,
     includeStacktraceInErrorResponses: development,
     formatError,
     plugins: [
@@ -138,6 +140,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     routes,
     httpServer,
     schema,
+    validationRules,
     createContext: ({ apiKey }) => createContext({ apiKey }),
     formatError,
   });

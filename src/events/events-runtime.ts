@@ -6,7 +6,7 @@
 import type { Server as HttpServer } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Router } from 'express';
-import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import type { GraphQLFormattedError, GraphQLSchema, ValidationRule } from 'graphql';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import { discoverCapabilities } from '../upstream/capabilities.ts';
@@ -44,6 +44,8 @@ export interface EventsHost {
   routes: Router;
   httpServer: HttpServer;
   schema: GraphQLSchema;
+  /** Validation rules beyond graphql's own, as HTTP applies them (e.g. the query limits). */
+  validationRules: readonly ValidationRule[];
   createContext(input: { apiKey: string }): GraphContext;
   /** The error formatting HTTP responses use. */
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
@@ -121,6 +123,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       websocket = attachGraphQLWebSocket({
         httpServer: host.httpServer,
         schema: host.schema,
+        validationRules: host.validationRules,
         defaultApiKey: options.defaultApiKey,
         checkSubscriber,
         createContext: host.createContext,

@@ -4,7 +4,14 @@
  */
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import type { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import {
+  GraphQLError,
+  specifiedRules,
+  validate,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
 import { CloseCode, type Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
@@ -27,6 +34,8 @@ export type SubscriberCheck =
 export interface GraphQLWebSocketOptions {
   httpServer: HttpServer;
   schema: GraphQLSchema;
+  /** Validation rules beyond graphql's own (`specifiedRules`), the same ones HTTP applies. */
+  validationRules: readonly ValidationRule[];
   /** Default `/graphql`, the HTTP endpoint's path. */
   path?: string;
   /** The facade's configured key, used when a connection brings none (as over HTTP). */
@@ -85,6 +94,8 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
   useServer<Record<string, unknown> | undefined, ConnectionExtra>(
     {
       schema: options.schema,
+      validate: (schema, document) =>
+        validate(schema, document, [...specifiedRules, ...options.validationRules]),
       subscribe: subscribeWithEventContexts,
       onConnect: async (ctx) => {
         if (draining) {
@@ -136,8 +147,23 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         result.errors === undefined
           ? undefined
           : { ...result, errors: result.errors.map((error) => options.formatError(error.toJSON(), error)) },
+      // graphql-ws reports here what failed before execution: validation. Over HTTP Apollo tags
+      // those GRAPHQL_VALIDATION_FAILED; the same code here, so clients handle both alike.
       onError: (_ctx, _id, _payload, errors: readonly GraphQLError[]) =>
-        errors.map((error) => options.formatError(error.toJSON(), error)),
+        errors.map((error) => {
+          const tagged =
+            error.extensions.code === undefined
+              ? new GraphQLError(error.message, {
+                  nodes: error.nodes,
+                  source: error.source,
+                  positions: error.positions,
+                  path: error.path,
+                  originalError: error.originalError,
+                  extensions: { ...error.extensions, code: 'GRAPHQL_VALIDATION_FAILED' },
+                })
+              : error;
+          return options.formatError(tagged.toJSON(), tagged);
+        }),
       // Logged once the operation listens (its queue subscribed, any replay read): from here on no
       // change is missed, which is what a client or a test waits for before making one.
       onOperation: (ctx, id) => {
