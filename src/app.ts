@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
+  ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
@@ -23,6 +24,7 @@ import { createQueryLimitsRule } from './graph/query-limits.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
+import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
@@ -105,6 +107,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer }),
       ApolloServerPluginInlineTraceDisabled(),
+      // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
+      ApolloServerPluginCacheControlDisabled(),
+      createNoStorePlugin(),
       config.landingPage
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),

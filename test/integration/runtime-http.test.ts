@@ -34,6 +34,16 @@ describe('GraphQL over HTTP', () => {
     });
   });
 
+  test('answers, with data or with errors, are marked not to be stored by any cache', async () => {
+    const ok = await stack.query(CUSTOMER_QUERY);
+    const failed = await stack.query('{ customer(id: "cus_acme") { noSuchField } }');
+
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('cache-control')).toBe('no-store');
+    expect(failed.status).toBe(400);
+    expect(failed.headers.get('cache-control')).toBe('no-store');
+  });
+
   test('a GET without any header a browser form could not send is refused as possible CSRF', async () => {
     const response = await fetch(getUrl(CUSTOMER_QUERY), { headers: { accept: 'application/json' } });
 
