@@ -16,11 +16,29 @@ const REDACTED = '[redacted]';
  * a context, a debugger print) shows `[redacted]` instead of the key.
  */
 export function createCredentials(apiKey: string): UpstreamCredentials {
-  const credentials = { apiKey };
-  Object.defineProperties(credentials, {
-    apiKey: { value: apiKey, enumerable: false },
-    toJSON: { value: () => ({ apiKey: REDACTED }), enumerable: false },
-    [inspect.custom]: { value: () => `UpstreamCredentials { apiKey: '${REDACTED}' }`, enumerable: false },
-  });
-  return credentials;
+  return new RedactedCredentials(apiKey);
+}
+
+/**
+ * The key lives in a private field behind a prototype getter, so the object has no own enumerable
+ * property to leak, and one class shape serves every operation (no per-object property definitions).
+ */
+class RedactedCredentials implements UpstreamCredentials {
+  readonly #apiKey: string;
+
+  constructor(apiKey: string) {
+    this.#apiKey = apiKey;
+  }
+
+  get apiKey(): string {
+    return this.#apiKey;
+  }
+
+  toJSON(): { apiKey: string } {
+    return { apiKey: REDACTED };
+  }
+
+  [inspect.custom](): string {
+    return `UpstreamCredentials { apiKey: '${REDACTED}' }`;
+  }
 }
