@@ -22,6 +22,8 @@ export interface UpstreamConfig {
   bodyTimeoutMs: number;
   /** Maximum concurrent keep-alive connections to the upstream. */
   connections: number;
+  /** Upstream calls (retries included) one GraphQL operation or subscription event may make. */
+  maxCallsPerOperation: number;
   retry: RetryConfig;
 }
 
@@ -77,6 +79,7 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,
   UPSTREAM_BODY_TIMEOUT_MS: 15_000,
   UPSTREAM_CONNECTIONS: 64,
+  UPSTREAM_MAX_CALLS_PER_OPERATION: 1_000,
   UPSTREAM_RETRY_MAX_ATTEMPTS: 3,
   UPSTREAM_RETRY_BUDGET: 10,
   UPSTREAM_RETRY_BASE_DELAY_MS: 100,
@@ -123,6 +126,12 @@ export function loadConfig(env: Env = process.env): Config {
         600_000,
       ),
       connections: reader.integer('UPSTREAM_CONNECTIONS', CONFIG_DEFAULTS.UPSTREAM_CONNECTIONS, 1, 10_000),
+      maxCallsPerOperation: reader.integer(
+        'UPSTREAM_MAX_CALLS_PER_OPERATION',
+        CONFIG_DEFAULTS.UPSTREAM_MAX_CALLS_PER_OPERATION,
+        1,
+        1_000_000,
+      ),
       retry: {
         maxAttempts: reader.integer(
           'UPSTREAM_RETRY_MAX_ATTEMPTS',

@@ -16,6 +16,7 @@ export type FacadeErrorCode =
   | 'IDEMPOTENCY_REQUEST_IN_PROGRESS'
   | 'UNPROCESSABLE'
   | 'UPSTREAM_UNAVAILABLE'
+  | 'TOO_MANY_UPSTREAM_CALLS'
   | 'INTERNAL_SERVER_ERROR';
 
 /** The problem codes the spec and docs/upstream-assumptions.md name. The upstream catalog is open. */

@@ -6,6 +6,7 @@
 import { GraphQLError, type GraphQLErrorExtensions } from 'graphql';
 import {
   describeUnavailableReason,
+  UpstreamCallLimitError,
   UpstreamProblemError,
   UpstreamUnavailableError,
 } from '../upstream/errors.ts';
@@ -48,6 +49,7 @@ const PASS_THROUGH_CODES = new Set([
  *   table in docs/errors.md, and whose `extensions.problem` is the whole problem; every field error
  *   keeps its `pointer` and gains the GraphQL input `path` it names.
  * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason.
+ * - An {@link UpstreamCallLimitError} becomes `TOO_MANY_UPSTREAM_CALLS` with the limit.
  * - A GraphQLError raised on purpose (by graphql-js, Apollo Server or a resolver) passes through.
  * - Anything else is masked: `INTERNAL_SERVER_ERROR` with a generic message.
  *
@@ -78,6 +80,15 @@ export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = 
         reason: cause.reason,
         requestId: cause.requestId,
       },
+      options,
+    );
+  }
+  if (cause instanceof UpstreamCallLimitError) {
+    return build(
+      located,
+      cause,
+      cause.message,
+      { code: 'TOO_MANY_UPSTREAM_CALLS' satisfies FacadeErrorCode, limit: cause.limit },
       options,
     );
   }
@@ -136,10 +147,16 @@ function withInputPath(fieldError: FieldError): GraphQLFieldError {
 }
 
 /** Follows `originalError` (GraphQL's wrapping) and `cause` (ours and DataLoader users') a few levels. */
-function findUpstreamError(error: unknown): UpstreamProblemError | UpstreamUnavailableError | undefined {
+function findUpstreamError(
+  error: unknown,
+): UpstreamProblemError | UpstreamUnavailableError | UpstreamCallLimitError | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
-    if (current instanceof UpstreamProblemError || current instanceof UpstreamUnavailableError)
+    if (
+      current instanceof UpstreamProblemError ||
+      current instanceof UpstreamUnavailableError ||
+      current instanceof UpstreamCallLimitError
+    )
       return current;
     current = isGraphQLError(current) && current.originalError ? current.originalError : current.cause;
   }

@@ -9,6 +9,7 @@ import type { RetryConfig, UpstreamConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
 import { parseProblem } from './problem.ts';
+import { spendCall, type CallBudget } from './call-budget.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -39,15 +40,19 @@ export interface UpstreamCall {
   readonly credentials: { readonly apiKey: string };
   readonly requestId: string;
   readonly retryBudget: RetryBudget;
+  readonly callBudget: CallBudget;
 }
 
 export interface UpstreamClient {
   readonly retryPolicy: RetryConfig;
+  /** Upstream calls one operation may make: the size of each operation's {@link CallBudget}. */
+  readonly maxCallsPerOperation: number;
   /**
    * Sends `request`, retrying what may be retried.
    *
    * @throws {UpstreamProblemError} when the upstream answers with an error status.
    * @throws {UpstreamUnavailableError} when no usable answer arrives.
+   * @throws {UpstreamCallLimitError} when the operation's call budget is spent (nothing is sent).
    */
   send(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Finishes in-flight calls (briefly), then closes every connection. */
@@ -135,8 +140,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
 
   return {
     retryPolicy: policy,
+    maxCallsPerOperation: options.maxCallsPerOperation,
     async send(call, request) {
       for (let attempt = 1; ; attempt++) {
+        // Every attempt is a call the upstream serves, so retries spend the budget too.
+        spendCall(call.callBudget);
         try {
           return await sendOnce(call, request, attempt);
         } catch (error) {

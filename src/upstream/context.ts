@@ -1,7 +1,8 @@
 /**
  * What every upstream call of one GraphQL operation shares: the client, the credentials, the
- * request id and the retry budget. Resolvers and loaders pass it to the upstream functions as `up`.
+ * request id, the retry budget and the call budget. Resolvers and loaders pass it to the upstream functions as `up`.
  */
+import { createCallBudget, type CallBudget } from './call-budget.ts';
 import type { UpstreamClient } from './client.ts';
 import { createCredentials, type UpstreamCredentials } from './credentials.ts';
 import { resolveRequestId } from './request-id.ts';
@@ -15,6 +16,8 @@ export interface UpstreamContext {
   readonly requestId: string;
   /** Retries the whole operation may still spend. */
   readonly retryBudget: RetryBudget;
+  /** Upstream calls the whole operation may still make. */
+  readonly callBudget: CallBudget;
 }
 
 export interface UpstreamContextOptions {
@@ -36,5 +39,6 @@ export function createUpstreamContext(
     credentials: createCredentials(options.apiKey),
     requestId: resolveRequestId(options.requestId),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
+    callBudget: createCallBudget(client.maxCallsPerOperation),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The two ways an upstream call fails. Nothing here knows GraphQL: errors/ turns these into GraphQL
+ * The ways an upstream call fails. Nothing here knows GraphQL: errors/ turns these into GraphQL
  * errors. Neither error ever carries an API key.
  */
 import { UnreachableCaseError } from '../errors/unreachable-case-error.ts';
@@ -21,6 +21,21 @@ export class UpstreamProblemError extends Error {
 
   get code(): string {
     return this.problem.code;
+  }
+}
+
+/** The operation has made as many upstream calls as one operation may; no call was sent. */
+export class UpstreamCallLimitError extends Error {
+  /** Calls one operation may make (`UPSTREAM_MAX_CALLS_PER_OPERATION`). */
+  readonly limit: number;
+
+  constructor(limit: number) {
+    super(
+      `This operation needs more than ${limit} upstream calls, the most one operation may make. ` +
+        'Ask for less in one operation: fewer aliased fields, representations or pages.',
+    );
+    this.name = 'UpstreamCallLimitError';
+    this.limit = limit;
   }
 }
 

@@ -235,3 +235,48 @@ describe('with a short headers timeout', () => {
     expect((await stack.upstreamCalls()).byRoute).toEqual({ [CUSTOMER_ROUTE]: 2 });
   });
 });
+
+describe('with at most three upstream calls per operation', () => {
+  const stack = useStack({ env: { UPSTREAM_MAX_CALLS_PER_OPERATION: '3' } });
+
+  test('reads past the budget are not sent; their fields are null with TOO_MANY_UPSTREAM_CALLS', async () => {
+    const result = await stack.query<Record<string, { id: string } | null>>(
+      `{
+        a: customer(id: "cus_acme") { id }
+        b: customer(id: "cus_ada") { id }
+        c: customer(id: "cus_globex") { id }
+        d: customer(id: "cus_missing_1") { id }
+        e: customer(id: "cus_missing_2") { id }
+      }`,
+    );
+
+    // The loader sends one read per distinct id in order; the first three spend the budget.
+    expect(result.body.data).toEqual({
+      a: { id: 'cus_acme' },
+      b: { id: 'cus_ada' },
+      c: { id: 'cus_globex' },
+      d: null,
+      e: null,
+    });
+    expect(result.body.errors).toEqual([
+      expect.objectContaining({
+        path: ['d'],
+        extensions: { code: 'TOO_MANY_UPSTREAM_CALLS', limit: 3 },
+      }),
+      expect.objectContaining({
+        path: ['e'],
+        extensions: { code: 'TOO_MANY_UPSTREAM_CALLS', limit: 3 },
+      }),
+    ]);
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ [CUSTOMER_ROUTE]: 3 });
+  });
+
+  test('the budget is per operation: the next operation has its own', async () => {
+    const result = await stack.query(
+      '{ a: customer(id: "cus_acme") { id } b: customer(id: "cus_ada") { id } }',
+    );
+
+    expect(result.body).toEqual({ data: { a: { id: 'cus_acme' }, b: { id: 'cus_ada' } } });
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ [CUSTOMER_ROUTE]: 2 });
+  });
+});

@@ -46,6 +46,7 @@ beforeAll(async () => {
     headersTimeoutMs: 2_000,
     bodyTimeoutMs: 2_000,
     connections: 2,
+    maxCallsPerOperation: 1_000,
     retry: { maxAttempts: 3, budget: 10, baseDelayMs: 1, maxDelayMs: 5 },
     logger: createLogger({ level: 'silent' }),
   });
@@ -163,6 +164,7 @@ describe('the upstream client', () => {
       headersTimeoutMs: 1_000,
       bodyTimeoutMs: 1_000,
       connections: 1,
+      maxCallsPerOperation: 1_000,
       retry: { maxAttempts: 2, budget: 10, baseDelayMs: 1, maxDelayMs: 2 },
       logger: createLogger({ level: 'silent' }),
     });

@@ -63,6 +63,7 @@ const ANSWERS: Record<string, unknown> = {
 function answeringClient(requests: string[]): UpstreamClient {
   return {
     retryPolicy: { maxAttempts: 1, budget: 0, baseDelayMs: 1, maxDelayMs: 1 },
+    maxCallsPerOperation: 1_000,
     async send(_call, request: UpstreamRequest): Promise<UpstreamResponse> {
       requests.push(`${request.method} ${request.path}`);
       const body = ANSWERS[request.path];

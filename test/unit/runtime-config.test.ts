@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       headersTimeoutMs: 15_000,
       bodyTimeoutMs: 15_000,
       connections: 64,
+      maxCallsPerOperation: 1_000,
       retry: { maxAttempts: 3, budget: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
     });
   });

@@ -8,7 +8,11 @@ import {
 import { createFormatError } from '../../src/errors/format-error.ts';
 import { parameterToArgumentPath, pointerToInputPath } from '../../src/errors/input-path.ts';
 import { isUnexpectedError, toGraphQLError } from '../../src/errors/to-graphql-error.ts';
-import { UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
+import {
+  UpstreamCallLimitError,
+  UpstreamProblemError,
+  UpstreamUnavailableError,
+} from '../../src/upstream/errors.ts';
 import type { Problem } from '../../src/upstream/types.ts';
 
 function problem(overrides: Partial<Problem> & Pick<Problem, 'status' | 'code'>): Problem {
@@ -192,6 +196,17 @@ describe('toGraphQLError', () => {
       message: 'The upstream API did not accept a connection in time.',
       path: ['customer', 'accounts'],
       extensions: { code: 'UPSTREAM_UNAVAILABLE', reason: 'connect_timeout', requestId: 'req_9' },
+    });
+  });
+
+  test('turns a spent call budget into TOO_MANY_UPSTREAM_CALLS with the limit, not a masked error', () => {
+    const error = located(new UpstreamCallLimitError(3));
+
+    expect(isUnexpectedError(error)).toBe(false);
+    expect(toGraphQLError(error).toJSON()).toEqual({
+      message: expect.stringContaining('more than 3 upstream calls'),
+      path: ['customer', 'accounts'],
+      extensions: { code: 'TOO_MANY_UPSTREAM_CALLS', limit: 3 },
     });
   });
 
