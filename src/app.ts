@@ -101,6 +101,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     // Apollo's default: a GET (or simple POST) must carry a header no browser form can send
     // (`apollo-require-preflight`, `x-apollo-operation-name`, or a JSON content type).
     csrfPrevention: true,
+    // The process owns SIGINT/SIGTERM (src/main.ts): Apollo's own handler would stop the server
+    // under our ordered shutdown and re-raise the signal, so the process would die before exit 0.
+    stopOnTerminationSignals: false,
     validationRules,
     includeStacktraceInErrorResponses: development,
     formatError,

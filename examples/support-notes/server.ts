@@ -44,7 +44,12 @@ export function createSupportNotesSchema(notes?: readonly SupportNote[]): GraphQ
 export function createSupportNotesServer(options: SupportNotesServerOptions = {}): SupportNotesServer {
   const schema = createSupportNotesSchema(options.notes);
   // Inline tracing is on by default for subgraphs and only matters with Apollo's usage reporting.
-  const server = new ApolloServer({ schema, plugins: [ApolloServerPluginInlineTraceDisabled()] });
+  const server = new ApolloServer({
+    schema,
+    plugins: [ApolloServerPluginInlineTraceDisabled()],
+    // main.ts owns SIGINT/SIGTERM; Apollo's own handler would re-raise the signal and kill the process.
+    stopOnTerminationSignals: false,
+  });
   let started = false;
   return {
     schema,

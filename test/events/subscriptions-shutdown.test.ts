@@ -32,7 +32,8 @@ describe('shutdown', () => {
       } = process.env;
       const child = spawn(process.execPath, ['scripts/start.ts'], {
         cwd: new URL('../..', import.meta.url),
-        env: { ...inherited, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'debug' },
+        // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
+        env: { ...inherited, NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'debug' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);

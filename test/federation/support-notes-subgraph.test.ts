@@ -119,7 +119,8 @@ describe('npm run example:subgraph', () => {
   function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
     const child = spawn(process.execPath, ['examples/support-notes/main.ts'], {
       cwd: new URL('../..', import.meta.url),
-      env: { ...process.env, HOST: '127.0.0.1', ...env },
+      // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
+      env: { ...process.env, NODE_ENV: 'production', HOST: '127.0.0.1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);

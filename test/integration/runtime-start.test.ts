@@ -19,7 +19,8 @@ function run(script: string, env: Record<string, string>): ChildProcess {
   const { UPSTREAM_BASE_URL: _base, UPSTREAM_API_KEY: _key, ...inherited } = process.env;
   const child = spawn(process.execPath, [script], {
     cwd: new URL('../..', import.meta.url),
-    env: { ...inherited, ...env },
+    // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
+    env: { ...inherited, NODE_ENV: 'production', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
