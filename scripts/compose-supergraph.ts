@@ -8,7 +8,7 @@
  * As a module it exports {@link composeSupergraph}, which the federation tests use.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { composeServices } from '@apollo/composition';
 import { getLocation, GraphQLError, parse, Source, type DocumentNode } from 'graphql';
@@ -191,7 +191,11 @@ function main(): number {
   if (!values.quiet) {
     for (const hint of composed.hints) console.warn(`hint ${hint}`);
   }
-  console.log(`Wrote the supergraph to ${relative(process.cwd(), out) || out}`);
+  const shown = relative(process.cwd(), out);
+  // Relative only inside the working directory: `../../tmp/x` reads worse than the path given.
+  console.log(
+    `Wrote the supergraph to ${shown && !shown.startsWith('..') && !isAbsolute(shown) ? shown : out}`,
+  );
   return 0;
 }
 
