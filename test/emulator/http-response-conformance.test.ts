@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONTRACT_URL } from '../../emulator/http/contract.ts';
 import { LIVE_KEY, READ_ONLY_KEY, startEmulator } from './http-harness.ts';
 import type { CallOptions, CallResult, EmulatorHarness } from './http-harness.ts';
+import { eventually, startWebhookReceiver } from './domain-harness.ts';
+import type { WebhookReceiver } from './domain-harness.ts';
 
 /*
  * The emulator's responses against the contract the facade generates its types from. Requests are
@@ -419,13 +421,16 @@ const ERROR_CASES: Record<
 };
 
 let emulator: EmulatorHarness;
+let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  emulator = await startEmulator();
+  emulator = await startEmulator({ webhookRetryBaseMs: 50, webhookMaxAttempts: 2 });
+  receiver = await startWebhookReceiver();
 });
 
 afterAll(async () => {
   await emulator.close();
+  await receiver.close();
 });
 
 async function resetDemoData(): Promise<void> {
@@ -537,6 +542,51 @@ describe('emulator responses conform to the contract', () => {
     const replay = await callAndValidate(create);
     expect(replay.result.headers.get('idempotency-replayed')).toBe('true');
     expect(replay.result.body).toEqual(first.result.body);
+  });
+
+  test('every webhook event kind is delivered as the contract declares, with the record a read returns', async () => {
+    await resetDemoData();
+    const eventTypes = (document.components.schemas.WebhookEventType as { enum: string[] }).enum;
+    await callAndValidate(write('POST', '/v3/webhooks', { url: receiver.url, events: eventTypes }, 201));
+    const changes = [
+      SUCCESS_CASES.createCustomer![0]!,
+      SUCCESS_CASES.createRelatedParty![0]!,
+      SUCCESS_CASES.archiveRelatedParty![0]!,
+      SUCCESS_CASES.createAccount![0]!,
+      SUCCESS_CASES.createCapability![0]!,
+      SUCCESS_CASES.sandboxSetCapabilityStatus![0]!,
+      SUCCESS_CASES.archiveDocument![0]!,
+      SUCCESS_CASES.createRule![0]!,
+      // Funds on the watched wallet: rul_acme_sweep creates a transfer that completes after a delay.
+      write('POST', '/v3/sandbox/accounts/acc_acme_polygon/topup', { amount: '5.00', currency: 'USDC' }),
+      SUCCESS_CASES.updateRuleStatus![0]!,
+      SUCCESS_CASES.archiveRule![0]!,
+    ];
+    for (const change of changes) await callAndValidate(change);
+    await eventually(() => {
+      const received = new Set(receiver.events.map((event) => event.type));
+      expect(eventTypes.filter((type) => !received.has(type))).toEqual([]);
+    });
+
+    const eventValidate = ajv.compile(closeObjects({ $ref: '#/components/schemas/WebhookEvent' }) as Schema);
+    const recordSchemas: Record<string, string> = {
+      customer: 'Customer',
+      account: 'Account',
+      capability: 'Capability',
+      related_party: 'RelatedParty',
+      document: 'CustomerDocument',
+      rule: 'Rule',
+      transfer: 'Transfer',
+    };
+    for (const event of receiver.events) {
+      expect(eventValidate(event) ? [] : eventValidate.errors, `${event.type} event`).toEqual([]);
+      const schemaName = recordSchemas[event.data.resourceType];
+      expect(schemaName, `resourceType ${event.data.resourceType}`).toBeDefined();
+      const recordValidate = ajv.getSchema(`${CONTRACT_ID}#/$defs/${schemaName}`)!;
+      expect(recordValidate(event.data.object) ? [] : recordValidate.errors, `${event.type} object`).toEqual(
+        [],
+      );
+    }
   });
 
   test('a validation error points at each invalid body field', async () => {
