@@ -33,7 +33,6 @@ export type RuleAction = Schemas['RuleAction'];
 export type RuleAccountTarget = Schemas['RuleAccountTarget'];
 export type RuleDestinationTarget = Schemas['RuleDestinationTarget'];
 export type Rule = Schemas['Rule'];
-export type RuleStatus = Rule['status'];
 export type Recipient = Schemas['Recipient'];
 export type RecipientDestination = Schemas['RecipientDestination'];
 export type Task = Schemas['Task'];
