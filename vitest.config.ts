@@ -14,7 +14,8 @@ export default defineConfig({
     // Integration tests start real servers on port 0; two cores run them well in two workers.
     pool: 'forks',
     maxWorkers: 2,
-    // One real redis-server for the run; tests read its URL with inject('redisUrl').
-    globalSetup: ['test/support/redis-global-setup.ts'],
+    // One real redis-server and one real OpenID provider for the run; tests read their
+    // coordinates with inject('redisUrl') and inject('issuer').
+    globalSetup: ['test/support/redis-global-setup.ts', 'test/support/identity-global-setup.ts'],
   },
 });

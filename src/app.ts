@@ -16,6 +16,10 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express, type Router } from 'express';
 import type { GraphQLSchema } from 'graphql';
+import type { Caller } from './auth/caller.ts';
+import { createAuthenticator, type Authenticator } from './auth/authenticate.ts';
+import { authenticateHttp, type AuthenticatedLocals } from './auth/http-authentication.ts';
+import { createTokenVerifier } from './auth/token-verifier.ts';
 import type { Config } from './config.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
@@ -29,7 +33,10 @@ import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
+import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
 import { createUpstreamContext } from './upstream/context.ts';
+import { UpstreamProblemError } from './upstream/errors.ts';
+import { createKeyEnvironments, type KeyEnvironments } from './upstream/key-environments.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
 export interface AppDependencies {
@@ -45,10 +52,12 @@ export interface AppDependencies {
 
 /** Who is calling and under which request id; see {@link App.createContext}. */
 export interface ContextInput {
-  /** The caller's own upstream key; the configured key when absent. */
-  apiKey?: string;
+  /** The authenticated caller; undefined for an anonymous request, which may reach no upstream data. */
+  caller: Caller | undefined;
+  /** The caller's own upstream key (AUTH_ALLOW_CALLER_API_KEY); the configured key when absent. */
+  apiKey?: string | undefined;
   /** The caller's request id; generated when absent or unusable. */
-  requestId?: string;
+  requestId?: string | undefined;
 }
 
 export interface App {
@@ -61,7 +70,7 @@ export interface App {
   readonly upstreamClient: UpstreamClient;
   readonly logger: Logger;
   /** Builds an operation's context the way `/graphql` does (for graphql-ws and webhook reads). */
-  createContext(input?: ContextInput): GraphContext;
+  createContext(input: ContextInput): GraphContext;
   /** Runs `hook` during `close()`, after HTTP has drained and before upstream connections close. */
   onClose(hook: () => void | Promise<void>): void;
   /** Starts listening; resolves with the base URL (no path) and the bound port. */
@@ -80,10 +89,14 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const schema = deps.schema ?? createSchema();
   const development = config.nodeEnv === 'development';
   const formatError = createFormatError({ includeStacktrace: development });
+  const keyEnvironments = createKeyEnvironments(upstreamClient, config.upstream.apiKey);
+  const authenticator = createAppAuthenticator(config, keyEnvironments, logger);
   // Webhook route, pub/sub and graphql-ws: src/events/. Drained by its Apollo plugin on close.
   const events = createEventsRuntime({
     config: config.events,
     defaultApiKey: config.upstream.apiKey,
+    keyEnvironments,
+    authenticate: (credentials) => authenticator.authenticate(credentials),
     upstreamClient,
     logger,
   });
@@ -97,7 +110,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const apollo = new ApolloServer<GraphContext>({
     schema,
     logger: toApolloLogger(logger.child({ component: 'apollo' })),
-    introspection: config.introspection,
+    // Every request that reaches Apollo has a caller, or is anonymous-safe (authenticateHttp).
+    introspection: config.introspection !== 'off',
+    // "Did you mean …" describes the schema: not to callers who may not introspect.
+    hideSchemaDetailsFromClientErrors: config.introspection === 'off',
     // Apollo's default: a GET (or simple POST) must carry a header no browser form can send
     // (`apollo-require-preflight`, `x-apollo-operation-name`, or a JSON content type).
     csrfPrevention: true,
@@ -123,12 +139,14 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   });
   await apollo.start();
 
-  const createContext = (input: ContextInput = {}): GraphContext =>
+  const createContext = (input: ContextInput): GraphContext =>
     createGraphContext(
       createUpstreamContext(upstreamClient, {
         apiKey: input.apiKey ?? config.upstream.apiKey,
+        scope: input.caller === undefined ? ANONYMOUS_SCOPE : scopeOf(input.caller),
         requestId: input.requestId,
       }),
+      input.caller,
     );
 
   const routes = express.Router();
@@ -138,10 +156,22 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   app.use(
     '/graphql',
     express.json({ limit: MAX_BODY }),
+    authenticateHttp({
+      authenticator,
+      publicIntrospection: config.introspection === 'public',
+      landingPage: config.landingPage,
+      logger,
+    }),
     expressMiddleware(apollo, {
-      // A server-side caller may send its own key; everyone else uses the facade's.
-      context: async ({ req, res }) =>
-        createContext({ apiKey: req.get('x-api-key'), requestId: res.locals.requestId as string }),
+      // authenticateHttp decided who is calling before Apollo saw the request.
+      context: async ({ res }) => {
+        const locals = res.locals as Partial<AuthenticatedLocals>;
+        return createContext({
+          caller: locals.caller,
+          apiKey: locals.callerApiKey,
+          requestId: res.locals.requestId as string,
+        });
+      },
     }),
   );
   events.attach({
@@ -149,7 +179,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     httpServer,
     schema,
     validationRules,
-    createContext: ({ apiKey }) => createContext({ apiKey }),
+    createContext: ({ caller, apiKey }) => createContext({ caller, apiKey }),
     formatError,
   });
   app.use(routes);
@@ -196,6 +226,35 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       return closing;
     },
   };
+}
+
+/**
+ * The authenticator of `config.auth`: bearer tokens verified against the issuer's keys, a caller's
+ * own platform key where allowed (checked with the upstream once per key), or no check at all
+ * (`AUTH_MODE=none`, warned about at start).
+ */
+function createAppAuthenticator(config: Config, keyEnvironments: KeyEnvironments, logger: Logger): Authenticator {
+  const auth = config.auth;
+  if (auth.mode === 'none') {
+    logger.warn('AUTH_MODE=none: the facade is open, every caller acts with the configured upstream key');
+  }
+  const verifier =
+    auth.mode === 'oidc' && auth.oidc !== undefined ? createTokenVerifier(auth.oidc) : undefined;
+  return createAuthenticator({
+    mode: auth.mode === 'oidc' && verifier === undefined ? 'api-key-only' : auth.mode,
+    verifier,
+    allowCallerApiKey: auth.allowCallerApiKey,
+    async checkApiKey(apiKey) {
+      try {
+        await keyEnvironments.of(apiKey);
+        return 'valid';
+      } catch (error) {
+        return error instanceof UpstreamProblemError && (error.status === 401 || error.status === 403)
+          ? 'invalid'
+          : 'unavailable';
+      }
+    },
+  });
 }
 
 function formatHost(host: string): string {

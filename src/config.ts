@@ -2,12 +2,17 @@
  * Environment → typed, validated configuration. Every bad value is reported at once, one line per
  * variable, and a secret's value is never part of a message.
  */
+import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
+
+export const INTROSPECTION_MODES = ['authenticated', 'public', 'off'] as const;
+
+export type IntrospectionMode = (typeof INTROSPECTION_MODES)[number];
 
 export type NodeEnv = (typeof NODE_ENVS)[number];
 
@@ -25,6 +30,11 @@ export interface UpstreamConfig {
   /** Upstream calls (retries included) one GraphQL operation or subscription event may make. */
   maxCallsPerOperation: number;
   retry: RetryConfig;
+  /**
+   * `{docs_url}` of the upstream's problem types: a request refused for being outside the caller's
+   * scope answers the upstream's own 404, `type` included.
+   */
+  problemDocsUrl: string;
 }
 
 /** Retry policy of upstream calls. */
@@ -45,8 +55,13 @@ export interface Config {
   logLevel: LogLevel;
   /** Serve Apollo Sandbox to a browser GET on `/graphql`. */
   landingPage: boolean;
-  /** Answer introspection queries (Sandbox needs them). */
-  introspection: boolean;
+  /**
+   * Who may introspect (Sandbox needs it): `authenticated` callers (the default), everyone
+   * (`public`), or nobody (`off`, which also drops "Did you mean" suggestions from errors).
+   */
+  introspection: IntrospectionMode;
+  /** Who the callers are: OpenID Connect access tokens, callers' own keys, or nobody checked. */
+  auth: AuthConfig;
   /** Operations deeper or costlier than these fail validation (see docs/errors.md). */
   queryLimits: QueryLimits;
   upstream: UpstreamConfig;
@@ -72,7 +87,7 @@ export const CONFIG_DEFAULTS = {
   NODE_ENV: 'production',
   LOG_LEVEL: 'info',
   LANDING_PAGE: true,
-  INTROSPECTION: true,
+  INTROSPECTION: 'authenticated',
   QUERY_MAX_DEPTH: 15,
   QUERY_MAX_COST: 100_000,
   UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
@@ -84,6 +99,7 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_RETRY_BUDGET: 10,
   UPSTREAM_RETRY_BASE_DELAY_MS: 100,
   UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
+  UPSTREAM_DOCS_URL: 'https://docs.platform.test/v3',
 } as const;
 
 /**
@@ -99,7 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv: reader.oneOf('NODE_ENV', NODE_ENVS, CONFIG_DEFAULTS.NODE_ENV),
     logLevel: reader.oneOf('LOG_LEVEL', LOG_LEVELS, CONFIG_DEFAULTS.LOG_LEVEL),
     landingPage: reader.boolean('LANDING_PAGE', CONFIG_DEFAULTS.LANDING_PAGE),
-    introspection: reader.boolean('INTROSPECTION', CONFIG_DEFAULTS.INTROSPECTION),
+    introspection: reader.oneOf('INTROSPECTION', INTROSPECTION_MODES, CONFIG_DEFAULTS.INTROSPECTION),
     queryLimits: {
       maxDepth: reader.integer('QUERY_MAX_DEPTH', CONFIG_DEFAULTS.QUERY_MAX_DEPTH, 1, 1_000),
       maxCost: reader.integer('QUERY_MAX_COST', CONFIG_DEFAULTS.QUERY_MAX_COST, 1, 100_000_000),
@@ -153,8 +169,10 @@ export function loadConfig(env: Env = process.env): Config {
           600_000,
         ),
       },
+      problemDocsUrl: reader.string('UPSTREAM_DOCS_URL', CONFIG_DEFAULTS.UPSTREAM_DOCS_URL).replace(/\/+$/, ''),
     },
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
+    auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

@@ -6,6 +6,7 @@
 import { GraphQLError, type GraphQLErrorExtensions } from 'graphql';
 import {
   describeUnavailableReason,
+  UpstreamAccessDeniedError,
   UpstreamCallLimitError,
   UpstreamProblemError,
   UpstreamUnavailableError,
@@ -92,6 +93,10 @@ export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = 
       options,
     );
   }
+  if (cause instanceof UpstreamAccessDeniedError) {
+    // The reason stays in the server's logs: it would tell a prober which rule it met.
+    return build(located, cause, cause.message, { code: 'FORBIDDEN' satisfies FacadeErrorCode }, options);
+  }
   if (located && !isUnexpectedError(located)) {
     const { http: _http, stacktrace: _stacktrace, ...extensions } = located.extensions;
     return build(
@@ -149,13 +154,19 @@ function withInputPath(fieldError: FieldError): GraphQLFieldError {
 /** Follows `originalError` (GraphQL's wrapping) and `cause` (ours and DataLoader users') a few levels. */
 function findUpstreamError(
   error: unknown,
-): UpstreamProblemError | UpstreamUnavailableError | UpstreamCallLimitError | undefined {
+):
+  | UpstreamProblemError
+  | UpstreamUnavailableError
+  | UpstreamCallLimitError
+  | UpstreamAccessDeniedError
+  | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
     if (
       current instanceof UpstreamProblemError ||
       current instanceof UpstreamUnavailableError ||
-      current instanceof UpstreamCallLimitError
+      current instanceof UpstreamCallLimitError ||
+      current instanceof UpstreamAccessDeniedError
     )
       return current;
     current = isGraphQLError(current) && current.originalError ? current.originalError : current.cause;

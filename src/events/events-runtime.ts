@@ -7,21 +7,20 @@ import type { Server as HttpServer } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Router } from 'express';
 import type { GraphQLFormattedError, GraphQLSchema, ValidationRule } from 'graphql';
+import type { IncomingMessage } from 'node:http';
+import type { Authentication, Credentials } from '../auth/authenticate.ts';
+import type { Caller } from '../auth/caller.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
-import { discoverCapabilities } from '../upstream/capabilities.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import { PLATFORM_SCOPE } from '../upstream/access.ts';
+import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
-import { UpstreamProblemError } from '../upstream/errors.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import { createMemoryEventBus, type EventBus } from './event-bus.ts';
 import type { EventDeduplicator } from './event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './event-kinds.ts';
-import {
-  attachGraphQLWebSocket,
-  type GraphQLWebSocketEndpoint,
-  type SubscriberCheck,
-} from './graphql-ws-server.ts';
+import { attachGraphQLWebSocket, type GraphQLWebSocketEndpoint } from './graphql-ws-server.ts';
 import { createMemoryEventDeduplicator } from './memory-event-dedup.ts';
 import { openRedisConnection } from './redis-connection.ts';
 import { createRedisEventBus } from './redis-event-bus.ts';
@@ -35,6 +34,12 @@ export interface EventsRuntimeOptions {
   config: EventsConfig;
   /** The facade's configured key: registration uses it, and connections without a key of their own. */
   defaultApiKey: string;
+  /** The environment of each upstream key, remembered: a connection costs no upstream call. */
+  keyEnvironments: KeyEnvironments;
+  /** Who is connecting over graphql-ws: the authenticator HTTP requests use. */
+  authenticate(credentials: Credentials): Promise<Authentication>;
+  /** Counts a failed authentication of a connection's address; see `graphql-ws-server.ts`. */
+  failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
   upstreamClient: UpstreamClient;
   logger: Logger;
 }
@@ -46,7 +51,7 @@ export interface EventsHost {
   schema: GraphQLSchema;
   /** Validation rules beyond graphql's own, as HTTP applies them (e.g. the query limits). */
   validationRules: readonly ValidationRule[];
-  createContext(input: { apiKey: string }): GraphContext;
+  createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
   /** The error formatting HTTP responses use. */
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
 }
@@ -79,23 +84,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
-  const upstreamAs = (apiKey: string) => createUpstreamContext(upstreamClient, { apiKey });
-
-  async function checkSubscriber(credentials: { apiKey: string }): Promise<SubscriberCheck> {
-    try {
-      const discovery = await discoverCapabilities(upstreamAs(credentials.apiKey));
-      return { ok: true, environment: discovery.environment };
-    } catch (error) {
-      if (error instanceof UpstreamProblemError && error.status === 401) {
-        return { ok: false, closeCode: 4401, reason: 'Unauthorized' };
-      }
-      if (error instanceof UpstreamProblemError && error.status === 403) {
-        return { ok: false, closeCode: 4403, reason: 'Forbidden' };
-      }
-      logger.warn('could not check a graphql-ws connection with the upstream', { error: String(error) });
-      return { ok: false, closeCode: 1013, reason: 'Upstream unavailable, try again later' };
-    }
-  }
+  const upstreamAs = (apiKey: string) => createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
 
   const runtime: EventsRuntime = {
     bus,
@@ -124,8 +113,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         httpServer: host.httpServer,
         schema: host.schema,
         validationRules: host.validationRules,
-        defaultApiKey: options.defaultApiKey,
-        checkSubscriber,
+        authenticate: options.authenticate,
+        ...(options.failedAuthLimiter ? { failedAuthLimiter: options.failedAuthLimiter } : {}),
+        environmentOf: (apiKey) => options.keyEnvironments.of(apiKey),
         createContext: host.createContext,
         bus,
         queueLimit: config.subscriberQueueLimit,

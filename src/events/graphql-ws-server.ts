@@ -12,23 +12,32 @@ import {
   type GraphQLSchema,
   type ValidationRule,
 } from 'graphql';
-import { CloseCode, type Context } from 'graphql-ws';
+import type { Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
+import type { Authentication, Credentials } from '../auth/authenticate.ts';
+import { mayActFor, type Caller } from '../auth/caller.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
-import { createCredentials, type UpstreamCredentials } from '../upstream/credentials.ts';
+import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { EventBus } from './event-bus.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveRuntime } from './live-context.ts';
 import type { PlatformEnvironment } from './platform-event.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
-/** The result of checking a connection's key with the upstream. */
-export type SubscriberCheck =
-  | { ok: true; environment: PlatformEnvironment }
-  /** `4401` bad key, `4403` key without permission, `1013` upstream unavailable (try again later). */
-  | { ok: false; closeCode: number; reason: string };
+/** Close codes of a refused or ended connection (graphql-ws's 44xx family, and RFC 6455's). */
+export const WS_CLOSE = {
+  /** No valid token (at `connection_init`, or the token has expired since). */
+  unauthorized: 4401,
+  /** A valid token that may see nothing live (no customers, not an operator). */
+  forbidden: 4403,
+  /** Too many failed authentications from this address. */
+  tooManyRequests: 4429,
+  /** The issuer's keys or the upstream cannot be reached now. */
+  tryAgainLater: 1013,
+  goingAway: 1001,
+} as const;
 
 /** Options of {@link attachGraphQLWebSocket}. */
 export interface GraphQLWebSocketOptions {
@@ -38,12 +47,17 @@ export interface GraphQLWebSocketOptions {
   validationRules: readonly ValidationRule[];
   /** Default `/graphql`, the HTTP endpoint's path. */
   path?: string;
-  /** The facade's configured key, used when a connection brings none (as over HTTP). */
-  defaultApiKey: string;
-  /** Asks the upstream whether `credentials` are valid and which environment they select. */
-  checkSubscriber(credentials: UpstreamCredentials): Promise<SubscriberCheck>;
-  /** Builds an operation's context with `apiKey`, as `/graphql` over HTTP does. */
-  createContext(input: { apiKey: string }): GraphContext;
+  /** Who is connecting: the same authenticator HTTP requests go through. */
+  authenticate(credentials: Credentials): Promise<Authentication>;
+  /** Counts a failed authentication of `request`'s address; answers when it is over its limit. */
+  failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
+  /**
+   * The environment (sandbox or live) of the upstream key a connection's reads use: the caller's
+   * own key, or the facade's when undefined. Cached by the runtime, so a connection costs no call.
+   */
+  environmentOf(apiKey: string | undefined): Promise<PlatformEnvironment>;
+  /** Builds an operation's context for `caller`, as `/graphql` over HTTP does. */
+  createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
   bus: EventBus;
   /** Events one subscriber may let wait; see `subscriber-queue.ts` for what happens beyond. */
   queueLimit: number;
@@ -65,9 +79,21 @@ export interface GraphQLWebSocketEndpoint {
   activeSubscriptions(): number;
 }
 
-type ConnectionExtra = {
-  subscriber?: { credentials: UpstreamCredentials; environment: PlatformEnvironment };
-};
+interface Subscriber {
+  caller: Caller;
+  /** The caller's own platform key, when it authenticated with one. */
+  apiKey: string | undefined;
+  environment: PlatformEnvironment;
+  /** The queues of this connection's subscriptions, ended together when the token expires. */
+  queues: Set<SubscriberQueue>;
+  /** Ends the connection when the caller's token expires. */
+  expiry: NodeJS.Timeout | undefined;
+}
+
+type ConnectionExtra = { subscriber?: Subscriber };
+
+/** Longest a timer may wait in Node; a later expiry is re-armed when this one fires. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** Attaches graphql-ws to `httpServer` (same port as HTTP). */
 export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQLWebSocketEndpoint {
@@ -98,24 +124,50 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         validate(schema, document, [...specifiedRules, ...options.validationRules]),
       subscribe: subscribeWithEventContexts,
       onConnect: async (ctx) => {
+        const socket = ctx.extra.socket;
         if (draining) {
-          ctx.extra.socket.close(1001, 'Server shutting down');
+          socket.close(WS_CLOSE.goingAway, 'Server shutting down');
           return false;
         }
-        const apiKey = apiKeyOf(ctx.connectionParams, ctx.extra.request) ?? options.defaultApiKey;
-        if (apiKey === '') {
-          ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized');
-          return false;
-        }
-        const credentials = createCredentials(apiKey);
-        const check = await options.checkSubscriber(credentials);
-        if (!check.ok) {
-          logger.info('refused a graphql-ws connection', { closeCode: check.closeCode });
+        const refuse = (code: number, reason: string): false => {
+          logger.info('refused a graphql-ws connection', { closeCode: code });
           // Closing first sets the code; graphql-ws's own close after `false` (4403) is then ignored.
-          ctx.extra.socket.close(check.closeCode, check.reason);
+          socket.close(code, reason);
           return false;
+        };
+        const authentication = await options.authenticate(credentialsOf(ctx.connectionParams, ctx.extra.request));
+        if (authentication.outcome === 'unavailable') return refuse(WS_CLOSE.tryAgainLater, 'Try again later');
+        if (authentication.outcome !== 'authenticated') {
+          if (authentication.outcome === 'invalid') {
+            logger.debug('refused an access token', { reason: authentication.reason });
+            const limited = await options.failedAuthLimiter?.(ctx.extra.request);
+            if (limited !== undefined) return refuse(WS_CLOSE.tooManyRequests, 'Too many requests');
+          }
+          return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
         }
-        (ctx.extra as ConnectionExtra).subscriber = { credentials, environment: check.environment };
+        const { caller, apiKey } = authentication;
+        if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
+          return refuse(WS_CLOSE.forbidden, 'Forbidden');
+        }
+        let environment: PlatformEnvironment;
+        try {
+          environment = await options.environmentOf(apiKey);
+        } catch (error) {
+          if (error instanceof UpstreamProblemError && error.status === 401) {
+            return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
+          }
+          if (error instanceof UpstreamProblemError && error.status === 403) {
+            return refuse(WS_CLOSE.forbidden, 'Forbidden');
+          }
+          logger.warn('could not learn the upstream environment of a graphql-ws connection', {
+            error: String(error),
+          });
+          return refuse(WS_CLOSE.tryAgainLater, 'Upstream unavailable, try again later');
+        }
+        const subscriber: Subscriber = { caller, apiKey, environment, queues: new Set(), expiry: undefined };
+        armExpiry(subscriber, socket);
+        socket.once('close', () => clearTimeout(subscriber.expiry));
+        (ctx.extra as ConnectionExtra).subscriber = subscriber;
         return true;
       },
       context: (ctx): LiveGraphContext => {
@@ -123,23 +175,28 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         // onConnect refused every connection without one; graphql-ws sends nothing before that.
         if (subscriber === undefined)
           throw new Error('graphql-ws operation without an authenticated subscriber');
-        const apiKey = subscriber.credentials.apiKey;
+        const { caller, apiKey } = subscriber;
         const live: LiveRuntime = {
           environment: subscriber.environment,
           async openQueue(accept) {
             const queue = await openSubscriberQueue({
               bus: options.bus,
               environment: subscriber.environment,
-              accept,
+              // Events of customers the caller may not act for never take queue space, nor a read.
+              accept: (event) => isVisibleTo(caller, event.data.customerId) && accept(event),
               limit: options.queueLimit,
             });
             if (draining) queue.end();
             queues.add(queue);
-            return trackUntilDone(queue, () => queues.delete(queue));
+            subscriber.queues.add(queue);
+            return trackUntilDone(queue, () => {
+              queues.delete(queue);
+              subscriber.queues.delete(queue);
+            });
           },
-          createEventContext: () => options.createContext({ apiKey }),
+          createEventContext: () => options.createContext({ caller, apiKey }),
         };
-        return { ...options.createContext({ apiKey }), live };
+        return { ...options.createContext({ caller, apiKey }), live };
       },
       // graphql-ws sends errors as graphql-js made them; HTTP clients get them through Apollo's
       // formatError. Both go through the same function, so no internal message leaks here either.
@@ -180,6 +237,31 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
     options.keepAliveMs ?? 12_000,
   );
 
+  /**
+   * When the caller's token expires, its subscriptions end with an UNAUTHENTICATED error and the
+   * socket closes with 4401: a revoked caller keeps no live feed. It may reconnect with a fresh
+   * token and resume with `since`.
+   */
+  function armExpiry(subscriber: Subscriber, socket: { close(code: number, reason: string): void }): void {
+    const expiresAt = subscriber.caller.expiresAt;
+    if (expiresAt === undefined) return;
+    const wait = expiresAt - Date.now();
+    if (wait > MAX_TIMER_MS) {
+      subscriber.expiry = setTimeout(() => armExpiry(subscriber, socket), MAX_TIMER_MS);
+      return;
+    }
+    subscriber.expiry = setTimeout(() => {
+      void (async () => {
+        for (const queue of subscriber.queues) queue.revoke();
+        const deadline = Date.now() + 1_000;
+        while (subscriber.queues.size > 0 && Date.now() < deadline) await sleep(10);
+        // graphql-ws sends each `complete` right after the stream ends; let those go out first.
+        await nextTurn();
+        socket.close(WS_CLOSE.unauthorized, 'Token expired');
+      })();
+    }, Math.max(0, wait));
+  }
+
   return {
     activeSubscriptions: () => operations.size,
     async drain(timeoutMs = 5_000) {
@@ -192,7 +274,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       while (operations.size > 0 && Date.now() < deadline) await sleep(10);
       // graphql-ws sends `complete` right after its onComplete hook; let those writes go out first.
       await nextTurn();
-      for (const client of wsServer.clients) client.close(1001, 'Server shutting down');
+      for (const client of wsServer.clients) client.close(WS_CLOSE.goingAway, 'Server shutting down');
       while (wsServer.clients.size > 0 && Date.now() < deadline) await sleep(10);
       for (const client of wsServer.clients) client.terminate();
       await closed;
@@ -201,16 +283,36 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
   };
 }
 
-/** The key a connection brings: `connectionParams` (`X-API-Key` or `apiKey`), else the upgrade request's header. */
-function apiKeyOf(params: Record<string, unknown> | undefined, request: IncomingMessage): string | undefined {
-  for (const name of ['X-API-Key', 'x-api-key', 'apiKey']) {
+/**
+ * What a connection presents: `Authorization` (or `authorization`) in the `connection_init`
+ * payload, else the upgrade request's header; and a caller's own key the same way (`X-API-Key`,
+ * `x-api-key` or `apiKey`). A value that is not a string counts as a wrong credential, never as none.
+ */
+function credentialsOf(params: Record<string, unknown> | undefined, request: IncomingMessage): Credentials {
+  return {
+    authorization: paramOf(params, ['Authorization', 'authorization']) ?? headerOf(request, 'authorization'),
+    apiKey: paramOf(params, ['X-API-Key', 'x-api-key', 'apiKey']) ?? headerOf(request, 'x-api-key'),
+  };
+}
+
+function paramOf(params: Record<string, unknown> | undefined, names: readonly string[]): string | undefined {
+  for (const name of names) {
     const value = params?.[name];
-    if (typeof value === 'string') return value.trim();
-    // A key that is not a string is a wrong key, not a missing one: never fall back to the facade's.
-    if (value !== undefined && value !== null) return '';
+    if (typeof value === 'string') return value;
+    if (value !== undefined && value !== null) return 'invalid';
   }
-  const header = request.headers['x-api-key'];
-  return typeof header === 'string' ? header.trim() : undefined;
+  return undefined;
+}
+
+function headerOf(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Whether an event of `customerId` may reach `caller`: its own customers', or every one for operators. */
+function isVisibleTo(caller: Caller, customerId: string | null): boolean {
+  if (caller.operator) return true;
+  return customerId !== null && mayActFor(caller, customerId);
 }
 
 /** `queue`, calling `onDone` once when it ends by any path. */
@@ -236,6 +338,9 @@ function trackUntilDone(queue: SubscriberQueue, onDone: () => void): SubscriberQ
     },
     end() {
       queue.end();
+    },
+    revoke() {
+      queue.revoke();
     },
     [Symbol.asyncIterator]() {
       return tracked;

@@ -9,7 +9,8 @@ import type { PlatformEvent } from './platform-event.ts';
 /** What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`. */
 export type LiveDelivery =
   | { kind: 'change'; context: GraphContext; payload: unknown }
-  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string };
+  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
+  | { kind: 'revoked' };
 
 /** A change recovered from a list read, with what identifies it at the seam. */
 export interface ReplayedChange<P> {
@@ -85,7 +86,7 @@ export async function openLiveStream<P>(
           return { value: undefined, done: true };
         }
         const item = next.value;
-        if (item.kind === 'overflow') return { value: { ...item }, done: false };
+        if (item.kind === 'overflow' || item.kind === 'revoked') return { value: { ...item }, done: false };
 
         const event = item.event;
         const covered = replayedUpTo.get(event.data.resourceId);

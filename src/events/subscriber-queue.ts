@@ -17,7 +17,9 @@ export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
  */
 export type QueueItem =
   | { kind: 'event'; event: PlatformEvent }
-  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string };
+  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
+  /** The subscriber's credentials expired: nothing more is delivered. */
+  | { kind: 'revoked' };
 
 /** A subscriber's bounded queue: an async iterator that never blocks the publisher or the other subscribers. */
 export type SubscriberQueue = AsyncIterableIterator<QueueItem> & {
@@ -25,6 +27,11 @@ export type SubscriberQueue = AsyncIterableIterator<QueueItem> & {
   return(): Promise<IteratorResult<QueueItem>>;
   /** Ends the queue: a pending or later `next()` answers `done`. For shutdown. */
   end(): void;
+  /**
+   * Ends the queue because the subscriber's credentials expired: what waits is dropped, the next
+   * `next()` yields one `revoked` item, then the queue is done.
+   */
+  revoke(): void;
   /** Events waiting in the queue right now. */
   readonly size: number;
 };
@@ -103,7 +110,7 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     next(): Promise<IteratorResult<QueueItem>> {
       const item = items.shift();
       if (item !== undefined) {
-        if (item.kind === 'overflow') finish();
+        if (item.kind === 'overflow' || item.kind === 'revoked') finish();
         return Promise.resolve({ value: item, done: false });
       }
       if (finished || overflowed) {
@@ -122,6 +129,14 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     },
     end(): void {
       finish();
+    },
+    revoke(): void {
+      if (finished || overflowed) return;
+      // Like an overflow: stop listening, drop the backlog, deliver one notice, then end.
+      overflowed = true;
+      stopListening();
+      items.length = 0;
+      deliver({ kind: 'revoked' });
     },
     [Symbol.asyncIterator]() {
       return queue;

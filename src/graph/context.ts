@@ -2,17 +2,24 @@
  * What every resolver receives: the operation's upstream context and its loaders. Built once per
  * GraphQL operation (and once per subscription event, so each event reads fresh data).
  */
+import type { Caller } from '../auth/caller.ts';
 import { createLoaders, type Loaders } from '../loaders/index.ts';
 import type { UpstreamContext } from '../upstream/context.ts';
 
 export interface GraphContext {
+  /** Who is asking; undefined for an anonymous request (only `_service` or public introspection). */
+  readonly caller: Caller | undefined;
   /** Credentials, request id and retry budget of this operation; mutations call the upstream with it. */
   readonly upstream: UpstreamContext;
   /** Reads, deduplicated and cached for this operation only. */
   readonly loaders: Loaders;
 }
 
-/** Builds the context of one operation over `upstream`, with fresh loaders. */
-export function createGraphContext(upstream: UpstreamContext): GraphContext {
-  return { upstream, loaders: createLoaders(upstream) };
+/**
+ * Builds the context of one operation over `upstream`, with fresh loaders. The caller's scope is
+ * already in `upstream` (checked there on every request); `caller` is here for the few resolvers
+ * that choose what to read from it (the customers a scoped caller may list).
+ */
+export function createGraphContext(upstream: UpstreamContext, caller: Caller | undefined): GraphContext {
+  return { caller, upstream, loaders: createLoaders(upstream) };
 }

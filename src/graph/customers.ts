@@ -4,6 +4,7 @@ import { createCustomer } from '../upstream/customers.ts';
 import type { CreateCustomerInput } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
+import { readScopedCustomers } from './scoped-customers.ts';
 import { toConnection, toPageParams, type ConnectionArgs } from './pagination.ts';
 
 /** `customer` of any record that names its customer: one read per distinct customer per operation. */
@@ -23,8 +24,14 @@ function customerPage(customer: { id: string }, args: ConnectionArgs) {
 export const customerResolvers: Resolvers = {
   Query: {
     customer: (_parent, { id }, { loaders }) => loaders.customer.load(id),
-    customers: async (_parent, args, { loaders }) =>
-      toConnection(await loaders.customers.load(toPageParams(args))),
+    customers: async (_parent, args, { caller, loaders }) => {
+      const page = toPageParams(args);
+      // Only operators may list the platform's customers; everyone else sees its own.
+      if (caller !== undefined && !caller.operator && caller.scope.kind === 'customers') {
+        return toConnection(await readScopedCustomers(loaders, caller.scope.customerIds, page));
+      }
+      return toConnection(await loaders.customers.load(page));
+    },
   },
   Mutation: {
     createCustomer: async (_parent, { input }, { upstream, loaders }) => {

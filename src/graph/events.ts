@@ -220,6 +220,12 @@ function payloadOf<T>(delivery: unknown): T {
       },
     );
   }
+  if (item?.kind === 'revoked') {
+    throw new GraphQLError(
+      'The access token of this connection has expired; the subscription has ended. Reconnect with a fresh token and subscribe with "since" to resume.',
+      { extensions: { code: 'UNAUTHENTICATED' } },
+    );
+  }
   throw new GraphQLError('Subscriptions are served over the graphql-ws protocol (WebSocket) at /graphql.', {
     extensions: { code: 'BAD_REQUEST' },
   });

@@ -7,6 +7,7 @@ import type { RequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
 import { discoverCapabilities } from '../upstream/capabilities.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { UpstreamProblemError, UpstreamUnavailableError } from '../upstream/errors.ts';
 
@@ -29,6 +30,7 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
     // A probe must answer fast and must not add retry load to a struggling upstream.
     const up = createUpstreamContext(options.client, {
       apiKey: options.apiKey,
+      scope: PLATFORM_SCOPE,
       requestId: res.locals.requestId as string | undefined,
       retries: 0,
     });

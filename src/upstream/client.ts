@@ -9,6 +9,7 @@ import type { RetryConfig, UpstreamConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
 import { parseProblem } from './problem.ts';
+import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
 
@@ -24,6 +25,12 @@ export interface UpstreamRequest {
   body?: unknown;
   /** Sent as `Idempotency-Key`; the same key is reused by every retry of the call. */
   idempotencyKey?: string;
+  /**
+   * The customer this request acts for, where the path does not name one (a sandbox top-up names
+   * only its account): set only by an upstream function that has read the resource under that
+   * customer first. See `access.ts`.
+   */
+  actingFor?: string;
 }
 
 /** What a successful call returns. */
@@ -38,6 +45,8 @@ export interface UpstreamResponse {
 /** Per-call facts that come from the GraphQL operation: see `UpstreamContext`. */
 export interface UpstreamCall {
   readonly credentials: { readonly apiKey: string };
+  /** What the caller may reach: checked against every request before it is sent. */
+  readonly scope: UpstreamScope;
   readonly requestId: string;
   readonly retryBudget: RetryBudget;
   readonly callBudget: CallBudget;
@@ -47,12 +56,16 @@ export interface UpstreamClient {
   readonly retryPolicy: RetryConfig;
   /** Upstream calls one operation may make: the size of each operation's {@link CallBudget}. */
   readonly maxCallsPerOperation: number;
+  /** `{docs_url}` of problem types, for answers the facade gives in the upstream's words. */
+  readonly problemDocsUrl: string;
   /**
    * Sends `request`, retrying what may be retried.
    *
    * @throws {UpstreamProblemError} when the upstream answers with an error status.
    * @throws {UpstreamUnavailableError} when no usable answer arrives.
    * @throws {UpstreamCallLimitError} when the operation's call budget is spent (nothing is sent).
+   * @throws {UpstreamAccessDeniedError} or a 404 {@link UpstreamProblemError} when the caller's
+   *   scope does not allow the request (nothing is sent, no budget is spent).
    */
   send(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Finishes in-flight calls (briefly), then closes every connection. */
@@ -141,7 +154,12 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   return {
     retryPolicy: policy,
     maxCallsPerOperation: options.maxCallsPerOperation,
+    problemDocsUrl: options.problemDocsUrl,
     async send(call, request) {
+      authorizeUpstreamRequest(call.scope, request, {
+        requestId: call.requestId,
+        problemDocsUrl: options.problemDocsUrl,
+      });
       for (let attempt = 1; ; attempt++) {
         // Every attempt is a call the upstream serves, so retries spend the budget too.
         spendCall(call.callBudget);

@@ -2,6 +2,7 @@
  * What every upstream call of one GraphQL operation shares: the client, the credentials, the
  * request id, the retry budget and the call budget. Resolvers and loaders pass it to the upstream functions as `up`.
  */
+import type { UpstreamScope } from './access.ts';
 import { createCallBudget, type CallBudget } from './call-budget.ts';
 import type { UpstreamClient } from './client.ts';
 import { createCredentials, type UpstreamCredentials } from './credentials.ts';
@@ -12,6 +13,8 @@ export interface UpstreamContext {
   readonly client: UpstreamClient;
   /** The one place that decides which key the upstream sees for this operation. */
   readonly credentials: UpstreamCredentials;
+  /** The customers and roles of the caller: every request is checked against it before it is sent. */
+  readonly scope: UpstreamScope;
   /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
   readonly requestId: string;
   /** Retries the whole operation may still spend. */
@@ -23,6 +26,11 @@ export interface UpstreamContext {
 export interface UpstreamContextOptions {
   /** The key to call the upstream with (the caller's own, or the facade's configured key). */
   apiKey: string;
+  /**
+   * What the caller may reach. Required, so no context is built without deciding it; the facade's
+   * own work (registration, readiness) passes `PLATFORM_SCOPE`.
+   */
+  scope: UpstreamScope;
   /** The caller's `X-Request-Id`, if any; a fresh id is generated when absent or unusable. */
   requestId?: string;
   /** Retries the operation may spend; defaults to the client's configured budget. */
@@ -37,6 +45,7 @@ export function createUpstreamContext(
   return {
     client,
     credentials: createCredentials(options.apiKey),
+    scope: options.scope,
     requestId: resolveRequestId(options.requestId),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),

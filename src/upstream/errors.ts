@@ -39,6 +39,20 @@ export class UpstreamCallLimitError extends Error {
   }
 }
 
+/** Why a request was refused before it was sent; see `access.ts`. For logs, never for the caller. */
+export type AccessDeniedReason = 'anonymous' | 'operator_only' | 'unproven_customer' | 'no_rule';
+
+/** The caller may not send this request (platform-wide, or no rule allows it); nothing was sent. */
+export class UpstreamAccessDeniedError extends Error {
+  readonly reason: AccessDeniedReason;
+
+  constructor(reason: AccessDeniedReason) {
+    super('You are not allowed to do this.');
+    this.name = 'UpstreamAccessDeniedError';
+    this.reason = reason;
+  }
+}
+
 /** Why no usable upstream answer arrived. */
 export type UnavailableReason =
   | 'connect_timeout'

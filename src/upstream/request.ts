@@ -42,8 +42,16 @@ export async function sendEffect<T>(
   path: string,
   body?: unknown,
   idempotencyKey: string = randomUUID(),
+  /** The customer the request acts for where the path names none; see `UpstreamRequest.actingFor`. */
+  actingFor?: string,
 ): Promise<MutationResult<T>> {
-  const response = await up.client.send(up, { method, path, body, idempotencyKey });
+  const response = await up.client.send(up, {
+    method,
+    path,
+    body,
+    idempotencyKey,
+    ...(actingFor === undefined ? {} : { actingFor }),
+  });
   return { data: unwrapData<T>(response.body, up.requestId), idempotencyKey, replayed: response.replayed };
 }
 

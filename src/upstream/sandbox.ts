@@ -1,6 +1,7 @@
 /** Sandbox simulations: `/v3/sandbox`. No real funds move. */
 import type { UpstreamContext } from './context.ts';
-import { sendEffect } from './request.ts';
+import { UpstreamProblemError } from './errors.ts';
+import { readRecord, sendEffect } from './request.ts';
 import { restPath } from './rest-path.ts';
 import type {
   Capability,
@@ -10,20 +11,53 @@ import type {
   SandboxTopUpInput,
 } from './types.ts';
 
-/** Credits an issued sandbox wallet account with test funds. */
-export function sandboxTopUp(
+/**
+ * Credits an issued sandbox wallet account with test funds. The path names the account alone, so
+ * for a caller scoped to some customers the account is first read under each of them: the top-up
+ * is sent only for an account proven to be one of theirs (see `access.ts`), and any other account
+ * answers as an unknown one does.
+ */
+export async function sandboxTopUp(
   up: UpstreamContext,
   accountId: string,
   body: SandboxTopUpInput,
   idempotencyKey?: string,
 ): Promise<MutationResult<SandboxTopUp>> {
+  const owner = up.scope.operator ? undefined : await findAccountOwner(up, accountId);
   return sendEffect<SandboxTopUp>(
     up,
     'POST',
     restPath`/v3/sandbox/accounts/${accountId}/topup`,
     body,
     idempotencyKey,
+    owner,
   );
+}
+
+/** The most customers a scoped caller's top-up looks through for the account's owner. */
+const MAX_OWNER_LOOKUPS = 25;
+
+/** Which of the caller's customers holds `accountId`, read under each; a 404 problem when none does. */
+async function findAccountOwner(up: UpstreamContext, accountId: string): Promise<string> {
+  const customers = up.scope.customers.kind === 'customers' ? [...up.scope.customers.customerIds] : [];
+  const candidates = customers.slice(0, MAX_OWNER_LOOKUPS);
+  const reads = await Promise.allSettled(
+    candidates.map((customerId) =>
+      readRecord<{ id: string }>(up, restPath`/v3/customers/${customerId}/accounts/${accountId}`),
+    ),
+  );
+  for (const [index, read] of reads.entries()) {
+    if (read.status === 'fulfilled') return candidates[index]!;
+    if (!(read.reason instanceof UpstreamProblemError && read.reason.status === 404)) throw read.reason;
+  }
+  throw new UpstreamProblemError({
+    type: `${up.client.problemDocsUrl}/errors/not-found`,
+    title: 'Not Found',
+    status: 404,
+    code: 'not_found',
+    detail: `No account with id ${accountId} exists.`,
+    correlationId: up.requestId,
+  });
 }
 
 /** Forces a sandbox capability to `ready`, `rejected` or `restricted`. */

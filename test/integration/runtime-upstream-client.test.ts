@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { createUpstreamClient, type UpstreamClient } from '../../src/upstream/client.ts';
+import { PLATFORM_SCOPE } from '../../src/upstream/access.ts';
 import { createUpstreamContext } from '../../src/upstream/context.ts';
 import { UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
 import { createCustomer, getCustomer } from '../../src/upstream/customers.ts';
@@ -48,6 +49,7 @@ beforeAll(async () => {
     connections: 2,
     maxCallsPerOperation: 1_000,
     retry: { maxAttempts: 3, budget: 10, baseDelayMs: 1, maxDelayMs: 5 },
+    problemDocsUrl: 'https://docs.platform.test/v3',
     logger: createLogger({ level: 'silent' }),
   });
 });
@@ -69,7 +71,7 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 function up(requestId = 'req-test') {
-  return createUpstreamContext(client, { apiKey: 'sk_live_wire', requestId });
+  return createUpstreamContext(client, { apiKey: 'sk_live_wire', scope: PLATFORM_SCOPE, requestId });
 }
 
 describe('the upstream client', () => {
@@ -166,11 +168,12 @@ describe('the upstream client', () => {
       connections: 1,
       maxCallsPerOperation: 1_000,
       retry: { maxAttempts: 2, budget: 10, baseDelayMs: 1, maxDelayMs: 2 },
+      problemDocsUrl: 'https://docs.platform.test/v3',
       logger: createLogger({ level: 'silent' }),
     });
     try {
       const failure = await getCustomer(
-        createUpstreamContext(closed, { apiKey: 'sk_live_wire' }),
+        createUpstreamContext(closed, { apiKey: 'sk_live_wire', scope: PLATFORM_SCOPE }),
         'cus_1',
       ).catch((error: unknown) => error);
 

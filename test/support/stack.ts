@@ -7,6 +7,7 @@ import { createEmulator } from '../../emulator/index.ts';
 import { createApp, type App, type AppDependencies } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
+import { bearer, issuerEnv, type TestCallerName } from './tokens.ts';
 
 export type EmulatorOptions = NonNullable<Parameters<typeof createEmulator>[0]>;
 
@@ -62,11 +63,25 @@ export interface Stack {
   graphqlUrl: string;
   config: Config;
   app: App;
-  /** POSTs a GraphQL request with real fetch. */
+  /**
+   * POSTs a GraphQL request with real fetch, as the operator (a real token of the run's issuer)
+   * unless `headers` carry an `authorization` of their own.
+   */
   query<T = Record<string, unknown>>(
     document: string,
     variables?: Record<string, unknown>,
     headers?: Record<string, string>,
+  ): Promise<GraphQLResult<T>>;
+  /** POSTs a GraphQL request as `caller` (see test/support/test-clients.ts). */
+  queryAs<T = Record<string, unknown>>(
+    caller: TestCallerName,
+    document: string,
+    variables?: Record<string, unknown>,
+  ): Promise<GraphQLResult<T>>;
+  /** POSTs a GraphQL request without any credentials. */
+  queryAnonymously<T = Record<string, unknown>>(
+    document: string,
+    variables?: Record<string, unknown>,
   ): Promise<GraphQLResult<T>>;
   /** Counts of `/v3` requests the emulator received since the last reset. */
   upstreamCalls(): Promise<UpstreamCalls>;
@@ -79,11 +94,13 @@ export interface Stack {
 }
 
 /**
- * The facade environment every test stack starts from: the emulator's sandbox key, loopback,
- * port 0, fast upstream retries and debug logs. Callers spread their own variables over it.
+ * The facade environment every test stack starts from: the emulator's sandbox key, the run's
+ * OpenID provider, loopback, port 0, fast upstream retries and debug logs. Callers spread their
+ * own variables over it.
  */
 export function facadeTestEnv(emulatorUrl: string): Record<string, string> {
   return {
+    ...issuerEnv(),
     UPSTREAM_BASE_URL: emulatorUrl,
     UPSTREAM_API_KEY: SANDBOX_KEY,
     HOST: '127.0.0.1',
@@ -135,25 +152,17 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         variables?: Record<string, unknown>,
         headers: Record<string, string> = {},
       ) {
-        const response = await fetch(graphqlUrl, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/graphql-response+json',
-            ...headers,
-          },
-          body: JSON.stringify({ query: document, variables }),
+        const authorized = Object.keys(headers).some((name) => name.toLowerCase() === 'authorization');
+        return postGraphQL<T>(graphqlUrl, document, variables, {
+          ...(authorized ? {} : await bearer('operator')),
+          ...headers,
         });
-        const text = await response.text();
-        let body: GraphQLResult<T>['body'];
-        try {
-          body = JSON.parse(text) as GraphQLResult<T>['body'];
-        } catch {
-          throw new Error(
-            `The facade answered ${response.status} with a non-JSON body: ${text.slice(0, 500)}`,
-          );
-        }
-        return { status: response.status, body, headers: response.headers };
+      },
+      async queryAs<T>(caller: TestCallerName, document: string, variables?: Record<string, unknown>) {
+        return postGraphQL<T>(graphqlUrl, document, variables, await bearer(caller));
+      },
+      async queryAnonymously<T>(document: string, variables?: Record<string, unknown>) {
+        return postGraphQL<T>(graphqlUrl, document, variables, {});
       },
       async upstreamCalls() {
         const counts = (await (await control('GET', '/_emulator/requests')).json()) as UpstreamCalls;
@@ -182,6 +191,32 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await emulator.close();
     throw error;
   }
+}
+
+/** POSTs a GraphQL request to `url` and reads its JSON answer. */
+async function postGraphQL<T>(
+  url: string,
+  document: string,
+  variables: Record<string, unknown> | undefined,
+  headers: Record<string, string>,
+): Promise<GraphQLResult<T>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      ...headers,
+    },
+    body: JSON.stringify({ query: document, variables }),
+  });
+  const text = await response.text();
+  let body: GraphQLResult<T>['body'];
+  try {
+    body = JSON.parse(text) as GraphQLResult<T>['body'];
+  } catch {
+    throw new Error(`The facade answered ${response.status} with a non-JSON body: ${text.slice(0, 500)}`);
+  }
+  return { status: response.status, body, headers: response.headers };
 }
 
 /**

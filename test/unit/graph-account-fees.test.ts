@@ -8,6 +8,8 @@ import { expect, it } from 'vitest';
 import { createGraphContext } from '../../src/graph/context.ts';
 import { createSchema } from '../../src/graph/schema.ts';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../src/upstream/client.ts';
+import { OPEN_CALLER } from '../../src/auth/caller.ts';
+import { PLATFORM_SCOPE } from '../../src/upstream/access.ts';
 import { createUpstreamContext } from '../../src/upstream/context.ts';
 
 const STAMP = '2025-01-06T09:00:00Z';
@@ -64,6 +66,7 @@ function answeringClient(requests: string[]): UpstreamClient {
   return {
     retryPolicy: { maxAttempts: 1, budget: 0, baseDelayMs: 1, maxDelayMs: 1 },
     maxCallsPerOperation: 1_000,
+    problemDocsUrl: 'https://docs.platform.test/v3',
     async send(_call, request: UpstreamRequest): Promise<UpstreamResponse> {
       requests.push(`${request.method} ${request.path}`);
       const body = ANSWERS[request.path];
@@ -76,7 +79,10 @@ function answeringClient(requests: string[]): UpstreamClient {
 
 it('Account.fees comes from the record, and from the fees endpoint only for a record without fees', async () => {
   const requests: string[] = [];
-  const context = createGraphContext(createUpstreamContext(answeringClient(requests), { apiKey: 'sk_test' }));
+  const context = createGraphContext(
+    createUpstreamContext(answeringClient(requests), { apiKey: 'sk_test', scope: PLATFORM_SCOPE }),
+    OPEN_CALLER,
+  );
 
   const result = await execute({
     schema: createSchema(),

@@ -1,7 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { CONFIG_DEFAULTS, ConfigError, loadConfig } from '../../src/config.ts';
 
-const REQUIRED = { UPSTREAM_BASE_URL: 'https://api.platform.test', UPSTREAM_API_KEY: 'sk_live_abc123' };
+const REQUIRED = {
+  UPSTREAM_BASE_URL: 'https://api.platform.test',
+  UPSTREAM_API_KEY: 'sk_live_abc123',
+  AUTH_ISSUER: 'https://id.platform.test',
+  AUTH_AUDIENCE: 'platform-graphql-facade',
+};
 
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {
@@ -23,8 +28,9 @@ describe('loadConfig', () => {
       nodeEnv: 'production',
       logLevel: 'info',
       landingPage: true,
-      introspection: true,
+      introspection: 'authenticated',
       queryLimits: { maxDepth: 15, maxCost: 100_000 },
+      auth: { mode: 'oidc', allowCallerApiKey: false, oidc: { issuer: 'https://id.platform.test' } },
     });
     expect(config.upstream).toEqual({
       baseUrl: 'https://api.platform.test',
@@ -35,6 +41,7 @@ describe('loadConfig', () => {
       connections: 64,
       maxCallsPerOperation: 1_000,
       retry: { maxAttempts: 3, budget: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
+      problemDocsUrl: 'https://docs.platform.test/v3',
     });
   });
 
@@ -47,7 +54,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'development',
       LOG_LEVEL: 'debug',
       LANDING_PAGE: 'false',
-      INTROSPECTION: '0',
+      INTROSPECTION: 'off',
       QUERY_MAX_DEPTH: '8',
       QUERY_MAX_COST: '500',
       UPSTREAM_CONNECT_TIMEOUT_MS: '100',
@@ -66,7 +73,7 @@ describe('loadConfig', () => {
       nodeEnv: 'development',
       logLevel: 'debug',
       landingPage: false,
-      introspection: false,
+      introspection: 'off',
       queryLimits: { maxDepth: 8, maxCost: 500 },
       upstream: {
         baseUrl: 'http://127.0.0.1:4010/platform',
@@ -105,6 +112,7 @@ describe('loadConfig', () => {
       'UPSTREAM_CONNECT_TIMEOUT_MS: must be an integer from 1 to 600000, got "-5"',
       'UPSTREAM_CONNECTIONS: must be an integer from 1 to 10000, got "many"',
       'UPSTREAM_RETRY_MAX_ATTEMPTS: must be an integer from 1 to 10, got "3.5"',
+      expect.stringMatching(/^AUTH_ISSUER: is required when AUTH_MODE is oidc/),
     ]);
   });
 
@@ -112,7 +120,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({})).toThrowError(
       'Invalid configuration:\n' +
         '  - UPSTREAM_BASE_URL: is required (the upstream API origin, e.g. https://api.example.com)\n' +
-        '  - UPSTREAM_API_KEY: is required',
+        '  - UPSTREAM_API_KEY: is required\n' +
+        '  - AUTH_ISSUER: is required when AUTH_MODE is oidc',
     );
   });
 

@@ -10,6 +10,7 @@ import { createApp, type App } from '../../../src/app.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { facadeTestEnv, SANDBOX_KEY } from '../../support/stack.ts';
+import { tokenFor } from '../../support/tokens.ts';
 import { waitFor } from './events.ts';
 
 // Response bodies and results are asserted with toMatchObject; a loose type keeps the tests readable.
@@ -93,7 +94,10 @@ export async function startFacade(
 export interface LiveStack {
   readonly emulator: RunningEmulator;
   readonly facade: RunningFacade;
-  /** A graphql-ws client on the facade (see {@link connectLive}), disposed after the file's tests. */
+  /**
+   * A graphql-ws client on the facade (see {@link connectLive}), disposed after the file's tests;
+   * it connects as the operator unless `connectionParams` say otherwise.
+   */
   connect(connectionParams?: Record<string, unknown>): LiveClient;
   /** Resolves once `more` subscriptions have started on the facade since the last call. */
   subscriptionsStarted(more: number): Promise<void>;
@@ -109,7 +113,10 @@ export function useLiveStack(env: Record<string, string> = {}): LiveStack {
   const clients: LiveClient[] = [];
   let started = 0;
 
+  // Connections are the operator's unless a test brings its own `connection_init` payload.
+  let operatorParams: Record<string, unknown> | undefined;
   beforeAll(async () => {
+    operatorParams = { Authorization: `Bearer ${await tokenFor('operator')}` };
     emulator = await startEmulator();
     facade = await startFacade(emulator.url, env);
   });
@@ -131,7 +138,7 @@ export function useLiveStack(env: Record<string, string> = {}): LiveStack {
       return running(facade, 'facade');
     },
     connect(connectionParams) {
-      const client = connectLive(running(facade, 'facade').wsUrl, connectionParams);
+      const client = connectLive(running(facade, 'facade').wsUrl, connectionParams ?? operatorParams);
       clients.push(client);
       return client;
     },

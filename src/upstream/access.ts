@@ -1,0 +1,162 @@
+/**
+ * The caller's right to each upstream request, checked in one place just before the request would
+ * be sent (`client.send`), so no resolver, loader, entity lookup or event read can reach a
+ * customer the caller may not act for, and no future upstream function goes out unchecked: a path
+ * without a rule here is refused for everyone.
+ *
+ * The table in docs/security.md is this file told per GraphQL field; keep both in step.
+ */
+import type { CustomerScope } from '../auth/caller.ts';
+import type { HttpMethod, UpstreamRequest } from './client.ts';
+import { UpstreamAccessDeniedError, UpstreamProblemError } from './errors.ts';
+
+/** What one operation's upstream requests may touch: the caller's roles and customers. */
+export interface UpstreamScope {
+  /** False only for an anonymous request (e.g. a gateway reading `_service`): it may reach nothing. */
+  readonly authenticated: boolean;
+  /** Sees every customer and manages platform-wide resources (webhook endpoints, sandbox forcing). */
+  readonly operator: boolean;
+  readonly customers: CustomerScope;
+}
+
+/** The scope of the facade's own work (webhook registration, readiness) and of `AUTH_MODE=none`. */
+export const PLATFORM_SCOPE: UpstreamScope = Object.freeze({
+  authenticated: true,
+  operator: true,
+  customers: Object.freeze({ kind: 'all' }),
+});
+
+/** The scope of an anonymous request: no upstream request at all. */
+export const ANONYMOUS_SCOPE: UpstreamScope = Object.freeze({
+  authenticated: false,
+  operator: false,
+  customers: Object.freeze({ kind: 'customers', customerIds: new Set<string>() }),
+});
+
+/** The upstream scope of an authenticated caller. */
+export function scopeOf(caller: { operator: boolean; scope: CustomerScope }): UpstreamScope {
+  return { authenticated: true, operator: caller.operator, customers: caller.scope };
+}
+
+/** Who may send a request that matches a rule. */
+type Access =
+  /** Any authenticated caller (discovery, institutions). */
+  | 'any-caller'
+  /** Operators only. */
+  | 'operator'
+  /** Callers who may act for the customer the path names (its first group). */
+  | 'path-customer'
+  /**
+   * Callers who may act for the customer the request declares in `actingFor`: the path names a
+   * resource of that customer without the customer (the sandbox top-up names only an account), so
+   * the upstream function that builds it must have read the resource under the customer first.
+   */
+  | 'proven-customer';
+
+interface Rule {
+  readonly methods: readonly HttpMethod[];
+  /** Matched against the encoded path; a `customerId` group is decoded before the check. */
+  readonly pattern: RegExp;
+  readonly access: Access;
+}
+
+const ANY: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const GET: readonly HttpMethod[] = ['GET'];
+
+/**
+ * Every upstream path the facade calls, and who may call it. The first matching rule decides.
+ * Listing customers is operator-only: a scoped caller's `customers` reads each of its own by id.
+ * Creating a customer is operator-only too: the new customer would not be in the creator's scope.
+ */
+const RULES: readonly Rule[] = [
+  { methods: ANY, pattern: /^\/v3\/customers$/, access: 'operator' },
+  { methods: ANY, pattern: /^\/v3\/customers\/(?<customerId>[^/]+)(?:\/.*)?$/, access: 'path-customer' },
+  { methods: GET, pattern: /^\/v3\/capabilities$/, access: 'any-caller' },
+  { methods: GET, pattern: /^\/v3\/institutions(?:\/[^/]+)?$/, access: 'any-caller' },
+  { methods: ANY, pattern: /^\/v3\/webhooks(?:\/[^/]+)?$/, access: 'operator' },
+  { methods: ['POST'], pattern: /^\/v3\/sandbox\/accounts\/[^/]+\/topup$/, access: 'proven-customer' },
+  {
+    methods: ['POST'],
+    pattern: /^\/v3\/sandbox\/customers\/[^/]+\/capabilities\/[^/]+\/status$/,
+    access: 'operator',
+  },
+];
+
+/** Options of {@link authorizeUpstreamRequest}. */
+export interface AuthorizeOptions {
+  /** The request id of the operation: the `correlationId` of a refusal that answers like a 404. */
+  requestId: string;
+  /** `{docs_url}` of problem types, so a refusal reads exactly like the upstream's own 404. */
+  problemDocsUrl: string;
+}
+
+/**
+ * Throws unless `scope` may send `request`. Nothing is sent and no call budget is spent for a
+ * refused request.
+ *
+ * A customer outside the scope is answered as the upstream answers a customer that does not exist
+ * (404, the same code, title and detail), so a caller cannot tell another customer's id from an
+ * unknown one. A platform-wide request by a non-operator is {@link UpstreamAccessDeniedError}.
+ */
+export function authorizeUpstreamRequest(
+  scope: UpstreamScope,
+  request: Pick<UpstreamRequest, 'method' | 'path' | 'actingFor'>,
+  options: AuthorizeOptions,
+): void {
+  const rule = RULES.find((candidate) => candidate.methods.includes(request.method) && candidate.pattern.test(request.path));
+  if (rule === undefined) throw new UpstreamAccessDeniedError('no_rule');
+  if (!scope.authenticated) throw new UpstreamAccessDeniedError('anonymous');
+  switch (rule.access) {
+    case 'any-caller':
+      return;
+    case 'operator':
+      if (!scope.operator) throw new UpstreamAccessDeniedError('operator_only');
+      return;
+    case 'path-customer': {
+      const encoded = rule.pattern.exec(request.path)?.groups?.customerId ?? '';
+      const customerId = safeDecode(encoded);
+      if (customerId === undefined || !inScope(scope, customerId)) {
+        throw missingCustomer(customerId ?? encoded, request.path, options);
+      }
+      return;
+    }
+    case 'proven-customer':
+      if (scope.operator) return;
+      if (request.actingFor === undefined || !inScope(scope, request.actingFor)) {
+        throw new UpstreamAccessDeniedError('unproven_customer');
+      }
+      return;
+  }
+}
+
+/** True when `scope` covers `customerId`. */
+export function inScope(scope: UpstreamScope, customerId: string): boolean {
+  return scope.customers.kind === 'all' || scope.customers.customerIds.has(customerId);
+}
+
+/**
+ * Collections whose unknown parent customer the contract answers with `customer_not_found`; every
+ * other customer path answers `not_found` (see the contract's 404 descriptions).
+ */
+const CUSTOMER_NOT_FOUND_COLLECTIONS = /^\/v3\/customers\/[^/]+\/(?:related-parties|documents)(?:\/|$)/;
+
+/** The upstream's own answer for a customer that does not exist, on `path`. */
+function missingCustomer(customerId: string, path: string, options: AuthorizeOptions): UpstreamProblemError {
+  const code = CUSTOMER_NOT_FOUND_COLLECTIONS.test(path) ? 'customer_not_found' : 'not_found';
+  return new UpstreamProblemError({
+    type: `${options.problemDocsUrl}/errors/${code.replaceAll('_', '-')}`,
+    title: code === 'customer_not_found' ? 'Customer Not Found' : 'Not Found',
+    status: 404,
+    code,
+    detail: `No customer with id ${customerId} exists.`,
+    correlationId: options.requestId,
+  });
+}
+
+function safeDecode(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+}

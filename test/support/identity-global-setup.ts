@@ -1,0 +1,27 @@
+/**
+ * Vitest global setup: one real OpenID provider (dev-issuer/, oidc-provider) for the whole run, with
+ * the clients the tests act as. Tests read its coordinates with `inject('issuer')` and get real
+ * signed access tokens from its token endpoint (see `test/support/tokens.ts`).
+ */
+import type { TestProject } from 'vitest/node';
+import { startDevIssuer } from '../../dev-issuer/index.ts';
+import { TEST_CLIENTS } from './test-clients.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's issuer: `iss`, the token endpoint, the audience and resource of the facade. */
+    issuer: { issuer: string; tokenUrl: string; jwksUrl: string; audience: string; resource: string };
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const issuer = await startDevIssuer({ clients: Object.values(TEST_CLIENTS) });
+  project.provide('issuer', {
+    issuer: issuer.issuer,
+    tokenUrl: issuer.tokenUrl,
+    jwksUrl: issuer.jwksUrl,
+    audience: issuer.audience,
+    resource: issuer.resource,
+  });
+  return () => issuer.close();
+}

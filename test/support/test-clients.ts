@@ -1,0 +1,16 @@
+/**
+ * The callers the tests act as: OAuth clients of the run's issuer (client credentials), each with
+ * the roles and customers its access tokens carry. Test-only secrets.
+ */
+export const TEST_CLIENTS = {
+  /** Sees every customer and manages platform-wide resources. */
+  operator: { clientId: 'test-operator', clientSecret: 'test-operator-secret', roles: ['operator'] },
+  /** Scoped to the demo customer `cus_acme` (a business with accounts, parties, capabilities). */
+  acme: { clientId: 'test-acme', clientSecret: 'test-acme-secret', roles: [], customerIds: ['cus_acme'] },
+  /** Scoped to the demo customer `cus_globex`. */
+  globex: { clientId: 'test-globex', clientSecret: 'test-globex-secret', roles: [], customerIds: ['cus_globex'] },
+  /** Authenticated, with no customer and no role: may read only what any caller may. */
+  nobody: { clientId: 'test-nobody', clientSecret: 'test-nobody-secret', roles: [], customerIds: [] },
+} as const;
+
+export type TestCallerName = keyof typeof TEST_CLIENTS;

@@ -1,0 +1,50 @@
+/**
+ * Real access tokens for the tests, from the run's OpenID provider (see identity-global-setup.ts)
+ * by the client credentials grant over HTTP, and the facade environment that trusts that issuer.
+ */
+import { inject } from 'vitest';
+import { TEST_CLIENTS, type TestCallerName } from './test-clients.ts';
+
+export { TEST_CLIENTS, type TestCallerName } from './test-clients.ts';
+
+/** The AUTH_* variables of a facade that trusts the run's issuer. */
+export function issuerEnv(): Record<string, string> {
+  const { issuer, audience } = inject('issuer');
+  return { AUTH_ISSUER: issuer, AUTH_AUDIENCE: audience };
+}
+
+const cache = new Map<TestCallerName, Promise<string>>();
+
+/** A valid access token of `caller` (cached for the test file: tokens live an hour). */
+export function tokenFor(caller: TestCallerName): Promise<string> {
+  let token = cache.get(caller);
+  if (token === undefined) {
+    token = fetchToken(caller);
+    cache.set(caller, token);
+    token.catch(() => cache.delete(caller));
+  }
+  return token;
+}
+
+/** `{ authorization: 'Bearer …' }` for `caller`. */
+export async function bearer(caller: TestCallerName): Promise<{ authorization: string }> {
+  return { authorization: `Bearer ${await tokenFor(caller)}` };
+}
+
+async function fetchToken(caller: TestCallerName): Promise<string> {
+  const { tokenUrl, resource } = inject('issuer');
+  const { clientId, clientSecret } = TEST_CLIENTS[caller];
+  const response = await fetch(tokenUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({ grant_type: 'client_credentials', resource }).toString(),
+  });
+  const body = (await response.json()) as { access_token?: string };
+  if (!response.ok || typeof body.access_token !== 'string') {
+    throw new Error(`The test issuer refused a token for ${caller}: ${response.status} ${JSON.stringify(body)}`);
+  }
+  return body.access_token;
+}
