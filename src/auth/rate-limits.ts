@@ -21,6 +21,7 @@ import {
 } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.ts';
 import type { RateLimitsConfig } from '../http/edge-config.ts';
+import type { UpgradeRefusal } from './websocket-origin.ts';
 
 /**
  * What is being counted.
@@ -272,6 +273,17 @@ export function rateLimitedError(retryAfterSeconds: number): GraphQLError {
   return new GraphQLError(rateLimitedMessage(retryAfterSeconds), {
     extensions: { code: RATE_LIMITED, retryAfterSeconds },
   });
+}
+
+/** The refusal of a WebSocket upgrade (`ws-connect`), for `refuseUpgrade` or `createVerifyClient`. */
+export function rateLimitedUpgrade(retryAfterSeconds: number): UpgradeRefusal {
+  return {
+    status: 429,
+    code: RATE_LIMITED,
+    message: rateLimitedMessage(retryAfterSeconds),
+    extensions: { retryAfterSeconds },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  };
 }
 
 function rateLimitedMessage(retryAfterSeconds: number): string {
