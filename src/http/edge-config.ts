@@ -1,0 +1,125 @@
+/**
+ * The edge defences' part of the configuration: which browser origins may call the facade, how many
+ * proxies stand in front of it, the rate limits, and the trusted-documents manifest. Read by
+ * `loadConfig` in `src/config.ts`, which reports every problem at once (see docs/security.md).
+ */
+import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
+
+/** Per-window budgets; every bucket shares one window length. */
+export interface RateLimitsConfig {
+  /** `RATE_LIMIT_ENABLED`: off means every budget is unlimited (tests, a facade behind its own limiter). */
+  enabled: boolean;
+  /** `RATE_LIMIT_WINDOW_SECONDS`: the length of one counting window. */
+  windowSeconds: number;
+  /**
+   * `RATE_LIMIT_REQUESTS`: GraphQL operations per window per caller, over HTTP and graphql-ws alike
+   * (a subscribe message spends from this budget, so moving queries to a WebSocket buys nothing).
+   */
+  requests: number;
+  /** `RATE_LIMIT_FAILED_AUTH`: failed authentications per window per client address. */
+  failedAuth: number;
+  /** `RATE_LIMIT_WS_CONNECTS`: WebSocket connection attempts per window per caller or address. */
+  wsConnects: number;
+}
+
+export interface EdgeConfig {
+  /** `CORS_ORIGINS`: browser origins allowed to call the facade, each `scheme://host[:port]`. */
+  corsOrigins: readonly string[];
+  /** `TRUST_PROXY`: proxy hops in front of the facade whose `X-Forwarded-For` entries are believed. */
+  trustProxy: number;
+  rateLimits: RateLimitsConfig;
+  /** `TRUSTED_DOCUMENTS`: path of a persisted-operation manifest; unset, any operation is accepted. */
+  trustedDocumentsPath: string | undefined;
+}
+
+/** Documented defaults, also shown in the README's configuration table. */
+export const EDGE_CONFIG_DEFAULTS = {
+  TRUST_PROXY: 0,
+  RATE_LIMIT_ENABLED: true,
+  RATE_LIMIT_WINDOW_SECONDS: 60,
+  // Ten operations a second, sustained over a minute: far above an interactive client.
+  RATE_LIMIT_REQUESTS: 600,
+  // Enough for a client retrying with an expired token; far too few to guess one.
+  RATE_LIMIT_FAILED_AUTH: 20,
+  RATE_LIMIT_WS_CONNECTS: 60,
+} as const;
+
+/**
+ * Reads the edge variables from `env`, calling `report(name, problem)` once per bad variable and
+ * using the default for it, so the caller can list every problem together.
+ */
+export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
+  const reader = new EnvReader(env, report);
+  return {
+    corsOrigins: readCorsOrigins(reader),
+    trustProxy: reader.integer('TRUST_PROXY', EDGE_CONFIG_DEFAULTS.TRUST_PROXY, 0, 10),
+    rateLimits: {
+      enabled: reader.boolean('RATE_LIMIT_ENABLED', EDGE_CONFIG_DEFAULTS.RATE_LIMIT_ENABLED),
+      windowSeconds: reader.integer(
+        'RATE_LIMIT_WINDOW_SECONDS',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_WINDOW_SECONDS,
+        1,
+        24 * 60 * 60,
+      ),
+      requests: reader.integer(
+        'RATE_LIMIT_REQUESTS',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_REQUESTS,
+        1,
+        10_000_000,
+      ),
+      failedAuth: reader.integer(
+        'RATE_LIMIT_FAILED_AUTH',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_FAILED_AUTH,
+        1,
+        1_000_000,
+      ),
+      wsConnects: reader.integer(
+        'RATE_LIMIT_WS_CONNECTS',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_WS_CONNECTS,
+        1,
+        1_000_000,
+      ),
+    },
+    trustedDocumentsPath: reader.raw('TRUSTED_DOCUMENTS'),
+  };
+}
+
+/**
+ * `CORS_ORIGINS`: comma separated, each exactly what a browser sends in `Origin` (scheme, host,
+ * optional port; no path, no wildcard). Returned in the browser's own serialisation, so a plain
+ * string comparison with the header is an exact match.
+ */
+function readCorsOrigins(reader: EnvReader): readonly string[] {
+  const raw = reader.raw('CORS_ORIGINS');
+  if (raw === undefined) return [];
+  const origins = new Set<string>();
+  const bad: string[] = [];
+  for (const entry of raw.split(',').map((part) => part.trim())) {
+    if (entry === '') continue;
+    const origin = toOrigin(entry);
+    if (origin === undefined) bad.push(entry);
+    else origins.add(origin);
+  }
+  if (bad.length > 0) {
+    reader.report(
+      'CORS_ORIGINS',
+      `each entry must be an exact origin such as https://app.example.com (http or https, no path, ` +
+        `no wildcard), got ${bad.map((entry) => JSON.stringify(entry)).join(', ')}`,
+    );
+    return [];
+  }
+  return [...origins];
+}
+
+function toOrigin(entry: string): string | undefined {
+  // A wildcard would turn an allow-list into "anyone"; the origin must be spelled out.
+  if (entry.includes('*')) return undefined;
+  if (!/^https?:\/\/[^/?#@\s]+$/i.test(entry)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return undefined;
+  }
+  return url.origin === 'null' ? undefined : url.origin;
+}

@@ -1,0 +1,343 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import express from 'express';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import {
+  createRateLimits,
+  rateLimitedError,
+  rateLimitRequests,
+  type RateLimits,
+  type RateKey,
+} from '../../src/auth/rate-limits.ts';
+import type { RateLimitsConfig } from '../../src/http/edge-config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { connectRedis, uniqueRedisPrefix } from '../events/support/redis.ts';
+
+const logLines: string[] = [];
+const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
+
+function limitsConfig(overrides: Partial<RateLimitsConfig> = {}): RateLimitsConfig {
+  return { enabled: true, windowSeconds: 60, requests: 3, failedAuth: 2, wsConnects: 5, ...overrides };
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/**
+ * A real express server with the limiter mounted the way the facade mounts it: the caller's subject
+ * (here from a test header) keys the operations budget; failed authentications count per address,
+ * checked before the credential is looked at.
+ */
+async function startLimitedServer(limits: RateLimits): Promise<string> {
+  const app = express();
+  app.use((req, res, next) => {
+    const address = `ip:${req.socket.remoteAddress}` as const;
+    limits.check('failed-auth', address).then(async (blocked) => {
+      if (!blocked.allowed) {
+        res.status(429).set('retry-after', String(blocked.retryAfterSeconds)).json({ blocked: true });
+        return;
+      }
+      const token = req.get('authorization');
+      if (token !== 'Bearer good') {
+        const decision = await limits.consume('failed-auth', address);
+        if (!decision.allowed) {
+          res.status(429).set('retry-after', String(decision.retryAfterSeconds)).json({ blocked: true });
+          return;
+        }
+        res.status(401).json({ unauthenticated: true });
+        return;
+      }
+      res.locals.subject = req.get('x-test-subject') ?? 'alice';
+      next();
+    }, next);
+  });
+  app.use(
+    rateLimitRequests({
+      limits,
+      bucket: 'request',
+      keyOf: (_req, res) => `sub:${res.locals.subject as string}`,
+    }),
+  );
+  app.post('/graphql', (_req, res) => {
+    res.json({ data: { ok: true } });
+  });
+  const server = http.createServer(app);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
+}
+
+function post(url: string, subject = 'alice', token = 'Bearer good'): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { authorization: token, 'x-test-subject': subject } });
+}
+
+async function consumeTimes(
+  limits: RateLimits,
+  bucket: Parameters<RateLimits['consume']>[0],
+  key: RateKey,
+  times: number,
+) {
+  const decisions = [];
+  for (let i = 0; i < times; i += 1) decisions.push(await limits.consume(bucket, key));
+  return decisions.map((decision) => decision.allowed);
+}
+
+describe('rate limits over HTTP (one replica, in memory)', () => {
+  test('a caller gets its budget, then 429 with Retry-After and a RATE_LIMITED body', async () => {
+    const url = await startLimitedServer(
+      createRateLimits({ config: limitsConfig(), keyPrefix: 't:', logger }),
+    );
+
+    for (let i = 0; i < 3; i += 1) expect((await post(url)).status).toBe(200);
+    const refused = await post(url);
+
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(await refused.json()).toEqual({
+      errors: [
+        {
+          message: `Too many requests; retry after ${retryAfter} s.`,
+          extensions: { code: 'RATE_LIMITED', retryAfterSeconds: retryAfter },
+        },
+      ],
+    });
+  });
+
+  test('each caller has its own budget', async () => {
+    const url = await startLimitedServer(
+      createRateLimits({ config: limitsConfig(), keyPrefix: 't:', logger }),
+    );
+    for (let i = 0; i < 3; i += 1) expect((await post(url, 'alice')).status).toBe(200);
+    expect((await post(url, 'alice')).status).toBe(429);
+    expect((await post(url, 'bob')).status).toBe(200);
+  });
+
+  test('failed authentications are stricter, per address, and then refuse even a good credential', async () => {
+    const url = await startLimitedServer(
+      createRateLimits({ config: limitsConfig({ requests: 100, failedAuth: 2 }), keyPrefix: 't:', logger }),
+    );
+    expect((await post(url, 'alice', 'Bearer wrong')).status).toBe(401);
+    expect((await post(url, 'alice', 'Bearer wrong')).status).toBe(401);
+    const third = await post(url, 'alice', 'Bearer wrong');
+    expect(third.status).toBe(429);
+    expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // The address is blocked for the rest of the window, so guessing right no longer tells anything.
+    expect((await post(url, 'alice', 'Bearer good')).status).toBe(429);
+  });
+
+  test('a subscribe message spends from the same budget as an HTTP operation', async () => {
+    const limits = createRateLimits({ config: limitsConfig({ requests: 3 }), keyPrefix: 't:', logger });
+    expect(await consumeTimes(limits, 'request', 'sub:carol', 2)).toEqual([true, true]);
+    expect(await consumeTimes(limits, 'subscribe', 'sub:carol', 2)).toEqual([true, false]);
+    expect(await limits.consume('request', 'sub:carol')).toMatchObject({ allowed: false });
+  });
+
+  test('WebSocket connection attempts have their own budget', async () => {
+    const limits = createRateLimits({
+      config: limitsConfig({ requests: 1, wsConnects: 2 }),
+      keyPrefix: 't:',
+      logger,
+    });
+    expect(await consumeTimes(limits, 'ws-connect', 'ip:192.0.2.1', 3)).toEqual([true, true, false]);
+    expect(await limits.consume('request', 'ip:192.0.2.1')).toEqual({ allowed: true });
+  });
+
+  test('switched off, nothing is ever refused', async () => {
+    const limits = createRateLimits({
+      config: limitsConfig({ enabled: false, requests: 1 }),
+      keyPrefix: 't:',
+      logger,
+    });
+    expect(await consumeTimes(limits, 'request', 'sub:dave', 5)).toEqual([true, true, true, true, true]);
+  });
+
+  test('a key that is neither a subject nor an address is refused without being quoted', async () => {
+    const limits = createRateLimits({ config: limitsConfig(), keyPrefix: 't:', logger });
+    const error = await limits
+      .consume('request', 'Bearer eyJsecret' as RateKey)
+      .catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as Error).message).not.toContain('eyJsecret');
+  });
+
+  test('the graphql-ws refusal carries the same code and delay', () => {
+    const error = rateLimitedError(7);
+    expect(error.toJSON()).toEqual({
+      message: 'Too many requests; retry after 7 s.',
+      extensions: { code: 'RATE_LIMITED', retryAfterSeconds: 7 },
+    });
+  });
+});
+
+describe('rate limits shared through Redis', () => {
+  test('two replicas sharing one Redis share each budget', async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const [redisA, redisB] = [connectRedis(), connectRedis()];
+    cleanups.push(async () => {
+      await redisA.quit();
+      await redisB.quit();
+    });
+    const replicaA = createRateLimits({
+      config: limitsConfig({ requests: 4 }),
+      redis: redisA,
+      keyPrefix,
+      logger,
+    });
+    const replicaB = createRateLimits({
+      config: limitsConfig({ requests: 4 }),
+      redis: redisB,
+      keyPrefix,
+      logger,
+    });
+    await Promise.all([redisA.ping(), redisB.ping()]);
+
+    const decisions = [];
+    for (let i = 0; i < 3; i += 1) {
+      decisions.push((await replicaA.consume('request', 'sub:erin')).allowed);
+      decisions.push((await replicaB.consume('request', 'sub:erin')).allowed);
+    }
+
+    expect(decisions).toEqual([true, true, true, true, false, false]);
+    expect(await replicaB.check('request', 'sub:erin')).toMatchObject({ allowed: false });
+    // The other buckets and callers are untouched.
+    expect(await replicaA.consume('request', 'sub:frank')).toEqual({ allowed: true });
+    expect(await replicaB.check('failed-auth', 'ip:198.51.100.7')).toEqual({ allowed: true });
+  });
+
+  test('what reaches Redis is the prefix, the bucket and a digest, never the subject', async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const redis = connectRedis();
+    cleanups.push(async () => {
+      await redis.quit();
+    });
+    const limits = createRateLimits({ config: limitsConfig(), redis, keyPrefix, logger });
+    await redis.ping();
+    await limits.consume('request', 'sub:grace@example.com');
+    await limits.consume('failed-auth', 'ip:203.0.113.9');
+
+    const keys = (await redis.keys(`${keyPrefix}*`)).sort();
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(new RegExp(`^${escape(keyPrefix)}rate:failed-auth:ip\\.[\\w-]{43}$`));
+    expect(keys[1]).toMatch(new RegExp(`^${escape(keyPrefix)}rate:operations:sub\\.[\\w-]{43}$`));
+    expect(keys.join(' ')).not.toMatch(/grace|203\.0\.113/);
+  });
+});
+
+describe('rate limits when Redis fails', () => {
+  const ownRedis: ChildProcess[] = [];
+  afterAll(() => {
+    for (const child of ownRedis) if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  test('an unreachable Redis: the in-memory limiter still limits, nothing throws', async () => {
+    const port = await findFreePort();
+    const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 2, lazyConnect: false });
+    redis.on('error', () => {});
+    cleanups.push(() => redis.disconnect());
+    logLines.length = 0;
+    const limits = createRateLimits({
+      config: limitsConfig({ requests: 3 }),
+      redis,
+      keyPrefix: 'x:',
+      logger,
+    });
+
+    expect(await consumeTimes(limits, 'request', 'sub:heidi', 5)).toEqual([true, true, true, false, false]);
+    expect(logLines.some((line) => line.includes('rate limits counted in memory'))).toBe(true);
+  });
+
+  test('Redis stopped mid-window: counting goes on in memory', async () => {
+    const server = await startOwnRedis();
+    ownRedis.push(server.child);
+    const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    cleanups.push(() => redis.disconnect());
+    const limits = createRateLimits({
+      config: limitsConfig({ requests: 3 }),
+      redis,
+      keyPrefix: 'y:',
+      logger,
+    });
+    await redis.ping();
+
+    expect(await consumeTimes(limits, 'request', 'sub:ivan', 2)).toEqual([true, true]);
+    expect(await redis.keys('y:*')).toHaveLength(1);
+    server.child.kill('SIGKILL');
+    await once(server.child, 'exit');
+
+    // Memory starts its own count: the replica admits its own budget, then refuses.
+    expect(await consumeTimes(limits, 'request', 'sub:ivan', 4)).toEqual([true, true, true, false]);
+  });
+
+  test('a Redis that hangs: the in-memory limiter answers after the timeout', async () => {
+    const server = await startOwnRedis();
+    ownRedis.push(server.child);
+    const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    cleanups.push(() => redis.disconnect());
+    const limits = createRateLimits({
+      config: limitsConfig({ requests: 2 }),
+      redis,
+      keyPrefix: 'z:',
+      logger,
+      redisTimeoutMs: 100,
+    });
+    await redis.ping();
+    server.child.kill('SIGSTOP');
+    try {
+      expect(await consumeTimes(limits, 'request', 'sub:judy', 3)).toEqual([true, true, false]);
+    } finally {
+      server.child.kill('SIGCONT');
+      server.child.kill('SIGKILL');
+    }
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+async function findFreePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  probe.close();
+  await once(probe, 'close');
+  return port;
+}
+
+/** A redis-server of this test's own, so stopping it disturbs no other test. */
+async function startOwnRedis(): Promise<{ child: ChildProcess; port: number }> {
+  const port = await findFreePort();
+  const child = spawn(
+    'redis-server',
+    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  const probe = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null, retryStrategy: () => 50 });
+  probe.on('error', () => {});
+  try {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
+      if (probe.status === 'ready') return { child, port };
+      await sleep(50);
+    }
+    throw new Error('redis-server did not start');
+  } finally {
+    probe.disconnect();
+  }
+}

@@ -1,0 +1,104 @@
+import { describe, expect, test } from 'vitest';
+import { EDGE_CONFIG_DEFAULTS, readEdgeConfig } from '../../src/http/edge-config.ts';
+
+function read(env: Record<string, string>) {
+  const problems: string[] = [];
+  const config = readEdgeConfig(env, (name, problem) => problems.push(`${name}: ${problem}`));
+  return { config, problems };
+}
+
+describe('readEdgeConfig', () => {
+  test('defaults: no CORS origin, no trusted proxy, limits on, any document accepted', () => {
+    expect(read({})).toEqual({
+      problems: [],
+      config: {
+        corsOrigins: [],
+        trustProxy: 0,
+        rateLimits: {
+          enabled: true,
+          windowSeconds: 60,
+          requests: 600,
+          failedAuth: 20,
+          wsConnects: 60,
+        },
+        trustedDocumentsPath: undefined,
+      },
+    });
+    expect(EDGE_CONFIG_DEFAULTS.RATE_LIMIT_REQUESTS).toBe(600);
+  });
+
+  test('reads every variable', () => {
+    const { config, problems } = read({
+      CORS_ORIGINS: ' https://app.example.com, http://localhost:3000 ,https://admin.example.com:8443',
+      TRUST_PROXY: '2',
+      RATE_LIMIT_ENABLED: 'false',
+      RATE_LIMIT_WINDOW_SECONDS: '10',
+      RATE_LIMIT_REQUESTS: '50',
+      RATE_LIMIT_FAILED_AUTH: '3',
+      RATE_LIMIT_WS_CONNECTS: '7',
+      TRUSTED_DOCUMENTS: ' /etc/facade/manifest.json ',
+    });
+    expect(problems).toEqual([]);
+    expect(config).toEqual({
+      corsOrigins: ['https://app.example.com', 'http://localhost:3000', 'https://admin.example.com:8443'],
+      trustProxy: 2,
+      rateLimits: { enabled: false, windowSeconds: 10, requests: 50, failedAuth: 3, wsConnects: 7 },
+      trustedDocumentsPath: '/etc/facade/manifest.json',
+    });
+  });
+
+  test('origins are kept in the form browsers send: host lower-cased, default port dropped, duplicates once', () => {
+    const { config, problems } = read({
+      CORS_ORIGINS: 'HTTPS://App.Example.com:443,https://app.example.com,http://a.test:80,,',
+    });
+    expect(problems).toEqual([]);
+    expect(config.corsOrigins).toEqual(['https://app.example.com', 'http://a.test']);
+  });
+
+  test.each([
+    ['a wildcard', '*'],
+    ['a wildcard subdomain', 'https://*.example.com'],
+    ['a path', 'https://app.example.com/graphql'],
+    ['a trailing slash', 'https://app.example.com/'],
+    ['a query', 'https://app.example.com?x=1'],
+    ['credentials', 'https://user:pw@app.example.com'],
+    ['no scheme', 'app.example.com'],
+    ['another scheme', 'ftp://app.example.com'],
+    ['the null origin', 'null'],
+    ['a bad port', 'https://app.example.com:99999'],
+  ])('refuses an origin with %s, naming it, and allows none', (_what, entry) => {
+    const { config, problems } = read({ CORS_ORIGINS: `https://ok.example.com,${entry}` });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^CORS_ORIGINS: /);
+    expect(problems[0]).toContain(JSON.stringify(entry));
+    // A half-applied list would hide the mistake until a browser failed.
+    expect(config.corsOrigins).toEqual([]);
+  });
+
+  test('reports every bad variable once and keeps the defaults for them', () => {
+    const { config, problems } = read({
+      TRUST_PROXY: '-1',
+      RATE_LIMIT_ENABLED: 'perhaps',
+      RATE_LIMIT_WINDOW_SECONDS: '0',
+      RATE_LIMIT_REQUESTS: 'many',
+      RATE_LIMIT_FAILED_AUTH: '1.5',
+      RATE_LIMIT_WS_CONNECTS: '0',
+    });
+    expect(problems.map((problem) => problem.split(':')[0])).toEqual([
+      'TRUST_PROXY',
+      'RATE_LIMIT_ENABLED',
+      'RATE_LIMIT_WINDOW_SECONDS',
+      'RATE_LIMIT_REQUESTS',
+      'RATE_LIMIT_FAILED_AUTH',
+      'RATE_LIMIT_WS_CONNECTS',
+    ]);
+    expect(config.trustProxy).toBe(0);
+    expect(config.rateLimits).toEqual({
+      enabled: true,
+      windowSeconds: 60,
+      requests: 600,
+      failedAuth: 20,
+      wsConnects: 60,
+    });
+  });
+});
