@@ -19,7 +19,19 @@ import type { GraphQLSchema } from 'graphql';
 import type { Caller } from './auth/caller.ts';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.ts';
 import { authenticateHttp, type AuthenticatedLocals } from './auth/http-authentication.ts';
+import {
+  createRateLimits,
+  rateLimitedError,
+  rateLimitedUpgrade,
+  rateLimitRequests,
+  sendRateLimited,
+  type RateKey,
+} from './auth/rate-limits.ts';
 import { createTokenVerifier } from './auth/token-verifier.ts';
+import { createVerifyClient } from './auth/websocket-origin.ts';
+import { openRedisConnection } from './events/redis-connection.ts';
+import { clientAddress } from './http/client-address.ts';
+import { cors } from './http/cors.ts';
 import type { Config } from './config.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
@@ -91,12 +103,40 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const formatError = createFormatError({ includeStacktrace: development });
   const keyEnvironments = createKeyEnvironments(upstreamClient, config.upstream.apiKey);
   const authenticator = createAppAuthenticator(config, keyEnvironments, logger);
+  // Rate limits are shared by every replica through Redis when there is one.
+  const rateLimitRedis =
+    config.events.redisUrl !== undefined && config.edge.rateLimits.enabled
+      ? openRedisConnection(config.events.redisUrl, 'rate-limits', logger)
+      : undefined;
+  const rateLimits = createRateLimits({
+    config: config.edge.rateLimits,
+    ...(rateLimitRedis === undefined ? {} : { redis: rateLimitRedis }),
+    keyPrefix: config.events.redisKeyPrefix,
+    logger,
+  });
+  const addressOf = (req: http.IncomingMessage): RateKey => `ip:${clientAddress(req, config.edge.trustProxy)}`;
+  const failedAuthLimiter = async (req: http.IncomingMessage) => {
+    const decision = await rateLimits.consume('failed-auth', addressOf(req));
+    return decision.allowed ? undefined : { retryAfterSeconds: decision.retryAfterSeconds };
+  };
   // Webhook route, pub/sub and graphql-ws: src/events/. Drained by its Apollo plugin on close.
   const events = createEventsRuntime({
     config: config.events,
     defaultApiKey: config.upstream.apiKey,
     keyEnvironments,
     authenticate: (credentials) => authenticator.authenticate(credentials),
+    failedAuthLimiter,
+    admitSubscription: async (caller) => {
+      const decision = await rateLimits.consume('subscribe', `sub:${caller.subject}`);
+      return decision.allowed ? undefined : rateLimitedError(decision.retryAfterSeconds);
+    },
+    verifyClient: createVerifyClient({
+      allowedOrigins: config.edge.corsOrigins,
+      async admit(request) {
+        const decision = await rateLimits.consume('ws-connect', addressOf(request));
+        return decision.allowed ? undefined : rateLimitedUpgrade(decision.retryAfterSeconds);
+      },
+    }),
     upstreamClient,
     logger,
   });
@@ -155,12 +195,29 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   app.get('/readyz', handleReadiness({ client: upstreamClient, apiKey: config.upstream.apiKey, logger }));
   app.use(
     '/graphql',
+    cors({ origins: config.edge.corsOrigins }),
     express.json({ limit: MAX_BODY }),
+    // An address that has failed too often is refused before its credentials are even looked at.
+    (req, res, next) => {
+      rateLimits.check('failed-auth', addressOf(req)).then((decision) => {
+        if (decision.allowed) next();
+        else sendRateLimited(res, decision.retryAfterSeconds);
+      }, next);
+    },
     authenticateHttp({
       authenticator,
       publicIntrospection: config.introspection === 'public',
       landingPage: config.landingPage,
+      failedAuthLimiter,
       logger,
+    }),
+    rateLimitRequests({
+      limits: rateLimits,
+      bucket: 'request',
+      keyOf: (req, res) => {
+        const caller = (res.locals as Partial<AuthenticatedLocals>).caller;
+        return caller === undefined ? addressOf(req) : `sub:${caller.subject}`;
+      },
     }),
     expressMiddleware(apollo, {
       // authenticateHttp decided who is calling before Apollo saw the request.
@@ -221,6 +278,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         await apollo.stop();
         for (const hook of closeHooks) await hook();
         await events.close();
+        await rateLimits.close();
+        rateLimitRedis?.disconnect();
         await upstreamClient.close();
       })();
       return closing;

@@ -4,6 +4,7 @@
  */
 import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
+import { readEdgeConfig, type EdgeConfig } from './http/edge-config.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
@@ -62,6 +63,8 @@ export interface Config {
   introspection: IntrospectionMode;
   /** Who the callers are: OpenID Connect access tokens, callers' own keys, or nobody checked. */
   auth: AuthConfig;
+  /** Browser origins, trusted proxies, rate limits and trusted documents (docs/security.md). */
+  edge: EdgeConfig;
   /** Operations deeper or costlier than these fail validation (see docs/errors.md). */
   queryLimits: QueryLimits;
   upstream: UpstreamConfig;
@@ -173,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
+    edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

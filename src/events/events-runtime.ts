@@ -6,7 +6,8 @@
 import type { Server as HttpServer } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Router } from 'express';
-import type { GraphQLFormattedError, GraphQLSchema, ValidationRule } from 'graphql';
+import type { GraphQLError, GraphQLFormattedError, GraphQLSchema, ValidationRule } from 'graphql';
+import type { VerifyClientCallbackAsync } from 'ws';
 import type { IncomingMessage } from 'node:http';
 import type { Authentication, Credentials } from '../auth/authenticate.ts';
 import type { Caller } from '../auth/caller.ts';
@@ -40,6 +41,10 @@ export interface EventsRuntimeOptions {
   authenticate(credentials: Credentials): Promise<Authentication>;
   /** Counts a failed authentication of a connection's address; see `graphql-ws-server.ts`. */
   failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
+  /** Decides whether `caller` may start one more subscription now (rate limits); an error refuses it. */
+  admitSubscription?: (caller: Caller) => Promise<GraphQLError | undefined>;
+  /** Checks a WebSocket upgrade before graphql-ws sees it (origin, connection rate). */
+  verifyClient?: VerifyClientCallbackAsync;
   upstreamClient: UpstreamClient;
   logger: Logger;
 }
@@ -115,6 +120,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         validationRules: host.validationRules,
         authenticate: options.authenticate,
         ...(options.failedAuthLimiter ? { failedAuthLimiter: options.failedAuthLimiter } : {}),
+        ...(options.admitSubscription ? { admitSubscription: options.admitSubscription } : {}),
+        ...(options.verifyClient ? { verifyClient: options.verifyClient } : {}),
         environmentOf: (apiKey) => options.keyEnvironments.of(apiKey),
         createContext: host.createContext,
         bus,

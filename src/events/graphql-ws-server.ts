@@ -14,7 +14,7 @@ import {
 } from 'graphql';
 import type { Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type VerifyClientCallbackAsync } from 'ws';
 import type { Authentication, Credentials } from '../auth/authenticate.ts';
 import { mayActFor, type Caller } from '../auth/caller.ts';
 import type { GraphContext } from '../graph/context.ts';
@@ -51,6 +51,10 @@ export interface GraphQLWebSocketOptions {
   authenticate(credentials: Credentials): Promise<Authentication>;
   /** Counts a failed authentication of `request`'s address; answers when it is over its limit. */
   failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
+  /** Decides whether `caller` may start one more subscription now (rate limits); an error refuses it. */
+  admitSubscription?: (caller: Caller) => Promise<GraphQLError | undefined>;
+  /** Checks a WebSocket upgrade (origin, connection rate) before graphql-ws sees the connection. */
+  verifyClient?: VerifyClientCallbackAsync;
   /**
    * The environment (sandbox or live) of the upstream key a connection's reads use: the caller's
    * own key, or the facade's when undefined. Cached by the runtime, so a connection costs no call.
@@ -98,7 +102,11 @@ const MAX_TIMER_MS = 2_147_483_647;
 /** Attaches graphql-ws to `httpServer` (same port as HTTP). */
 export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQLWebSocketEndpoint {
   const logger = options.logger.child({ component: 'graphql-ws' });
-  const wsServer = new WebSocketServer({ server: options.httpServer, path: options.path ?? '/graphql' });
+  const wsServer = new WebSocketServer({
+    server: options.httpServer,
+    path: options.path ?? '/graphql',
+    ...(options.verifyClient ? { verifyClient: options.verifyClient } : {}),
+  });
   const queues = new Set<SubscriberQueue>();
   const operations = new Set<string>();
   const connectionIds = new WeakMap<object, number>();
@@ -123,6 +131,13 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       validate: (schema, document) =>
         validate(schema, document, [...specifiedRules, ...options.validationRules]),
       subscribe: subscribeWithEventContexts,
+      // Each subscribe message spends from the caller's operations budget, as an HTTP request does.
+      onSubscribe: async (ctx) => {
+        const subscriber = (ctx.extra as ConnectionExtra).subscriber;
+        if (subscriber === undefined || options.admitSubscription === undefined) return undefined;
+        const refusal = await options.admitSubscription(subscriber.caller);
+        return refusal === undefined ? undefined : [refusal];
+      },
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket;
         if (draining) {

@@ -16,7 +16,13 @@ afterEach(() => {
 });
 
 function run(script: string, env: Record<string, string>): ChildProcess {
-  const { UPSTREAM_BASE_URL: _base, UPSTREAM_API_KEY: _key, ...inherited } = process.env;
+  const {
+    UPSTREAM_BASE_URL: _base,
+    UPSTREAM_API_KEY: _key,
+    AUTH_ISSUER: _issuer,
+    AUTH_AUDIENCE: _audience,
+    ...inherited
+  } = process.env;
   const child = spawn(process.execPath, [script], {
     cwd: new URL('../..', import.meta.url),
     // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
@@ -35,7 +41,12 @@ async function collect(stream: NodeJS.ReadableStream | null): Promise<string> {
 
 describe('npm start', () => {
   test('without an upstream, serves the demo data from an in-process emulator and exits 0 on SIGTERM', async () => {
-    const child = run('scripts/start.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+    const child = run('scripts/start.ts', {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      DEV_ISSUER_PORT: '0',
+    });
     const lines: string[] = [];
     const stderr = collect(child.stderr);
     const listening = new Promise<string>((resolve, reject) => {
@@ -48,11 +59,31 @@ describe('npm start', () => {
       child.once('exit', (code) => reject(new Error(`exited with ${code} before listening`)));
     });
     const url = await listening;
+    const query = JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' });
 
+    // Without a token: refused, and nothing reaches the emulator.
+    const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: query });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+
+    // With the demo operator's token, got the way the printed curl gets it.
+    const issuer = lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((entry) => entry.msg === 'callers: in-process OpenID provider with demo clients');
+    expect(issuer?.issuer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const tokenResponse = await fetch(`${issuer!.issuer as string}/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('demo-operator:demo-operator-secret').toString('base64')}`,
+      },
+      body: 'grant_type=client_credentials',
+    });
+    const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
     const response = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: query,
     });
     expect(await response.json()).toEqual({ data: { customer: { displayName: 'Acme Robotics Ltd' } } });
 
@@ -63,11 +94,30 @@ describe('npm start', () => {
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find((entry) => entry.msg === 'upstream: in-process emulator with demo data');
     expect(upstream?.upstream).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect([...lines, await stderr].join('\n')).not.toContain('sk_sandbox_emulator');
+    const printed = await stderr;
+    expect(printed).toContain('curl -s -u demo-operator:demo-operator-secret -d grant_type=client_credentials');
+    expect(printed).toContain('curl -s -u demo-acme:demo-acme-secret');
+    expect([...lines, printed].join('\n')).not.toContain('sk_sandbox_emulator');
+    expect([...lines, printed].join('\n')).not.toContain(token);
+  });
+
+  test('with a real upstream and no issuer, refuses to start and says how to proceed', async () => {
+    const child = run('scripts/start.ts', {
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
+      UPSTREAM_API_KEY: 'sk_live_start_test',
+    });
+    const stderr = collect(child.stderr);
+
+    const [code] = (await once(child, 'exit')) as [number | null];
+
+    expect(code).toBe(1);
+    expect(await stderr).toMatch(
+      /^Invalid configuration:\n {2}- AUTH_ISSUER: is required when AUTH_MODE is oidc .*AUTH_MODE=none/,
+    );
   });
 
   test('with an upstream URL but no key, reports the missing key and exits 1', async () => {
-    const child = run('scripts/start.ts', { UPSTREAM_BASE_URL: 'http://127.0.0.1:9' });
+    const child = run('scripts/start.ts', { UPSTREAM_BASE_URL: 'http://127.0.0.1:9', AUTH_MODE: 'none' });
     const stderr = collect(child.stderr);
 
     const [code] = (await once(child, 'exit')) as [number | null];
@@ -80,6 +130,7 @@ describe('npm start', () => {
     const child = run('scripts/start.ts', {
       UPSTREAM_BASE_URL: 'http://operator:hunter2-password@127.0.0.1:9',
       UPSTREAM_API_KEY: 'sk_live_start_test',
+      AUTH_MODE: 'none',
     });
     const stdout = collect(child.stdout);
     const stderr = collect(child.stderr);
@@ -100,6 +151,7 @@ describe('src/main.ts', () => {
       UPSTREAM_BASE_URL: 'nonsense',
       UPSTREAM_API_KEY: 'sk_live with space',
       PORT: 'eighty',
+      AUTH_MODE: 'none',
     });
     const stderr = collect(child.stderr);
 
