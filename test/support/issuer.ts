@@ -16,6 +16,33 @@ import {
   type JWK,
   type JWTPayload,
 } from 'jose';
+import { afterAll, beforeAll } from 'vitest';
+import { startDevIssuer, type DevIssuer, type DevIssuerOptions } from '../../dev-issuer/index.ts';
+
+export { startDevIssuer, type DevIssuer, type DevIssuerOptions };
+
+/**
+ * Starts a dev issuer (a real oidc-provider) for the enclosing `describe` (or file): started in
+ * `beforeAll`, closed in `afterAll`. The returned object reads through to the running issuer, so
+ * use it inside tests and hooks only.
+ */
+export function useDevIssuer(options: DevIssuerOptions = {}): DevIssuer {
+  let current: DevIssuer | undefined;
+  beforeAll(async () => {
+    current = await startDevIssuer(options);
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  return new Proxy({} as DevIssuer, {
+    get(_target, property) {
+      if (current === undefined) throw new Error('useDevIssuer: the issuer is used before beforeAll ran');
+      const value = Reflect.get(current, property) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(current) : value;
+    },
+  });
+}
+
 /** A signing key pair and its public JWK (with `kid` and `alg`), as an issuer would publish it. */
 export interface TestKey {
   kid: string;

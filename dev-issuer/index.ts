@@ -1,0 +1,230 @@
+/**
+ * A real OpenID provider (oidc-provider) for the demo and the tests: the client credentials grant
+ * only, issuing RFC 9068 JWT access tokens for the facade's audience, with each client's customer
+ * ids and roles as claims. The facade verifies its tokens exactly as it would a production identity
+ * provider's. Like emulator/, it imports nothing from src/: the two meet only over HTTP.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { JWK } from 'jose';
+import { Agent, fetch } from 'undici';
+import Provider, { errors, type Adapter, type AdapterPayload, type ClientMetadata } from 'oidc-provider';
+import { DEMO_SIGNING_KEY } from './demo-signing-key.ts';
+
+/** A confidential client that gets tokens with its id and secret. */
+export interface DevIssuerClient {
+  clientId: string;
+  clientSecret: string;
+  /** Put in the roles claim (omitted when undefined). */
+  roles?: readonly string[];
+  /** Put in the customer ids claim (omitted when undefined). */
+  customerIds?: readonly string[];
+}
+
+export interface DevIssuerOptions {
+  /** The `aud` of every token and the only resource indicator accepted (default `platform-graphql-facade`). */
+  audience?: string;
+  /** Clients (default {@link DEMO_CLIENTS}). */
+  clients?: readonly DevIssuerClient[];
+  /** Lifetime of access tokens (default 3600). */
+  accessTokenTtlSeconds?: number;
+  /** Private signing JWK with `kid` (default the committed demo key, RS256; see demo-signing-key.ts). */
+  signingKey?: JWK;
+  /** Name of the customer ids claim (default `customer_ids`, the facade's default). */
+  customerIdsClaim?: string;
+  /** Name of the roles claim (default `roles`, the facade's default). */
+  rolesClaim?: string;
+  /** Interface to listen on (default `127.0.0.1`). */
+  host?: string;
+  /** Port (default 0: a free one). */
+  port?: number;
+}
+
+export interface DevIssuer {
+  /** `http://<host>:<port>`, exactly the tokens' `iss` (no trailing slash). */
+  issuer: string;
+  jwksUrl: string;
+  tokenUrl: string;
+  audience: string;
+  /** The resource indicator (RFC 8707) of the facade: the audience, or `urn:<audience>` when not a URI. Optional in requests. */
+  resource: string;
+  clients: readonly DevIssuerClient[];
+  /** A fresh access token for a configured client, by the client credentials grant over HTTP. */
+  token(clientId: string): Promise<string>;
+  /** Stops listening and closes open connections. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_AUDIENCE = 'platform-graphql-facade';
+
+/** Demo clients: their secrets are as public as the demo key. */
+export const DEMO_CLIENTS: readonly DevIssuerClient[] = Object.freeze([
+  { clientId: 'demo-operator', clientSecret: 'demo-operator-secret', roles: ['operator'] },
+  { clientId: 'demo-acme', clientSecret: 'demo-acme-secret', roles: [], customerIds: ['cus_acme'] },
+]);
+
+/** Starts the issuer on loopback; resolves once it listens. Always `close()` it. */
+export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<DevIssuer> {
+  const audience = options.audience ?? DEFAULT_AUDIENCE;
+  const clients = options.clients ?? DEMO_CLIENTS;
+  const ttl = options.accessTokenTtlSeconds ?? 3600;
+  const signingKey = options.signingKey ?? DEMO_SIGNING_KEY;
+  const customerIdsClaim = options.customerIdsClaim ?? 'customer_ids';
+  const rolesClaim = options.rolesClaim ?? 'roles';
+  const host = options.host ?? '127.0.0.1';
+  // RFC 8707 wants the resource indicator to be an absolute URI; the audience need not be one.
+  const resource = URL.canParse(audience) ? audience : `urn:${audience}`;
+  const byId = new Map(clients.map((client) => [client.clientId, client]));
+  if (byId.size !== clients.length) throw new Error('startDevIssuer: client ids must be unique');
+
+  // The issuer URL holds the port, so the server listens first and gets its handler after.
+  const server = http.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const issuer = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  const provider = new Provider(issuer, {
+    adapter: createMemoryAdapter(),
+    clients: clients.map((client): ClientMetadata => ({
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    })),
+    jwks: { keys: [signingKey] },
+    features: {
+      clientCredentials: { enabled: true },
+      devInteractions: { enabled: false },
+      introspection: { enabled: false },
+      revocation: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, resourceIndicator) => {
+          // An unknown resource is the client's mistake (400 invalid_target), not a server error.
+          if (resourceIndicator !== resource) throw new errors.InvalidTarget();
+          return {
+            audience,
+            scope: 'platform',
+            accessTokenTTL: ttl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: signingAlgorithm(signingKey) } },
+          };
+        },
+      },
+    },
+    extraTokenClaims: (_ctx, token) => {
+      const client = token.clientId === undefined ? undefined : byId.get(token.clientId);
+      if (client === undefined) return undefined;
+      return {
+        ...(client.roles === undefined ? {} : { [rolesClaim]: [...client.roles] }),
+        ...(client.customerIds === undefined ? {} : { [customerIdsClaim]: [...client.customerIds] }),
+      };
+    },
+    ttl: { ClientCredentials: ttl },
+    clientBasedCORS: () => false,
+  });
+  // Koa prints every 500 to stderr unless silenced; the token endpoint's answers say enough.
+  provider.silent = true;
+  server.on('request', provider.callback());
+
+  // Its own connections, closed with it: a pooled socket to a closed issuer would fail the next
+  // token request of an issuer restarted on the same port.
+  const dispatcher = new Agent();
+  const tokenUrl = `${issuer}/token`;
+  return {
+    issuer,
+    jwksUrl: `${issuer}/jwks`,
+    tokenUrl,
+    audience,
+    resource,
+    clients,
+    async token(clientId) {
+      const client = byId.get(clientId);
+      if (client === undefined) throw new Error(`startDevIssuer: no client ${JSON.stringify(clientId)}`);
+      const response = await fetch(tokenUrl, {
+        dispatcher,
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${encodeForm(client.clientId)}:${encodeForm(client.clientSecret)}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ grant_type: 'client_credentials' }),
+      });
+      const body = (await response.json()) as { access_token?: string; error?: string };
+      if (response.status !== 200 || typeof body.access_token !== 'string') {
+        throw new Error(`The dev issuer answered ${response.status} ${body.error ?? ''} for ${clientId}`);
+      }
+      return body.access_token;
+    },
+    async close() {
+      await dispatcher.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) =>
+        server.close((error) => (error ? reject(error) : resolve())),
+      );
+    },
+  };
+}
+
+/** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic authentication. */
+function encodeForm(value: string): string {
+  return encodeURIComponent(value).replace(/%20/g, '+');
+}
+
+const SIGNING_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const;
+
+function signingAlgorithm(key: JWK): (typeof SIGNING_ALGORITHMS)[number] {
+  const named = SIGNING_ALGORITHMS.find((alg) => alg === key.alg);
+  if (named !== undefined) return named;
+  if (key.kty === 'RSA') return 'RS256';
+  if (key.kty === 'EC' && key.crv === 'P-256') return 'ES256';
+  if (key.kty === 'OKP' && key.crv === 'Ed25519') return 'EdDSA';
+  throw new Error('startDevIssuer: the signing key must be RSA, EC P-256 or Ed25519');
+}
+
+/**
+ * oidc-provider's storage, in memory and per issuer (its own in-memory adapter does the same, but
+ * prints a warning at every start). Client-credentials JWTs are not even stored.
+ */
+function createMemoryAdapter(): (model: string) => Adapter {
+  const stores = new Map<string, Map<string, AdapterPayload>>();
+  return (model) => {
+    const store = stores.get(model) ?? new Map<string, AdapterPayload>();
+    stores.set(model, store);
+    const findWhere = (test: (payload: AdapterPayload) => boolean) => [...store.values()].find(test);
+    return {
+      async upsert(id, payload) {
+        store.set(id, payload);
+      },
+      async find(id) {
+        return store.get(id);
+      },
+      async findByUserCode(userCode) {
+        return findWhere((payload) => payload.userCode === userCode);
+      },
+      async findByUid(uid) {
+        return findWhere((payload) => payload.uid === uid);
+      },
+      async consume(id) {
+        const payload = store.get(id);
+        if (payload !== undefined) payload.consumed = Math.floor(Date.now() / 1000);
+      },
+      async destroy(id) {
+        store.delete(id);
+      },
+      async revokeByGrantId(grantId) {
+        for (const [id, payload] of store) if (payload.grantId === grantId) store.delete(id);
+      },
+    };
+  };
+}

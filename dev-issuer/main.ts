@@ -1,0 +1,47 @@
+/**
+ * Runs the dev issuer standalone: `npm run dev-issuer`, for trying the facade with real tokens.
+ *
+ * Environment: DEV_ISSUER_PORT (default 4100), DEV_ISSUER_HOST (default 127.0.0.1),
+ * DEV_ISSUER_AUDIENCE (default `platform-graphql-facade`). The clients are the demo clients.
+ */
+import { DEFAULT_AUDIENCE, startDevIssuer } from './index.ts';
+
+async function main(): Promise<void> {
+  const port = Number(process.env['DEV_ISSUER_PORT'] ?? 4100);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(
+      `DEV_ISSUER_PORT must be a port number from 0 to 65535; got "${process.env['DEV_ISSUER_PORT']}".`,
+    );
+  }
+  const issuer = await startDevIssuer({
+    port,
+    host: process.env['DEV_ISSUER_HOST'] ?? '127.0.0.1',
+    audience: process.env['DEV_ISSUER_AUDIENCE'] ?? DEFAULT_AUDIENCE,
+  });
+  console.log(
+    `Dev issuer (demo key, local use only) listening: AUTH_ISSUER=${issuer.issuer} AUTH_AUDIENCE=${issuer.audience}`,
+  );
+  console.log(
+    `Clients: ${issuer.clients.map((client) => client.clientId).join(', ')}; tokens from ${issuer.tokenUrl}`,
+  );
+
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    issuer.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error('Shutdown failed', String(error));
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
