@@ -317,12 +317,13 @@ describe('apiStatus', () => {
     });
   });
 
-  it('reports a refused key as reachable with keyValid false, without an error', async () => {
-    const result = await stack.query(
-      `{ apiStatus { reachable keyValid environment problemCode } }`,
-      undefined,
-      { 'x-api-key': 'sk_sandbox_unknown' },
-    );
+});
+
+describe('apiStatus with a platform key the upstream refuses', () => {
+  const refused = useStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_unknown' } });
+
+  it('reports the key as refused, reachable, without an error', async () => {
+    const result = await refused.query(`{ apiStatus { reachable keyValid environment problemCode } }`);
 
     expect(result.body).toEqual({
       data: {

@@ -53,7 +53,8 @@ function onlyError(result: GraphQLResult): NonNullable<GraphQLResult['body']['er
   return result.body.errors![0]!;
 }
 
-const stack = useStack();
+// Server-side callers may bring their own platform key here.
+const stack = useStack({ env: { AUTH_ALLOW_CALLER_API_KEY: 'true' } });
 
 describe('upstream problems become GraphQL errors', () => {
   test('validation_error becomes BAD_USER_INPUT with every field pointer given its input path', async () => {
@@ -101,25 +102,17 @@ describe('upstream problems become GraphQL errors', () => {
     expect(problem.errors).toContainEqual(expect.objectContaining({ parameter: 'cursor', path: ['after'] }));
   });
 
-  test('an unknown caller X-API-Key is used upstream and answered UNAUTHENTICATED', async () => {
-    const result = await stack.query(
-      '{ customer(id: "cus_acme") { id } }',
-      {},
-      { 'x-api-key': 'sk_unknown_caller' },
-    );
+  test('an unknown caller X-API-Key is refused at the door, checked once with capability discovery', async () => {
+    const result = await stack.queryWithKey('sk_unknown_caller', '{ customer(id: "cus_acme") { id } }');
 
-    const error = onlyError(result);
-    expect(error.extensions?.code).toBe('UNAUTHENTICATED');
-    expect(error.extensions?.problem).toMatchObject({ status: 401, code: 'unauthorized', retryable: false });
-    expect(result.body.data).toEqual({ customer: null });
+    expect(result.status).toBe(401);
+    expect(result.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect(onlyError(result).extensions?.code).toBe('UNAUTHENTICATED');
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 1 });
   });
 
   test('a read-only caller key making a mutation is answered FORBIDDEN', async () => {
-    const result = await stack.query(
-      CREATE_RELATED_PARTY,
-      { input: director() },
-      { 'x-api-key': READ_ONLY_KEY },
-    );
+    const result = await stack.queryWithKey(READ_ONLY_KEY, CREATE_RELATED_PARTY, { input: director() });
 
     const error = onlyError(result);
     expect(error.extensions?.code).toBe('FORBIDDEN');

@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/stack.ts';
+import { bearer } from '../support/tokens.ts';
 
 const CUSTOMER_QUERY = '{ customer(id: "cus_acme") { id displayName } }';
 
@@ -24,7 +25,11 @@ describe('GraphQL over HTTP', () => {
 
   test('a GET query with a preflight header answers as the GraphQL-over-HTTP spec describes', async () => {
     const response = await fetch(getUrl(CUSTOMER_QUERY), {
-      headers: { accept: 'application/graphql-response+json', 'apollo-require-preflight': 'true' },
+      headers: {
+        accept: 'application/graphql-response+json',
+        'apollo-require-preflight': 'true',
+        ...(await bearer('operator')),
+      },
     });
 
     expect(response.status).toBe(200);
@@ -45,7 +50,9 @@ describe('GraphQL over HTTP', () => {
   });
 
   test('a GET without any header a browser form could not send is refused as possible CSRF', async () => {
-    const response = await fetch(getUrl(CUSTOMER_QUERY), { headers: { accept: 'application/json' } });
+    const response = await fetch(getUrl(CUSTOMER_QUERY), {
+      headers: { accept: 'application/json', ...(await bearer('operator')) },
+    });
 
     expect(response.status).toBe(400);
     const body = (await response.json()) as { errors: { extensions: { code: string } }[] };
@@ -55,7 +62,9 @@ describe('GraphQL over HTTP', () => {
   test('a mutation over GET is refused with 405', async () => {
     const mutation =
       'mutation { archiveAccount(input: { customerId: "cus_acme", accountId: "acc_acme_bank" }) { replayed } }';
-    const response = await fetch(getUrl(mutation), { headers: { 'apollo-require-preflight': 'true' } });
+    const response = await fetch(getUrl(mutation), {
+      headers: { 'apollo-require-preflight': 'true', ...(await bearer('operator')) },
+    });
 
     expect(response.status).toBe(405);
   });

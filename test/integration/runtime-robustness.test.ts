@@ -4,6 +4,7 @@
 import { getIntrospectionQuery } from 'graphql';
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/stack.ts';
+import { bearer } from '../support/tokens.ts';
 
 const stack = useStack({ env: { QUERY_MAX_DEPTH: '12', QUERY_MAX_COST: '5000' } });
 
@@ -14,7 +15,7 @@ async function post(body: string): Promise<{
 }> {
   const response = await fetch(stack.graphqlUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(await bearer('operator')) },
     body,
   });
   return { status: response.status, body: (await response.json()) as never };

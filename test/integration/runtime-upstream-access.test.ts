@@ -38,16 +38,21 @@ function director(firstName: string, idempotencyKey?: string): Record<string, un
 }
 
 describe('with the default retry policy', () => {
-  const stack = useStack();
+  const stack = useStack({ env: { AUTH_ALLOW_CALLER_API_KEY: 'true' } });
   /** Every response body and header block the facade sent in this file. */
   const responses: string[] = [];
 
+  /** As the operator, or with a caller's own platform key when `headers` hold an `x-api-key`. */
   async function query<T>(
     document: string,
     variables?: Record<string, unknown>,
     headers?: Record<string, string>,
   ) {
-    const result = await stack.query<T>(document, variables, headers);
+    const apiKey = headers?.['x-api-key'];
+    const result =
+      apiKey === undefined
+        ? await stack.query<T>(document, variables, headers)
+        : await stack.queryWithKey<T>(apiKey, document, variables);
     responses.push(JSON.stringify(result.body), JSON.stringify([...result.headers]));
     return result;
   }
@@ -71,10 +76,18 @@ describe('with the default retry policy', () => {
   });
 
   test('a problem that is not retryable is never retried', async () => {
+    const result = await query('{ customer(id: "cus_nobody") { id } }');
+
+    expect(result.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ [CUSTOMER_ROUTE]: 1 });
+  });
+
+  test('an unknown caller key is refused before any read, and never echoed', async () => {
     const result = await query('{ customer(id: "cus_acme") { id } }', {}, { 'x-api-key': 'sk_not_a_key' });
 
+    expect(result.status).toBe(401);
     expect(result.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
-    expect((await stack.upstreamCalls()).byRoute).toEqual({ [CUSTOMER_ROUTE]: 1 });
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 1 });
   });
 
   test('a mutation that fails with a retryable problem is retried with the same Idempotency-Key', async () => {

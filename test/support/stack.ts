@@ -78,6 +78,12 @@ export interface Stack {
     document: string,
     variables?: Record<string, unknown>,
   ): Promise<GraphQLResult<T>>;
+  /** POSTs a GraphQL request with a caller's own platform key (`X-API-Key`) and no token. */
+  queryWithKey<T = Record<string, unknown>>(
+    apiKey: string,
+    document: string,
+    variables?: Record<string, unknown>,
+  ): Promise<GraphQLResult<T>>;
   /** POSTs a GraphQL request without any credentials. */
   queryAnonymously<T = Record<string, unknown>>(
     document: string,
@@ -160,6 +166,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       },
       async queryAs<T>(caller: TestCallerName, document: string, variables?: Record<string, unknown>) {
         return postGraphQL<T>(graphqlUrl, document, variables, await bearer(caller));
+      },
+      async queryWithKey<T>(apiKey: string, document: string, variables?: Record<string, unknown>) {
+        return postGraphQL<T>(graphqlUrl, document, variables, { 'x-api-key': apiKey });
       },
       async queryAnonymously<T>(document: string, variables?: Record<string, unknown>) {
         return postGraphQL<T>(graphqlUrl, document, variables, {});
