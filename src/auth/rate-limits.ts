@@ -158,9 +158,10 @@ function buildLimiter(options: {
     keyPrefix: options.keyPrefix,
     // Without this, ioredis queues commands while reconnecting and every request would wait.
     rejectIfRedisNotReady: true,
-    insuranceLimiter,
   });
-  // A Redis that is connected but does not answer (overloaded, paused) must not stall requests.
+  // A Redis that is connected but does not answer (overloaded, paused) must not stall requests. The
+  // wrapper alone falls back to memory, for errors and timeouts alike: were the Redis limiter insured
+  // too, a command failing after its timeout would be counted in memory a second time.
   const limiter = new RLWrapperTimeouts({
     limiter: redisLimiter,
     timeoutMs: options.timeoutMs,
