@@ -58,7 +58,10 @@ export interface RateLimitsOptions {
    * The caller owns it (and should give it `maxRetriesPerRequest`, as `openRedisConnection` does).
    */
   redis?: Redis;
-  /** Prefix of the Redis keys (e.g. `REDIS_KEY_PREFIX`); `rate:<bucket>:` follows it. */
+  /**
+   * Prefix of the Redis keys (e.g. `REDIS_KEY_PREFIX`), followed by `rate:operations:` (`request` and
+   * `subscribe`), `rate:failed-auth:` or `rate:ws-connect:`.
+   */
   keyPrefix: string;
   logger: Logger;
   /** Longest wait for Redis before the in-memory limiter decides instead. Default 500 ms. */
