@@ -58,7 +58,10 @@ export interface RateLimitsOptions {
    * The caller owns it (and should give it `maxRetriesPerRequest`, as `openRedisConnection` does).
    */
   redis?: Redis;
-  /** Prefix of the Redis keys (e.g. `REDIS_KEY_PREFIX`); `rate:<bucket>:` follows it. */
+  /**
+   * Prefix of the Redis keys (e.g. `REDIS_KEY_PREFIX`), followed by `rate:operations:` (`request` and
+   * `subscribe`), `rate:failed-auth:` or `rate:ws-connect:`.
+   */
   keyPrefix: string;
   logger: Logger;
   /** Longest wait for Redis before the in-memory limiter decides instead. Default 500 ms. */
@@ -158,9 +161,10 @@ function buildLimiter(options: {
     keyPrefix: options.keyPrefix,
     // Without this, ioredis queues commands while reconnecting and every request would wait.
     rejectIfRedisNotReady: true,
-    insuranceLimiter,
   });
-  // A Redis that is connected but does not answer (overloaded, paused) must not stall requests.
+  // A Redis that is connected but does not answer (overloaded, paused) must not stall requests. The
+  // wrapper alone falls back to memory, for errors and timeouts alike: were the Redis limiter insured
+  // too, a command failing after its timeout would be counted in memory a second time.
   const limiter = new RLWrapperTimeouts({
     limiter: redisLimiter,
     timeoutMs: options.timeoutMs,

@@ -13,6 +13,7 @@ import {
   type RateLimits,
   type RateKey,
 } from '../../src/auth/rate-limits.ts';
+import { createFormatError } from '../../src/errors/format-error.ts';
 import type { RateLimitsConfig } from '../../src/http/edge-config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { connectRedis, uniqueRedisPrefix } from '../events/support/redis.ts';
@@ -171,12 +172,15 @@ describe('rate limits over HTTP (one replica, in memory)', () => {
     expect((error as Error).message).not.toContain('eyJsecret');
   });
 
-  test('the graphql-ws refusal carries the same code and delay', () => {
+  test("the graphql-ws refusal carries the same code and delay, and the facade's formatError keeps it", () => {
     const error = rateLimitedError(7);
-    expect(error.toJSON()).toEqual({
+    const expected = {
       message: 'Too many requests; retry after 7 s.',
       extensions: { code: 'RATE_LIMITED', retryAfterSeconds: 7 },
-    });
+    };
+    expect(error.toJSON()).toEqual(expected);
+    // graphql-ws errors go through the same formatError as HTTP's; a deliberate error is not masked.
+    expect(createFormatError()(error.toJSON(), error)).toEqual(expected);
   });
 });
 

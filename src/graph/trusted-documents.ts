@@ -1,0 +1,281 @@
+/**
+ * Trusted documents (persisted operations): when `TRUSTED_DOCUMENTS` names a manifest, the facade
+ * runs only the operations its own clients were built with, so nobody else can send it costly or
+ * probing queries. A request names its operation by id (`documentId`, Apollo's persisted-query hash,
+ * or `id`), or sends a body byte-identical to a listed one. The refusal comes before Apollo parses
+ * anything. Operators and Apollo Sandbox are exempt (the integrator decides who, via `isExempt`).
+ *
+ * Both manifest formats real tooling writes are read: Apollo's persisted query manifest
+ * (`@apollo/generate-persisted-query-manifest`) and graphql-codegen client-preset's
+ * `persisted-documents.json`. See docs/security.md.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { Request, RequestHandler, Response } from 'express';
+
+/** The code of every refusal: the operation is not on the list. */
+export const PERSISTED_QUERY_NOT_IN_LIST = 'PERSISTED_QUERY_NOT_IN_LIST';
+
+/** The operations a manifest lists. */
+export interface TrustedDocumentStore {
+  /** How many operations are listed. */
+  readonly size: number;
+  /** The body listed under `id` (also found by `sha256:<hex>` and by the body's SHA-256 hex). */
+  findById(id: string): string | undefined;
+  /** Whether `query` is, byte for byte, the body of a listed operation. */
+  isTrustedBody(query: string): boolean;
+}
+
+/** Thrown by {@link loadTrustedDocuments}: the manifest is missing, not JSON, or not a manifest. */
+export class TrustedDocumentsError extends Error {
+  constructor(path: string, problem: string) {
+    super(`Trusted documents manifest ${JSON.stringify(path)} ${problem}`);
+    this.name = 'TrustedDocumentsError';
+  }
+}
+
+/** Builds a store from `[id, body]` pairs; a repeated id is refused (see {@link loadTrustedDocuments}). */
+export function createTrustedDocumentStore(
+  entries: Iterable<readonly [id: string, body: string]>,
+): TrustedDocumentStore {
+  const byId = new Map<string, string>();
+  const bySha256 = new Map<string, string>();
+  for (const [id, body] of entries) {
+    if (byId.has(id)) throw new Error(`lists the id ${JSON.stringify(id)} more than once`);
+    byId.set(id, body);
+    // Apollo Client's persisted-query link sends the body's SHA-256 whatever id the manifest used.
+    bySha256.set(sha256Hex(body), body);
+  }
+  const bodies = new Set(byId.values());
+  return {
+    size: byId.size,
+    findById(id) {
+      const direct = byId.get(id);
+      if (direct !== undefined) return direct;
+      // The GraphQL-over-HTTP persisted documents draft prefixes SHA-256 ids with `sha256:`.
+      const hash = /^sha256:([0-9a-f]{64})$/i.exec(id)?.[1] ?? (/^[0-9a-f]{64}$/i.test(id) ? id : undefined);
+      return hash === undefined ? undefined : bySha256.get(hash.toLowerCase());
+    },
+    isTrustedBody: (query) => bodies.has(query),
+  };
+}
+
+/**
+ * Reads the manifest at `path`: Apollo's `{ "format": "apollo-persisted-query-manifest", "version": 1,
+ * "operations": [{ "id", "name", "type", "body" }] }` or graphql-codegen's `{ "<hash>": "<document>" }`.
+ *
+ * @throws {TrustedDocumentsError} when the file cannot be read, is not JSON, is neither format,
+ * lists an id twice, or lists nothing.
+ */
+export async function loadTrustedDocuments(path: string): Promise<TrustedDocumentStore> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new TrustedDocumentsError(
+      path,
+      `cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(text);
+  } catch (error) {
+    throw new TrustedDocumentsError(path, `is not JSON: ${(error as Error).message}`);
+  }
+  let entries: [string, string][];
+  try {
+    entries = manifestEntries(manifest);
+  } catch (error) {
+    throw new TrustedDocumentsError(path, (error as Error).message);
+  }
+  if (entries.length === 0)
+    throw new TrustedDocumentsError(path, 'lists no operation: every request would be refused');
+  try {
+    return createTrustedDocumentStore(entries);
+  } catch (error) {
+    throw new TrustedDocumentsError(path, (error as Error).message);
+  }
+}
+
+const APOLLO_FORMAT = 'apollo-persisted-query-manifest';
+const NEITHER_FORMAT =
+  `is neither an Apollo persisted query manifest ({ "format": "${APOLLO_FORMAT}", "version": 1, ` +
+  `"operations": [...] }) nor a graphql-codegen persisted-documents map ({ "<hash>": "<document>" })`;
+
+function manifestEntries(manifest: unknown): [string, string][] {
+  if (!isRecord(manifest)) throw new Error(NEITHER_FORMAT);
+  if ('format' in manifest) return apolloEntries(manifest);
+  // graphql-codegen client-preset: every value a document.
+  const entries = Object.entries(manifest);
+  const bad = entries.find(([id, body]) => id === '' || typeof body !== 'string' || body.trim() === '');
+  if (bad !== undefined)
+    throw new Error(`${NEITHER_FORMAT}: the entry ${JSON.stringify(bad[0])} is not a document`);
+  return entries as [string, string][];
+}
+
+function apolloEntries(manifest: Record<string, unknown>): [string, string][] {
+  if (manifest['format'] !== APOLLO_FORMAT) {
+    throw new Error(
+      `has format ${JSON.stringify(manifest['format'])}; expected ${JSON.stringify(APOLLO_FORMAT)}`,
+    );
+  }
+  if (manifest['version'] !== 1) {
+    throw new Error(`has version ${JSON.stringify(manifest['version'])}; only version 1 is understood`);
+  }
+  const operations = manifest['operations'];
+  if (!Array.isArray(operations)) throw new Error('has no "operations" array');
+  return operations.map((operation: unknown, index) => {
+    if (
+      !isRecord(operation) ||
+      typeof operation['id'] !== 'string' ||
+      operation['id'] === '' ||
+      typeof operation['body'] !== 'string' ||
+      operation['body'].trim() === ''
+    ) {
+      throw new Error(`has an operation without a string "id" and "body" at operations[${index}]`);
+    }
+    return [operation['id'], operation['body']];
+  });
+}
+
+/** What a GraphQL request may carry to name its operation. */
+export interface TrustedDocumentRequest {
+  query?: unknown;
+  /** GraphQL-over-HTTP persisted documents draft. */
+  documentId?: unknown;
+  /** Relay and some older clients. */
+  id?: unknown;
+  /** Apollo's automatic persisted queries: `{ persistedQuery: { version: 1, sha256Hash } }`. */
+  extensions?: unknown;
+}
+
+export type TrustedDocumentResolution =
+  | { ok: true; query: string }
+  | { ok: false; reason: 'unknown-id' | 'untrusted-query' | 'id-and-query-differ' | 'no-operation' };
+
+/**
+ * The operation to run for `request`, or why it is refused:
+ * - an id (`documentId`, `extensions.persistedQuery.sha256Hash` or `id`) on the list: its stored
+ *   body; a `query` sent beside it must be that very body;
+ * - no id: the request's own `query` when it is byte-identical to a listed body.
+ */
+export function resolveTrustedDocument(
+  store: TrustedDocumentStore,
+  request: TrustedDocumentRequest,
+): TrustedDocumentResolution {
+  const query = typeof request.query === 'string' ? request.query : undefined;
+  const id = idOf(request);
+  if (id !== undefined) {
+    const stored = store.findById(id);
+    if (stored === undefined) return { ok: false, reason: 'unknown-id' };
+    if (query !== undefined && query !== stored) return { ok: false, reason: 'id-and-query-differ' };
+    return { ok: true, query: stored };
+  }
+  if (query === undefined) return { ok: false, reason: 'no-operation' };
+  return store.isTrustedBody(query) ? { ok: true, query } : { ok: false, reason: 'untrusted-query' };
+}
+
+function idOf(request: TrustedDocumentRequest): string | undefined {
+  if (typeof request.documentId === 'string') return request.documentId;
+  const persisted = isRecord(request.extensions) ? request.extensions['persistedQuery'] : undefined;
+  if (isRecord(persisted) && typeof persisted['sha256Hash'] === 'string') return persisted['sha256Hash'];
+  if (typeof request.id === 'string') return request.id;
+  return undefined;
+}
+
+export interface TrustedDocumentsMiddlewareOptions {
+  store: TrustedDocumentStore;
+  /** Callers who may run any operation (operators, Apollo Sandbox); e.g. from `res.locals.caller`. */
+  isExempt(req: Request, res: Response): boolean;
+}
+
+/**
+ * Express middleware for `/graphql`, after the JSON body parser and before Apollo: puts the stored
+ * body of a listed id into the request (POST body or GET URL), lets byte-identical bodies through,
+ * and answers anything else 400 `PERSISTED_QUERY_NOT_IN_LIST` without Apollo parsing it. A request
+ * that names no operation at all (Sandbox's landing page, a CORS preflight) is left to Apollo.
+ */
+export function trustedDocumentsMiddleware(options: TrustedDocumentsMiddlewareOptions): RequestHandler {
+  const refuse = (res: Response): void => {
+    res.status(400).json({
+      errors: [
+        {
+          message: 'This operation is not in the list of trusted documents.',
+          extensions: { code: PERSISTED_QUERY_NOT_IN_LIST },
+        },
+      ],
+    });
+  };
+  return (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'POST') {
+      next();
+      return;
+    }
+    const fromUrl = req.method === 'GET';
+    const body: unknown = req.body;
+    // A batch (Apollo answers it only when batching is on) is not a listed document.
+    if (!fromUrl && Array.isArray(body)) {
+      if (options.isExempt(req, res)) next();
+      else refuse(res);
+      return;
+    }
+    // Not JSON, or no operation named (Sandbox's page, an empty body): Apollo answers those itself.
+    const request = fromUrl ? requestFromUrl(req.url) : isRecord(body) ? body : undefined;
+    if (request === undefined || !namesAnOperation(request) || options.isExempt(req, res)) {
+      next();
+      return;
+    }
+    const resolution = resolveTrustedDocument(options.store, request);
+    if (!resolution.ok) {
+      refuse(res);
+      return;
+    }
+    if (fromUrl) req.url = withQueryInUrl(req.url, resolution.query);
+    else (body as Record<string, unknown>).query = resolution.query;
+    next();
+  };
+}
+
+function requestFromUrl(url: string): TrustedDocumentRequest {
+  const params = new URL(url, 'http://facade.invalid').searchParams;
+  let extensions: unknown;
+  const rawExtensions = params.get('extensions');
+  if (rawExtensions !== null) {
+    try {
+      extensions = JSON.parse(rawExtensions);
+    } catch {
+      // Apollo answers malformed extensions itself; here it only means no APQ hash.
+      extensions = undefined;
+    }
+  }
+  return {
+    query: params.get('query') ?? undefined,
+    documentId: params.get('documentId') ?? undefined,
+    id: params.get('id') ?? undefined,
+    extensions,
+  };
+}
+
+function namesAnOperation(request: TrustedDocumentRequest): boolean {
+  return (
+    request.query !== undefined ||
+    request.documentId !== undefined ||
+    request.id !== undefined ||
+    (isRecord(request.extensions) && request.extensions['persistedQuery'] !== undefined)
+  );
+}
+
+function withQueryInUrl(url: string, query: string): string {
+  const parsed = new URL(url, 'http://facade.invalid');
+  parsed.searchParams.set('query', query);
+  return `${parsed.pathname}${parsed.search}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
