@@ -29,6 +29,12 @@ import {
 } from './auth/rate-limits.ts';
 import { createTokenVerifier } from './auth/token-verifier.ts';
 import { createVerifyClient } from './auth/websocket-origin.ts';
+import {
+  loadTrustedDocuments,
+  notInTrustedDocumentsError,
+  resolveTrustedDocument,
+  trustedDocumentsMiddleware,
+} from './graph/trusted-documents.ts';
 import { openRedisConnection } from './events/redis-connection.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
@@ -114,6 +120,11 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     keyPrefix: config.events.redisKeyPrefix,
     logger,
   });
+  // With a manifest, callers other than operators run only the operations listed in it.
+  const trustedDocuments =
+    config.edge.trustedDocumentsPath === undefined
+      ? undefined
+      : await loadTrustedDocuments(config.edge.trustedDocumentsPath);
   const addressOf = (req: http.IncomingMessage): RateKey => `ip:${clientAddress(req, config.edge.trustProxy)}`;
   const failedAuthLimiter = async (req: http.IncomingMessage) => {
     const decision = await rateLimits.consume('failed-auth', addressOf(req));
@@ -126,9 +137,15 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     keyEnvironments,
     authenticate: (credentials) => authenticator.authenticate(credentials),
     failedAuthLimiter,
-    admitSubscription: async (caller) => {
+    admitSubscription: async (caller, payload) => {
       const decision = await rateLimits.consume('subscribe', `sub:${caller.subject}`);
-      return decision.allowed ? undefined : rateLimitedError(decision.retryAfterSeconds);
+      if (!decision.allowed) return rateLimitedError(decision.retryAfterSeconds);
+      if (trustedDocuments === undefined || caller.operator) return undefined;
+      const resolution = resolveTrustedDocument(trustedDocuments, payload);
+      if (!resolution.ok) return notInTrustedDocumentsError();
+      // A listed id runs its stored body: graphql-ws parses the payload after this hook.
+      payload.query = resolution.query;
+      return undefined;
     },
     verifyClient: createVerifyClient({
       allowedOrigins: config.edge.corsOrigins,
@@ -219,6 +236,19 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         return caller === undefined ? addressOf(req) : `sub:${caller.subject}`;
       },
     }),
+    ...(trustedDocuments === undefined
+      ? []
+      : [
+          trustedDocumentsMiddleware({
+            store: trustedDocuments,
+            // Operators keep free-form documents (and so Sandbox in their hands); an anonymous
+            // request got here only with `_service` or public introspection.
+            isExempt: (_req, res) => {
+              const caller = (res.locals as Partial<AuthenticatedLocals>).caller;
+              return caller === undefined || caller.operator;
+            },
+          }),
+        ]),
     expressMiddleware(apollo, {
       // authenticateHttp decided who is calling before Apollo saw the request.
       context: async ({ res }) => {

@@ -21,7 +21,11 @@ import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import { createMemoryEventBus, type EventBus } from './event-bus.ts';
 import type { EventDeduplicator } from './event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './event-kinds.ts';
-import { attachGraphQLWebSocket, type GraphQLWebSocketEndpoint } from './graphql-ws-server.ts';
+import {
+  attachGraphQLWebSocket,
+  type GraphQLWebSocketEndpoint,
+  type SubscribePayloadLike,
+} from './graphql-ws-server.ts';
 import { createMemoryEventDeduplicator } from './memory-event-dedup.ts';
 import { openRedisConnection } from './redis-connection.ts';
 import { createRedisEventBus } from './redis-event-bus.ts';
@@ -41,8 +45,11 @@ export interface EventsRuntimeOptions {
   authenticate(credentials: Credentials): Promise<Authentication>;
   /** Counts a failed authentication of a connection's address; see `graphql-ws-server.ts`. */
   failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
-  /** Decides whether `caller` may start one more subscription now (rate limits); an error refuses it. */
-  admitSubscription?: (caller: Caller) => Promise<GraphQLError | undefined>;
+  /**
+   * Decides whether `caller` may start the subscription `payload` asks for (rate limits, trusted
+   * documents); an error refuses it. It may replace `payload.query` (a listed document's body).
+   */
+  admitSubscription?: (caller: Caller, payload: SubscribePayloadLike) => Promise<GraphQLError | undefined>;
   /** Checks a WebSocket upgrade before graphql-ws sees it (origin, connection rate). */
   verifyClient?: VerifyClientCallbackAsync;
   upstreamClient: UpstreamClient;

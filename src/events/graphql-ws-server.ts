@@ -26,6 +26,14 @@ import type { LiveGraphContext, LiveRuntime } from './live-context.ts';
 import type { PlatformEnvironment } from './platform-event.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
+/** A graphql-ws `subscribe` payload as a hook may read and rewrite it. */
+export interface SubscribePayloadLike {
+  query?: unknown;
+  documentId?: unknown;
+  id?: unknown;
+  extensions?: unknown;
+}
+
 /** Close codes of a refused or ended connection (graphql-ws's 44xx family, and RFC 6455's). */
 export const WS_CLOSE = {
   /** No valid token (at `connection_init`, or the token has expired since). */
@@ -51,8 +59,11 @@ export interface GraphQLWebSocketOptions {
   authenticate(credentials: Credentials): Promise<Authentication>;
   /** Counts a failed authentication of `request`'s address; answers when it is over its limit. */
   failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
-  /** Decides whether `caller` may start one more subscription now (rate limits); an error refuses it. */
-  admitSubscription?: (caller: Caller) => Promise<GraphQLError | undefined>;
+  /**
+   * Decides whether `caller` may start the subscription `payload` asks for (rate limits, trusted
+   * documents); an error refuses it. It may replace `payload.query` (a listed document's body).
+   */
+  admitSubscription?: (caller: Caller, payload: SubscribePayloadLike) => Promise<GraphQLError | undefined>;
   /** Checks a WebSocket upgrade (origin, connection rate) before graphql-ws sees the connection. */
   verifyClient?: VerifyClientCallbackAsync;
   /**
@@ -132,10 +143,10 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         validate(schema, document, [...specifiedRules, ...options.validationRules]),
       subscribe: subscribeWithEventContexts,
       // Each subscribe message spends from the caller's operations budget, as an HTTP request does.
-      onSubscribe: async (ctx) => {
+      onSubscribe: async (ctx, _id, payload) => {
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
         if (subscriber === undefined || options.admitSubscription === undefined) return undefined;
-        const refusal = await options.admitSubscription(subscriber.caller);
+        const refusal = await options.admitSubscription(subscriber.caller, payload as SubscribePayloadLike);
         return refusal === undefined ? undefined : [refusal];
       },
       onConnect: async (ctx) => {

@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { GraphQLError } from 'graphql';
 import type { Request, RequestHandler, Response } from 'express';
 
 /** The code of every refusal: the operation is not on the list. */
@@ -182,6 +183,13 @@ function idOf(request: TrustedDocumentRequest): string | undefined {
   if (isRecord(persisted) && typeof persisted['sha256Hash'] === 'string') return persisted['sha256Hash'];
   if (typeof request.id === 'string') return request.id;
   return undefined;
+}
+
+/** The refusal of an unlisted operation over graphql-ws (HTTP answers the same code with 400). */
+export function notInTrustedDocumentsError(): GraphQLError {
+  return new GraphQLError('This operation is not in the list of trusted documents.', {
+    extensions: { code: PERSISTED_QUERY_NOT_IN_LIST },
+  });
 }
 
 export interface TrustedDocumentsMiddlewareOptions {
