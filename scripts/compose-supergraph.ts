@@ -11,7 +11,16 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { composeServices } from '@apollo/composition';
-import { getLocation, GraphQLError, parse, Source, type DocumentNode } from 'graphql';
+import {
+  getLocation,
+  GraphQLError,
+  Kind,
+  parse,
+  Source,
+  visit,
+  type ConstArgumentNode,
+  type DocumentNode,
+} from 'graphql';
 import { supportNotesTypeDefs } from '../examples/support-notes/server.ts';
 import { loadTypeDefs } from '../src/graph/schema.ts';
 
@@ -88,6 +97,35 @@ export function loadRepositorySubgraphs(urls: SubgraphUrls = {}): SubgraphSource
   ];
 }
 
+/** Federation's directives that let a router refuse unauthorised requests at the edge. */
+const EDGE_AUTHORIZATION_DIRECTIVES = new Set(['authenticated', 'requiresScopes', 'policy']);
+
+/**
+ * `subgraphs` without the edge-authorization directives (`@authenticated`, `@requiresScopes`,
+ * `@policy`) and their imports. Apollo Gateway refuses a supergraph that links those `for: SECURITY`
+ * features it cannot enforce; the facade enforces the same rules itself, so a supergraph for Apollo
+ * Gateway loses no protection without them. Apollo Router and Hive Gateway take the full one.
+ */
+export function withoutEdgeAuthorization(subgraphs: SubgraphSource[]): SubgraphSource[] {
+  return subgraphs.map((subgraph) => {
+    const document =
+      typeof subgraph.typeDefs === 'string'
+        ? parseSubgraph(subgraph.name, subgraph.typeDefs)
+        : subgraph.typeDefs;
+    const stripped = visit(document, {
+      Directive: (node) => (EDGE_AUTHORIZATION_DIRECTIVES.has(node.name.value) ? null : undefined),
+      Argument: (node: ConstArgumentNode) => {
+        if (node.name.value !== 'import' || node.value.kind !== Kind.LIST) return undefined;
+        const values = node.value.values.filter(
+          (value) => !(value.kind === Kind.STRING && EDGE_AUTHORIZATION_DIRECTIVES.has(value.value.slice(1))),
+        );
+        return { ...node, value: { ...node.value, values } };
+      },
+    });
+    return { ...subgraph, typeDefs: stripped };
+  });
+}
+
 /**
  * Composes the given subgraphs (by default this repository's two, routed to `urls`) into a
  * supergraph. Throws {@link SupergraphCompositionError} listing every error when they do not compose.
@@ -159,16 +197,23 @@ function main(): number {
       out: { type: 'string', default: DEFAULT_OUTPUT },
       'facade-url': { type: 'string', default: process.env.FACADE_SUBGRAPH_URL },
       'support-notes-url': { type: 'string', default: process.env.SUPPORT_NOTES_SUBGRAPH_URL },
+      // `apollo-gateway`: without @authenticated/@requiresScopes, which Apollo Gateway refuses.
+      for: { type: 'string', default: 'router' },
       quiet: { type: 'boolean', default: false },
     },
   });
+  if (values.for !== 'router' && values.for !== 'apollo-gateway') {
+    console.error(`--for must be router or apollo-gateway, got ${JSON.stringify(values.for)}`);
+    return 1;
+  }
   let composed: ComposedSupergraph;
   try {
+    const subgraphs = loadRepositorySubgraphs({
+      facadeUrl: values['facade-url'],
+      supportNotesUrl: values['support-notes-url'],
+    });
     composed = composeSupergraph(
-      loadRepositorySubgraphs({
-        facadeUrl: values['facade-url'],
-        supportNotesUrl: values['support-notes-url'],
-      }),
+      values.for === 'apollo-gateway' ? withoutEdgeAuthorization(subgraphs) : subgraphs,
     );
   } catch (error) {
     if (error instanceof SupergraphCompositionError) {

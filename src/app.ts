@@ -125,7 +125,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     config.edge.trustedDocumentsPath === undefined
       ? undefined
       : await loadTrustedDocuments(config.edge.trustedDocumentsPath);
-  const addressOf = (req: http.IncomingMessage): RateKey => `ip:${clientAddress(req, config.edge.trustProxy)}`;
+  const addressOf = (req: http.IncomingMessage): RateKey =>
+    `ip:${clientAddress(req, config.edge.trustProxy)}`;
   const failedAuthLimiter = async (req: http.IncomingMessage) => {
     const decision = await rateLimits.consume('failed-auth', addressOf(req));
     return decision.allowed ? undefined : { retryAfterSeconds: decision.retryAfterSeconds };
@@ -322,7 +323,11 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
  * own platform key where allowed (checked with the upstream once per key), or no check at all
  * (`AUTH_MODE=none`, warned about at start).
  */
-function createAppAuthenticator(config: Config, keyEnvironments: KeyEnvironments, logger: Logger): Authenticator {
+function createAppAuthenticator(
+  config: Config,
+  keyEnvironments: KeyEnvironments,
+  logger: Logger,
+): Authenticator {
   const auth = config.auth;
   if (auth.mode === 'none') {
     logger.warn('AUTH_MODE=none: the facade is open, every caller acts with the configured upstream key');

@@ -172,7 +172,9 @@ export function loadConfig(env: Env = process.env): Config {
           600_000,
         ),
       },
-      problemDocsUrl: reader.string('UPSTREAM_DOCS_URL', CONFIG_DEFAULTS.UPSTREAM_DOCS_URL).replace(/\/+$/, ''),
+      problemDocsUrl: reader
+        .string('UPSTREAM_DOCS_URL', CONFIG_DEFAULTS.UPSTREAM_DOCS_URL)
+        .replace(/\/+$/, ''),
     },
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),

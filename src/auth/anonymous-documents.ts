@@ -36,7 +36,11 @@ export function isAnonymousDocument(query: unknown, allowIntrospection: boolean)
 }
 
 /** Root selections are only `allowed` fields (fragments only when introspecting, where tools use them). */
-function rootFieldsWithin(selections: SelectionSetNode, allowed: Set<string>, fragmentsAllowed: boolean): boolean {
+function rootFieldsWithin(
+  selections: SelectionSetNode,
+  allowed: Set<string>,
+  fragmentsAllowed: boolean,
+): boolean {
   return selections.selections.every((selection) => {
     if (selection.kind === Kind.FIELD) return allowed.has(selection.name.value);
     if (selection.kind === Kind.INLINE_FRAGMENT) {

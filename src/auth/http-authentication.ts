@@ -32,7 +32,8 @@ export interface AuthenticatedLocals {
   callerApiKey: string | undefined;
 }
 
-const UNAUTHENTICATED_MESSAGE = 'Authentication required: send a valid access token as "Authorization: Bearer <token>".';
+const UNAUTHENTICATED_MESSAGE =
+  'Authentication required: send a valid access token as "Authorization: Bearer <token>".';
 
 /** The express middleware; mount after the JSON body parser and before Apollo. */
 export function authenticateHttp(options: HttpAuthenticationOptions): RequestHandler {
@@ -50,7 +51,10 @@ export function authenticateHttp(options: HttpAuthenticationOptions): RequestHan
           next();
           return;
         case 'anonymous':
-          if (isLandingPageRequest(req, options.landingPage) || isAnonymousRequest(req, options.publicIntrospection)) {
+          if (
+            isLandingPageRequest(req, options.landingPage) ||
+            isAnonymousRequest(req, options.publicIntrospection)
+          ) {
             res.locals.caller = undefined;
             next();
             return;
@@ -61,9 +65,15 @@ export function authenticateHttp(options: HttpAuthenticationOptions): RequestHan
           logger.warn('could not check an access token: the issuer keys are unavailable', {
             requestId: res.locals.requestId as string | undefined,
           });
-          sendError(res, 503, 'The access token cannot be checked right now; try again shortly.', 'UNAVAILABLE', {
-            'retry-after': '5',
-          });
+          sendError(
+            res,
+            503,
+            'The access token cannot be checked right now; try again shortly.',
+            'UNAVAILABLE',
+            {
+              'retry-after': '5',
+            },
+          );
           return;
         case 'invalid': {
           logger.debug('refused an access token', {
@@ -72,9 +82,15 @@ export function authenticateHttp(options: HttpAuthenticationOptions): RequestHan
           });
           const limited = await options.failedAuthLimiter?.(req);
           if (limited !== undefined) {
-            sendError(res, 429, `Too many failed authentications; retry after ${limited.retryAfterSeconds} s.`, 'RATE_LIMITED', {
-              'retry-after': String(limited.retryAfterSeconds),
-            });
+            sendError(
+              res,
+              429,
+              `Too many failed authentications; retry after ${limited.retryAfterSeconds} s.`,
+              'RATE_LIMITED',
+              {
+                'retry-after': String(limited.retryAfterSeconds),
+              },
+            );
             return;
           }
           refuse(res, 'invalid_token');
@@ -106,7 +122,12 @@ function sendError(
 
 /** A browser opening `/graphql`: Apollo answers it with the landing page, which holds no data. */
 function isLandingPageRequest(req: Request, landingPage: boolean): boolean {
-  return landingPage && req.method === 'GET' && req.query.query === undefined && req.accepts(['text/html']) === 'text/html';
+  return (
+    landingPage &&
+    req.method === 'GET' &&
+    req.query.query === undefined &&
+    req.accepts(['text/html']) === 'text/html'
+  );
 }
 
 function isAnonymousRequest(req: Request, publicIntrospection: boolean): boolean {

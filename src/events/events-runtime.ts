@@ -96,7 +96,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
-  const upstreamAs = (apiKey: string) => createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
+  const upstreamAs = (apiKey: string) =>
+    createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
 
   const runtime: EventsRuntime = {
     bus,

@@ -161,8 +161,11 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           socket.close(code, reason);
           return false;
         };
-        const authentication = await options.authenticate(credentialsOf(ctx.connectionParams, ctx.extra.request));
-        if (authentication.outcome === 'unavailable') return refuse(WS_CLOSE.tryAgainLater, 'Try again later');
+        const authentication = await options.authenticate(
+          credentialsOf(ctx.connectionParams, ctx.extra.request),
+        );
+        if (authentication.outcome === 'unavailable')
+          return refuse(WS_CLOSE.tryAgainLater, 'Try again later');
         if (authentication.outcome !== 'authenticated') {
           if (authentication.outcome === 'invalid') {
             logger.debug('refused an access token', { reason: authentication.reason });
@@ -276,16 +279,19 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       subscriber.expiry = setTimeout(() => armExpiry(subscriber, socket), MAX_TIMER_MS);
       return;
     }
-    subscriber.expiry = setTimeout(() => {
-      void (async () => {
-        for (const queue of subscriber.queues) queue.revoke();
-        const deadline = Date.now() + 1_000;
-        while (subscriber.queues.size > 0 && Date.now() < deadline) await sleep(10);
-        // graphql-ws sends each `complete` right after the stream ends; let those go out first.
-        await nextTurn();
-        socket.close(WS_CLOSE.unauthorized, 'Token expired');
-      })();
-    }, Math.max(0, wait));
+    subscriber.expiry = setTimeout(
+      () => {
+        void (async () => {
+          for (const queue of subscriber.queues) queue.revoke();
+          const deadline = Date.now() + 1_000;
+          while (subscriber.queues.size > 0 && Date.now() < deadline) await sleep(10);
+          // graphql-ws sends each `complete` right after the stream ends; let those go out first.
+          await nextTurn();
+          socket.close(WS_CLOSE.unauthorized, 'Token expired');
+        })();
+      },
+      Math.max(0, wait),
+    );
   }
 
   return {

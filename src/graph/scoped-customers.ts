@@ -23,7 +23,8 @@ export async function readScopedCustomers(
   for (const result of settled) {
     if (result.status === 'fulfilled') customers.push(result.value);
     // A customer of the token that the upstream does not know is simply not listed.
-    else if (!(result.reason instanceof UpstreamProblemError && result.reason.status === 404)) throw result.reason;
+    else if (!(result.reason instanceof UpstreamProblemError && result.reason.status === 404))
+      throw result.reason;
   }
   const since = page.updatedSince === undefined ? undefined : Date.parse(page.updatedSince);
   const listed = customers

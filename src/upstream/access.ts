@@ -103,7 +103,9 @@ export function authorizeUpstreamRequest(
   request: Pick<UpstreamRequest, 'method' | 'path' | 'actingFor'>,
   options: AuthorizeOptions,
 ): void {
-  const rule = RULES.find((candidate) => candidate.methods.includes(request.method) && candidate.pattern.test(request.path));
+  const rule = RULES.find(
+    (candidate) => candidate.methods.includes(request.method) && candidate.pattern.test(request.path),
+  );
   if (rule === undefined) throw new UpstreamAccessDeniedError('no_rule');
   if (!scope.authenticated) throw new UpstreamAccessDeniedError('anonymous');
   switch (rule.access) {

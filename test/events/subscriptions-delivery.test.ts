@@ -1,5 +1,6 @@
 import { signWebhook, generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { describe, expect, test } from 'vitest';
+import { tokenFor } from '../support/tokens.ts';
 import { upstreamEvent, waitFor } from './support/events.ts';
 import { LIVE_KEY, postSignedEvent, SANDBOX_KEY, useLiveStack } from './support/live-stack.ts';
 
@@ -7,7 +8,8 @@ import { LIVE_KEY, postSignedEvent, SANDBOX_KEY, useLiveStack } from './support/
 // test controls exactly what arrives and when; the resources they name are real emulator records,
 // read by the facade with each subscriber's own key.
 const secret = generateWebhookSecret();
-const stack = useLiveStack({ WEBHOOK_SECRETS: secret });
+// Server-side callers may bring their own platform key (one per environment below).
+const stack = useLiveStack({ WEBHOOK_SECRETS: secret, AUTH_ALLOW_CALLER_API_KEY: 'true' });
 
 const ACCOUNT_CHANGED = `subscription {
   accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { id } }
@@ -213,7 +215,7 @@ describe('webhook deliveries reaching subscribers', () => {
   test('a subscription sent over HTTP is told to use graphql-ws', async () => {
     const response = await fetch(`${stack.facade.url}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokenFor('operator')}` },
       body: JSON.stringify({ query: ACCOUNT_CHANGED }),
     });
     const body = (await response.json()) as { errors?: { message: string }[] };

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { tokenFor } from '../support/tokens.ts';
 import { upstreamEvent, waitFor } from './support/events.ts';
 import {
   connectLive,
@@ -55,7 +56,7 @@ async function publishMarker(
 
 describe('two facade instances sharing one Redis', () => {
   test('a webhook received by the instances reaches a subscriber of the other exactly once', async () => {
-    const client = connectLive(second.wsUrl);
+    const client = connectLive(second.wsUrl, { Authorization: `Bearer ${await tokenFor('operator')}` });
     clients.push(client);
     const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_polygon") { eventId account { balances { available } } }
@@ -100,7 +101,7 @@ describe('two facade instances sharing one Redis', () => {
   });
 
   test('a webhook received by one instance only reaches a subscriber of the other, once', async () => {
-    const client = connectLive(second.wsUrl);
+    const client = connectLive(second.wsUrl, { Authorization: `Bearer ${await tokenFor('operator')}` });
     clients.push(client);
     const received = client.subscribe(
       `subscription { events(customerId: "cus_globex") { eventId resourceId } }`,

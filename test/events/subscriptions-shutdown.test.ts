@@ -28,12 +28,21 @@ describe('shutdown', () => {
         UPSTREAM_BASE_URL: _base,
         UPSTREAM_API_KEY: _key,
         REDIS_URL: _redis,
+        AUTH_ISSUER: _issuer,
+        AUTH_AUDIENCE: _audience,
         ...inherited
       } = process.env;
       const child = spawn(process.execPath, ['scripts/start.ts'], {
         cwd: new URL('../..', import.meta.url),
         // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-        env: { ...inherited, NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'debug' },
+        env: {
+          ...inherited,
+          NODE_ENV: 'production',
+          PORT: '0',
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'debug',
+          DEV_ISSUER_PORT: '0',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);
@@ -49,7 +58,18 @@ describe('shutdown', () => {
       const emulatorUrl = logged('upstream: in-process emulator with demo data')[0]!.upstream as string;
       expect(logged('registered a webhook endpoint with the upstream')).toHaveLength(1);
 
-      const client = connectLive(graphqlUrl.replace(/^http/, 'ws'));
+      // The demo operator's token from the embedded issuer, as the printed curl gets it.
+      const issuer = logged('callers: in-process OpenID provider with demo clients')[0]!.issuer as string;
+      const tokenResponse = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from('demo-operator:demo-operator-secret').toString('base64')}`,
+        },
+        body: 'grant_type=client_credentials',
+      });
+      const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
+      const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       clients.push(client);
       const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available pending } } }
@@ -78,6 +98,7 @@ describe('shutdown', () => {
       const everything = [...lines.map((entry) => JSON.stringify(entry)), stderr].join('\n');
       expect(everything).not.toContain('whsec_');
       expect(everything).not.toContain(SANDBOX_KEY);
+      expect(everything).not.toContain(token);
     },
   );
 });

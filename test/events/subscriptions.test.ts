@@ -76,9 +76,14 @@ describe('live subscriptions against the emulator', () => {
     received.stop();
   });
 
-  test('refuses a connection whose key the upstream refuses, with close code 4401', async () => {
-    const live = stack.connect({ 'X-API-Key': 'sk_sandbox_not_a_key' });
+  test('refuses a connection that brings a platform key instead of a token, with 4401 and no upstream call', async () => {
+    await fetch(`${stack.emulator.url}/_emulator/requests`, { method: 'DELETE' });
+    const live = stack.connect({ 'X-API-Key': 'sk_sandbox_emulator' });
     expect((await live.closed).code).toBe(4401);
+    const calls = (await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json()) as {
+      total: number;
+    };
+    expect(calls.total).toBe(0);
   });
 
   test('refuses a key that is not a string with 4401, without asking the upstream or using its own key', async () => {
@@ -90,9 +95,14 @@ describe('live subscriptions against the emulator', () => {
     };
     expect(calls.total).toBe(0);
   });
+});
+
+describe("a facade that has not yet learnt its key's environment", () => {
+  // A facade of its own: the environment of a key is learnt once, at its first connection.
+  const fresh = useLiveStack();
 
   test('closes with 1013 (try again later) when the upstream cannot check the key', async () => {
-    await fetch(`${stack.emulator.url}/_emulator/faults`, {
+    await fetch(`${fresh.emulator.url}/_emulator/faults`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -101,15 +111,15 @@ describe('live subscriptions against the emulator', () => {
       }),
     });
     try {
-      const live = stack.connect();
+      const live = fresh.connect();
       expect((await live.closed).code).toBe(1013);
     } finally {
-      await fetch(`${stack.emulator.url}/_emulator/faults`, { method: 'DELETE' });
+      await fetch(`${fresh.emulator.url}/_emulator/faults`, { method: 'DELETE' });
     }
     // The upstream back, the same client configuration connects and subscribes.
-    const live = stack.connect();
+    const live = fresh.connect();
     const received = live.subscribe(`subscription { events(customerId: "cus_acme") { eventId } }`);
-    await stack.subscriptionsStarted(1);
+    await fresh.subscriptionsStarted(1);
     expect(received.errors).toEqual([]);
     received.stop();
   });

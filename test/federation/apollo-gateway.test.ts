@@ -1,6 +1,7 @@
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { composeSupergraph } from '../../scripts/compose-supergraph.ts';
+import { tokenFor } from '../support/tokens.ts';
 import { postGraphQL, startFederationStack, type FederationStack } from './federation-stack.ts';
 import { startApolloGateway, type RunningGateway } from './gateways.ts';
 
@@ -13,7 +14,7 @@ describe('the supergraph under Apollo Gateway', () => {
 
   beforeAll(async () => {
     federation = await startFederationStack();
-    gateway = await startApolloGateway(federation.supergraphSdl);
+    gateway = await startApolloGateway(federation.apolloGatewaySupergraphSdl);
   });
   afterAll(async () => {
     await gateway?.close();
@@ -215,9 +216,13 @@ describe('the supergraph under Apollo Gateway', () => {
     }
   });
 
-  test('the running subgraphs’ own _service SDL composes to the supergraph composed from source', async () => {
+  test('the running subgraphs’ own _service SDL, read without a token, composes to the supergraph composed from source', async () => {
+    // A gateway or rover composing the supergraph reads `_service` anonymously (docs/federation.md).
     const sdlOf = async (url: string) =>
-      ((await postGraphQL(url, '{ _service { sdl } }')).body.data?._service as { sdl: string }).sdl;
+      (
+        (await postGraphQL(url, '{ _service { sdl } }', undefined, { authorization: '' })).body.data
+          ?._service as { sdl: string }
+      ).sdl;
     const live = composeSupergraph([
       {
         name: 'platform',
@@ -246,6 +251,7 @@ describe('the supergraph under Apollo Gateway', () => {
       url: federation.stack.graphqlUrl.replace(/^http/, 'ws'),
       webSocketImpl: WebSocket,
       retryAttempts: 0,
+      connectionParams: { Authorization: `Bearer ${await tokenFor('operator')}` },
     });
     const events: unknown[] = [];
     try {

@@ -4,8 +4,13 @@
  * Gateways (Apollo Gateway, Hive Gateway) are started over it by `gateways.ts`.
  */
 import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
-import { composeSupergraph, loadRepositorySubgraphs } from '../../scripts/compose-supergraph.ts';
+import {
+  composeSupergraph,
+  loadRepositorySubgraphs,
+  withoutEdgeAuthorization,
+} from '../../scripts/compose-supergraph.ts';
 import { startStack, type Stack } from '../support/stack.ts';
+import { bearer } from '../support/tokens.ts';
 
 export type FederationStack = {
   /** The emulator and the facade (the `platform` subgraph). */
@@ -14,6 +19,8 @@ export type FederationStack = {
   supportNotesUrl: string;
   /** The supergraph SDL, routing `platform` and `support-notes` to the servers above. */
   supergraphSdl: string;
+  /** The same without the edge-authorization directives, which Apollo Gateway refuses. */
+  apolloGatewaySupergraphSdl: string;
   close(): Promise<void>;
 };
 
@@ -23,13 +30,16 @@ export async function startFederationStack(): Promise<FederationStack> {
   const supportNotes = createSupportNotesServer();
   try {
     const { url: supportNotesUrl } = await supportNotes.listen(0);
-    const { supergraphSdl } = composeSupergraph(
-      loadRepositorySubgraphs({ facadeUrl: stack.graphqlUrl, supportNotesUrl }),
+    const subgraphs = loadRepositorySubgraphs({ facadeUrl: stack.graphqlUrl, supportNotesUrl });
+    const { supergraphSdl } = composeSupergraph(subgraphs);
+    const { supergraphSdl: apolloGatewaySupergraphSdl } = composeSupergraph(
+      withoutEdgeAuthorization(subgraphs),
     );
     return {
       stack,
       supportNotesUrl,
       supergraphSdl,
+      apolloGatewaySupergraphSdl,
       async close() {
         await supportNotes.close();
         await stack.close();
@@ -55,16 +65,28 @@ export type GatewayResult = {
   };
 };
 
-/** POSTs a GraphQL request to `url` with real fetch and parses the JSON answer. */
+/**
+ * POSTs a GraphQL request to `url` with real fetch and parses the JSON answer; as the operator (a
+ * real token of the run's issuer, which the gateways forward) unless `headers` hold an
+ * `authorization` of their own (an empty one sends none).
+ */
 export async function postGraphQL(
   url: string,
   query: string,
   variables?: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): Promise<GatewayResult> {
+  const given = Object.keys(headers).find((name) => name.toLowerCase() === 'authorization');
+  const { [given ?? 'authorization']: authorization, ...others } = headers;
+  const credentials =
+    given === undefined
+      ? await bearer('operator')
+      : authorization === ''
+        ? {}
+        : { authorization: authorization! };
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...others, ...credentials },
     body: JSON.stringify({ query, variables }),
   });
   const text = await response.text();

@@ -1,7 +1,7 @@
 /**
  * Real gateways over a supergraph SDL, each on its own loopback port 0: Apollo Gateway served by
  * Apollo Server, and Hive Gateway's runtime served by node:http. Both forward the caller's
- * `X-Request-Id` and `X-API-Key` to the subgraphs, as docs/federation.md shows.
+ * `Authorization`, `X-Request-Id` and `X-API-Key` to the subgraphs, as docs/federation.md shows.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,7 +19,7 @@ export type RunningGateway = {
 };
 
 /** Headers a gateway passes from the client request on to every subgraph request. */
-export const FORWARDED_HEADERS = ['x-request-id', 'x-api-key'] as const;
+export const FORWARDED_HEADERS = ['authorization', 'x-request-id', 'x-api-key'] as const;
 
 type GatewayContext = { incomingHeaders: IncomingHttpHeaders };
 

@@ -316,7 +316,6 @@ describe('apiStatus', () => {
       data: { apiStatus: { reachable: true, keyValid: true, environment: 'sandbox', problemCode: null } },
     });
   });
-
 });
 
 describe('apiStatus with a platform key the upstream refuses', () => {

@@ -62,7 +62,11 @@ describe('npm start', () => {
     const query = JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' });
 
     // Without a token: refused, and nothing reaches the emulator.
-    const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: query });
+    const anonymous = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: query,
+    });
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
 
@@ -95,7 +99,9 @@ describe('npm start', () => {
       .find((entry) => entry.msg === 'upstream: in-process emulator with demo data');
     expect(upstream?.upstream).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const printed = await stderr;
-    expect(printed).toContain('curl -s -u demo-operator:demo-operator-secret -d grant_type=client_credentials');
+    expect(printed).toContain(
+      'curl -s -u demo-operator:demo-operator-secret -d grant_type=client_credentials',
+    );
     expect(printed).toContain('curl -s -u demo-acme:demo-acme-secret');
     expect([...lines, printed].join('\n')).not.toContain('sk_sandbox_emulator');
     expect([...lines, printed].join('\n')).not.toContain(token);

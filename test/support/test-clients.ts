@@ -8,7 +8,12 @@ export const TEST_CLIENTS = {
   /** Scoped to the demo customer `cus_acme` (a business with accounts, parties, capabilities). */
   acme: { clientId: 'test-acme', clientSecret: 'test-acme-secret', roles: [], customerIds: ['cus_acme'] },
   /** Scoped to the demo customer `cus_globex`. */
-  globex: { clientId: 'test-globex', clientSecret: 'test-globex-secret', roles: [], customerIds: ['cus_globex'] },
+  globex: {
+    clientId: 'test-globex',
+    clientSecret: 'test-globex-secret',
+    roles: [],
+    customerIds: ['cus_globex'],
+  },
   /** Authenticated, with no customer and no role: may read only what any caller may. */
   nobody: { clientId: 'test-nobody', clientSecret: 'test-nobody-secret', roles: [], customerIds: [] },
 } as const;

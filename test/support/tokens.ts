@@ -44,7 +44,9 @@ async function fetchToken(caller: TestCallerName): Promise<string> {
   });
   const body = (await response.json()) as { access_token?: string };
   if (!response.ok || typeof body.access_token !== 'string') {
-    throw new Error(`The test issuer refused a token for ${caller}: ${response.status} ${JSON.stringify(body)}`);
+    throw new Error(
+      `The test issuer refused a token for ${caller}: ${response.status} ${JSON.stringify(body)}`,
+    );
   }
   return body.access_token;
 }
