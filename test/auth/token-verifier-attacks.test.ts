@@ -310,14 +310,55 @@ describe('keys and rotation', () => {
 });
 
 describe('an issuer that cannot be reached', () => {
-  test('a key set answering 503 is unavailable, and the same token passes once it is back', async () => {
+  test('a key set answering 503 is unavailable, and not asked again within the cooldown', async () => {
     const server = await keySetServer([keyA]);
-    const verifier = verifierFor(server);
+    const verifier = verifierFor(server); // default cooldown: 30 s
+    const token = await signToken(claims(server), { key: keyA });
+    server.setBehaviour({ kind: 'status', status: 503 });
+    expect(await unavailableReason(verifier.verify(token))).toBe('jwks_unavailable');
+    server.setBehaviour({ kind: 'keys' });
+    expect(await unavailableReason(verifier.verify(token))).toBe('jwks_unavailable');
+    expect(server.requests('/jwks')).toBe(1);
+  });
+
+  test('once the key set answers again (after the cooldown), the same token passes', async () => {
+    const server = await keySetServer([keyA]);
+    const verifier = verifierFor(server, { jwksCooldownMs: 0 });
     const token = await signToken(claims(server), { key: keyA });
     server.setBehaviour({ kind: 'status', status: 503 });
     expect(await unavailableReason(verifier.verify(token))).toBe('jwks_unavailable');
     server.setBehaviour({ kind: 'keys' });
     expect((await verifier.verify(token)).subject).toBe('client:demo-acme');
+    expect(server.requests('/jwks')).toBe(2);
+  });
+
+  test('keys already fetched go on verifying while the key set cannot be fetched again', async () => {
+    const server = await keySetServer([keyA]);
+    // A cache that is always too old: every verification wants a fresh key set.
+    const verifier = verifierFor(server, { jwksCacheMaxAgeMs: 0 });
+    const token = await signToken(claims(server), { key: keyA });
+    expect((await verifier.verify(token)).subject).toBe('client:demo-acme');
+    server.setBehaviour({ kind: 'status', status: 503 });
+    expect((await verifier.verify(token)).subject).toBe('client:demo-acme');
+    expect(server.requests('/jwks')).toBe(2);
+    // Within the cooldown the issuer is not asked again; the old keys still answer.
+    expect((await verifier.verify(token)).subject).toBe('client:demo-acme');
+    expect(server.requests('/jwks')).toBe(2);
+    // A key the old set lacks may be new: unavailable, not refused.
+    const signedWithB = await signToken(claims(server), { key: keyB });
+    expect(await unavailableReason(verifier.verify(signedWithB))).toBe('jwks_unavailable');
+    // The old keys still check signatures: a forgery under a known kid is refused.
+    const forged = await signToken(claims(server), { key: outsider });
+    expect(await refusalReason(verifier.verify(forged))).toBe('bad_signature');
+  });
+
+  test('keys already fetched are not used past the stale limit', async () => {
+    const server = await keySetServer([keyA]);
+    const verifier = verifierFor(server, { jwksCacheMaxAgeMs: 0, jwksMaxStaleMs: 0 });
+    const token = await signToken(claims(server), { key: keyA });
+    expect((await verifier.verify(token)).subject).toBe('client:demo-acme');
+    server.setBehaviour({ kind: 'status', status: 503 });
+    expect(await unavailableReason(verifier.verify(token))).toBe('jwks_unavailable');
   });
 
   test('a key set nobody listens for is unavailable', async () => {
