@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { readAuthConfig } from '../../src/auth/config.ts';
 import { AuthenticationError, createTokenVerifier } from '../../src/auth/token-verifier.ts';
 import { DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
-import { startDevIssuer, useDevIssuer } from '../support/issuer.ts';
+import { devIssuerEnv, startDevIssuer, useDevIssuer } from '../support/issuer.ts';
 
 describe('the dev issuer with its demo clients', () => {
   const issuer = useDevIssuer();
@@ -73,9 +73,7 @@ describe('the dev issuer with its demo clients', () => {
 
   test('the configuration read from AUTH_* variables builds a verifier that accepts its tokens', async () => {
     const problems: string[] = [];
-    const config = readAuthConfig({ AUTH_ISSUER: issuer.issuer, AUTH_AUDIENCE: issuer.audience }, (name) =>
-      problems.push(name),
-    );
+    const config = readAuthConfig(devIssuerEnv(issuer), (name) => problems.push(name));
     expect(problems).toEqual([]);
     if (config.mode !== 'oidc' || config.oidc === undefined)
       throw new Error('expected an oidc configuration');
