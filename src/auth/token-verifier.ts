@@ -8,6 +8,7 @@
  * failure: the token may well be good, so the caller is told to try again (503), not to log in (401).
  */
 import {
+  createLocalJWKSet,
   createRemoteJWKSet,
   decodeProtectedHeader,
   jwtVerify,
@@ -110,6 +111,12 @@ export interface TokenVerifierOptions extends Pick<OidcConfig, 'issuer' | 'audie
   jwksCooldownMs?: number;
   /** How long a fetched key set is used before it is fetched again (default 600 000 ms, jose's). */
   jwksCacheMaxAgeMs?: number;
+  /**
+   * While the issuer's key set cannot be fetched, how long after the last verification with a fresh
+   * set the keys already fetched go on verifying tokens (default 3 600 000 ms), so an outage of the
+   * issuer does not turn away callers whose tokens are signed with keys the facade already holds.
+   */
+  jwksMaxStaleMs?: number;
   /** Timeout of the discovery and key-set requests (default 5000 ms). */
   httpTimeoutMs?: number;
   /** Longest token examined (default {@link DEFAULT_MAX_TOKEN_LENGTH}). */
@@ -219,6 +226,9 @@ async function verifyJwt(token: string, keySet: JWTVerifyGetKey, options: JWTVer
  * how a rotated-in key is picked up without a restart and a removed one stops being accepted.
  * Without `jwksUrl`, the URL comes from the discovery document, fetched once; a failed discovery
  * is retried by a later token, but not before the cooldown, so a down issuer is not hammered.
+ * When a fetch fails, the issuer is not asked again before the cooldown either; meanwhile tokens
+ * signed with keys of the last set fetched are still verified (for up to `jwksMaxStaleMs`), and any
+ * other token is unavailable, not refused: its key may be one the issuer has just published.
  */
 function createIssuerKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
   const cooldownMs = options.jwksCooldownMs ?? 30_000;
@@ -255,10 +265,32 @@ function createIssuerKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
     return discovery;
   };
 
+  const maxStaleMs = options.jwksMaxStaleMs ?? 3_600_000;
+  // Time of the last key served by a fresh key set, and while the issuer fails, when to ask it again.
+  let lastFreshAt: number | undefined;
+  let failing: { retryAt: number; cause: unknown; stale: JWTVerifyGetKey | undefined } | undefined;
+
+  /** The key from the last key set fetched, while the issuer cannot give a newer one. */
+  const fromStaleKeySet = async (...args: Parameters<JWTVerifyGetKey>) => {
+    const { cause, stale } = failing!;
+    if (stale === undefined) throw new AuthenticationUnavailableError('jwks_unavailable', { cause });
+    try {
+      return await stale(...args);
+    } catch (error) {
+      if (joseCode(error) === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS') throw error;
+      // A key the old set lacks may be one the issuer has just published: no way to tell, so no 401.
+      throw new AuthenticationUnavailableError('jwks_unavailable', { cause });
+    }
+  };
+
   return async (header, token) => {
     const keys = await remoteKeySet();
+    if (failing !== undefined && Date.now() < failing.retryAt) return fromStaleKeySet(header, token);
     try {
-      return await keys(header, token);
+      const key = await keys(header, token);
+      lastFreshAt = Date.now();
+      failing = undefined;
+      return key;
     } catch (error) {
       const code = joseCode(error);
       // The token's own problems; everything else means the key set itself could not be had.
@@ -267,9 +299,18 @@ function createIssuerKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
         code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS' ||
         code === 'ERR_JOSE_NOT_SUPPORTED'
       ) {
+        failing = undefined;
         throw error;
       }
-      throw new AuthenticationUnavailableError('jwks_unavailable', { cause: error });
+      const snapshot = keys.jwks();
+      const usable =
+        snapshot !== undefined && lastFreshAt !== undefined && Date.now() - lastFreshAt < maxStaleMs;
+      failing = {
+        retryAt: Date.now() + cooldownMs,
+        cause: error,
+        stale: usable ? (failing?.stale ?? createLocalJWKSet(snapshot)) : undefined,
+      };
+      return fromStaleKeySet(header, token);
     }
   };
 }

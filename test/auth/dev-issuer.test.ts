@@ -4,9 +4,10 @@
  * and used, and the issuer itself refuses what a client must not get.
  */
 import { describe, expect, test } from 'vitest';
+import { readAuthConfig } from '../../src/auth/config.ts';
 import { AuthenticationError, createTokenVerifier } from '../../src/auth/token-verifier.ts';
 import { DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
-import { startDevIssuer, useDevIssuer } from '../support/issuer.ts';
+import { devIssuerEnv, startDevIssuer, useDevIssuer } from '../support/issuer.ts';
 
 describe('the dev issuer with its demo clients', () => {
   const issuer = useDevIssuer();
@@ -67,6 +68,20 @@ describe('the dev issuer with its demo clients', () => {
       operator: false,
       scope: { kind: 'customers', customerIds: new Set(['cus_acme']) },
       expiresAt: payload.exp * 1000,
+    });
+  });
+
+  test('the configuration read from AUTH_* variables builds a verifier that accepts its tokens', async () => {
+    const problems: string[] = [];
+    const config = readAuthConfig(devIssuerEnv(issuer), (name) => problems.push(name));
+    expect(problems).toEqual([]);
+    if (config.mode !== 'oidc' || config.oidc === undefined)
+      throw new Error('expected an oidc configuration');
+    const verifier = createTokenVerifier(config.oidc);
+    expect((await verifier.verify(await issuer.token('demo-operator'))).operator).toBe(true);
+    expect((await verifier.verify(await issuer.token('demo-acme'))).scope).toEqual({
+      kind: 'customers',
+      customerIds: new Set(['cus_acme']),
     });
   });
 

@@ -43,6 +43,11 @@ export function useDevIssuer(options: DevIssuerOptions = {}): DevIssuer {
   });
 }
 
+/** The facade's variables for accepting the tokens of `issuer`: spread them into a stack's `env`. */
+export function devIssuerEnv(issuer: Pick<DevIssuer, 'issuer' | 'audience'>): Record<string, string> {
+  return { AUTH_MODE: 'oidc', AUTH_ISSUER: issuer.issuer, AUTH_AUDIENCE: issuer.audience };
+}
+
 /** A signing key pair and its public JWK (with `kid` and `alg`), as an issuer would publish it. */
 export interface TestKey {
   kid: string;
