@@ -71,7 +71,7 @@ export const AUTH_CONFIG_DEFAULTS = {
   AUTH_ROLES_CLAIM: 'roles',
   AUTH_OPERATOR_ROLE: 'operator',
   AUTH_ALLOW_CALLER_API_KEY: false,
-} as const satisfies Record<string, unknown> & { AUTH_ALGORITHMS: readonly AsymmetricAlgorithm[] };
+} as const;
 
 /**
  * Reads the `AUTH_*` variables from `env`, calling `report(name, problem)` once per bad variable,
