@@ -18,7 +18,7 @@ import {
   parse,
   Source,
   visit,
-  type ConstArgumentNode,
+  type ArgumentNode,
   type DocumentNode,
 } from 'graphql';
 import { supportNotesTypeDefs } from '../examples/support-notes/server.ts';
@@ -114,7 +114,7 @@ export function withoutEdgeAuthorization(subgraphs: SubgraphSource[]): SubgraphS
         : subgraph.typeDefs;
     const stripped = visit(document, {
       Directive: (node) => (EDGE_AUTHORIZATION_DIRECTIVES.has(node.name.value) ? null : undefined),
-      Argument: (node: ConstArgumentNode) => {
+      Argument: (node: ArgumentNode) => {
         if (node.name.value !== 'import' || node.value.kind !== Kind.LIST) return undefined;
         const values = node.value.values.filter(
           (value) => !(value.kind === Kind.STRING && EDGE_AUTHORIZATION_DIRECTIVES.has(value.value.slice(1))),

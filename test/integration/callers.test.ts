@@ -5,48 +5,16 @@
  * request never reaches the upstream.
  */
 import { importJWK, type JWTPayload } from 'jose';
-import { describe, expect, test } from 'vitest';
-import { inject } from 'vitest';
+import { describe, expect, inject, test } from 'vitest';
 import { DEMO_SIGNING_KEY, DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
-import {
-  keyConfusionToken,
-  signToken,
-  unsignedToken,
-  createTestKey,
-  type TestKey,
-} from '../support/issuer.ts';
+import { keyConfusionToken, signToken, unsignedToken, createTestKey } from '../support/issuer.ts';
 import { useStack, type GraphQLResult } from '../support/stack.ts';
+import { issuerSignedToken, tokenClaims } from '../support/tokens.ts';
 
 const stack = useStack();
 
-/** Signs `claims` with the run's issuer key: exactly what the issuer would sign, claims chosen here. */
-async function issuerSigned(claims: JWTPayload, header: { kid?: string | null; typ?: string | null } = {}) {
-  const key: TestKey = {
-    kid: DEMO_SIGNING_KEY_ID,
-    alg: 'RS256',
-    privateKey: (await importJWK(DEMO_SIGNING_KEY, 'RS256')) as CryptoKey,
-    publicKey: undefined as unknown as CryptoKey,
-    publicJwk: {},
-  };
-  return signToken(claims, { key, ...header });
-}
-
-/** Claims of a valid token of the run's issuer for `customerIds`, over `overrides`. */
-function claims(overrides: JWTPayload = {}, customerIds: string[] = ['cus_acme']): JWTPayload {
-  const { issuer, audience } = inject('issuer');
-  const now = Math.floor(Date.now() / 1000);
-  return {
-    iss: issuer,
-    aud: audience,
-    sub: 'attacker-test',
-    client_id: 'attacker-test',
-    iat: now,
-    exp: now + 300,
-    customer_ids: customerIds,
-    roles: [],
-    ...overrides,
-  };
-}
+const issuerSigned = (claims: JWTPayload) => issuerSignedToken(claims);
+const claims = (overrides: JWTPayload = {}) => tokenClaims(overrides);
 
 async function asToken(token: string, document: string, variables?: Record<string, unknown>) {
   return stack.query(document, variables, { authorization: `Bearer ${token}` });
@@ -91,7 +59,7 @@ describe('a caller without a valid token', () => {
   });
 
   test('a token in the URL is never read', async () => {
-    const token = await issuerSigned(claims());
+    const token = await issuerSigned({});
     const response = await fetch(
       `${stack.graphqlUrl}?query=${encodeURIComponent('{ apiStatus { reachable } }')}&access_token=${token}`,
       { headers: { 'apollo-require-preflight': 'true' } },
@@ -102,13 +70,13 @@ describe('a caller without a valid token', () => {
   });
 
   test.each([
-    ['expired', async () => issuerSigned(claims({ exp: Math.floor(Date.now() / 1000) - 60 }))],
-    ['not yet valid', async () => issuerSigned(claims({ nbf: Math.floor(Date.now() / 1000) + 600 }))],
-    ['for another audience', async () => issuerSigned(claims({ aud: 'another-api' }))],
-    ['from another issuer', async () => issuerSigned(claims({ iss: 'https://evil.example' }))],
+    ['expired', async () => issuerSigned({ exp: Math.floor(Date.now() / 1000) - 60 })],
+    ['not yet valid', async () => issuerSigned({ nbf: Math.floor(Date.now() / 1000) + 600 })],
+    ['for another audience', async () => issuerSigned({ aud: 'another-api' })],
+    ['from another issuer', async () => issuerSigned({ iss: 'https://evil.example' })],
     [
       'from the issuer with a trailing slash',
-      async () => issuerSigned(claims({ iss: `${inject('issuer').issuer}/` })),
+      async () => issuerSigned({ iss: `${inject('issuer').issuer}/` }),
     ],
     [
       'signed with an unknown key',
@@ -138,11 +106,11 @@ describe('a caller without a valid token', () => {
         return keyConfusionToken(claims(), key);
       },
     ],
-    ['without a subject', async () => issuerSigned(claims({ sub: undefined }))],
+    ['without a subject', async () => issuerSigned({ sub: undefined })],
     [
       'tampered after signing',
       async () => {
-        const [header, , signature] = (await issuerSigned(claims())).split('.');
+        const [header, , signature] = (await issuerSigned({})).split('.');
         const payload = Buffer.from(JSON.stringify(claims({ roles: ['operator'] }))).toString('base64url');
         return `${header}.${payload}.${signature}`;
       },

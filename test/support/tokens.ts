@@ -2,7 +2,9 @@
  * Real access tokens for the tests, from the run's OpenID provider (see identity-global-setup.ts)
  * by the client credentials grant over HTTP, and the facade environment that trusts that issuer.
  */
+import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { inject } from 'vitest';
+import { DEMO_SIGNING_KEY, DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
 import { TEST_CLIENTS, type TestCallerName } from './test-clients.ts';
 
 export { TEST_CLIENTS, type TestCallerName } from './test-clients.ts';
@@ -49,4 +51,39 @@ async function fetchToken(caller: TestCallerName): Promise<string> {
     );
   }
   return body.access_token;
+}
+
+/**
+ * A token the run's issuer would have signed (its key is the dev issuer's demo key), with claims
+ * chosen by the test: a subject scoped to `cus_acme` valid five minutes, over `overrides`. For
+ * tokens the issuer would never hand out (expired, short-lived, odd claims).
+ */
+export async function issuerSignedToken(
+  overrides: JWTPayload = {},
+  header: { kid?: string | null; typ?: string | null } = {},
+): Promise<string> {
+  const kid = header.kid === undefined ? DEMO_SIGNING_KEY_ID : header.kid;
+  const typ = header.typ === undefined ? 'at+jwt' : header.typ;
+  return new SignJWT(tokenClaims(overrides))
+    .setProtectedHeader({ alg: 'RS256', ...(kid === null ? {} : { kid }), ...(typ === null ? {} : { typ }) })
+    .sign(await importJWK(DEMO_SIGNING_KEY, 'RS256'));
+}
+
+/** Claims of a valid token of the run's issuer for `cus_acme`, over `overrides` (undefined removes a claim). */
+export function tokenClaims(overrides: JWTPayload = {}): JWTPayload {
+  const { issuer, audience } = inject('issuer');
+  const now = Math.floor(Date.now() / 1000);
+  const claims: JWTPayload = {
+    iss: issuer,
+    aud: audience,
+    sub: 'crafted-test-caller',
+    client_id: 'crafted-test-caller',
+    iat: now,
+    exp: now + 300,
+    customer_ids: ['cus_acme'],
+    roles: [],
+    ...overrides,
+  };
+  for (const [name, value] of Object.entries(claims)) if (value === undefined) delete claims[name];
+  return claims;
 }
