@@ -15,6 +15,7 @@ import {
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express, type Router } from 'express';
+import type { Redis } from 'ioredis';
 import type { GraphQLSchema } from 'graphql';
 import type { Caller } from './auth/caller.ts';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.ts';
@@ -114,6 +115,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     config.events.redisUrl !== undefined && config.edge.rateLimits.enabled
       ? openRedisConnection(config.events.redisUrl, 'rate-limits', logger)
       : undefined;
+  // Counting starts shared: until the connection is ready each replica would count alone.
+  if (rateLimitRedis !== undefined) await whenReady(rateLimitRedis, REDIS_READY_WAIT_MS);
   const rateLimits = createRateLimits({
     config: config.edge.rateLimits,
     ...(rateLimitRedis === undefined ? {} : { redis: rateLimitRedis }),
@@ -348,6 +351,24 @@ function createAppAuthenticator(
           : 'unavailable';
       }
     },
+  });
+}
+
+/** How long a start waits for Redis before counting in memory (Redis may come later, or never). */
+const REDIS_READY_WAIT_MS = 2_000;
+
+/** Resolves once `redis` is ready, or after `timeoutMs`: a Redis that is down does not stop the start. */
+async function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  // Not events.once: it rejects on the 'error' events an unreachable Redis emits.
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
   });
 }
 
