@@ -84,6 +84,5 @@ export function tokenClaims(overrides: JWTPayload = {}): JWTPayload {
     roles: [],
     ...overrides,
   };
-  for (const [name, value] of Object.entries(claims)) if (value === undefined) delete claims[name];
-  return claims;
+  return Object.fromEntries(Object.entries(claims).filter(([, value]) => value !== undefined));
 }
