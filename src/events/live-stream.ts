@@ -85,7 +85,10 @@ export async function openLiveStream<P>(
           return { value: undefined, done: true };
         }
         const item = next.value;
-        if (item.kind === 'overflow') return { value: { ...item }, done: false };
+        if (item.kind === 'overflow') {
+          live.observer?.overflowed();
+          return { value: { ...item }, done: false };
+        }
 
         const event = item.event;
         const covered = replayedUpTo.get(event.data.resourceId);
@@ -94,6 +97,7 @@ export async function openLiveStream<P>(
         const context = live.createEventContext();
         const payload = await feed.toPayload(event, context);
         if (payload === DROP) continue;
+        live.observer?.delivered(event);
         return { value: { kind: 'change', context, payload }, done: false };
       }
     },

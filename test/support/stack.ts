@@ -60,6 +60,8 @@ export interface Stack {
   facadeUrl: string;
   /** `${facadeUrl}/graphql` */
   graphqlUrl: string;
+  /** Where `/metrics` is served: on the facade's port, or on `METRICS_PORT`'s server. */
+  metricsUrl: string;
   config: Config;
   app: App;
   /** POSTs a GraphQL request with real fetch. */
@@ -106,7 +108,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     // Deliberately no redaction here: tests assert that no key reaches a log line at all.
     const logger = createLogger({ level: config.logLevel, write: (line) => lines.push(line) });
     app = await createApp(config, { ...options.app, logger });
-    const { url: facadeUrl } = await app.listen(0, '127.0.0.1');
+    const listening = await app.listen(0, '127.0.0.1');
+    const facadeUrl = listening.url;
     const graphqlUrl = `${facadeUrl}/graphql`;
     const started = app;
 
@@ -128,6 +131,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       emulatorUrl,
       facadeUrl,
       graphqlUrl,
+      metricsUrl: `${listening.metricsUrl ?? facadeUrl}/metrics`,
       config,
       app,
       async query<T>(
