@@ -5,6 +5,8 @@
  *
  * Forwards what the facade reads from a caller: its request id (so upstream correlation ids tie
  * back to the client's request), its bearer token and a server-side caller's own upstream key.
+ * Subscriptions go to the facade over graphql-ws, on its `/graphql` path; the gateway resolves the
+ * other subgraphs' fields of each event (e.g. `Customer.openSupportNoteCount`) as in a query.
  */
 import type { GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
 
@@ -12,6 +14,9 @@ import type { GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
 export const FORWARDED_HEADERS = ['authorization', 'x-request-id', 'x-api-key'] as const;
 
 export const gatewayConfig: Omit<GatewayConfigSupergraph, 'supergraph'> = {
+  transportEntries: {
+    platform: { options: { subscriptions: { kind: 'ws', location: '/graphql' } } },
+  },
   propagateHeaders: {
     fromClientToSubgraphs({ request }) {
       const headers: Record<string, string> = {};

@@ -24,6 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { parse } from 'yaml';
 import { gatewayConfig } from '../deploy/gateway.config.ts';
+import { gatewayTransports } from '../deploy/graphql-ws-transport.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -190,6 +191,8 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     const supergraphPath = rewrite(gatewayCommand[gatewayCommand.indexOf('supergraph') + 1] ?? '');
     const runtime = createGatewayRuntime({
       ...gatewayConfig,
+      // The image's CLI carries subscriptions over graphql-ws itself; the runtime needs this transport.
+      transports: gatewayTransports,
       supergraph: readFileSync(supergraphPath, 'utf8'),
       logging: false,
     });
