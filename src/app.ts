@@ -50,6 +50,8 @@ import { handleHealth, handleReadiness } from './http/health.ts';
 import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
+import type { Metrics } from './observability/metrics.ts';
+import { createObservability } from './observability/observability.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
@@ -67,6 +69,13 @@ export interface AppDependencies {
   schema?: GraphQLSchema;
   /** Extra Apollo Server plugins (e.g. draining a WebSocket server on shutdown). */
   plugins?: ApolloServerPlugin<GraphContext>[];
+  /**
+   * Default: JSON lines on stdout with `"log":"audit"`, whatever `config.logLevel` says. An
+   * `upstreamClient` given here is not watched: its writes are neither audited nor measured.
+   */
+  auditLogger?: Logger;
+  /** Default: new metrics in a registry of this app's own. */
+  metrics?: Metrics;
 }
 
 /** Who is calling and under which request id; see {@link App.createContext}. */
@@ -88,12 +97,17 @@ export interface App {
   readonly schema: GraphQLSchema;
   readonly upstreamClient: UpstreamClient;
   readonly logger: Logger;
+  /** Prometheus metrics (served on `/metrics`); e.g. `metrics.rateLimitRefusals.inc({ bucket })`. */
+  readonly metrics: Metrics;
   /** Builds an operation's context the way `/graphql` does (for graphql-ws and webhook reads). */
   createContext(input: ContextInput): GraphContext;
   /** Runs `hook` during `close()`, after HTTP has drained and before upstream connections close. */
   onClose(hook: () => void | Promise<void>): void;
-  /** Starts listening; resolves with the base URL (no path) and the bound port. */
-  listen(port?: number, host?: string): Promise<{ url: string; port: number }>;
+  /**
+   * Starts listening; resolves with the base URL (no path), the bound port, and the base URL of the
+   * metrics server when `METRICS_PORT` gives it a port of its own.
+   */
+  listen(port?: number, host?: string): Promise<{ url: string; port: number; metricsUrl?: string }>;
   /** Stops accepting requests, lets in-flight ones finish, then closes upstream connections. */
   close(): Promise<void>;
 }
@@ -104,7 +118,20 @@ const MAX_BODY = '1mb';
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   const logger = deps.logger ?? createLogger({ level: config.logLevel, redact: [config.upstream.apiKey] });
-  const upstreamClient = deps.upstreamClient ?? createUpstreamClient({ ...config.upstream, logger });
+  // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
+  const observability = createObservability({
+    config: config.metrics,
+    configuredApiKey: config.upstream.apiKey,
+    auditLogger:
+      deps.auditLogger ??
+      createLogger({ level: 'info', redact: [config.upstream.apiKey] }).child({ log: 'audit' }),
+    ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    live: () => events.liveCounts(),
+  });
+  const { metrics } = observability;
+  const upstreamClient =
+    deps.upstreamClient ??
+    createUpstreamClient({ ...config.upstream, logger, observer: observability.upstreamObserver });
   const schema = deps.schema ?? createSchema();
   const development = config.nodeEnv === 'development';
   const formatError = createFormatError({ includeStacktrace: development });
@@ -160,6 +187,12 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
     upstreamClient,
     logger,
+    onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    liveObserver: {
+      delivered: (event) =>
+        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
+      overflowed: () => metrics.subscriberQueueOverflows.inc(),
+    },
   });
 
   const app = express();
@@ -194,6 +227,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
       createOperationLoggingPlugin<GraphContext>(logger),
+      ...observability.plugins,
       events.apolloPlugin,
       ...(deps.plugins ?? []),
     ],
@@ -205,6 +239,11 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       createUpstreamContext(upstreamClient, {
         apiKey: input.apiKey ?? config.upstream.apiKey,
         scope: input.caller === undefined ? ANONYMOUS_SCOPE : scopeOf(input.caller),
+        // The open facade (AUTH_MODE=none) has no one to name: its writes are the configured key's.
+        actor:
+          input.caller === undefined || input.caller.via === 'open'
+            ? undefined
+            : { subject: input.caller.subject, client: input.caller.clientId ?? null },
         requestId: input.requestId,
       }),
       input.caller,
@@ -213,7 +252,16 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const routes = express.Router();
   app.use(assignRequestId());
   app.get('/healthz', handleHealth());
-  app.get('/readyz', handleReadiness({ client: upstreamClient, apiKey: config.upstream.apiKey, logger }));
+  app.get(
+    '/readyz',
+    handleReadiness({
+      client: upstreamClient,
+      apiKey: config.upstream.apiKey,
+      logger,
+      checkRedis: () => events.checkRedis(),
+    }),
+  );
+  observability.mount(app);
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins }),
@@ -288,6 +336,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     schema,
     upstreamClient,
     logger,
+    metrics,
     createContext,
     onClose(hook) {
       closeHooks.push(hook);
@@ -301,9 +350,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
         });
       }).then(async (listening) => {
+        const metricsUrl = await observability.listen(host);
         // The webhook endpoint is registered once the facade can receive deliveries.
         await events.start(listening.url);
-        return listening;
+        return metricsUrl === undefined ? listening : { ...listening, metricsUrl };
       });
     },
     close() {
@@ -314,6 +364,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         await events.close();
         await rateLimits.close();
         rateLimitRedis?.disconnect();
+        await observability.close();
         await upstreamClient.close();
       })();
       return closing;

@@ -70,6 +70,15 @@ export interface Config {
   upstream: UpstreamConfig;
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
+  metrics: MetricsConfig;
+}
+
+/** Where `/metrics` is served and how its labels are bounded. */
+export interface MetricsConfig {
+  /** `METRICS_PORT`: serve `/metrics` on this port (on `host`) instead of the main port. */
+  port: number | undefined;
+  /** `METRICS_MAX_OPERATION_NAMES`: distinct operation names kept as labels before `other`. */
+  maxOperationNames: number;
 }
 
 /** Thrown by {@link loadConfig} with one message per bad variable. */
@@ -103,6 +112,7 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_RETRY_BASE_DELAY_MS: 100,
   UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
   UPSTREAM_DOCS_URL: 'https://docs.platform.test/v3',
+  METRICS_MAX_OPERATION_NAMES: 100,
 } as const;
 
 /**
@@ -179,6 +189,16 @@ export function loadConfig(env: Env = process.env): Config {
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
+    metrics: {
+      port:
+        reader.raw('METRICS_PORT') === undefined ? undefined : reader.integer('METRICS_PORT', 0, 0, 65_535),
+      maxOperationNames: reader.integer(
+        'METRICS_MAX_OPERATION_NAMES',
+        CONFIG_DEFAULTS.METRICS_MAX_OPERATION_NAMES,
+        1,
+        10_000,
+      ),
+    },
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

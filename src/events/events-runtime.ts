@@ -4,6 +4,7 @@
  * app's own server, registration of the webhook endpoint at start, and the shutdown order.
  */
 import type { Server as HttpServer } from 'node:http';
+import type { Redis } from 'ioredis';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Router } from 'express';
 import type { GraphQLError, GraphQLFormattedError, GraphQLSchema, ValidationRule } from 'graphql';
@@ -32,7 +33,8 @@ import { createRedisEventBus } from './redis-event-bus.ts';
 import { createRedisEventDeduplicator } from './redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './register-webhook-endpoint.ts';
 import { createUpstreamWebhookEndpointsApi } from './upstream-webhook-endpoints.ts';
-import { createWebhookRouter, type WebhookRouter } from './webhook-route.ts';
+import type { LiveObserver } from './live-context.ts';
+import { createWebhookRouter, type WebhookDeliveryOutcome, type WebhookRouter } from './webhook-route.ts';
 
 /** Options of {@link createEventsRuntime}. */
 export interface EventsRuntimeOptions {
@@ -54,6 +56,10 @@ export interface EventsRuntimeOptions {
   verifyClient?: VerifyClientCallbackAsync;
   upstreamClient: UpstreamClient;
   logger: Logger;
+  /** Told how each webhook delivery was answered (metrics). */
+  onWebhookDelivery?: (outcome: WebhookDeliveryOutcome) => void;
+  /** Told about deliveries to subscribers and queue overflows (metrics). */
+  liveObserver?: LiveObserver;
 }
 
 /** The parts of the app the event pipeline plugs into. */
@@ -83,13 +89,20 @@ export interface EventsRuntime {
   drain(): Promise<void>;
   /** Drains, then closes the pub/sub and Redis connections. Idempotent. */
   close(): Promise<void>;
+  /** Open graphql-ws connections and running subscriptions (0 before `attach`). */
+  liveCounts(): { connections: number; subscriptions: number };
+  /** Whether Redis answers PING (within `timeoutMs`); undefined when `REDIS_URL` is not set. */
+  checkRedis(timeoutMs?: number): Promise<RedisCheck | undefined>;
 }
+
+/** What `/readyz` reports about Redis. */
+export type RedisCheck = { reachable: true } | { reachable: false; reason: string };
 
 /** Builds the event pipeline; nothing is mounted or registered until `attach` and `start`. */
 export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntime {
   const { config, upstreamClient } = options;
   const logger = options.logger.child({ component: 'events' });
-  const { bus, dedup } = createStores(config, logger);
+  const { bus, dedup, redis } = createStores(config, logger);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;
@@ -120,6 +133,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         logger,
         maxBodyBytes: config.webhooks.maxBodyBytes,
         toleranceSeconds: config.webhooks.toleranceSeconds,
+        ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
       });
       host.routes.use(WEBHOOK_PATH, webhooks.router);
       websocket = attachGraphQLWebSocket({
@@ -136,6 +150,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         queueLimit: config.subscriberQueueLimit,
         formatError: host.formatError,
         logger,
+        ...(options.liveObserver === undefined ? {} : { observer: options.liveObserver }),
       });
     },
 
@@ -177,11 +192,39 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       })();
       return closing;
     },
+
+    liveCounts() {
+      return {
+        connections: websocket?.activeConnections() ?? 0,
+        subscriptions: websocket?.activeSubscriptions() ?? 0,
+      };
+    },
+
+    async checkRedis(timeoutMs = 1_000) {
+      if (redis === undefined) return undefined;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      });
+      try {
+        await Promise.race([redis.ping(), timeout]);
+        return { reachable: true };
+      } catch (error) {
+        // The message only: an ioredis error never carries the URL, but a reason must stay short.
+        const reason = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'unreachable';
+        return { reachable: false, reason };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
   };
   return runtime;
 }
 
-function createStores(config: EventsConfig, logger: Logger): { bus: EventBus; dedup: EventDeduplicator } {
+function createStores(
+  config: EventsConfig,
+  logger: Logger,
+): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis } {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
   if (config.redisUrl === undefined) {
     return { bus: createMemoryEventBus(logger), dedup: createMemoryEventDeduplicator({ retentionMs }) };
@@ -191,6 +234,7 @@ function createStores(config: EventsConfig, logger: Logger): { bus: EventBus; de
   const publisher = openRedisConnection(config.redisUrl, 'publisher', logger);
   const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
   return {
+    redis: publisher,
     bus: createRedisEventBus({ publisher, subscriber, channelPrefix: config.redisKeyPrefix, logger }),
     dedup: createRedisEventDeduplicator({ client: publisher, keyPrefix: config.redisKeyPrefix, retentionMs }),
   };

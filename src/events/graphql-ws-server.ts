@@ -22,7 +22,7 @@ import type { Logger } from '../logger.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { EventBus } from './event-bus.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
-import type { LiveGraphContext, LiveRuntime } from './live-context.ts';
+import type { LiveGraphContext, LiveObserver, LiveRuntime } from './live-context.ts';
 import type { PlatformEnvironment } from './platform-event.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
@@ -81,6 +81,8 @@ export interface GraphQLWebSocketOptions {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** graphql-ws keep-alive ping interval. Default 12 s. */
   keepAliveMs?: number;
+  /** Told about deliveries and overflows (metrics). */
+  observer?: LiveObserver;
 }
 
 /** A running graphql-ws endpoint. */
@@ -92,6 +94,8 @@ export interface GraphQLWebSocketEndpoint {
   drain(timeoutMs?: number): Promise<void>;
   /** Subscriptions running now. */
   activeSubscriptions(): number;
+  /** WebSocket connections open now (authenticated or not yet). */
+  activeConnections(): number;
 }
 
 interface Subscriber {
@@ -224,6 +228,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
             });
           },
           createEventContext: () => options.createContext({ caller, apiKey }),
+          ...(options.observer === undefined ? {} : { observer: options.observer }),
         };
         return { ...options.createContext({ caller, apiKey }), live };
       },
@@ -296,6 +301,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
 
   return {
     activeSubscriptions: () => operations.size,
+    activeConnections: () => wsServer.clients.size,
     async drain(timeoutMs = 5_000) {
       if (draining) return;
       draining = true;

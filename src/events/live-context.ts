@@ -15,6 +15,14 @@ export interface LiveRuntime {
   openQueue(accept: (event: PlatformEvent) => boolean): Promise<SubscriberQueue>;
   /** A new context with the subscriber's credentials and empty loaders: one per event, so reads are fresh. */
   createEventContext(): GraphContext;
+  /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
+  readonly observer?: LiveObserver;
+}
+
+/** Hooks for what watches deliveries without changing them. Must not throw. */
+export interface LiveObserver {
+  delivered(event: PlatformEvent): void;
+  overflowed(): void;
 }
 
 /** The context of an operation received over graphql-ws. */

@@ -86,7 +86,11 @@ export async function openLiveStream<P>(
           return { value: undefined, done: true };
         }
         const item = next.value;
-        if (item.kind === 'overflow' || item.kind === 'revoked') return { value: { ...item }, done: false };
+        if (item.kind === 'overflow') {
+          live.observer?.overflowed();
+          return { value: { ...item }, done: false };
+        }
+        if (item.kind === 'revoked') return { value: { ...item }, done: false };
 
         const event = item.event;
         const covered = replayedUpTo.get(event.data.resourceId);
@@ -95,6 +99,7 @@ export async function openLiveStream<P>(
         const context = live.createEventContext();
         const payload = await feed.toPayload(event, context);
         if (payload === DROP) continue;
+        live.observer?.delivered(event);
         return { value: { kind: 'change', context, payload }, done: false };
       }
     },

@@ -24,7 +24,18 @@ export type WebhookRouterOptions = {
   toleranceSeconds?: number;
   /** Clock in milliseconds. Default `Date.now`. */
   now?: () => number;
+  /** Told how each delivery was answered (metrics). Must not throw. */
+  onDelivery?: (outcome: WebhookDeliveryOutcome) => void;
 };
+
+/**
+ * How a delivery was answered: `accepted` (published), `duplicate` (published before), `forged`
+ * (no valid signature), `stale` (signature timestamp outside the tolerance), `malformed` (bad body
+ * or too large), `in_flight` (another delivery of it is being published), `unavailable` (not
+ * published: shutting down or the pub/sub failed).
+ */
+export type WebhookDeliveryOutcome =
+  'accepted' | 'duplicate' | 'forged' | 'stale' | 'malformed' | 'in_flight' | 'unavailable';
 
 /** The router and the switch that stops it taking deliveries (for shutdown). */
 export type WebhookRouter = {
@@ -55,6 +66,7 @@ export type WebhookRouter = {
 export function createWebhookRouter(options: WebhookRouterOptions): WebhookRouter {
   const { dedup, bus, logger } = options;
   const now = options.now ?? Date.now;
+  const outcome = options.onDelivery ?? (() => undefined);
   const router = express.Router();
   let accepting = true;
 
@@ -62,6 +74,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     '/',
     (request: Request, response: Response, next: NextFunction) => {
       if (accepting) return next();
+      outcome('unavailable');
       response.setHeader('Retry-After', '5');
       sendProblem(response, 503, 'Shutting down', 'this instance no longer accepts webhooks');
     },
@@ -83,27 +96,32 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     });
     if (!verification.ok) {
       logger.warn('refused a webhook delivery', { reason: verification.reason });
+      outcome(verification.reason === 'timestamp_outside_tolerance' ? 'stale' : 'forged');
       sendProblem(response, 401, 'Invalid webhook signature', verification.message);
       return;
     }
 
     const parsed = parsePlatformEvent(rawBody);
     if (!parsed.ok) {
+      outcome('malformed');
       sendProblem(response, 400, 'Malformed webhook', parsed.message);
       return;
     }
     const { event } = parsed;
     if (event.id !== verification.id) {
+      outcome('malformed');
       sendProblem(response, 400, 'Malformed webhook', 'the webhook-id header differs from the body\'s "id"');
       return;
     }
 
     const claim = await dedup.claim(event.id);
     if (claim === 'seen') {
+      outcome('duplicate');
       response.status(200).json({ received: true, eventId: event.id, duplicate: true });
       return;
     }
     if (claim === 'in_flight') {
+      outcome('in_flight');
       response.setHeader('Retry-After', '1');
       sendProblem(response, 409, 'Delivery in progress', 'this event is being received by another delivery');
       return;
@@ -117,6 +135,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         eventId: event.id,
         error: String(error),
       });
+      outcome('unavailable');
       response.setHeader('Retry-After', '1');
       sendProblem(response, 503, 'Event not published', 'the event could not be handed to the subscribers');
       return;
@@ -129,6 +148,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         error: String(error),
       });
     });
+    outcome('accepted');
     response.status(200).json({ received: true, eventId: event.id, duplicate: false });
   }
 
@@ -137,11 +157,14 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     const status = (error as { status?: unknown; type?: unknown } | null)?.status;
     const type = (error as { type?: unknown } | null)?.type;
     if (status === 413 || type === 'entity.too.large') {
+      outcome('malformed');
       sendProblem(response, 413, 'Payload too large', 'the webhook body exceeds the accepted size');
     } else if (typeof status === 'number' && status >= 400 && status < 500) {
+      outcome('malformed');
       sendProblem(response, 400, 'Malformed webhook', 'the webhook body could not be read');
     } else {
       logger.error('webhook delivery failed', { error: String(error) });
+      outcome('unavailable');
       sendProblem(response, 503, 'Event not received', 'the event could not be received; retry later');
     }
   });

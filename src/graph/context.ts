@@ -3,6 +3,7 @@
  * GraphQL operation (and once per subscription event, so each event reads fresh data).
  */
 import type { Caller } from '../auth/caller.ts';
+import { createLoaderStats, type LoaderStats } from '../loaders/fan-out-loader.ts';
 import { createLoaders, type Loaders } from '../loaders/index.ts';
 import type { UpstreamContext } from '../upstream/context.ts';
 
@@ -13,6 +14,8 @@ export interface GraphContext {
   readonly upstream: UpstreamContext;
   /** Reads, deduplicated and cached for this operation only. */
   readonly loaders: Loaders;
+  /** What the loaders were asked and what they read upstream (metrics). */
+  readonly loaderStats: LoaderStats;
 }
 
 /**
@@ -21,5 +24,6 @@ export interface GraphContext {
  * that choose what to read from it (the customers a scoped caller may list).
  */
 export function createGraphContext(upstream: UpstreamContext, caller: Caller | undefined): GraphContext {
-  return { caller, upstream, loaders: createLoaders(upstream) };
+  const loaderStats = createLoaderStats();
+  return { caller, upstream, loaders: createLoaders(upstream, loaderStats), loaderStats };
 }

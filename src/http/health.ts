@@ -22,11 +22,17 @@ export interface ReadinessOptions {
   client: UpstreamClient;
   apiKey: string;
   logger: Logger;
+  /** Pings Redis; resolves undefined when the facade uses none (no `REDIS_URL`). */
+  checkRedis?: () => Promise<{ reachable: boolean; reason?: string } | undefined>;
 }
 
-/** `GET /readyz`: 200 when capability discovery succeeds, else 503 with the reason. */
+/**
+ * `GET /readyz`: 200 when capability discovery succeeds (and Redis answers, when configured), else
+ * 503 with the reason. A replica without its Redis would take webhooks it cannot fan out.
+ */
 export function handleReadiness(options: ReadinessOptions): RequestHandler {
   return async (_req, res) => {
+    const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
     // A probe must answer fast and must not add retry load to a struggling upstream.
     const up = createUpstreamContext(options.client, {
       apiKey: options.apiKey,
@@ -36,9 +42,17 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
     });
     try {
       const discovery = await discoverCapabilities(up);
-      res
-        .status(200)
-        .json({ status: 'ready', upstream: { reachable: true, environment: discovery.environment } });
+      const redis = await redisCheck;
+      const upstream = { reachable: true, environment: discovery.environment };
+      if (redis !== undefined && !redis.reachable) {
+        options.logger.warn('not ready', {
+          reason: `redis_${redis.reason ?? 'unreachable'}`,
+          requestId: up.requestId,
+        });
+        res.status(503).json({ status: 'unavailable', upstream, redis });
+        return;
+      }
+      res.status(200).json({ status: 'ready', upstream, ...(redis === undefined ? {} : { redis }) });
     } catch (error) {
       const reason =
         error instanceof UpstreamProblemError
@@ -47,9 +61,11 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
             ? error.reason
             : 'unexpected_error';
       options.logger.warn('not ready', { reason, requestId: up.requestId });
+      const redis = await redisCheck;
       res.status(503).json({
         status: 'unavailable',
         upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
+        ...(redis === undefined ? {} : { redis }),
       });
     }
   };

@@ -4,6 +4,19 @@
  */
 import DataLoader from 'dataloader';
 
+/** Counts of one operation's loads, for metrics: every value asked for, and those read upstream. */
+export interface LoaderStats {
+  /** `load()` calls (`loadMany` counts each key). */
+  loads: number;
+  /** Keys that reached a batch, i.e. upstream reads; `loads - misses` were answered from the loader. */
+  misses: number;
+}
+
+/** Fresh counts for one operation. */
+export function createLoaderStats(): LoaderStats {
+  return { loads: 0, misses: 0 };
+}
+
 /**
  * Creates a per-request loader that calls `load` once per distinct key of a batch, in parallel,
  * and answers each key with its own result or its own error.
@@ -14,14 +27,17 @@ import DataLoader from 'dataloader';
  * @param load fetches one key; it may throw (the error goes to that key's callers only).
  * @param cacheKeyFn turns a key into the string that identifies it; keys with the same string are
  *   one request.
+ * @param stats when given, counts every load and every key that reached the upstream.
  */
 export function createFanOutLoader<K, V>(
   load: (key: K) => Promise<V>,
   cacheKeyFn: (key: K) => string,
+  stats?: LoaderStats,
 ): DataLoader<K, V, string> {
   const loader: DataLoader<K, V, string> = new DataLoader<K, V, string>(
-    (keys) =>
-      Promise.all(
+    (keys) => {
+      if (stats !== undefined) stats.misses += keys.length;
+      return Promise.all(
         keys.map(async (key) => {
           try {
             return await load(key);
@@ -30,8 +46,17 @@ export function createFanOutLoader<K, V>(
             return error instanceof Error ? error : new Error(String(error));
           }
         }),
-      ),
+      );
+    },
     { cacheKeyFn },
   );
+  if (stats !== undefined) {
+    // loadMany calls load per key, so this counts every value asked for.
+    const loadOne = loader.load.bind(loader);
+    loader.load = (key: K) => {
+      stats.loads += 1;
+      return loadOne(key);
+    };
+  }
   return loader;
 }

@@ -52,7 +52,7 @@ import type {
   Transfer,
   WebhookEndpoint,
 } from '../upstream/types.ts';
-import { createFanOutLoader } from './fan-out-loader.ts';
+import { createFanOutLoader as createCountedLoader, type LoaderStats } from './fan-out-loader.ts';
 import {
   pageCacheKey,
   scopedCacheKey,
@@ -108,9 +108,11 @@ export interface Loaders {
 
 /**
  * Creates the loaders of one operation, calling the upstream with that operation's context
- * (credentials, request id, retry budget).
+ * (credentials, request id, retry budget). `stats`, when given, counts loads and upstream reads.
  */
-export function createLoaders(up: UpstreamContext): Loaders {
+export function createLoaders(up: UpstreamContext, stats?: LoaderStats): Loaders {
+  const createFanOutLoader = <K, V>(load: (key: K) => Promise<V>, cacheKeyFn: (key: K) => string) =>
+    createCountedLoader(load, cacheKeyFn, stats);
   const identity = (id: string): string => id;
   const pageParams = ({ limit, cursor, updatedSince }: PageKey): PageKey => ({ limit, cursor, updatedSince });
 

@@ -40,6 +40,8 @@ export interface UpstreamResponse {
   body: unknown;
   /** The upstream answered `Idempotency-Replayed: true`. */
   replayed: boolean;
+  /** The upstream's `X-Request-Id` answer header (its `correlationId`), when it sent one. */
+  correlationId?: string;
 }
 
 /** Per-call facts that come from the GraphQL operation: see `UpstreamContext`. */
@@ -47,6 +49,8 @@ export interface UpstreamCall {
   readonly credentials: { readonly apiKey: string };
   /** What the caller may reach: checked against every request before it is sent. */
   readonly scope: UpstreamScope;
+  /** Who the calls are made for (the audit trail's actor); undefined for the facade's own work. */
+  readonly actor?: { readonly subject: string; readonly client: string | null } | undefined;
   readonly requestId: string;
   readonly retryBudget: RetryBudget;
   readonly callBudget: CallBudget;
@@ -74,6 +78,40 @@ export interface UpstreamClient {
 
 export interface UpstreamClientOptions extends UpstreamConfig {
   logger: Logger;
+  /** Told about every attempt and every finished call (metrics, the audit trail). */
+  observer?: UpstreamObserver;
+}
+
+/** One attempt of an upstream call, as {@link UpstreamObserver.attempt} hears of it. */
+export interface UpstreamAttemptReport {
+  request: UpstreamRequest;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** The answer's status; undefined when none arrived. */
+  status: number | undefined;
+  durationSeconds: number;
+  /** Why the attempt failed (a problem code or a transport reason); undefined when it succeeded. */
+  failure: string | undefined;
+}
+
+/** A finished call (after its last attempt), as {@link UpstreamObserver.call} hears of it. */
+export interface UpstreamCallReport {
+  call: UpstreamCall;
+  request: UpstreamRequest;
+  attempts: number;
+  /** The successful answer; undefined when the call failed. */
+  response: UpstreamResponse | undefined;
+  /** What the call threw; undefined when it succeeded. */
+  error: unknown;
+}
+
+/**
+ * Hooks for what watches upstream traffic without changing it. Called in line with the call: they
+ * must be quick and must not throw (a throw is caught and ignored).
+ */
+export interface UpstreamObserver {
+  attempt?(report: UpstreamAttemptReport): void;
+  call?(report: UpstreamCallReport): void;
 }
 
 const USER_AGENT = 'platform-graphql-facade';
@@ -94,6 +132,14 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   });
   const logger = options.logger.child({ component: 'upstream' });
   const policy = options.retry;
+  const observer = options.observer;
+  const observe = (notify: () => void): void => {
+    try {
+      notify();
+    } catch {
+      // Watching must never break a call.
+    }
+  };
 
   async function sendOnce(
     call: UpstreamCall,
@@ -116,6 +162,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     const started = performance.now();
     const path = `${basePath}${request.path}${toQueryString(request.query)}`;
     let status: number | undefined;
+    let failure: string | undefined;
     try {
       const response = await pool.request({ method: request.method, path, headers, body: payload });
       status = response.statusCode;
@@ -135,10 +182,17 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         status,
         body: parseJsonBody(text, call.requestId),
         replayed: headerValue(response.headers['idempotency-replayed'])?.toLowerCase() === 'true',
+        ...correlationIdOf(response.headers),
       };
     } catch (error) {
-      throw toUpstreamError(error, call.requestId);
+      const upstreamError = toUpstreamError(error, call.requestId);
+      failure = describeFailure(upstreamError);
+      throw upstreamError;
     } finally {
+      if (observer?.attempt) {
+        const durationSeconds = (performance.now() - started) / 1000;
+        observe(() => observer.attempt?.({ request, attempt, status, durationSeconds, failure }));
+      }
       // Never the headers: they hold the key.
       logger.debug('upstream call', {
         method: request.method,
@@ -162,12 +216,22 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       });
       for (let attempt = 1; ; attempt++) {
         // Every attempt is a call the upstream serves, so retries spend the budget too.
-        spendCall(call.callBudget);
         try {
-          return await sendOnce(call, request, attempt);
+          spendCall(call.callBudget);
+          const response = await sendOnce(call, request, attempt);
+          if (observer?.call) {
+            observe(() => observer.call?.({ call, request, attempts: attempt, response, error: undefined }));
+          }
+          return response;
         } catch (error) {
-          if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0)
+          if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0) {
+            if (observer?.call) {
+              observe(() =>
+                observer.call?.({ call, request, attempts: attempt, response: undefined, error }),
+              );
+            }
             throw error;
+          }
           call.retryBudget.remaining -= 1;
           const delayMs = backoffDelayMs(attempt, policy);
           logger.info('retrying upstream call', {
@@ -203,6 +267,11 @@ function toQueryString(query: UpstreamRequest['query']): string {
   }
   const encoded = params.toString();
   return encoded === '' ? '' : `?${encoded}`;
+}
+
+function correlationIdOf(headers: Dispatcher.ResponseData['headers']): { correlationId?: string } {
+  const value = headerValue(headers['x-request-id']);
+  return value === undefined ? {} : { correlationId: value };
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -253,7 +322,8 @@ function toUpstreamError(error: unknown, requestId: string): unknown {
   return reason === undefined ? error : new UpstreamUnavailableError(reason, requestId, { cause: error });
 }
 
-function describeFailure(error: unknown): string {
+/** A failure in words without ids: `503 service_unavailable`, `connect_timeout`, `unknown`. */
+export function describeFailure(error: unknown): string {
   if (error instanceof UpstreamProblemError) return `${error.status} ${error.code}`;
   if (error instanceof UpstreamUnavailableError) return error.reason;
   return 'unknown';

@@ -9,12 +9,22 @@ import { createCredentials, type UpstreamCredentials } from './credentials.ts';
 import { resolveRequestId } from './request-id.ts';
 import { createRetryBudget, type RetryBudget } from './retry.ts';
 
+/** Who an operation's upstream calls are made for: an authenticated caller. */
+export interface UpstreamActor {
+  /** The caller's token subject (`key:<digest>` for a caller's own platform key). */
+  readonly subject: string;
+  /** The OAuth client it called through, when its token names one. */
+  readonly client: string | null;
+}
+
 export interface UpstreamContext {
   readonly client: UpstreamClient;
   /** The one place that decides which key the upstream sees for this operation. */
   readonly credentials: UpstreamCredentials;
   /** The customers and roles of the caller: every request is checked against it before it is sent. */
   readonly scope: UpstreamScope;
+  /** Who the calls are made for (the caller's subject and client), for the audit trail. */
+  readonly actor: UpstreamActor | undefined;
   /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
   readonly requestId: string;
   /** Retries the whole operation may still spend. */
@@ -31,6 +41,8 @@ export interface UpstreamContextOptions {
    * own work (registration, readiness) passes `PLATFORM_SCOPE`.
    */
   scope: UpstreamScope;
+  /** Who the calls are made for; undefined for the facade's own work. */
+  actor?: UpstreamActor | undefined;
   /** The caller's `X-Request-Id`, if any; a fresh id is generated when absent or unusable. */
   requestId?: string;
   /** Retries the operation may spend; defaults to the client's configured budget. */
@@ -46,6 +58,7 @@ export function createUpstreamContext(
     client,
     credentials: createCredentials(options.apiKey),
     scope: options.scope,
+    actor: options.actor,
     requestId: resolveRequestId(options.requestId),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { parseExposition, valueOf } from '../support/metrics.ts';
 import { waitFor } from './support/events.ts';
 import { useLiveStack } from './support/live-stack.ts';
 
@@ -75,6 +76,10 @@ describe('slow subscribers', () => {
       });
       expect(slow.completed).toBe(true);
       expect(fast.completed).toBe(false);
+      // The overflow is counted once in the facade's metrics; both sockets are still open.
+      const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
+      expect(valueOf(samples, 'facade_subscriber_queue_overflows_total')).toBe(1);
+      expect(valueOf(samples, 'facade_graphql_ws_connections')).toBe(2);
       fast.stop();
     },
   );

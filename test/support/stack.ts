@@ -61,6 +61,8 @@ export interface Stack {
   facadeUrl: string;
   /** `${facadeUrl}/graphql` */
   graphqlUrl: string;
+  /** Where `/metrics` is served: on the facade's port, or on `METRICS_PORT`'s server. */
+  metricsUrl: string;
   config: Config;
   app: App;
   /**
@@ -128,8 +130,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const config = loadConfig({ ...facadeTestEnv(emulatorUrl), ...options.env });
     // Deliberately no redaction here: tests assert that no key reaches a log line at all.
     const logger = createLogger({ level: config.logLevel, write: (line) => lines.push(line) });
-    app = await createApp(config, { ...options.app, logger });
-    const { url: facadeUrl } = await app.listen(0, '127.0.0.1');
+    // Audit lines join the same collection (they carry `"log":"audit"`), not the test's stdout.
+    const auditLogger = createLogger({ level: 'info', write: (line) => lines.push(line) }).child({
+      log: 'audit',
+    });
+    app = await createApp(config, { auditLogger, ...options.app, logger });
+    const listening = await app.listen(0, '127.0.0.1');
+    const facadeUrl = listening.url;
     const graphqlUrl = `${facadeUrl}/graphql`;
     const started = app;
 
@@ -151,6 +158,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       emulatorUrl,
       facadeUrl,
       graphqlUrl,
+      metricsUrl: `${listening.metricsUrl ?? facadeUrl}/metrics`,
       config,
       app,
       async query<T>(

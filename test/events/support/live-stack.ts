@@ -76,6 +76,7 @@ export async function startFacade(
   const logs: string[] = [];
   const app = await createApp(config, {
     logger: createLogger({ level: 'debug', write: (line) => logs.push(line) }),
+    auditLogger: createLogger({ level: 'info', write: (line) => logs.push(line) }).child({ log: 'audit' }),
   });
   const { url } = await app.listen(0, '127.0.0.1');
   const started = () => logs.filter((line) => line.includes('"msg":"subscription started"')).length;

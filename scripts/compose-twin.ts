@@ -1,0 +1,295 @@
+/**
+ * The scripted twin of compose.yaml, for machines without Docker: reads compose.yaml and starts
+ * the same processes (each service's own `command`) with the same environment, on loopback ports
+ * instead of container ports, against a Redis that is already running (`REDIS_URL`).
+ *
+ * What differs from `docker compose up`, and why:
+ * - addresses: `<service>:<port>` becomes `127.0.0.1:<free port>`; `platform` (both replicas'
+ *   network alias, round-robin in compose) is facade-a, so the gateway's traffic goes to one replica;
+ * - Redis: the one given, not a container; with `REDIS_KEY_PREFIX` added so runs never meet;
+ * - the gateway: Hive Gateway's runtime in this process (`@graphql-hive/gateway-runtime`, with the
+ *   same deploy/gateway.config.ts) instead of the official image, which is the CLI over that runtime.
+ *
+ * As a command: `REDIS_URL=redis://127.0.0.1:6379 node scripts/compose-twin.ts` runs the topology
+ * until Ctrl-C and prints its addresses. As a module, tests start it with {@link startComposeTwin}.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
+import { parse } from 'yaml';
+import { gatewayConfig } from '../deploy/gateway.config.ts';
+import { gatewayTransports } from '../deploy/graphql-ws-transport.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** A service of compose.yaml, as far as the twin reads it. */
+export interface ComposeService {
+  image?: string;
+  command?: string[];
+  environment?: Record<string, string>;
+  volumes?: string[];
+}
+
+/** Reads and parses compose.yaml (YAML merge keys resolved). */
+export function readComposeFile(path = join(ROOT, 'compose.yaml')): {
+  services: Record<string, ComposeService>;
+} {
+  return parse(readFileSync(path, 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+}
+
+/** Services the twin runs as processes, in start order (the gateway and Redis are handled apart). */
+export const PROCESS_SERVICES = ['emulator', 'facade-a', 'facade-b', 'support-notes', 'supergraph'] as const;
+/** Every service compose.yaml must have for the twin to mirror it. */
+export const TWIN_SERVICES = [...PROCESS_SERVICES, 'redis', 'gateway'] as const;
+
+/** The network alias both replicas answer to in compose; the twin sends it to facade-a. */
+const PLATFORM_ALIAS = 'platform';
+/** Variables naming the port a service listens on. */
+const PORT_VARIABLES = ['PORT', 'EMULATOR_PORT', 'METRICS_PORT'];
+/** Variables naming the interface a service listens on. */
+const HOST_VARIABLES = ['HOST', 'EMULATOR_HOST'];
+
+export interface TwinOptions {
+  /** The Redis every replica shares (compose's `redis` service). */
+  redisUrl: string;
+  /** Added to the replicas' environment so runs sharing a Redis never meet. Default `twin:<pid>:`. */
+  redisKeyPrefix?: string;
+  /** Called with every line a process writes. Default: nothing. */
+  onLine?: (service: string, line: string) => void;
+}
+
+export interface ComposeTwin {
+  /** Base URL (no path) of each service by compose name, and of the facades' metrics servers. */
+  urls: Record<string, string>;
+  /** `${urls.gateway}/graphql` */
+  gatewayUrl: string;
+  /** The environment each process was started with, by service (PATH and HOME aside). */
+  environments: Record<string, Record<string, string>>;
+  /** What each process wrote so far, line by line. */
+  lines(service: string): string[];
+  close(): Promise<void>;
+}
+
+/** Starts the topology. Always `close()` it. */
+export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwin> {
+  const compose = readComposeFile();
+  for (const name of TWIN_SERVICES) {
+    if (compose.services[name] === undefined) throw new Error(`compose.yaml has no service "${name}"`);
+  }
+  const workDir = mkdtempSync(join(tmpdir(), 'compose-twin-'));
+  const children: { service: string; child: ChildProcess }[] = [];
+  const output: Record<string, string[]> = {};
+  let gatewayServer: Server | undefined;
+  let disposeGateway: (() => Promise<void>) | undefined;
+
+  const close = async (): Promise<void> => {
+    await disposeGateway?.();
+    if (gatewayServer !== undefined) {
+      gatewayServer.closeAllConnections();
+      await new Promise<void>((done) => gatewayServer!.close(() => done()));
+    }
+    await Promise.all(children.map(({ child }) => stopProcessGroup(child)));
+    rmSync(workDir, { recursive: true, force: true });
+  };
+
+  try {
+    // 1. A loopback port for every `<service>:<port>` the file names, and for every listening variable.
+    const addresses = new Map<string, number>();
+    const metricsPorts = new Map<string, number>();
+    for (const service of PROCESS_SERVICES) {
+      const environment = compose.services[service]!.environment ?? {};
+      const port = environment.PORT ?? environment.EMULATOR_PORT;
+      if (port !== undefined) addresses.set(`${service}:${port}`, await freePort());
+      if (environment.METRICS_PORT !== undefined) metricsPorts.set(service, await freePort());
+    }
+    const facadeAPort = addresses.get(`facade-a:${compose.services['facade-a']!.environment?.PORT}`)!;
+    const rewrite = (value: string): string => {
+      let result = value.replace(/redis:\/\/redis:\d+/g, options.redisUrl);
+      result = result.replace(new RegExp(`//${PLATFORM_ALIAS}:\\d+`, 'g'), `//127.0.0.1:${facadeAPort}`);
+      for (const [address, port] of addresses)
+        result = result.replaceAll(`//${address}`, `//127.0.0.1:${port}`);
+      return result.replaceAll('/supergraph/', `${workDir}/`);
+    };
+
+    const environments: Record<string, Record<string, string>> = {};
+    const urls: Record<string, string> = {};
+    for (const service of PROCESS_SERVICES) {
+      const declared = compose.services[service]!.environment ?? {};
+      const environment: Record<string, string> = {};
+      for (const [name, value] of Object.entries(declared)) {
+        if (HOST_VARIABLES.includes(name)) environment[name] = '127.0.0.1';
+        else if (name === 'METRICS_PORT') environment[name] = String(metricsPorts.get(service));
+        else if (PORT_VARIABLES.includes(name))
+          environment[name] = String(addresses.get(`${service}:${value}`));
+        else environment[name] = rewrite(String(value));
+      }
+      if (declared.REDIS_URL !== undefined)
+        environment.REDIS_KEY_PREFIX = options.redisKeyPrefix ?? `twin:${process.pid}:`;
+      environments[service] = environment;
+      const port = environment.PORT ?? environment.EMULATOR_PORT;
+      if (port !== undefined) urls[service] = `http://127.0.0.1:${port}`;
+      if (environment.METRICS_PORT !== undefined)
+        urls[`${service}-metrics`] = `http://127.0.0.1:${environment.METRICS_PORT}`;
+    }
+
+    const run = (service: string): ChildProcess => {
+      const command = (compose.services[service]!.command ?? []).map((part) => rewrite(String(part)));
+      if (command.length === 0) throw new Error(`compose.yaml gives service "${service}" no command`);
+      const child = spawn(command[0]!, command.slice(1), {
+        cwd: ROOT,
+        // Only what the file gives, plus what finds programs: nothing of this process's own environment.
+        env: {
+          PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+          HOME: process.env.HOME ?? tmpdir(),
+          ...environments[service],
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      const lines: string[] = (output[service] = []);
+      const collect = (chunk: Buffer): void => {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (line === '') continue;
+          lines.push(line);
+          options.onLine?.(service, line);
+        }
+      };
+      child.stdout?.on('data', collect);
+      child.stderr?.on('data', collect);
+      children.push({ service, child });
+      return child;
+    };
+
+    // 2. The emulator, then the replicas and the example subgraph, then the supergraph from them.
+    run('emulator');
+    await waitUntil(() => answers(`${urls.emulator}/_emulator/health`), 'the emulator to answer');
+    for (const service of ['facade-a', 'facade-b'] as const) run(service);
+    run('support-notes');
+    for (const service of ['facade-a', 'facade-b'] as const) {
+      await waitUntil(
+        async () => output[service]!.some((line) => line.includes('"msg":"facade listening"')),
+        `${service} to listen`,
+      );
+    }
+    await waitUntil(
+      () => answers(`${urls['support-notes']}/.well-known/apollo/server-health`, true),
+      'support-notes to answer',
+    );
+    const composer = run('supergraph');
+    const [code] = (await once(composer, 'exit')) as [number | null];
+    if (code !== 0)
+      throw new Error(`the supergraph service failed (${code}):\n${output.supergraph!.join('\n')}`);
+
+    // 3. The gateway over the file the supergraph service wrote, with compose's gateway config.
+    const gatewayCommand = compose.services.gateway!.command ?? [];
+    const supergraphPath = rewrite(gatewayCommand[gatewayCommand.indexOf('supergraph') + 1] ?? '');
+    const runtime = createGatewayRuntime({
+      ...gatewayConfig,
+      // The image's CLI carries subscriptions over graphql-ws itself; the runtime needs this transport.
+      transports: gatewayTransports,
+      supergraph: readFileSync(supergraphPath, 'utf8'),
+      logging: false,
+    });
+    disposeGateway = async () => {
+      await runtime.dispose();
+    };
+    const server = createServer(runtime);
+    gatewayServer = server;
+    await new Promise<void>((done, fail) => {
+      server.once('error', fail);
+      server.listen(0, '127.0.0.1', done);
+    });
+    urls.gateway = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    return {
+      urls,
+      gatewayUrl: `${urls.gateway}${runtime.graphqlEndpoint}`,
+      environments,
+      lines: (service) => output[service] ?? [],
+      close,
+    };
+  } catch (error) {
+    const shown = Object.entries(output)
+      .map(([service, lines]) => `--- ${service}\n${lines.slice(-20).join('\n')}`)
+      .join('\n');
+    await close();
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${shown}`, { cause: error });
+  }
+}
+
+/** SIGTERM to the process group started for a service (npm and the node it runs), SIGKILL after 10 s. */
+async function stopProcessGroup(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = once(child, 'exit');
+  try {
+    process.kill(-child.pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }, 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function answers(url: string, preflight = false): Promise<boolean> {
+  try {
+    const response = await fetch(url, preflight ? { headers: { 'apollo-require-preflight': 'true' } } : {});
+    await response.body?.cancel();
+    return response.status < 500;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  probe.close();
+  await once(probe, 'close');
+  return port;
+}
+
+async function main(): Promise<void> {
+  const redisUrl = process.env.REDIS_URL;
+  if (redisUrl === undefined || redisUrl === '') {
+    process.stderr.write('REDIS_URL is required: the twin shares a running Redis between the replicas.\n');
+    process.exit(1);
+  }
+  const twin = await startComposeTwin({
+    redisUrl,
+    onLine: (service, line) => process.stdout.write(`${service.padEnd(13)} | ${line}\n`),
+  });
+  process.stdout.write(`${JSON.stringify({ ...twin.urls, gatewayGraphQL: twin.gatewayUrl }, null, 2)}\n`);
+  const stop = (): void => {
+    twin.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (import.meta.main) await main();

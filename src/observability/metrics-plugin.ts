@@ -1,0 +1,57 @@
+/**
+ * Counts every GraphQL operation over HTTP into the app's metrics once its response is ready: the
+ * operation (bounded name, type, outcome) and its duration, what its DataLoaders answered without
+ * the upstream, and how many upstream calls it made. One hook per operation, none per field.
+ */
+import type { ApolloServerPlugin } from '@apollo/server';
+import type { LoaderStats } from '../loaders/fan-out-loader.ts';
+import type { CallBudget } from '../upstream/call-budget.ts';
+import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from './metrics.ts';
+
+/** What the plugin reads from the request context; both are absent when the context was never built. */
+export interface MeasurableContext {
+  readonly upstream?: { readonly callBudget: CallBudget };
+  readonly loaderStats?: LoaderStats;
+}
+
+/** Builds the metrics plugin. */
+export function createMetricsPlugin<TContext extends MeasurableContext>(
+  metrics: Metrics,
+): ApolloServerPlugin<TContext> {
+  return {
+    async requestDidStart() {
+      const started = performance.now();
+      return {
+        async willSendResponse({ operation, contextValue, response }) {
+          // Only a name from the parsed operation: the request's own `operationName` is any string.
+          const operationType: OperationTypeLabel = operation?.operation ?? 'unknown';
+          const operationName =
+            operation === undefined ? UNKNOWN_OPERATION : metrics.operationNameLabel(operation.name?.value);
+          const failed =
+            response.body.kind === 'single' && (response.body.singleResult.errors?.length ?? 0) > 0;
+          const labels = {
+            operation_name: operationName,
+            operation_type: operationType,
+            outcome: failed || (response.http.status ?? 200) >= 400 ? 'error' : 'ok',
+          };
+          metrics.operations.inc(labels);
+          metrics.operationDuration.observe(labels, (performance.now() - started) / 1000);
+
+          const byOperation = { operation_name: operationName, operation_type: operationType };
+          const stats = contextValue?.loaderStats;
+          if (stats !== undefined && stats.loads > 0) {
+            metrics.loaderLoads.inc({ ...byOperation, result: 'miss' }, stats.misses);
+            metrics.loaderLoads.inc(
+              { ...byOperation, result: 'hit' },
+              Math.max(0, stats.loads - stats.misses),
+            );
+          }
+          const budget = contextValue?.upstream?.callBudget;
+          if (budget !== undefined && budget.remaining < budget.limit) {
+            metrics.operationUpstreamCalls.inc(byOperation, budget.limit - budget.remaining);
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * The facade's Prometheus metrics (prom-client), served on `/metrics`. One {@link Registry} per
+ * app, never prom-client's global one, so two apps in one process (tests, replicas side by side)
+ * keep apart.
+ *
+ * No label carries an id, a key, a URL with ids in it or anything else a caller could make grow
+ * without bound: upstream routes are the contract's templates, operation names go through
+ * {@link createOperationNameBound}, outcomes and reasons are closed sets.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestHandler } from 'express';
+import type { UpstreamObserver } from '../upstream/client.ts';
+import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
+
+/** Label of an operation without a name. */
+export const ANONYMOUS_OPERATION = 'anonymous';
+/** Label of an operation whose name did not fit the bound (too many names seen, or too long). */
+export const OTHER_OPERATION = 'other';
+/** Label of a request that never became an operation (unparsable, invalid, unknown operation name). */
+export const UNKNOWN_OPERATION = 'unknown';
+
+/** Longest operation name kept as a label; longer ones count as {@link OTHER_OPERATION}. */
+const MAX_OPERATION_NAME_LENGTH = 64;
+
+/** Operation type label: a GraphQL operation type, or `unknown` before one is known. */
+export type OperationTypeLabel = 'query' | 'mutation' | 'subscription' | 'unknown';
+
+export interface MetricsOptions {
+  /** Distinct operation names kept as labels; later new names count as {@link OTHER_OPERATION}. */
+  maxOperationNames: number;
+  /** Live numbers read at each scrape (open graphql-ws sockets, running subscriptions). */
+  live?: () => { connections: number; subscriptions: number };
+  /** Collect Node's process metrics (CPU, memory, event loop, GC). Default true. */
+  processMetrics?: boolean;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** GraphQL operations over HTTP, by bounded name, type and outcome (`ok`, `error`). */
+  readonly operations: Counter<'operation_name' | 'operation_type' | 'outcome'>;
+  readonly operationDuration: Histogram<'operation_name' | 'operation_type' | 'outcome'>;
+  /** Values asked of the per-operation DataLoaders: `hit` (answered from the loader) or `miss` (read upstream). */
+  readonly loaderLoads: Counter<'operation_name' | 'operation_type' | 'result'>;
+  /** Upstream calls (retries included) made by operations, by bounded name and type. */
+  readonly operationUpstreamCalls: Counter<'operation_name' | 'operation_type'>;
+  /** Upstream attempts by method, route template and status (`none` when no answer arrived). */
+  readonly upstreamRequests: Counter<'method' | 'route' | 'status'>;
+  readonly upstreamDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Attempts that were retries, by method, route and why the previous one failed. */
+  readonly upstreamRetries: Counter<'method' | 'route' | 'reason'>;
+  readonly webhookDeliveries: Counter<'outcome'>;
+  readonly subscriberQueueOverflows: Counter;
+  /** From an event's `occurredAt` to its payload leaving for a subscriber. */
+  readonly eventDeliveryLatency: Histogram;
+  /**
+   * Requests refused by a rate limit, by bucket (a fixed name per limit, never a caller id):
+   * `metrics.rateLimitRefusals.inc({ bucket: 'operations' })`.
+   */
+  readonly rateLimitRefusals: Counter<'bucket'>;
+  /** The bounded label for an operation name (see {@link createOperationNameBound}). */
+  operationNameLabel(name: string | null | undefined): string;
+  /** Watches upstream calls: plug into `createUpstreamClient({ observer })`. */
+  readonly upstreamObserver: UpstreamObserver;
+  /** `GET /metrics`: the registry in Prometheus text format. */
+  handler(): RequestHandler;
+}
+
+/** Upstream and operation durations: 5 ms to 30 s. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Event to delivery: webhook retries can stretch it to minutes. */
+const LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Builds the metrics of one app, each registered in the app's own registry. */
+export function createMetrics(options: MetricsOptions): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  const operationLabels = ['operation_name', 'operation_type', 'outcome'] as const;
+  const upstreamLabels = ['method', 'route', 'status'] as const;
+  const routeOf: RouteMatcher = createRouteMatcher();
+  const operationNameLabel = createOperationNameBound(options.maxOperationNames);
+
+  const upstreamRequests = new Counter({
+    name: 'facade_upstream_requests_total',
+    help: 'Upstream HTTP attempts, by method, route template and status (none: no answer arrived).',
+    labelNames: upstreamLabels,
+    registers,
+  });
+  const upstreamDuration = new Histogram({
+    name: 'facade_upstream_request_duration_seconds',
+    help: 'Duration of upstream HTTP attempts, by method, route template and status.',
+    labelNames: upstreamLabels,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const upstreamRetries = new Counter({
+    name: 'facade_upstream_retries_total',
+    help: 'Upstream attempts that were retries, by method, route template and the previous failure.',
+    labelNames: ['method', 'route', 'reason'] as const,
+    registers,
+  });
+  // The failure of each call's last attempt, to label its retry.
+  const lastFailure = new WeakMap<object, string>();
+
+  const metrics: Metrics = {
+    registry,
+    operations: new Counter({
+      name: 'graphql_operations_total',
+      help: 'GraphQL operations over HTTP, by operation name (bounded), type and outcome.',
+      labelNames: operationLabels,
+      registers,
+    }),
+    operationDuration: new Histogram({
+      name: 'graphql_operation_duration_seconds',
+      help: 'Duration of GraphQL operations over HTTP, by operation name (bounded), type and outcome.',
+      labelNames: operationLabels,
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    loaderLoads: new Counter({
+      name: 'graphql_dataloader_loads_total',
+      help: 'Values asked of the per-operation DataLoaders: hit (no upstream read) or miss (read upstream).',
+      labelNames: ['operation_name', 'operation_type', 'result'] as const,
+      registers,
+    }),
+    operationUpstreamCalls: new Counter({
+      name: 'graphql_operation_upstream_calls_total',
+      help: 'Upstream calls (retries included) made by GraphQL operations, by operation name and type.',
+      labelNames: ['operation_name', 'operation_type'] as const,
+      registers,
+    }),
+    upstreamRequests,
+    upstreamDuration,
+    upstreamRetries,
+    webhookDeliveries: new Counter({
+      name: 'facade_webhook_deliveries_total',
+      help: 'Webhook deliveries received, by outcome (accepted, duplicate, forged, stale, malformed, in_flight, unavailable).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    subscriberQueueOverflows: new Counter({
+      name: 'facade_subscriber_queue_overflows_total',
+      help: 'Subscriptions ended because their subscriber let too many events wait.',
+      registers,
+    }),
+    eventDeliveryLatency: new Histogram({
+      name: 'facade_event_delivery_latency_seconds',
+      help: "From an upstream event's occurredAt to its payload leaving for a subscriber.",
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    rateLimitRefusals: new Counter({
+      name: 'facade_rate_limit_refusals_total',
+      help: 'Requests refused by a rate limit, by bucket.',
+      labelNames: ['bucket'] as const,
+      registers,
+    }),
+    operationNameLabel,
+    upstreamObserver: {
+      attempt({ request, attempt, status, durationSeconds, failure }) {
+        const { template } = routeOf(request.path);
+        const labels = {
+          method: request.method,
+          route: template,
+          status: status === undefined ? 'none' : String(status),
+        };
+        upstreamRequests.inc(labels);
+        upstreamDuration.observe(labels, durationSeconds);
+        if (attempt > 1) {
+          upstreamRetries.inc({
+            method: request.method,
+            route: template,
+            reason: lastFailure.get(request) ?? 'unknown',
+          });
+        }
+        if (failure !== undefined) lastFailure.set(request, failureLabel(status, failure));
+      },
+    },
+    handler() {
+      return (_request, response, next) => {
+        registry.metrics().then((text) => {
+          response.setHeader('content-type', registry.contentType);
+          response.setHeader('cache-control', 'no-store');
+          response.status(200).send(text);
+        }, next);
+      };
+    },
+  };
+
+  if (options.live !== undefined) {
+    const live = options.live;
+    new Gauge({
+      name: 'facade_graphql_ws_connections',
+      help: 'Open graphql-ws connections.',
+      registers,
+      collect() {
+        this.set(live().connections);
+      },
+    });
+    new Gauge({
+      name: 'facade_graphql_ws_subscriptions',
+      help: 'Running graphql-ws subscriptions.',
+      registers,
+      collect() {
+        this.set(live().subscriptions);
+      },
+    });
+  }
+  return metrics;
+}
+
+/**
+ * The reason label of a failed attempt: its status when one arrived (a closed set of numbers), else
+ * the transport reason (a closed set). Never the upstream's problem code: the upstream's catalog is
+ * open, so its codes could grow a label without bound.
+ */
+function failureLabel(status: number | undefined, failure: string): string {
+  if (status !== undefined) return String(status);
+  return /^[a-z_]+$/.test(failure) ? failure : 'unknown';
+}
+
+/**
+ * Bounds the operation names used as labels. Names come from the parsed document, so they are
+ * GraphQL names, but any client can invent new ones: the first `max` distinct names seen by this
+ * process keep their own label, any later new name is {@link OTHER_OPERATION}, and so is a name
+ * longer than 64 characters. A missing name is {@link ANONYMOUS_OPERATION}.
+ */
+export function createOperationNameBound(max: number): (name: string | null | undefined) => string {
+  const known = new Set<string>();
+  return (name) => {
+    if (name === null || name === undefined || name === '') return ANONYMOUS_OPERATION;
+    if (name.length > MAX_OPERATION_NAME_LENGTH) return OTHER_OPERATION;
+    if (known.has(name)) return name;
+    if (known.size >= max) return OTHER_OPERATION;
+    known.add(name);
+    return name;
+  };
+}

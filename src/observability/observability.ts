@@ -1,0 +1,99 @@
+/**
+ * Puts the facade's metrics and audit trail together for `createApp`: the upstream observer both
+ * listen through, their Apollo plugins, and `/metrics`, on the main server or, with `METRICS_PORT`,
+ * on a server of its own (so the public port need not expose it).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ApolloServerPlugin } from '@apollo/server';
+import express, { type Express } from 'express';
+import type { MetricsConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import type { UpstreamObserver } from '../upstream/client.ts';
+import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
+import { createMetricsPlugin, type MeasurableContext } from './metrics-plugin.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+
+/** The path metrics are served at, on whichever port. */
+export const METRICS_PATH = '/metrics';
+
+export interface ObservabilityOptions {
+  config: MetricsConfig;
+  /** The facade's configured upstream key (audit lines tell it apart from a caller's own key). */
+  configuredApiKey: string;
+  /** Where audit lines go (a logger of their own, never filtered by LOG_LEVEL). */
+  auditLogger: Logger;
+  /** Metrics built elsewhere (tests); default: new ones in a registry of their own. */
+  metrics?: Metrics;
+  /** Open graphql-ws connections and running subscriptions, read at each scrape. */
+  live: () => { connections: number; subscriptions: number };
+}
+
+export interface Observability {
+  readonly metrics: Metrics;
+  readonly audit: AuditTrail;
+  /** Metrics and the audit trail, for `createUpstreamClient({ observer })`. */
+  readonly upstreamObserver: UpstreamObserver;
+  readonly plugins: ApolloServerPlugin<MeasurableContext & AuditableContext>[];
+  /** Mounts `/metrics` on `app` unless a metrics port is configured. */
+  mount(app: Express): void;
+  /** Starts the metrics server when a port is configured; resolves with its base URL. */
+  listen(host: string): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+export function createObservability(options: ObservabilityOptions): Observability {
+  const metrics =
+    options.metrics ??
+    createMetrics({ maxOperationNames: options.config.maxOperationNames, live: options.live });
+  const audit = createAuditTrail({ logger: options.auditLogger, configuredApiKey: options.configuredApiKey });
+  const observers = [metrics.upstreamObserver, audit.upstreamObserver];
+  let server: http.Server | undefined;
+
+  return {
+    metrics,
+    audit,
+    upstreamObserver: {
+      attempt: (report) => {
+        for (const observer of observers) observer.attempt?.(report);
+      },
+      call: (report) => {
+        for (const observer of observers) observer.call?.(report);
+      },
+    },
+    plugins: [
+      createMetricsPlugin(metrics) as ApolloServerPlugin<MeasurableContext & AuditableContext>,
+      audit.plugin,
+    ],
+    mount(app) {
+      if (options.config.port === undefined) app.get(METRICS_PATH, metrics.handler());
+    },
+    async listen(host) {
+      if (options.config.port === undefined) return undefined;
+      const metricsApp = express();
+      metricsApp.disable('x-powered-by');
+      metricsApp.get(METRICS_PATH, metrics.handler());
+      metricsApp.use((_request, response) => {
+        response.status(404).json({ error: 'not found' });
+      });
+      const listening = http.createServer(metricsApp);
+      server = listening;
+      await new Promise<void>((resolve, reject) => {
+        listening.once('error', reject);
+        listening.listen(options.config.port, host, () => {
+          listening.off('error', reject);
+          resolve();
+        });
+      });
+      const { port } = listening.address() as AddressInfo;
+      return `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? 'localhost' : host}:${port}`;
+    },
+    async close() {
+      if (server === undefined) return;
+      const closing = server;
+      server = undefined;
+      closing.closeAllConnections();
+      await new Promise<void>((resolve) => closing.close(() => resolve()));
+    },
+  };
+}

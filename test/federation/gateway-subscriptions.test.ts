@@ -1,0 +1,149 @@
+/**
+ * Subscriptions through Hive Gateway: a client subscribes at the gateway (server-sent events), the
+ * gateway subscribes to the facade over graphql-ws (deploy/graphql-ws-transport.ts, with
+ * compose's deploy/gateway.config.ts), and each event arrives with a field the support-notes
+ * subgraph resolves (`Customer.openSupportNoteCount`), fetched by the gateway per event.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gatewayConfig } from '../../deploy/gateway.config.ts';
+import { gatewayTransports } from '../../deploy/graphql-ws-transport.ts';
+import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
+import { composeSupergraph, loadRepositorySubgraphs } from '../../scripts/compose-supergraph.ts';
+import { waitFor } from '../events/support/events.ts';
+import { startStack, type Stack } from '../support/stack.ts';
+
+let stack: Stack;
+const supportNotes = createSupportNotesServer();
+let gatewayServer: Server;
+let disposeGateway: () => Promise<void>;
+let gatewayUrl: string;
+
+beforeAll(async () => {
+  // The emulator delivers its webhooks to the facade, as in compose.yaml.
+  stack = await startStack({ env: { WEBHOOK_REGISTER: 'true' } });
+  const { url: supportNotesUrl } = await supportNotes.listen(0);
+  const { supergraphSdl } = composeSupergraph(
+    loadRepositorySubgraphs({ facadeUrl: stack.graphqlUrl, supportNotesUrl }),
+  );
+  const runtime = createGatewayRuntime({
+    ...gatewayConfig,
+    transports: gatewayTransports,
+    supergraph: supergraphSdl,
+    logging: false,
+  });
+  disposeGateway = async () => {
+    await runtime.dispose();
+  };
+  gatewayServer = createServer(runtime);
+  await new Promise<void>((resolve) => gatewayServer.listen(0, '127.0.0.1', resolve));
+  gatewayUrl = `http://127.0.0.1:${(gatewayServer.address() as AddressInfo).port}${runtime.graphqlEndpoint}`;
+});
+
+afterAll(async () => {
+  await disposeGateway?.();
+  gatewayServer?.closeAllConnections();
+  await new Promise<void>((resolve) => (gatewayServer ? gatewayServer.close(() => resolve()) : resolve()));
+  await supportNotes.close();
+  await stack?.close();
+});
+
+/** Subscribes at `url` over server-sent events and collects each `next` payload until aborted. */
+function subscribeOverSse(url: string, query: string) {
+  const received: { data?: Record<string, unknown>; errors?: unknown[] }[] = [];
+  const controller = new AbortController();
+  const done = (async () => {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ query }),
+      signal: controller.signal,
+    });
+    if (response.status !== 200 || response.body === null)
+      throw new Error(`the gateway answered ${response.status}`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    const reader = response.body.getReader();
+    for (;;) {
+      const { value: chunk, done: ended } = await reader.read();
+      if (ended) break;
+      buffer += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const message = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = message
+          .split('\n')
+          .filter((line) => line.startsWith('data:'))
+          .map((line) => line.slice(5).trim())
+          .join('\n');
+        if (/^event: next$/m.test(message) || (!/^event:/m.test(message) && data !== '')) {
+          received.push(JSON.parse(data) as (typeof received)[number]);
+        }
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!controller.signal.aborted) throw error;
+  });
+  return { received, stop: () => controller.abort(), done };
+}
+
+describe('subscriptions through Hive Gateway', () => {
+  it('delivers a facade event with a field of the support-notes subgraph in it', async () => {
+    const subscription = subscribeOverSse(
+      gatewayUrl,
+      `subscription {
+        accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") {
+          type
+          account { id customer { displayName openSupportNoteCount } }
+        }
+      }`,
+    );
+    try {
+      await waitFor(
+        () => stack.logs().some((line) => line.includes('"msg":"subscription started"')),
+        'the gateway to subscribe at the facade',
+      );
+      const topUp = await fetch(`${stack.emulatorUrl}/v3/sandbox/accounts/acc_acme_eth/topup`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': 'sk_sandbox_emulator',
+          'idempotency-key': `gateway-subscription-${Date.now()}`,
+        },
+        body: JSON.stringify({ amount: '1.00', currency: 'USDC' }),
+      });
+      expect(topUp.status).toBe(200);
+
+      await waitFor(() => subscription.received.length >= 1, 'the event at the gateway', 15_000);
+      const supportNotesCount = await fetch(gatewayUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ customer(id: "cus_acme") { openSupportNoteCount } }' }),
+      }).then(
+        (response) => response.json() as Promise<{ data: { customer: { openSupportNoteCount: number } } }>,
+      );
+      // Demo data: cus_acme has open support notes, so the field is a positive count, not a null.
+      expect(supportNotesCount.data.customer.openSupportNoteCount).toBeGreaterThan(0);
+      expect(subscription.received[0]).toEqual({
+        data: {
+          accountChanged: {
+            type: expect.stringMatching(/^account\./),
+            account: {
+              id: 'acc_acme_eth',
+              customer: {
+                displayName: 'Acme Robotics Ltd',
+                openSupportNoteCount: supportNotesCount.data.customer.openSupportNoteCount,
+              },
+            },
+          },
+        },
+      });
+    } finally {
+      subscription.stop();
+      await subscription.done;
+    }
+  });
+});

@@ -1,0 +1,128 @@
+/**
+ * compose.yaml's topology, proven without Docker by its scripted twin (scripts/compose-twin.ts):
+ * the emulator delivering webhooks to one replica, two replicas sharing the run's real Redis, a
+ * graphql-ws subscriber on the other replica receiving the event, Hive Gateway over the composed
+ * supergraph in front. Also checks that compose.yaml and the twin agree.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  PROCESS_SERVICES,
+  readComposeFile,
+  startComposeTwin,
+  TWIN_SERVICES,
+  type ComposeTwin,
+} from '../../scripts/compose-twin.ts';
+import { waitFor } from '../events/support/events.ts';
+import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../events/support/redis.ts';
+import { postGraphQL } from '../federation/federation-stack.ts';
+import { deltas, scrape, valueOf } from '../support/metrics.ts';
+
+let twin: ComposeTwin;
+const clients: LiveClient[] = [];
+
+beforeAll(async () => {
+  twin = await startComposeTwin({ redisUrl: requireRedisUrl(), redisKeyPrefix: uniqueRedisPrefix() });
+}, 90_000);
+
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.dispose()));
+  await twin?.close();
+}, 30_000);
+
+describe('compose.yaml and its twin', () => {
+  it('declares exactly the services the twin mirrors', () => {
+    expect(Object.keys(readComposeFile().services).sort()).toEqual([...TWIN_SERVICES].sort());
+  });
+
+  it('starts every process with the environment compose.yaml gives it, and only that', () => {
+    const compose = readComposeFile();
+    for (const service of PROCESS_SERVICES) {
+      const declared = Object.keys(compose.services[service]!.environment ?? {});
+      const extra =
+        compose.services[service]!.environment?.REDIS_URL === undefined ? [] : ['REDIS_KEY_PREFIX'];
+      expect(Object.keys(twin.environments[service]!).sort(), service).toEqual(
+        [...declared, ...extra].sort(),
+      );
+    }
+    // The replicas share one Redis; only facade-a registers for webhooks.
+    expect(twin.environments['facade-a']!.REDIS_URL).toBe(requireRedisUrl());
+    expect(twin.environments['facade-b']!.REDIS_URL).toBe(requireRedisUrl());
+    expect(twin.environments['facade-a']!.WEBHOOK_REGISTER).toBe('true');
+    expect(twin.environments['facade-b']!.WEBHOOK_REGISTER).toBe('false');
+    expect(twin.environments['facade-a']!.WEBHOOK_PUBLIC_URL).toBe(
+      `${twin.urls['facade-a']}/webhooks/platform`,
+    );
+  });
+});
+
+describe('the topology', () => {
+  it('answers a query across both subgraphs through the gateway', async () => {
+    const result = await postGraphQL(
+      twin.gatewayUrl,
+      `{ customer(id: "cus_acme") { displayName openSupportNoteCount } }`,
+    );
+    expect(result.status).toBe(200);
+    expect(result.body).toEqual({
+      data: { customer: { displayName: 'Acme Robotics Ltd', openSupportNoteCount: expect.any(Number) } },
+    });
+  });
+
+  it('delivers a change made through the gateway to a subscriber of the other replica', async () => {
+    const client = connectLive(`${twin.urls['facade-b']!.replace(/^http/, 'ws')}/graphql`);
+    clients.push(client);
+    const received = client.subscribe(`subscription {
+      accountChanged(customerId: "cus_globex", accountId: "acc_globex_eth") { type account { id } }
+    }`);
+    const metricsB = `${twin.urls['facade-b-metrics']}/metrics`;
+    const metricsA = `${twin.urls['facade-a-metrics']}/metrics`;
+    // facade-b's own metrics say when the subscription is running.
+    let subscriptions = 0;
+    await waitFor(
+      () => subscriptions === 1,
+      'the subscription to start on facade-b',
+      15_000,
+      async () => {
+        subscriptions = valueOf(await scrape(metricsB), 'facade_graphql_ws_subscriptions');
+      },
+    );
+    const beforeA = await scrape(metricsA);
+    const beforeB = await scrape(metricsB);
+
+    const topUp = await postGraphQL(
+      twin.gatewayUrl,
+      `mutation { sandboxTopUp(input: { accountId: "acc_globex_eth", amount: "3.00", currency: "USDC", idempotencyKey: "twin-top-up" }) { replayed } }`,
+      undefined,
+      { 'x-request-id': 'twin-top-up-request' },
+    );
+    expect(topUp.body).toEqual({ data: { sandboxTopUp: { replayed: false } } });
+
+    await waitFor(() => received.data.length >= 1, 'the event on facade-b', 15_000);
+    expect(received.data[0]).toEqual({
+      accountChanged: { type: expect.stringMatching(/^account\./), account: { id: 'acc_globex_eth' } },
+    });
+
+    // The webhook reached facade-a only; facade-b delivered it to its subscriber.
+    const afterA = await scrape(metricsA);
+    const afterB = await scrape(metricsB);
+    expect(deltas(beforeA, afterA, 'facade_webhook_deliveries_total')).toMatchObject({
+      '{outcome="accepted"}': expect.any(Number),
+    });
+    expect(deltas(beforeB, afterB, 'facade_webhook_deliveries_total')).toEqual({});
+    expect(deltas(beforeB, afterB, 'facade_event_delivery_latency_seconds_count')).toEqual({ '{}': 1 });
+
+    // The gateway sent the mutation to facade-a (compose's `platform` alias), which audited it.
+    const audit = twin
+      .lines('facade-a')
+      .filter((line) => line.includes('"log":"audit"') && line.includes('twin-top-up-request'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({
+      upstream: { method: 'POST', route: '/v3/sandbox/accounts/{accountId}/topup', status: 200 },
+      resources: { accountId: 'acc_globex_eth' },
+      idempotencyKey: 'twin-top-up',
+      outcome: 'ok',
+      replayed: false,
+    });
+  });
+});
