@@ -38,6 +38,11 @@ export interface DevIssuerOptions {
   host?: string;
   /** Port (default 0: a free one). */
   port?: number;
+  /**
+   * The issuer identifier (`iss`, and the base of its endpoints' URLs) when it is not
+   * `http://<host>:<port>`: e.g. `http://dev-issuer:4200` for a container listening on 0.0.0.0.
+   */
+  issuerUrl?: string;
 }
 
 export interface DevIssuer {
@@ -87,7 +92,8 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
     });
   });
   const { port } = server.address() as AddressInfo;
-  const issuer = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const issuer =
+    options.issuerUrl?.replace(/\/+$/, '') ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   const provider = new Provider(issuer, {
     adapter: createMemoryAdapter(),

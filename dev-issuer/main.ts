@@ -2,7 +2,9 @@
  * Runs the dev issuer standalone: `npm run dev-issuer`, for trying the facade with real tokens.
  *
  * Environment: DEV_ISSUER_PORT (default 4100), DEV_ISSUER_HOST (default 127.0.0.1),
- * DEV_ISSUER_AUDIENCE (default `platform-graphql-facade`). The clients are the demo clients.
+ * DEV_ISSUER_AUDIENCE (default `platform-graphql-facade`), DEV_ISSUER_URL (the issuer identifier,
+ * default `http://<host>:<port>`; set it when clients reach the issuer under another name, as in
+ * compose.yaml). The clients are the demo clients.
  */
 import { DEFAULT_AUDIENCE, startDevIssuer } from './index.ts';
 
@@ -17,6 +19,7 @@ async function main(): Promise<void> {
     port,
     host: process.env['DEV_ISSUER_HOST'] ?? '127.0.0.1',
     audience: process.env['DEV_ISSUER_AUDIENCE'] ?? DEFAULT_AUDIENCE,
+    ...(process.env['DEV_ISSUER_URL'] ? { issuerUrl: process.env['DEV_ISSUER_URL'] } : {}),
   });
   console.log(
     `Dev issuer (demo key, local use only) listening: AUTH_ISSUER=${issuer.issuer} AUTH_AUDIENCE=${issuer.audience}`,

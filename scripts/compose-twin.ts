@@ -44,16 +44,23 @@ export function readComposeFile(path = join(ROOT, 'compose.yaml')): {
 }
 
 /** Services the twin runs as processes, in start order (the gateway and Redis are handled apart). */
-export const PROCESS_SERVICES = ['emulator', 'facade-a', 'facade-b', 'support-notes', 'supergraph'] as const;
+export const PROCESS_SERVICES = [
+  'emulator',
+  'dev-issuer',
+  'facade-a',
+  'facade-b',
+  'support-notes',
+  'supergraph',
+] as const;
 /** Every service compose.yaml must have for the twin to mirror it. */
 export const TWIN_SERVICES = [...PROCESS_SERVICES, 'redis', 'gateway'] as const;
 
 /** The network alias both replicas answer to in compose; the twin sends it to facade-a. */
 const PLATFORM_ALIAS = 'platform';
 /** Variables naming the port a service listens on. */
-const PORT_VARIABLES = ['PORT', 'EMULATOR_PORT', 'METRICS_PORT'];
+const PORT_VARIABLES = ['PORT', 'EMULATOR_PORT', 'DEV_ISSUER_PORT', 'METRICS_PORT'];
 /** Variables naming the interface a service listens on. */
-const HOST_VARIABLES = ['HOST', 'EMULATOR_HOST'];
+const HOST_VARIABLES = ['HOST', 'EMULATOR_HOST', 'DEV_ISSUER_HOST'];
 
 export interface TwinOptions {
   /** The Redis every replica shares (compose's `redis` service). */
@@ -104,7 +111,7 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     const metricsPorts = new Map<string, number>();
     for (const service of PROCESS_SERVICES) {
       const environment = compose.services[service]!.environment ?? {};
-      const port = environment.PORT ?? environment.EMULATOR_PORT;
+      const port = environment.PORT ?? environment.EMULATOR_PORT ?? environment.DEV_ISSUER_PORT;
       if (port !== undefined) addresses.set(`${service}:${port}`, await freePort());
       if (environment.METRICS_PORT !== undefined) metricsPorts.set(service, await freePort());
     }
@@ -132,7 +139,7 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       if (declared.REDIS_URL !== undefined)
         environment.REDIS_KEY_PREFIX = options.redisKeyPrefix ?? `twin:${process.pid}:`;
       environments[service] = environment;
-      const port = environment.PORT ?? environment.EMULATOR_PORT;
+      const port = environment.PORT ?? environment.EMULATOR_PORT ?? environment.DEV_ISSUER_PORT;
       if (port !== undefined) urls[service] = `http://127.0.0.1:${port}`;
       if (environment.METRICS_PORT !== undefined)
         urls[`${service}-metrics`] = `http://127.0.0.1:${environment.METRICS_PORT}`;
@@ -168,7 +175,12 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
 
     // 2. The emulator, then the replicas and the example subgraph, then the supergraph from them.
     run('emulator');
+    run('dev-issuer');
     await waitUntil(() => answers(`${urls.emulator}/_emulator/health`), 'the emulator to answer');
+    await waitUntil(
+      () => answers(`${urls['dev-issuer']}/.well-known/openid-configuration`),
+      'the OpenID provider to answer',
+    );
     for (const service of ['facade-a', 'facade-b'] as const) run(service);
     run('support-notes');
     for (const service of ['facade-a', 'facade-b'] as const) {

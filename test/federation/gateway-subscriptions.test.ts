@@ -14,6 +14,7 @@ import { createSupportNotesServer } from '../../examples/support-notes/server.ts
 import { composeSupergraph, loadRepositorySubgraphs } from '../../scripts/compose-supergraph.ts';
 import { waitFor } from '../events/support/events.ts';
 import { startStack, type Stack } from '../support/stack.ts';
+import { bearer } from '../support/tokens.ts';
 
 let stack: Stack;
 const supportNotes = createSupportNotesServer();
@@ -57,7 +58,12 @@ function subscribeOverSse(url: string, query: string) {
   const done = (async () => {
     const response = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      // The gateway carries the caller's token to the facade in graphql-ws's connection_init.
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        ...(await bearer('operator')),
+      },
       body: JSON.stringify({ query }),
       signal: controller.signal,
     });
@@ -120,7 +126,7 @@ describe('subscriptions through Hive Gateway', () => {
       await waitFor(() => subscription.received.length >= 1, 'the event at the gateway', 15_000);
       const supportNotesCount = await fetch(gatewayUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...(await bearer('operator')) },
         body: JSON.stringify({ query: '{ customer(id: "cus_acme") { openSupportNoteCount } }' }),
       }).then(
         (response) => response.json() as Promise<{ data: { customer: { openSupportNoteCount: number } } }>,

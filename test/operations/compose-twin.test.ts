@@ -21,6 +21,19 @@ import { deltas, scrape, valueOf } from '../support/metrics.ts';
 let twin: ComposeTwin;
 const clients: LiveClient[] = [];
 
+/** The demo operator's token from the twin's own OpenID provider, as compose.yaml's header says. */
+async function operatorToken(): Promise<string> {
+  const response = await fetch(`${twin.urls['dev-issuer']}/token`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from('demo-operator:demo-operator-secret').toString('base64')}`,
+    },
+    body: 'grant_type=client_credentials',
+  });
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
 beforeAll(async () => {
   twin = await startComposeTwin({ redisUrl: requireRedisUrl(), redisKeyPrefix: uniqueRedisPrefix() });
 }, 90_000);
@@ -45,6 +58,9 @@ describe('compose.yaml and its twin', () => {
         [...declared, ...extra].sort(),
       );
     }
+    // Both replicas trust the twin's own OpenID provider.
+    expect(twin.environments['facade-a']!.AUTH_ISSUER).toBe(twin.urls['dev-issuer']);
+    expect(twin.environments['dev-issuer']!.DEV_ISSUER_URL).toBe(twin.urls['dev-issuer']);
     // The replicas share one Redis; only facade-a registers for webhooks.
     expect(twin.environments['facade-a']!.REDIS_URL).toBe(requireRedisUrl());
     expect(twin.environments['facade-b']!.REDIS_URL).toBe(requireRedisUrl());
@@ -61,6 +77,8 @@ describe('the topology', () => {
     const result = await postGraphQL(
       twin.gatewayUrl,
       `{ customer(id: "cus_acme") { displayName openSupportNoteCount } }`,
+      undefined,
+      { authorization: `Bearer ${await operatorToken()}` },
     );
     expect(result.status).toBe(200);
     expect(result.body).toEqual({
@@ -69,7 +87,10 @@ describe('the topology', () => {
   });
 
   it('delivers a change made through the gateway to a subscriber of the other replica', async () => {
-    const client = connectLive(`${twin.urls['facade-b']!.replace(/^http/, 'ws')}/graphql`);
+    const token = await operatorToken();
+    const client = connectLive(`${twin.urls['facade-b']!.replace(/^http/, 'ws')}/graphql`, {
+      Authorization: `Bearer ${token}`,
+    });
     clients.push(client);
     const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_globex", accountId: "acc_globex_eth") { type account { id } }
@@ -93,7 +114,7 @@ describe('the topology', () => {
       twin.gatewayUrl,
       `mutation { sandboxTopUp(input: { accountId: "acc_globex_eth", amount: "3.00", currency: "USDC", idempotencyKey: "twin-top-up" }) { replayed } }`,
       undefined,
-      { 'x-request-id': 'twin-top-up-request' },
+      { 'x-request-id': 'twin-top-up-request', authorization: `Bearer ${token}` },
     );
     expect(topUp.body).toEqual({ data: { sandboxTopUp: { replayed: false } } });
 
