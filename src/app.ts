@@ -13,7 +13,6 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express, type Router } from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
@@ -23,6 +22,7 @@ import { createGraphContext, type GraphContext } from './graph/context.ts';
 import { createQueryLimitsRule } from './graph/query-limits.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
+import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
 import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
@@ -138,7 +138,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   app.use(
     '/graphql',
     express.json({ limit: MAX_BODY }),
-    expressMiddleware(apollo, {
+    createGraphQLHandler(apollo, {
       // A server-side caller may send its own key; everyone else uses the facade's.
       context: async ({ req, res }) =>
         createContext({ apiKey: req.get('x-api-key'), requestId: res.locals.requestId as string }),

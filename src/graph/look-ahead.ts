@@ -246,6 +246,12 @@ interface UntypedChildRecord {
   key: (parent: unknown) => unknown;
 }
 const UNTYPED_READS = RECORD_READS as unknown as Readonly<Record<RecordTypeName, UntypedRecordReads>>;
+/** Types with at least one child to look ahead for: the others need no look at the selection. */
+const TYPES_WITH_CHILDREN = new Set(
+  (Object.keys(UNTYPED_READS) as RecordTypeName[]).filter(
+    (type) => Object.keys(UNTYPED_READS[type].children).length > 0,
+  ),
+);
 
 /** Starts the look-ahead reads below a record of `type` with `key`, selected by `fieldNodes`. */
 function startChildReads(
@@ -256,6 +262,7 @@ function startChildReads(
   loaders: Loaders,
 ): void {
   const { children } = UNTYPED_READS[type];
+  if (!TYPES_WITH_CHILDREN.has(type)) return;
   for (const field of plannedFields(scope, fieldNodes, type, children)) {
     const child = children[field.name]!;
     try {
@@ -273,11 +280,16 @@ function startChildReads(
 }
 
 /**
- * The selected fields of `type` that the table can start, by selection. Worked out once per
- * operation, field and type, so a record read for each item of a list walks its selection once
- * (an operation's variables object and graphql-js's field nodes live exactly as long as it).
+ * The selected fields of `type` that the table can start, by selection. Worked out once per field
+ * nodes and operation, so a record read for each item of a list walks its selection once:
+ * graphql-js hands the same field-nodes array to every item of a list, and the operation's
+ * variables object tells one operation from another.
  */
-const plans = new WeakMap<object, WeakMap<readonly FieldNode[], Map<string, SelectedField[]>>>();
+interface Plan {
+  variableValues: object;
+  byType: Map<RecordTypeName, SelectedField[]>;
+}
+const plans = new WeakMap<readonly FieldNode[], Plan>();
 
 function plannedFields(
   scope: SelectionScope,
@@ -285,18 +297,18 @@ function plannedFields(
   type: RecordTypeName,
   children: Readonly<Record<string, unknown>>,
 ): SelectedField[] {
-  if (Object.keys(children).length === 0) return [];
-  let byNodes = plans.get(scope.variableValues);
-  if (!byNodes) plans.set(scope.variableValues, (byNodes = new WeakMap()));
-  let byType = byNodes.get(fieldNodes);
-  if (!byType) byNodes.set(fieldNodes, (byType = new Map()));
-  let fields = byType.get(type);
+  let plan = plans.get(fieldNodes);
+  if (plan?.variableValues !== scope.variableValues) {
+    plan = { variableValues: scope.variableValues, byType: new Map() };
+    plans.set(fieldNodes, plan);
+  }
+  let fields = plan.byType.get(type);
   if (!fields) {
     const objectType = scope.schema.getType(type);
     fields = isObjectType(objectType)
       ? selectedFields(scope, fieldNodes, objectType, (name) => Object.hasOwn(children, name))
       : [];
-    byType.set(type, fields);
+    plan.byType.set(type, fields);
   }
   return fields;
 }
