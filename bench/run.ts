@@ -7,11 +7,12 @@
  * latency (the network and the upstream's own work, which is where a waterfall of reads costs):
  * the facade against the direct REST client, alternating rounds so drift on a shared machine hits
  * both alike. The trivial `{ __typename }` measures the facade's fixed cost per operation against
- * the bare Apollo Server. Each measurement reports throughput, p50 and p99 latency, CPU per
+ * the bare Apollo Server. Each row reports throughput, p50 and p99 latency, CPU per
  * operation (the facade's and the bare server's from /proc; the direct client's from this
  * process, which also runs the load generator) and upstream calls per operation.
  *
- * Options (environment): BENCH_SECONDS per round (default 2), BENCH_ROUNDS (default 2),
+ * Options (environment): BENCH_SECONDS per round (default 2), BENCH_ROUNDS (pairs of rounds per row,
+ * default 3),
  * BENCH_CONCURRENCY (default 16), BENCH_LATENCY_MS and BENCH_JITTER_MS (default 20 ± 5),
  * BENCH_OPERATIONS (cap per round, default 1 000 000), BENCH_FACADE_SCRIPT (the facade's entry
  * point, default src/main.ts: point it at another checkout to compare two versions).
@@ -31,7 +32,7 @@ const CONNECTIONS = 64;
 const TRIVIAL_QUERY = JSON.stringify({ query: '{ __typename }' });
 
 const roundMs = positiveIntegerFromEnv('BENCH_SECONDS', 2) * 1000;
-const rounds = positiveIntegerFromEnv('BENCH_ROUNDS', 2);
+const rounds = positiveIntegerFromEnv('BENCH_ROUNDS', 3);
 const concurrency = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
 const maxOperations = positiveIntegerFromEnv('BENCH_OPERATIONS', 1_000_000);
 const latencyMs = positiveIntegerFromEnv('BENCH_LATENCY_MS', 20);
@@ -40,7 +41,7 @@ const jitterMs = Math.min(latencyMs, Number(process.env.BENCH_JITTER_MS ?? 5));
 const root = fileURLToPath(new URL('..', import.meta.url));
 const facadeScript = process.env.BENCH_FACADE_SCRIPT ?? `${root}src/main.ts`;
 
-/** One side of a comparison, from its best round (the highest throughput: the least disturbed). */
+/** One side of a comparison: what one round of load measured. */
 interface Side {
   load: LoadResult;
   /** CPU of the serving process per operation (facade, bare Apollo); null for the direct client. */
@@ -135,19 +136,17 @@ async function main(): Promise<void> {
           server: facade,
         };
         const directTarget: Target = { operation: async () => void (await workload.direct(rest)) };
-        const [subject, baseline] = await compare(facadeTarget, directTarget, async () => {
+        const pairs = await compare(facadeTarget, directTarget, async () => {
           rssAfterRounds.push(await facade!.rssBytes());
         });
-        comparisons.push(
-          comparison(workload.name, condition.name, 'facade', 'direct REST', calls, subject, baseline),
-        );
+        comparisons.push(comparison(workload.name, condition.name, 'facade', 'direct REST', calls, pairs));
       }
     }
     await setFaults(emulator, conditions[0]!.faults);
 
     // The fixed cost of an operation: no upstream call at all.
     await askBare(TRIVIAL_QUERY);
-    const [trivialFacade, trivialBare] = await compare(
+    const trivialPairs = await compare(
       { operation: async () => void (await askFacade(TRIVIAL_QUERY)), server: facade },
       { operation: async () => void (await askBare(TRIVIAL_QUERY)), server: bare },
     );
@@ -158,8 +157,7 @@ async function main(): Promise<void> {
         'facade',
         'bare Apollo Server',
         { subject: 0, baseline: 0 },
-        trivialFacade,
-        trivialBare,
+        trivialPairs,
       ),
     );
 
@@ -212,26 +210,31 @@ function graphqlAsker(pool: Pool): (body: string) => Promise<unknown> {
   };
 }
 
+/** One round of each side, run back to back: what the ratios are taken from. */
+interface RoundPair {
+  subject: Side;
+  baseline: Side;
+}
+
 /**
- * Warms both targets, then runs `rounds` rounds of each, alternating, and returns the best round
- * of each side. `afterSubjectRound` runs after each round of the subject.
+ * Warms both targets, then runs `rounds` pairs of rounds, alternating subject and baseline.
+ * `afterSubjectRound` runs after each round of the subject.
  */
 async function compare(
   subject: Target,
   baseline: Target,
   afterSubjectRound?: () => Promise<void>,
-): Promise<[Side, Side]> {
+): Promise<RoundPair[]> {
   // JIT, connection pools and the loaders' code paths, before anything is measured.
   await runLoad({ total: maxOperations, durationMs: 500, concurrency, operation: subject.operation });
   await runLoad({ total: maxOperations, durationMs: 500, concurrency, operation: baseline.operation });
-  const subjectRounds: Side[] = [];
-  const baselineRounds: Side[] = [];
+  const pairs: RoundPair[] = [];
   for (let round = 0; round < rounds; round += 1) {
-    subjectRounds.push(await measure(subject));
+    const subjectSide = await measure(subject);
     await afterSubjectRound?.();
-    baselineRounds.push(await measure(baseline));
+    pairs.push({ subject: subjectSide, baseline: await measure(baseline) });
   }
-  return [best(subjectRounds), best(baselineRounds)];
+  return pairs;
 }
 
 /** One bounded round of load on `target`, with the CPU its server and this process used. */
@@ -257,30 +260,48 @@ async function measure(target: Target): Promise<Side> {
   };
 }
 
-function best(sides: readonly Side[]): Side {
-  return sides.reduce((a, b) => (b.load.operationsPerSecond > a.load.operationsPerSecond ? b : a));
+/** The median of `values` (the lower middle one for an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
+/**
+ * The comparison of one row. Each ratio is taken within a pair of rounds run back to back (so
+ * both sides met the same machine), and the median over the pairs is reported; the absolute
+ * figures shown are those of the pair with the median throughput ratio.
+ */
 function comparison(
   name: string,
   latency: string,
   subjectName: string,
   baselineName: string,
   calls: { subject: number; baseline: number },
-  subject: Side,
-  baseline: Side,
+  pairs: readonly RoundPair[],
 ): Comparison {
+  const throughput = (pair: RoundPair) =>
+    pair.subject.load.operationsPerSecond / pair.baseline.load.operationsPerSecond;
+  const throughputRatio = median(pairs.map(throughput));
+  const shown = pairs.find((pair) => throughput(pair) === throughputRatio)!;
+  const subjectCpu = pairs.map((pair) => pair.subject.serverCpuMsPerOp);
+  const baselineCpu = pairs.map((pair) => pair.baseline.serverCpuMsPerOp);
+  const medianCpu = (values: (number | null)[]) =>
+    values.includes(null) ? null : median(values as number[]);
   return {
     name,
     latency,
     subjectName,
     baselineName,
     upstreamCallsPerOperation: calls,
-    subject,
-    baseline,
-    throughputRatio: subject.load.operationsPerSecond / baseline.load.operationsPerSecond,
-    p50Ratio: subject.load.p50Ms / baseline.load.p50Ms,
-    p99Ratio: subject.load.p99Ms / baseline.load.p99Ms,
+    subject: { ...shown.subject, serverCpuMsPerOp: medianCpu(subjectCpu) },
+    baseline: {
+      ...shown.baseline,
+      serverCpuMsPerOp: medianCpu(baselineCpu),
+      clientCpuMsPerOp: median(pairs.map((pair) => pair.baseline.clientCpuMsPerOp)),
+    },
+    throughputRatio,
+    p50Ratio: median(pairs.map((pair) => pair.subject.load.p50Ms / pair.baseline.load.p50Ms)),
+    p99Ratio: median(pairs.map((pair) => pair.subject.load.p99Ms / pair.baseline.load.p99Ms)),
   };
 }
 
@@ -383,7 +404,8 @@ function toMarkdown(report: {
     `Run at ${report.at} on ${report.machine.cores} cores, Node ${report.machine.node}; ` +
       `load average (1, 5, 15 min) ${load(report.machine.loadAverageBefore)} before, ` +
       `${load(report.machine.loadAverageAfter)} after.`,
-    `Rounds of ${roundMs / 1000} s, ${concurrency} operations in flight, best of ${rounds} rounds per side.`,
+    `${rounds} pairs of rounds of ${roundMs / 1000} s per row (facade, then baseline), ${concurrency} operations in flight;` +
+      ' each ratio is the median of its ratios within a pair, the figures beside it those of the median pair.',
     '',
     '| workload | upstream latency | vs | upstream calls / op | ops/s | throughput ratio | p50 ms | p50 ratio | p99 ms | p99 ratio | CPU ms / op |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
@@ -401,8 +423,8 @@ function toMarkdown(report: {
   }
   lines.push(
     '',
-    'Each pair is facade / baseline. CPU is the serving process’s (from /proc); for direct REST it is the',
-    'client’s process, which also runs the load generator.',
+    'Each pair of figures is facade / baseline. CPU per operation is the median over the rounds, of the',
+    'serving process (from /proc); for direct REST, of the client’s process, which also runs the load generator.',
     '',
     '| goal | measured | met |',
     '|---|---|---|',
