@@ -103,6 +103,9 @@ async function main(): Promise<void> {
         // As deployed: one line per operation at info.
         LOG_LEVEL: 'info',
         WEBHOOK_REGISTER: 'false',
+        // The facade's own path is measured: no caller tokens to verify, no request quotas.
+        AUTH_MODE: 'none',
+        RATE_LIMIT_ENABLED: 'false',
       },
       readyPath: '/readyz',
     });
