@@ -167,8 +167,8 @@ function asChild<PK, A, V>(read: KeyedRead<PK, A, V>): ChildRead<PK> {
 /**
  * Per record type: its read, and the child fields that can start from its key alone. Only fields
  * whose resolver always makes that read when the record exists belong here (an account's `fees`
- * does not: the record usually carries them), so looking ahead never adds a call to an operation
- * whose records are found.
+ * does not: the record usually carries them), so for records that are found looking ahead adds
+ * no call.
  */
 export const RECORD_READS: { readonly [T in RecordTypeName]: RecordReads<T> } = {
   Customer: {
@@ -204,7 +204,7 @@ export const RECORD_READS: { readonly [T in RecordTypeName]: RecordReads<T> } = 
   Institution: {
     read: keyedRead(
       (loaders) => loaders.institution,
-      (i: TopLevelKey) => i.id,
+      (institution: TopLevelKey) => institution.id,
     ),
     children: {},
   },
