@@ -1,6 +1,7 @@
 /**
  * A closed-loop load generator: `concurrency` workers each run `operation` back to back until
- * `total` operations have completed. Bounded in count, so a run always ends.
+ * `total` operations have started or `durationMs` has passed, whichever comes first. Always
+ * bounded, so a run always ends.
  */
 
 /** What one load run measured. */
@@ -14,18 +15,23 @@ export interface LoadResult {
   p99Ms: number;
 }
 
-/** Runs `operation` `total` times with `concurrency` in flight; an operation that throws counts as a failure. */
+/**
+ * Runs `operation` up to `total` times (and for at most `durationMs`, when given) with `concurrency`
+ * in flight; an operation that throws counts as a failure.
+ */
 export async function runLoad(options: {
   total: number;
+  durationMs?: number;
   concurrency: number;
   operation: () => Promise<void>;
 }): Promise<LoadResult> {
   const latencies: number[] = [];
   let started = 0;
   let failures = 0;
+  const deadline = performance.now() + (options.durationMs ?? Number.POSITIVE_INFINITY);
 
   const worker = async (): Promise<void> => {
-    while (started < options.total) {
+    while (started < options.total && performance.now() < deadline) {
       started += 1;
       const begin = performance.now();
       try {

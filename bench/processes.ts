@@ -2,7 +2,7 @@
  * Starts the emulator and the facade as child processes, so each has its own event loop and its own
  * memory, as in production. The benchmark process only generates load and reads results.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,6 +14,8 @@ export interface ServiceProcess {
   readonly pid: number;
   /** Resident set size in bytes, read from /proc. */
   rssBytes(): Promise<number>;
+  /** CPU time (user + system) the process has used so far, in milliseconds, read from /proc. */
+  cpuMs(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -66,6 +68,19 @@ export async function startService(options: {
   throw new Error(`${options.name} did not become ready at ${url}${options.readyPath}:\n${output}`);
 }
 
+/** Clock ticks per second, the unit of CPU times in /proc/<pid>/stat. */
+let clockTicks: number | undefined;
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
 function serviceProcess(name: string, url: string, child: ChildProcess): ServiceProcess {
   const pid = child.pid ?? 0;
   return {
@@ -76,6 +91,12 @@ function serviceProcess(name: string, url: string, child: ChildProcess): Service
       const status = await readFile(`/proc/${pid}/status`, 'utf8');
       const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
       return match ? Number(match[1]) * 1024 : Number.NaN;
+    },
+    async cpuMs() {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      // Fields after the parenthesised command name; utime and stime are the 14th and 15th fields.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond()) * 1000;
     },
     async stop() {
       if (child.exitCode !== null) return;

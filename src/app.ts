@@ -13,7 +13,6 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express, type Router } from 'express';
 import type { Redis } from 'ioredis';
 import type { GraphQLSchema } from 'graphql';
@@ -46,6 +45,7 @@ import { createGraphContext, type GraphContext } from './graph/context.ts';
 import { createQueryLimitsRule } from './graph/query-limits.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
+import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
 import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
@@ -301,7 +301,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
             },
           }),
         ]),
-    expressMiddleware(apollo, {
+    createGraphQLHandler(apollo, {
       // authenticateHttp decided who is calling before Apollo saw the request.
       context: async ({ res }) => {
         const locals = res.locals as Partial<AuthenticatedLocals>;

@@ -4,10 +4,12 @@ import { archiveAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { ReplaceAccountFeesInput } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
+import { readRecord } from './look-ahead.ts';
 
 export const accountResolvers: Resolvers = {
   Query: {
-    account: (_parent, { customerId, id }, { loaders }) => loaders.account.load({ customerId, id }),
+    account: (_parent, { customerId, id }, context, info) =>
+      readRecord('Account', { customerId, id }, context, info),
   },
   Mutation: {
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
@@ -38,12 +40,13 @@ export const accountResolvers: Resolvers = {
     },
   },
   SetAccountFeesPayload: {
-    account: (payload, _args, { loaders }) =>
-      loaders.account.load({ customerId: payload.customerId, id: payload.fees.accountId }),
+    // Read after the fees were replaced (the payload resolves once the mutation has answered).
+    account: (payload, _args, context, info) =>
+      readRecord('Account', { customerId: payload.customerId, id: payload.fees.accountId }, context, info),
   },
   Account: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.account.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Account', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
     // The record carries its fees; the fees endpoint is only a fallback for a record without them.
     fees: (account, _args, { loaders }) =>

@@ -1,14 +1,16 @@
 /** Resolvers of `capabilities.graphql`: capabilities and their institution applications. */
 import type { Resolvers } from '../generated/graphql.ts';
 import { resolveOwningCustomer } from './customers.ts';
+import { readRecord } from './look-ahead.ts';
 
 export const capabilityResolvers: Resolvers = {
   Query: {
-    capability: (_parent, { customerId, id }, { loaders }) => loaders.capability.load({ customerId, id }),
+    capability: (_parent, { customerId, id }, context, info) =>
+      readRecord('Capability', { customerId, id }, context, info),
   },
   Capability: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.capability.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Capability', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
   },
 };

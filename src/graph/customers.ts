@@ -2,28 +2,30 @@
 import type { Resolvers } from '../generated/graphql.ts';
 import { createCustomer } from '../upstream/customers.ts';
 import type { CreateCustomerInput } from '../upstream/types.ts';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { GraphContext } from './context.ts';
+import { CUSTOMER_LISTS, readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import { readScopedCustomers } from './scoped-customers.ts';
-import { toConnection, toPageParams, type ConnectionArgs } from './pagination.ts';
+import { toConnection, toPageParams } from './pagination.ts';
 
-/** `customer` of any record that names its customer: one read per distinct customer per operation. */
+/**
+ * `customer` of any record that names its customer: one read per distinct customer per operation,
+ * with the customer's selected lists started alongside it.
+ */
 export function resolveOwningCustomer(
   parent: { customerId: string },
   _args: unknown,
-  { loaders }: GraphContext,
+  context: GraphContext,
+  info: GraphQLResolveInfo,
 ) {
-  return loaders.customer.load(parent.customerId);
+  return readRecord('Customer', { id: parent.customerId }, context, info);
 }
 
-/** The page key of one of a customer's lists. */
-function customerPage(customer: { id: string }, args: ConnectionArgs) {
-  return { customerId: customer.id, ...toPageParams(args) };
-}
-
+// Each list reads through the look-ahead's entry for it, so a list started ahead is a cache hit.
 export const customerResolvers: Resolvers = {
   Query: {
-    customer: (_parent, { id }, { loaders }) => loaders.customer.load(id),
+    customer: (_parent, { id }, context, info) => readRecord('Customer', { id }, context, info),
     customers: async (_parent, args, { caller, loaders }) => {
       const page = toPageParams(args);
       // Only operators may list the platform's customers; everyone else sees its own.
@@ -45,24 +47,25 @@ export const customerResolvers: Resolvers = {
     },
   },
   Customer: {
-    __resolveReference: (reference, { loaders }) => loaders.customer.load(reference.id),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Customer', { id: reference.id }, context, info),
     accounts: async (customer, args, { loaders }) =>
-      toConnection(await loaders.accounts.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.accounts.load(customer, args, loaders)),
     relatedParties: async (customer, args, { loaders }) =>
-      toConnection(await loaders.relatedParties.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.relatedParties.load(customer, args, loaders)),
     capabilities: async (customer, args, { loaders }) =>
-      toConnection(await loaders.capabilities.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.capabilities.load(customer, args, loaders)),
     documents: async (customer, args, { loaders }) =>
-      toConnection(await loaders.documents.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.documents.load(customer, args, loaders)),
     recipients: async (customer, args, { loaders }) =>
-      toConnection(await loaders.recipients.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.recipients.load(customer, args, loaders)),
     tasks: async (customer, args, { loaders }) =>
-      toConnection(await loaders.tasks.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.tasks.load(customer, args, loaders)),
     quotes: async (customer, args, { loaders }) =>
-      toConnection(await loaders.quotes.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.quotes.load(customer, args, loaders)),
     transfers: async (customer, args, { loaders }) =>
-      toConnection(await loaders.transfers.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.transfers.load(customer, args, loaders)),
     rules: async (customer, args, { loaders }) =>
-      toConnection(await loaders.rules.load(customerPage(customer, args))),
+      toConnection(await CUSTOMER_LISTS.rules.load(customer, args, loaders)),
   },
 };

@@ -3,10 +3,12 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { archiveDocument } from '../upstream/documents.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
+import { readRecord } from './look-ahead.ts';
 
 export const documentResolvers: Resolvers = {
   Query: {
-    customerDocument: (_parent, { customerId, id }, { loaders }) => loaders.document.load({ customerId, id }),
+    customerDocument: (_parent, { customerId, id }, context, info) =>
+      readRecord('CustomerDocument', { customerId, id }, context, info),
   },
   Mutation: {
     archiveCustomerDocument: async (_parent, { input }, { upstream, loaders }) => {
@@ -19,8 +21,8 @@ export const documentResolvers: Resolvers = {
     },
   },
   CustomerDocument: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.document.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('CustomerDocument', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
   },
 };

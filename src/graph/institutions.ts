@@ -7,6 +7,7 @@ import type { Institution } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import type { InstitutionParent } from './parents.ts';
 import { toConnection, toPageParams } from './pagination.ts';
+import { readRecord } from './look-ahead.ts';
 
 async function fullRecord(institution: InstitutionParent, { loaders }: GraphContext): Promise<Institution> {
   return 'country' in institution ? institution : loaders.institution.load(institution.id);
@@ -14,12 +15,13 @@ async function fullRecord(institution: InstitutionParent, { loaders }: GraphCont
 
 export const institutionResolvers: Resolvers = {
   Query: {
-    institution: (_parent, { id }, { loaders }) => loaders.institution.load(id),
+    institution: (_parent, { id }, context, info) => readRecord('Institution', { id }, context, info),
     institutions: async (_parent, args, { loaders }) =>
       toConnection(await loaders.institutions.load(toPageParams(args))),
   },
   Institution: {
-    __resolveReference: (reference, { loaders }) => loaders.institution.load(reference.id),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Institution', { id: reference.id }, context, info),
     country: async (institution, _args, context) => (await fullRecord(institution, context)).country,
     createdAt: async (institution, _args, context) => (await fullRecord(institution, context)).createdAt,
     updatedAt: async (institution, _args, context) => (await fullRecord(institution, context)).updatedAt,

@@ -1,46 +1,65 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
 import { resolveOwningCustomer } from './customers.ts';
+import { readRecord } from './look-ahead.ts';
 
 export const moneyMovementResolvers: Resolvers = {
   Query: {
-    quote: (_parent, { customerId, id }, { loaders }) => loaders.quote.load({ customerId, id }),
-    transfer: (_parent, { customerId, id }, { loaders }) => loaders.transfer.load({ customerId, id }),
+    quote: (_parent, { customerId, id }, context, info) =>
+      readRecord('Quote', { customerId, id }, context, info),
+    transfer: (_parent, { customerId, id }, context, info) =>
+      readRecord('Transfer', { customerId, id }, context, info),
   },
   Quote: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.quote.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Quote', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
-    sourceAccount: (quote, _args, { loaders }) =>
-      loaders.account.load({ customerId: quote.customerId, id: quote.sourceAccountId }),
-    transfer: (quote, _args, { loaders }) =>
-      quote.transferId ? loaders.transfer.load({ customerId: quote.customerId, id: quote.transferId }) : null,
+    sourceAccount: (quote, _args, context, info) =>
+      readRecord('Account', { customerId: quote.customerId, id: quote.sourceAccountId }, context, info),
+    transfer: (quote, _args, context, info) =>
+      quote.transferId
+        ? readRecord('Transfer', { customerId: quote.customerId, id: quote.transferId }, context, info)
+        : null,
   },
   Transfer: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.transfer.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Transfer', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
     sourceAccountId: (transfer) => transfer.source.accountId,
-    sourceAccount: (transfer, _args, { loaders }) =>
-      loaders.account.load({ customerId: transfer.customerId, id: transfer.source.accountId }),
+    sourceAccount: (transfer, _args, context, info) =>
+      readRecord(
+        'Account',
+        { customerId: transfer.customerId, id: transfer.source.accountId },
+        context,
+        info,
+      ),
     target: (transfer) => ({ ...transfer.target, customerId: transfer.customerId }),
-    rule: (transfer, _args, { loaders }) =>
-      transfer.ruleId ? loaders.rule.load({ customerId: transfer.customerId, id: transfer.ruleId }) : null,
-    quote: (transfer, _args, { loaders }) =>
-      transfer.quoteId ? loaders.quote.load({ customerId: transfer.customerId, id: transfer.quoteId }) : null,
+    rule: (transfer, _args, context, info) =>
+      transfer.ruleId
+        ? readRecord('Rule', { customerId: transfer.customerId, id: transfer.ruleId }, context, info)
+        : null,
+    quote: (transfer, _args, context, info) =>
+      transfer.quoteId
+        ? readRecord('Quote', { customerId: transfer.customerId, id: transfer.quoteId }, context, info)
+        : null,
   },
   FundsTarget: {
     accountId: (target) => target.account?.accountId ?? null,
-    account: (target, _args, { loaders }) =>
+    account: (target, _args, context, info) =>
       target.account
-        ? loaders.account.load({ customerId: target.customerId, id: target.account.accountId })
+        ? readRecord(
+            'Account',
+            { customerId: target.customerId, id: target.account.accountId },
+            context,
+            info,
+          )
         : null,
     destination: (target) =>
       target.destination ? { ...target.destination, customerId: target.customerId } : null,
   },
   DestinationTarget: {
-    recipient: (target, _args, { loaders }) =>
-      loaders.recipient.load({ customerId: target.customerId, id: target.recipientId }),
+    recipient: (target, _args, context, info) =>
+      readRecord('Recipient', { customerId: target.customerId, id: target.recipientId }, context, info),
     destination: async (target, _args, { loaders }) => {
       const recipient = await loaders.recipient.load({
         customerId: target.customerId,

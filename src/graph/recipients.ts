@@ -1,14 +1,16 @@
 /** Resolvers of `recipients.graphql`. */
 import type { Resolvers } from '../generated/graphql.ts';
 import { resolveOwningCustomer } from './customers.ts';
+import { readRecord } from './look-ahead.ts';
 
 export const recipientResolvers: Resolvers = {
   Query: {
-    recipient: (_parent, { customerId, id }, { loaders }) => loaders.recipient.load({ customerId, id }),
+    recipient: (_parent, { customerId, id }, context, info) =>
+      readRecord('Recipient', { customerId, id }, context, info),
   },
   Recipient: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.recipient.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Recipient', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
   },
 };

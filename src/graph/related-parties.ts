@@ -11,6 +11,7 @@ import { resolveOwningCustomer } from './customers.ts';
 import { PARTY_TYPE_VALUES, RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
+import { readRecord } from './look-ahead.ts';
 
 /** Whether `party` is the full record (a read) rather than a list summary. */
 function isFullRecord(party: RelatedPartyParent): party is RelatedParty {
@@ -35,7 +36,8 @@ export const relatedPartyResolvers: Resolvers = {
   PartyType: PARTY_TYPE_VALUES,
   RelatedPartyRole: RELATED_PARTY_ROLE_VALUES,
   Query: {
-    relatedParty: (_parent, { customerId, id }, { loaders }) => loaders.relatedParty.load({ customerId, id }),
+    relatedParty: (_parent, { customerId, id }, context, info) =>
+      readRecord('RelatedParty', { customerId, id }, context, info),
   },
   Mutation: {
     createRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
@@ -64,8 +66,8 @@ export const relatedPartyResolvers: Resolvers = {
     },
   },
   RelatedParty: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.relatedParty.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('RelatedParty', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
     displayName,
     title: async (party, _args, context) => (await fullRecord(party, context)).title,

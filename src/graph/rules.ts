@@ -5,6 +5,7 @@ import type { MutationResult, Rule } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
+import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to a rule the upstream just changed. */
 function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
@@ -16,7 +17,8 @@ function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
 
 export const ruleResolvers: Resolvers = {
   Query: {
-    rule: (_parent, { customerId, id }, { loaders }) => loaders.rule.load({ customerId, id }),
+    rule: (_parent, { customerId, id }, context, info) =>
+      readRecord('Rule', { customerId, id }, context, info),
   },
   Mutation: {
     createRule: async (_parent, { input }, context) => {
@@ -51,12 +53,12 @@ export const ruleResolvers: Resolvers = {
       ),
   },
   Rule: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.rule.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Rule', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
     triggerAccountId: (rule) => rule.trigger.accountId,
-    trigger: (rule, _args, { loaders }) =>
-      loaders.account.load({ customerId: rule.customerId, id: rule.trigger.accountId }),
+    trigger: (rule, _args, context, info) =>
+      readRecord('Account', { customerId: rule.customerId, id: rule.trigger.accountId }, context, info),
     action: (rule) => ({ ...rule.action, customerId: rule.customerId }),
   },
 };

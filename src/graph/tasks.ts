@@ -1,27 +1,24 @@
 /** Resolvers of `tasks.graphql`: tasks and their submissions. */
 import type { Resolvers } from '../generated/graphql.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { toConnection, toPageParams } from './pagination.ts';
+import { toConnection } from './pagination.ts';
+import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
 
 export const taskResolvers: Resolvers = {
   Query: {
-    task: (_parent, { customerId, id }, { loaders }) => loaders.task.load({ customerId, id }),
+    task: (_parent, { customerId, id }, context, info) =>
+      readRecord('Task', { customerId, id }, context, info),
   },
   Task: {
-    __resolveReference: (reference, { loaders }) =>
-      loaders.task.load({ customerId: reference.customerId, id: reference.id }),
+    __resolveReference: (reference, context, info) =>
+      readRecord('Task', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
+    // Through the look-ahead's entry, so submissions started ahead are a cache hit.
     submissions: async (task, args, { loaders }) =>
-      toConnection(
-        await loaders.taskSubmissions.load({
-          customerId: task.customerId,
-          taskId: task.id,
-          ...toPageParams(args),
-        }),
-      ),
+      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders)),
   },
   TaskSubmission: {
-    task: (submission, _args, { loaders }) =>
-      loaders.task.load({ customerId: submission.customerId, id: submission.taskId }),
+    task: (submission, _args, context, info) =>
+      readRecord('Task', { customerId: submission.customerId, id: submission.taskId }, context, info),
   },
 };

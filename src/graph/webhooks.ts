@@ -14,6 +14,7 @@ import type {
 import type { GraphContext } from './context.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import { toConnection, toPageParams } from './pagination.ts';
+import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to an endpoint the upstream just changed. */
 function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphContext) {
@@ -24,7 +25,7 @@ function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphCon
 
 export const webhookResolvers: Resolvers = {
   Query: {
-    webhookEndpoint: (_parent, { id }, { loaders }) => loaders.webhookEndpoint.load(id),
+    webhookEndpoint: (_parent, { id }, context, info) => readRecord('WebhookEndpoint', { id }, context, info),
     webhookEndpoints: async (_parent, args, { loaders }) =>
       toConnection(await loaders.webhookEndpoints.load(toPageParams(args))),
   },
@@ -64,6 +65,7 @@ export const webhookResolvers: Resolvers = {
       ),
   },
   WebhookEndpoint: {
-    __resolveReference: (reference, { loaders }) => loaders.webhookEndpoint.load(reference.id),
+    __resolveReference: (reference, context, info) =>
+      readRecord('WebhookEndpoint', { id: reference.id }, context, info),
   },
 };

@@ -52,7 +52,7 @@ import type {
   Transfer,
   WebhookEndpoint,
 } from '../upstream/types.ts';
-import { createFanOutLoader as createCountedLoader, type LoaderStats } from './fan-out-loader.ts';
+import { createFanOutLoader, type LoaderStats } from './fan-out-loader.ts';
 import {
   pageCacheKey,
   scopedCacheKey,
@@ -107,94 +107,134 @@ export interface Loaders {
 }
 
 /**
- * Creates the loaders of one operation, calling the upstream with that operation's context
- * (credentials, request id, retry budget). `stats`, when given, counts loads and upstream reads.
+ * Builds one loader of an operation; `loaders` gives the others (a list loader primes its items),
+ * and `stats`, when given, counts its loads and upstream reads for the metrics.
  */
-export function createLoaders(up: UpstreamContext, stats?: LoaderStats): Loaders {
-  const createFanOutLoader = <K, V>(load: (key: K) => Promise<V>, cacheKeyFn: (key: K) => string) =>
-    createCountedLoader(load, cacheKeyFn, stats);
-  const identity = (id: string): string => id;
-  const pageParams = ({ limit, cursor, updatedSince }: PageKey): PageKey => ({ limit, cursor, updatedSince });
+type LoaderFactory<L> = (up: UpstreamContext, loaders: Loaders, stats: LoaderStats | undefined) => L;
 
-  /** A customer-scoped item loader and the list loader that primes it. */
-  function scoped<T extends { id: string }>(
-    get: (up: UpstreamContext, customerId: string, id: string) => Promise<T>,
-    list: (up: UpstreamContext, customerId: string, page: PageKey) => Promise<Page<T>>,
-  ): [ScopedLoader<T>, PageLoader<ScopedPageKey, T>] {
-    const item = createFanOutLoader<ScopedKey, T>((key) => get(up, key.customerId, key.id), scopedCacheKey);
-    const pages = createFanOutLoader<ScopedPageKey, Page<T>>(async (key) => {
-      const page = await list(up, key.customerId, pageParams(key));
-      for (const record of page.data) item.prime({ customerId: key.customerId, id: record.id }, record);
-      return page;
-    }, pageCacheKey);
-    return [item, pages];
-  }
+const identity = (id: string): string => id;
+const pageParams = ({ limit, cursor, updatedSince }: PageKey): PageKey => ({ limit, cursor, updatedSince });
 
-  /** A top-level item loader and the list loader that primes it. */
-  function topLevel<T extends { id: string }>(
-    get: (up: UpstreamContext, id: string) => Promise<T>,
-    list: (up: UpstreamContext, page: PageKey) => Promise<Page<T>>,
-  ): [ByIdLoader<T>, PageLoader<PageKey, T>] {
-    const item = createFanOutLoader<string, T>((id) => get(up, id), identity);
-    const pages = createFanOutLoader<PageKey, Page<T>>(async (key) => {
-      const page = await list(up, pageParams(key));
-      for (const record of page.data) item.prime(record.id, record);
-      return page;
-    }, pageCacheKey);
-    return [item, pages];
-  }
+/** A customer-scoped item loader. */
+function scopedItem<T>(get: (up: UpstreamContext, customerId: string, id: string) => Promise<T>) {
+  return (up: UpstreamContext, _loaders: Loaders, stats: LoaderStats | undefined): ScopedLoader<T> =>
+    createFanOutLoader<ScopedKey, T>((key) => get(up, key.customerId, key.id), scopedCacheKey, stats);
+}
 
-  const [customer, customers] = topLevel(getCustomer, listCustomers);
-  const [institution, institutions] = topLevel(getInstitution, listInstitutions);
-  const [webhookEndpoint, webhookEndpoints] = topLevel(getWebhookEndpoint, listWebhookEndpoints);
-  const [account, accounts] = scoped(getAccount, listAccounts);
-  const [capability, capabilities] = scoped(getCapability, listCapabilities);
-  const [document, documents] = scoped(getDocument, listDocuments);
-  const [recipient, recipients] = scoped(getRecipient, listRecipients);
-  const [task, tasks] = scoped(getTask, listTasks);
-  const [quote, quotes] = scoped(getQuote, listQuotes);
-  const [transfer, transfers] = scoped(getTransfer, listTransfers);
-  const [rule, rules] = scoped(getRule, listRules);
+/** A customer-scoped list loader that primes the item loader `items` with every record it lists. */
+function scopedPages<T extends { id: string }>(
+  list: (up: UpstreamContext, customerId: string, page: PageKey) => Promise<Page<T>>,
+  items: (loaders: Loaders) => ScopedLoader<T>,
+) {
+  return (
+    up: UpstreamContext,
+    loaders: Loaders,
+    stats: LoaderStats | undefined,
+  ): PageLoader<ScopedPageKey, T> =>
+    createFanOutLoader<ScopedPageKey, Page<T>>(
+      async (key) => {
+        const page = await list(up, key.customerId, pageParams(key));
+        const item = items(loaders);
+        for (const record of page.data) item.prime({ customerId: key.customerId, id: record.id }, record);
+        return page;
+      },
+      pageCacheKey,
+      stats,
+    );
+}
 
-  return {
-    customer,
-    customers,
-    account,
-    accounts,
-    accountFees: createFanOutLoader(
-      (key: ScopedKey) => getAccountFees(up, key.customerId, key.id),
-      scopedCacheKey,
-    ),
-    relatedParty: createFanOutLoader(
-      (key: ScopedKey) => getRelatedParty(up, key.customerId, key.id),
-      scopedCacheKey,
-    ),
-    // Summaries, not full records: they do not prime `relatedParty`.
-    relatedParties: createFanOutLoader(
+/** A top-level item loader. */
+function topLevelItem<T>(get: (up: UpstreamContext, id: string) => Promise<T>) {
+  return (up: UpstreamContext, _loaders: Loaders, stats: LoaderStats | undefined): ByIdLoader<T> =>
+    createFanOutLoader<string, T>((id) => get(up, id), identity, stats);
+}
+
+/** A top-level list loader that primes the item loader `items` with every record it lists. */
+function topLevelPages<T extends { id: string }>(
+  list: (up: UpstreamContext, page: PageKey) => Promise<Page<T>>,
+  items: (loaders: Loaders) => ByIdLoader<T>,
+) {
+  return (up: UpstreamContext, loaders: Loaders, stats: LoaderStats | undefined): PageLoader<PageKey, T> =>
+    createFanOutLoader<PageKey, Page<T>>(
+      async (key) => {
+        const page = await list(up, pageParams(key));
+        const item = items(loaders);
+        for (const record of page.data) item.prime(record.id, record);
+        return page;
+      },
+      pageCacheKey,
+      stats,
+    );
+}
+
+/** How each loader of an operation is built. */
+const LOADER_FACTORIES: { readonly [K in keyof Loaders]: LoaderFactory<Loaders[K]> } = {
+  customer: topLevelItem(getCustomer),
+  customers: topLevelPages(listCustomers, (loaders) => loaders.customer),
+  account: scopedItem(getAccount),
+  accounts: scopedPages(listAccounts, (loaders) => loaders.account),
+  accountFees: scopedItem(getAccountFees),
+  relatedParty: scopedItem(getRelatedParty),
+  // Summaries, not full records: they do not prime `relatedParty`.
+  relatedParties: (up, _loaders, stats) =>
+    createFanOutLoader(
       (key: ScopedPageKey) => listRelatedParties(up, key.customerId, pageParams(key)),
       pageCacheKey,
+      stats,
     ),
-    capability,
-    capabilities,
-    document,
-    documents,
-    recipient,
-    recipients,
-    task,
-    tasks,
-    taskSubmissions: createFanOutLoader(
+  capability: scopedItem(getCapability),
+  capabilities: scopedPages(listCapabilities, (loaders) => loaders.capability),
+  document: scopedItem(getDocument),
+  documents: scopedPages(listDocuments, (loaders) => loaders.document),
+  recipient: scopedItem(getRecipient),
+  recipients: scopedPages(listRecipients, (loaders) => loaders.recipient),
+  task: scopedItem(getTask),
+  tasks: scopedPages(listTasks, (loaders) => loaders.task),
+  taskSubmissions: (up, _loaders, stats) =>
+    createFanOutLoader(
       (key: TaskSubmissionsPageKey) => listTaskSubmissions(up, key.customerId, key.taskId, pageParams(key)),
       pageCacheKey,
+      stats,
     ),
-    quote,
-    quotes,
-    transfer,
-    transfers,
-    rule,
-    rules,
-    institution,
-    institutions,
-    webhookEndpoint,
-    webhookEndpoints,
-  };
+  quote: scopedItem(getQuote),
+  quotes: scopedPages(listQuotes, (loaders) => loaders.quote),
+  transfer: scopedItem(getTransfer),
+  transfers: scopedPages(listTransfers, (loaders) => loaders.transfer),
+  rule: scopedItem(getRule),
+  rules: scopedPages(listRules, (loaders) => loaders.rule),
+  institution: topLevelItem(getInstitution),
+  institutions: topLevelPages(listInstitutions, (loaders) => loaders.institution),
+  webhookEndpoint: topLevelItem(getWebhookEndpoint),
+  webhookEndpoints: topLevelPages(listWebhookEndpoints, (loaders) => loaders.webhookEndpoint),
+};
+
+/**
+ * The loaders of one operation, each built the first time it is used: an operation touches a few
+ * of them, and building all of them for each one (`{ __typename }` included) was measurable work.
+ * The getters live on the prototype, defined once, so an operation costs one small object here.
+ */
+class OperationLoaders {
+  readonly upstream: UpstreamContext;
+  readonly stats: LoaderStats | undefined;
+  readonly built: Partial<Record<keyof Loaders, unknown>> = {};
+  constructor(upstream: UpstreamContext, stats: LoaderStats | undefined) {
+    this.upstream = upstream;
+    this.stats = stats;
+  }
+}
+for (const name of Object.keys(LOADER_FACTORIES) as (keyof Loaders)[]) {
+  const factory = LOADER_FACTORIES[name] as LoaderFactory<unknown>;
+  Object.defineProperty(OperationLoaders.prototype, name, {
+    get(this: OperationLoaders) {
+      return (this.built[name] ??= factory(this.upstream, this as unknown as Loaders, this.stats));
+    },
+  });
+}
+
+/**
+ * Creates the loaders of one operation, calling the upstream with that operation's context
+ * (credentials, request id, retry budget).
+ */
+export function createLoaders(up: UpstreamContext, stats?: LoaderStats): Loaders {
+  return new OperationLoaders(up, stats) as unknown as Loaders;
 }

@@ -49,6 +49,23 @@ describe('GraphQL over HTTP', () => {
     expect(failed.headers.get('cache-control')).toBe('no-store');
   });
 
+  test('an answer goes out as written, with its exact length and no ETag', async () => {
+    const response = await fetch(stack.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: CUSTOMER_QUERY }),
+    });
+    const body = await response.text();
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(body)));
+    expect(response.headers.get('etag')).toBeNull();
+    expect(JSON.parse(body)).toEqual({
+      data: { customer: { id: 'cus_acme', displayName: 'Acme Robotics Ltd' } },
+    });
+  });
+
   test('a GET without any header a browser form could not send is refused as possible CSRF', async () => {
     const response = await fetch(getUrl(CUSTOMER_QUERY), {
       headers: { accept: 'application/json', ...(await bearer('operator')) },

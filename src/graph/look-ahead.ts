@@ -1,0 +1,314 @@
+/**
+ * Look-ahead: the reads a selection will make from a record's key start together with the read of
+ * the record itself, instead of after it.
+ *
+ * A resolver that knows a record's key (an id among its arguments, a federation representation,
+ * the customer id a parent record names) would otherwise read the record, wait for it, and only
+ * then let the selected child fields start their own reads, although some of them need nothing but
+ * that key: a customer's lists need only the customer id. That is one round trip more than a
+ * client calling the REST API directly would make. `readRecord` reads the record and, in the same
+ * tick, starts every read the selection below it can make from the key alone (fragments,
+ * `@skip`/`@include` and arguments resolved as execution will resolve them), following the
+ * {@link RECORD_READS} table; a child that is itself a record read by key (an account's customer)
+ * is looked ahead in turn.
+ *
+ * The child fields' resolvers read through the very same table entries, so they ask the same
+ * loaders with the same keys and find the reads already started: nothing is read twice. When the
+ * record turns out to be missing (or forbidden), it still answers null with its error; the reads
+ * started ahead are then wasted, and their failures stay in the loaders, never in the response.
+ */
+import type DataLoader from 'dataloader';
+import { isObjectType, type FieldNode, type GraphQLResolveInfo } from 'graphql';
+import type { Loaders, ScopedKey, ScopedPageKey, TaskSubmissionsPageKey } from '../loaders/index.ts';
+import type {
+  Account,
+  Capability,
+  Customer,
+  CustomerDocument,
+  Institution,
+  Page,
+  Quote,
+  Recipient,
+  RelatedParty,
+  RelatedPartySummary,
+  Rule,
+  Task,
+  TaskSubmission,
+  Transfer,
+  WebhookEndpoint,
+} from '../upstream/types.ts';
+import type { GraphContext } from './context.ts';
+import { toPageParams, type ConnectionArgs } from './pagination.ts';
+import { selectedFields, type SelectedField, type SelectionScope } from './selection.ts';
+
+/** The key of a record whose REST path is its id alone (`/v3/customers/{id}`). */
+export interface TopLevelKey {
+  id: string;
+}
+
+/** Every record type `readRecord` reads by key: the shape of its key and of the record. */
+export interface RecordTypes {
+  Customer: { key: TopLevelKey; record: Customer };
+  Account: { key: ScopedKey; record: Account };
+  Capability: { key: ScopedKey; record: Capability };
+  RelatedParty: { key: ScopedKey; record: RelatedParty };
+  CustomerDocument: { key: ScopedKey; record: CustomerDocument };
+  Recipient: { key: ScopedKey; record: Recipient };
+  Task: { key: ScopedKey; record: Task };
+  Quote: { key: ScopedKey; record: Quote };
+  Transfer: { key: ScopedKey; record: Transfer };
+  Rule: { key: ScopedKey; record: Rule };
+  Institution: { key: TopLevelKey; record: Institution };
+  WebhookEndpoint: { key: TopLevelKey; record: WebhookEndpoint };
+}
+
+export type RecordTypeName = keyof RecordTypes;
+
+/**
+ * One loader read made from a key and a field's arguments: by the resolver that needs it
+ * (`load`), or ahead of that resolver (`start`). Both ask the same loader with the same key.
+ */
+export interface KeyedRead<K, A, V> {
+  /** The resolver's read; joins a read started ahead of it. */
+  load(key: K, args: A, loaders: Loaders): Promise<V>;
+  /**
+   * Starts the read for a resolver that has not run yet. Its failure never surfaces here: it is
+   * kept in the loader for that resolver, which meets it exactly as if it had made the read itself
+   * (the loaders otherwise forget failures so that a later load retries, and a read started ahead
+   * would then be made twice).
+   */
+  start(key: K, args: A, loaders: Loaders): void;
+}
+
+function keyedRead<K, A, LK, V>(
+  loaderOf: (loaders: Loaders) => DataLoader<LK, V, string>,
+  loaderKey: (key: K, args: A) => LK,
+): KeyedRead<K, A, V> {
+  return {
+    load: (key, args, loaders) => loaderOf(loaders).load(loaderKey(key, args)),
+    start(key, args, loaders) {
+      const loader = loaderOf(loaders);
+      const started = loaderKey(key, args);
+      loader.load(started).catch((error: unknown) => {
+        loader.prime(started, error instanceof Error ? error : new Error(String(error)));
+      });
+    },
+  };
+}
+
+/** A child field whose value is read from its parent's key and its own arguments alone. */
+interface ChildRead<PK> {
+  kind: 'read';
+  read: KeyedRead<PK, never, unknown>;
+}
+
+/** A child field whose value is another record read by a key its parent's key holds. */
+type ChildRecord<PK> = {
+  [T in RecordTypeName]: { kind: 'record'; type: T; key: (parent: PK) => RecordTypes[T]['key'] };
+}[RecordTypeName];
+
+/** How a record of one type is read, and which of its fields can be read from its key alone. */
+interface RecordReads<T extends RecordTypeName> {
+  read: KeyedRead<RecordTypes[T]['key'], unknown, RecordTypes[T]['record']>;
+  children: Readonly<Record<string, ChildRead<RecordTypes[T]['key']> | ChildRecord<RecordTypes[T]['key']>>>;
+}
+
+/** A record type's read, by one of its loaders. */
+function recordRead<K, V>(loaderOf: (loaders: Loaders) => DataLoader<K, V, string>) {
+  return keyedRead<K, unknown, K, V>(loaderOf, (key) => key);
+}
+
+/** A customer's list, one page of it: the customer id and the connection's arguments. */
+function customerList<V>(loaderOf: (loaders: Loaders) => DataLoader<ScopedPageKey, Page<V>, string>) {
+  return keyedRead<TopLevelKey, ConnectionArgs, ScopedPageKey, Page<V>>(loaderOf, (customer, args) => ({
+    customerId: customer.id,
+    ...toPageParams(args),
+  }));
+}
+
+/**
+ * The lists of a customer, read from its id alone. `Customer`'s field resolvers read through these
+ * very entries, so a list started ahead is the one its resolver asks for.
+ */
+export const CUSTOMER_LISTS = {
+  accounts: customerList<Account>((loaders) => loaders.accounts),
+  relatedParties: customerList<RelatedPartySummary>((loaders) => loaders.relatedParties),
+  capabilities: customerList<Capability>((loaders) => loaders.capabilities),
+  documents: customerList<CustomerDocument>((loaders) => loaders.documents),
+  recipients: customerList<Recipient>((loaders) => loaders.recipients),
+  tasks: customerList<Task>((loaders) => loaders.tasks),
+  quotes: customerList<Quote>((loaders) => loaders.quotes),
+  transfers: customerList<Transfer>((loaders) => loaders.transfers),
+  rules: customerList<Rule>((loaders) => loaders.rules),
+} as const;
+
+/** A task's submissions, one page of them, read from the task's key alone. */
+export const TASK_SUBMISSIONS = keyedRead<
+  ScopedKey,
+  ConnectionArgs,
+  TaskSubmissionsPageKey,
+  Page<TaskSubmission>
+>(
+  (loaders) => loaders.taskSubmissions,
+  (task, args) => ({ customerId: task.customerId, taskId: task.id, ...toPageParams(args) }),
+);
+
+/** The customer a customer-scoped record belongs to: its key holds the customer id. */
+const OWNING_CUSTOMER = {
+  kind: 'record',
+  type: 'Customer',
+  key: (record: ScopedKey): TopLevelKey => ({ id: record.customerId }),
+} as const;
+
+function asChild<PK, A, V>(read: KeyedRead<PK, A, V>): ChildRead<PK> {
+  return { kind: 'read', read: read as unknown as KeyedRead<PK, never, unknown> };
+}
+
+/**
+ * Per record type: its read, and the child fields that can start from its key alone. Only fields
+ * whose resolver always makes that read when the record exists belong here (an account's `fees`
+ * does not: the record usually carries them), so for records that are found looking ahead adds
+ * no call.
+ */
+export const RECORD_READS: { readonly [T in RecordTypeName]: RecordReads<T> } = {
+  Customer: {
+    read: keyedRead(
+      (loaders) => loaders.customer,
+      (customer: TopLevelKey) => customer.id,
+    ),
+    children: Object.fromEntries(
+      Object.entries(CUSTOMER_LISTS).map(([field, read]) => [
+        field,
+        asChild<TopLevelKey, ConnectionArgs, unknown>(read),
+      ]),
+    ),
+  },
+  Account: { read: recordRead((loaders) => loaders.account), children: { customer: OWNING_CUSTOMER } },
+  Capability: { read: recordRead((loaders) => loaders.capability), children: { customer: OWNING_CUSTOMER } },
+  RelatedParty: {
+    read: recordRead((loaders) => loaders.relatedParty),
+    children: { customer: OWNING_CUSTOMER },
+  },
+  CustomerDocument: {
+    read: recordRead((loaders) => loaders.document),
+    children: { customer: OWNING_CUSTOMER },
+  },
+  Recipient: { read: recordRead((loaders) => loaders.recipient), children: { customer: OWNING_CUSTOMER } },
+  Task: {
+    read: recordRead((loaders) => loaders.task),
+    children: { customer: OWNING_CUSTOMER, submissions: asChild(TASK_SUBMISSIONS) },
+  },
+  Quote: { read: recordRead((loaders) => loaders.quote), children: { customer: OWNING_CUSTOMER } },
+  Transfer: { read: recordRead((loaders) => loaders.transfer), children: { customer: OWNING_CUSTOMER } },
+  Rule: { read: recordRead((loaders) => loaders.rule), children: { customer: OWNING_CUSTOMER } },
+  Institution: {
+    read: keyedRead(
+      (loaders) => loaders.institution,
+      (institution: TopLevelKey) => institution.id,
+    ),
+    children: {},
+  },
+  WebhookEndpoint: {
+    read: keyedRead(
+      (loaders) => loaders.webhookEndpoint,
+      (endpoint: TopLevelKey) => endpoint.id,
+    ),
+    children: {},
+  },
+};
+
+/**
+ * Reads the record of `type` with `key` for the field being resolved (`info`), and starts at the
+ * same time the reads its selected child fields can make from `key` alone. Returns the record's
+ * read; a missing record rejects as it always did.
+ */
+export function readRecord<T extends RecordTypeName>(
+  type: T,
+  key: RecordTypes[T]['key'],
+  context: GraphContext,
+  info: GraphQLResolveInfo,
+): Promise<RecordTypes[T]['record']> {
+  const record = RECORD_READS[type].read.load(key, undefined, context.loaders);
+  startChildReads(type, key, info.fieldNodes, info, context.loaders);
+  return record;
+}
+
+/** The table without the types that tie each key to its type: how the look-ahead walks it. */
+interface UntypedRecordReads {
+  read: KeyedRead<unknown, unknown, unknown>;
+  children: Readonly<
+    Record<string, { kind: 'read'; read: KeyedRead<unknown, unknown, unknown> } | UntypedChildRecord>
+  >;
+}
+interface UntypedChildRecord {
+  kind: 'record';
+  type: RecordTypeName;
+  key: (parent: unknown) => unknown;
+}
+const UNTYPED_READS = RECORD_READS as unknown as Readonly<Record<RecordTypeName, UntypedRecordReads>>;
+/** Types with at least one child to look ahead for: the others need no look at the selection. */
+const TYPES_WITH_CHILDREN = new Set(
+  (Object.keys(UNTYPED_READS) as RecordTypeName[]).filter(
+    (type) => Object.keys(UNTYPED_READS[type].children).length > 0,
+  ),
+);
+
+/** Starts the look-ahead reads below a record of `type` with `key`, selected by `fieldNodes`. */
+function startChildReads(
+  type: RecordTypeName,
+  key: unknown,
+  fieldNodes: readonly FieldNode[],
+  scope: SelectionScope,
+  loaders: Loaders,
+): void {
+  const { children } = UNTYPED_READS[type];
+  if (!TYPES_WITH_CHILDREN.has(type)) return;
+  for (const field of plannedFields(scope, fieldNodes, type, children)) {
+    const child = children[field.name]!;
+    try {
+      if (child.kind === 'read') {
+        child.read.start(key, field.args, loaders);
+      } else {
+        const childKey = child.key(key);
+        UNTYPED_READS[child.type].read.start(childKey, undefined, loaders);
+        startChildReads(child.type, childKey, field.nodes, scope, loaders);
+      }
+    } catch {
+      // Bad arguments (a `first` out of range): the child's resolver reports them when it runs.
+    }
+  }
+}
+
+/**
+ * The selected fields of `type` that the table can start, by selection. Worked out once per field
+ * nodes and operation, so a record read for each item of a list walks its selection once:
+ * graphql-js hands the same field-nodes array to every item of a list, and the operation's
+ * variables object tells one operation from another.
+ */
+interface Plan {
+  variableValues: object;
+  byType: Map<RecordTypeName, SelectedField[]>;
+}
+const plans = new WeakMap<readonly FieldNode[], Plan>();
+
+function plannedFields(
+  scope: SelectionScope,
+  fieldNodes: readonly FieldNode[],
+  type: RecordTypeName,
+  children: Readonly<Record<string, unknown>>,
+): SelectedField[] {
+  let plan = plans.get(fieldNodes);
+  if (plan?.variableValues !== scope.variableValues) {
+    plan = { variableValues: scope.variableValues, byType: new Map() };
+    plans.set(fieldNodes, plan);
+  }
+  let fields = plan.byType.get(type);
+  if (!fields) {
+    const objectType = scope.schema.getType(type);
+    fields = isObjectType(objectType)
+      ? selectedFields(scope, fieldNodes, objectType, (name) => Object.hasOwn(children, name))
+      : [];
+    plan.byType.set(type, fields);
+  }
+  return fields;
+}
