@@ -52,7 +52,7 @@ describe('GraphQL over HTTP', () => {
   test('an answer goes out as written, with its exact length and no ETag', async () => {
     const response = await fetch(stack.graphqlUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(await bearer('operator')) },
       body: JSON.stringify({ query: CUSTOMER_QUERY }),
     });
     const body = await response.text();
