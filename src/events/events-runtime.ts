@@ -46,6 +46,10 @@ export interface EventsHost {
   schema: GraphQLSchema;
   /** Validation rules beyond graphql's own, as HTTP applies them (e.g. the query limits). */
   validationRules: readonly ValidationRule[];
+  /** Token limit of the parser (`QUERY_MAX_TOKENS`), as HTTP applies it. */
+  maxTokens: number;
+  /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as HTTP applies it. */
+  maxCost: number;
   createContext(input: { apiKey: string }): GraphContext;
   /** The error formatting HTTP responses use. */
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
@@ -124,6 +128,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         httpServer: host.httpServer,
         schema: host.schema,
         validationRules: host.validationRules,
+        maxTokens: host.maxTokens,
+        maxCost: host.maxCost,
+        transport: config.webSocket,
         defaultApiKey: options.defaultApiKey,
         checkSubscriber,
         createContext: host.createContext,

@@ -4,24 +4,19 @@
  */
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import {
-  GraphQLError,
-  specifiedRules,
-  validate,
-  type GraphQLFormattedError,
-  type GraphQLSchema,
-  type ValidationRule,
-} from 'graphql';
+import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type ValidationRule } from 'graphql';
 import { CloseCode, type Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import { createCredentials, type UpstreamCredentials } from '../upstream/credentials.ts';
+import type { WebSocketLimits } from './config.ts';
 import type { EventBus } from './event-bus.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveRuntime } from './live-context.ts';
 import type { PlatformEnvironment } from './platform-event.ts';
+import { createSubscribeGuard } from './subscribe-guard.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
 /** The result of checking a connection's key with the upstream. */
@@ -36,6 +31,12 @@ export interface GraphQLWebSocketOptions {
   schema: GraphQLSchema;
   /** Validation rules beyond graphql's own (`specifiedRules`), the same ones HTTP applies. */
   validationRules: readonly ValidationRule[];
+  /** Token limit of the parser (`QUERY_MAX_TOKENS`), as over HTTP. */
+  maxTokens: number;
+  /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as over HTTP. */
+  maxCost: number;
+  /** Message size, operations per connection, `connection_init` wait and keep-alive pings. */
+  transport: WebSocketLimits;
   /** Default `/graphql`, the HTTP endpoint's path. */
   path?: string;
   /** The facade's configured key, used when a connection brings none (as over HTTP). */
@@ -50,8 +51,6 @@ export interface GraphQLWebSocketOptions {
   logger: Logger;
   /** The facade's error formatting (the same as HTTP's): upstream problems kept, the unexpected masked. */
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
-  /** graphql-ws keep-alive ping interval. Default 12 s. */
-  keepAliveMs?: number;
 }
 
 /** A running graphql-ws endpoint. */
@@ -72,7 +71,19 @@ type ConnectionExtra = {
 /** Attaches graphql-ws to `httpServer` (same port as HTTP). */
 export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQLWebSocketEndpoint {
   const logger = options.logger.child({ component: 'graphql-ws' });
-  const wsServer = new WebSocketServer({ server: options.httpServer, path: options.path ?? '/graphql' });
+  const wsServer = new WebSocketServer({
+    server: options.httpServer,
+    path: options.path ?? '/graphql',
+    // A larger message closes the connection with 1009 before it is buffered whole.
+    maxPayload: options.transport.maxPayloadBytes,
+  });
+  const guard = createSubscribeGuard({
+    schema: options.schema,
+    validationRules: options.validationRules,
+    maxTokens: options.maxTokens,
+    maxCost: options.maxCost,
+    maxSubscriptionsPerConnection: options.transport.maxSubscriptionsPerConnection,
+  });
   const queues = new Set<SubscriberQueue>();
   const operations = new Set<string>();
   const connectionIds = new WeakMap<object, number>();
@@ -94,8 +105,9 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
   useServer<Record<string, unknown> | undefined, ConnectionExtra>(
     {
       schema: options.schema,
-      validate: (schema, document) =>
-        validate(schema, document, [...specifiedRules, ...options.validationRules]),
+      connectionInitWaitTimeout: options.transport.connectionInitTimeoutMs,
+      // Parse, validation and the limits, as over HTTP; `ctx.subscriptions` already holds this one.
+      onSubscribe: (ctx, _id, payload) => guard(payload, Object.keys(ctx.subscriptions).length),
       subscribe: subscribeWithEventContexts,
       onConnect: async (ctx) => {
         if (draining) {
@@ -177,7 +189,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       },
     },
     wsServer,
-    options.keepAliveMs ?? 12_000,
+    options.transport.keepAliveMs,
   );
 
   return {

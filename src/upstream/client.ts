@@ -7,7 +7,13 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { RetryConfig, UpstreamConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
+import { cancelReasonOf } from './cancellation.ts';
+import {
+  UpstreamCancelledError,
+  UpstreamProblemError,
+  UpstreamUnavailableError,
+  type UnavailableReason,
+} from './errors.ts';
 import { parseProblem } from './problem.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
@@ -41,6 +47,8 @@ export interface UpstreamCall {
   readonly requestId: string;
   readonly retryBudget: RetryBudget;
   readonly callBudget: CallBudget;
+  /** Aborted when the operation's deadline passes or the process shuts down: see `cancellation.ts`. */
+  readonly signal?: AbortSignal;
 }
 
 export interface UpstreamClient {
@@ -53,6 +61,7 @@ export interface UpstreamClient {
    * @throws {UpstreamProblemError} when the upstream answers with an error status.
    * @throws {UpstreamUnavailableError} when no usable answer arrives.
    * @throws {UpstreamCallLimitError} when the operation's call budget is spent (nothing is sent).
+   * @throws {UpstreamCancelledError} when `call.signal` is aborted (the call in flight is cancelled).
    */
   send(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Finishes in-flight calls (briefly), then closes every connection. */
@@ -104,7 +113,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     const path = `${basePath}${request.path}${toQueryString(request.query)}`;
     let status: number | undefined;
     try {
-      const response = await pool.request({ method: request.method, path, headers, body: payload });
+      const response = await pool.request({
+        method: request.method,
+        path,
+        headers,
+        body: payload,
+        signal: call.signal,
+      });
       status = response.statusCode;
       const text = await readBody(response, call.requestId);
       if (status >= 400) {
@@ -124,6 +139,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         replayed: headerValue(response.headers['idempotency-replayed'])?.toLowerCase() === 'true',
       };
     } catch (error) {
+      if (call.signal?.aborted) throw cancelled(call, error);
       throw toUpstreamError(error, call.requestId);
     } finally {
       // Never the headers: they hold the key.
@@ -143,6 +159,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     maxCallsPerOperation: options.maxCallsPerOperation,
     async send(call, request) {
       for (let attempt = 1; ; attempt++) {
+        // Past the deadline (or in shutdown) nothing more is sent, retries included.
+        if (call.signal?.aborted) throw cancelled(call);
         // Every attempt is a call the upstream serves, so retries spend the budget too.
         spendCall(call.callBudget);
         try {
@@ -160,7 +178,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
             reason: describeFailure(error),
             requestId: call.requestId,
           });
-          await sleep(delayMs);
+          try {
+            await sleep(delayMs, undefined, { signal: call.signal });
+          } catch (sleepError) {
+            throw cancelled(call, sleepError);
+          }
         }
       }
     },
@@ -175,6 +197,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       }
     },
   };
+}
+
+function cancelled(call: UpstreamCall, cause?: unknown): UpstreamCancelledError {
+  const reason = call.signal ? cancelReasonOf(call.signal) : 'deadline';
+  return new UpstreamCancelledError(reason, call.requestId, { cause });
 }
 
 function toQueryString(query: UpstreamRequest['query']): string {
@@ -228,7 +255,12 @@ const UNAVAILABLE_BY_CODE: Readonly<Record<string, UnavailableReason>> = {
 
 /** Leaves our own errors alone and turns transport failures into {@link UpstreamUnavailableError}. */
 function toUpstreamError(error: unknown, requestId: string): unknown {
-  if (error instanceof UpstreamProblemError || error instanceof UpstreamUnavailableError) return error;
+  if (
+    error instanceof UpstreamProblemError ||
+    error instanceof UpstreamUnavailableError ||
+    error instanceof UpstreamCancelledError
+  )
+    return error;
   const code = (error as { code?: unknown } | null)?.code;
   const reason = typeof code === 'string' ? UNAVAILABLE_BY_CODE[code] : undefined;
   // Anything else (a bad argument, a bug) is not the upstream's fault and is left to be masked.
