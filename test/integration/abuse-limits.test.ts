@@ -242,3 +242,31 @@ describe('a parser with a raised token limit', () => {
     expect((await raised.upstreamCalls()).total).toBe(0);
   });
 });
+
+describe('the upstream budget of one operation', () => {
+  test('150 distinct representations make exactly 100 upstream calls (the default cap); the rest answer TOO_MANY_UPSTREAM_CALLS', async () => {
+    const representations = Array.from({ length: 150 }, (_, index) => ({
+      __typename: 'Customer',
+      id: `cus_budget_${index}`,
+    }));
+
+    const result = await stack.query<{ _entities: unknown[] }>(
+      'query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Customer { id } } }',
+      { representations },
+    );
+
+    expect(result.status).toBe(200);
+    const codes = (result.body.errors ?? []).map((error) => error.extensions?.code);
+    expect(codes.filter((code) => code === 'NOT_FOUND')).toHaveLength(100);
+    expect(codes.filter((code) => code === 'TOO_MANY_UPSTREAM_CALLS')).toHaveLength(50);
+    expect(
+      result.body.errors?.find((error) => error.extensions?.code === 'TOO_MANY_UPSTREAM_CALLS'),
+    ).toMatchObject({
+      extensions: { limit: 100 },
+    });
+    expect(await stack.upstreamCalls()).toEqual({
+      total: 100,
+      byRoute: { 'GET /v3/customers/{customerId}': 100 },
+    });
+  });
+});
