@@ -270,3 +270,24 @@ describe('the upstream budget of one operation', () => {
     });
   });
 });
+
+describe('malformed strings in entity representations', () => {
+  test('a lone surrogate or a control character in a key field is BAD_USER_INPUT at its index, with no upstream call', async () => {
+    const result = await stack.query(
+      'query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Customer { id } } }',
+      {
+        representations: [
+          { __typename: 'Customer', id: 'cus_\ud800' },
+          { __typename: 'Customer', id: 'cus_\u0007' },
+        ],
+      },
+    );
+
+    expect(result.body.data).toEqual({ _entities: [null, null] });
+    expect(result.body.errors?.map((error) => [error.path, error.extensions?.code])).toEqual([
+      [['_entities', 0], 'BAD_USER_INPUT'],
+      [['_entities', 1], 'BAD_USER_INPUT'],
+    ]);
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
