@@ -6,8 +6,7 @@
 
 /** Which customers a caller may act for: every one (operators), or a fixed set. */
 export type CustomerScope =
-  | { readonly kind: 'all' }
-  | { readonly kind: 'customers'; readonly customerIds: ReadonlySet<string> };
+  { readonly kind: 'all' } | { readonly kind: 'customers'; readonly customerIds: ReadonlySet<string> };
 
 export interface Caller {
   /** How the caller proved who it is. */
