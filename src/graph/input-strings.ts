@@ -7,6 +7,7 @@
  */
 import {
   GraphQLError,
+  getNamedType,
   getNullableType,
   isInputObjectType,
   isListType,
@@ -14,7 +15,10 @@ import {
   typeFromAST,
   type GraphQLInputType,
   type GraphQLSchema,
+  type ASTVisitor,
   type OperationDefinitionNode,
+  type ValidationContext,
+  type ValidationRule,
 } from 'graphql';
 
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
@@ -48,6 +52,17 @@ export function findMalformedVariable(
   }
   return undefined;
 }
+
+/** A validation rule refusing an `ID` literal of the document that holds a control character. */
+export const IdLiteralRule: ValidationRule = (context: ValidationContext): ASTVisitor => ({
+  StringValue(node) {
+    const type = context.getInputType();
+    if (!type || getNamedType(type).name !== 'ID' || !CONTROL_CHARACTER.test(node.value)) return;
+    context.reportError(
+      new GraphQLError('An ID argument holds a control character, which no id contains.', { nodes: node }),
+    );
+  },
+});
 
 interface Problem {
   path: string;

@@ -31,6 +31,7 @@ import {
   type ValidationRule,
   type ValueNode,
 } from 'graphql';
+import { IdLiteralRule } from './input-strings.ts';
 import { MAX_PAGE_SIZE } from './pagination.ts';
 
 export interface QueryLimits {
@@ -64,7 +65,8 @@ export interface OperationMeasure {
 }
 
 /**
- * The validation rules of every limit, for HTTP and graphql-ws alike. Each refusal is a validation
+ * The validation rules of every limit (and the refusal of control characters in ID literals), for
+ * HTTP and graphql-ws alike. Each refusal is a validation
  * error (`GRAPHQL_VALIDATION_FAILED`) whose message names the limit and the measure.
  */
 export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
@@ -96,7 +98,7 @@ export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
     maxDirectives: { n: limits.maxDirectives, ...report },
     costLimit: { maxCost: ARMOR_MAX_COST, ignoreIntrospection: true, ...report },
   });
-  return [createConnectionLimitsRule(limits), ...armor.protect().validationRules];
+  return [createConnectionLimitsRule(limits), ...armor.protect().validationRules, IdLiteralRule];
 }
 
 /**

@@ -169,6 +169,17 @@ describe('malformed strings in variables', () => {
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
 
+  test('a control character escaped into an ID literal of the document is refused too', async () => {
+    const result = await stack.query('{ customer(id: "cus_\\u0007acme") { id } }');
+
+    expect(result.status).toBe(400);
+    expect(result.body.errors?.[0]).toMatchObject({
+      message: 'An ID argument holds a control character, which no id contains.',
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+    });
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
   test('a lone surrogate inside an input object names the field', async () => {
     const result = await stack.query(
       'mutation ($input: CreateCustomerInput!) { createCustomer(input: $input) { idempotencyKey } }',
