@@ -4,9 +4,10 @@
  * accounts → Account → customer → ...) and fragments can spread each other, so without these a
  * document of a few hundred bytes can ask for an answer, or a validation, that grows exponentially.
  *
- * Two layers: GraphQL Armor's rules (depth, aliases with `__schema`/`__type` counted, directives and
- * its own cost model), and the facade's connection-aware cost, which counts each field once per item
- * a connection's `first` can return and each `_entities` representation. Every measure here is
+ * Two layers: GraphQL Armor's rules (aliases with `__schema`/`__type` counted, directives and its own
+ * cost model), and the facade's depth and connection-aware cost, which counts each field once per
+ * item its lists can hold: the SDL's `@listSize` (a connection's `first`, else its assumed size, the
+ * same model a router in front reads) and each `_entities` representation. Every measure here is
  * linear in the document: a fragment is measured once, whatever the number of its spreads.
  * Limits, defaults and errors are documented in docs/security.md ("Abuse limits").
  */
@@ -49,9 +50,6 @@ export interface QueryLimits {
   /** Largest connection-aware cost (`QUERY_MAX_COST`), see {@link measureOperation}. */
   maxCost: number;
 }
-
-/** The page size the upstream uses when `first` is omitted. */
-export const DEFAULT_PAGE_SIZE = 25;
 
 /** GraphQL Armor's own cost model; its default ceiling, kept as a second opinion. */
 const ARMOR_MAX_COST = 5_000;
@@ -175,9 +173,10 @@ function costError(
 }
 
 /**
- * The connection-aware cost of one operation: each field costs 1 per time it is resolved, and a
- * connection's children are resolved once per item of its page (`first`; the default page size
- * when omitted). `_entities` resolves its selection once per representation.
+ * The connection-aware cost of one operation: each field costs 1 per time it is resolved, and the
+ * children of a list are resolved once per item it may hold, as its `@listSize` says: the value of a
+ * slicing argument (`first`, at most 100) or else the assumed size (25 for a connection, the
+ * upstream's default page). `_entities` resolves its selection once per representation.
  *
  * With `variables` undefined (during validation) a value given by a variable counts at its
  * smallest (1), so only what is over the limit whatever the variables is refused there.
@@ -279,7 +278,7 @@ function isConnectionWrapper(parentType: GraphQLNamedType, field: string): boole
   return parentType.name.endsWith('Edge') && field === 'node';
 }
 
-/** How many items one resolution of `field` may return: a page's size, the representations, else 1. */
+/** How many items one resolution of `field` may return: its `@listSize`, the representations, else 1. */
 function itemsPerResolution(
   field: FieldNode,
   definition: GraphQLField<unknown, unknown>,
@@ -289,14 +288,49 @@ function itemsPerResolution(
     const representations = argumentValue(field, 'representations', variables);
     return Array.isArray(representations) ? Math.max(representations.length, 1) : 1;
   }
-  const isConnection =
-    getNamedType(definition.type).name.endsWith('Connection') &&
-    definition.args.some((arg) => arg.name === 'first');
-  if (!isConnection) return 1;
-  const first = argumentValue(field, 'first', variables);
-  if (first === undefined || first === null) return DEFAULT_PAGE_SIZE;
-  if (typeof first !== 'number' || !Number.isFinite(first)) return 1;
-  return Math.min(Math.max(Math.trunc(first), 1), MAX_PAGE_SIZE);
+  const listSize = listSizeOf(definition);
+  if (!listSize) return 1;
+  for (const argument of listSize.slicingArguments) {
+    const value = argumentValue(field, argument, variables);
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value)) return 1;
+    return Math.min(Math.max(Math.trunc(value), 1), MAX_PAGE_SIZE);
+  }
+  return listSize.assumedSize;
+}
+
+/** What a field's `@listSize` declares (Federation's demand-control directive, also read by routers). */
+interface ListSize {
+  /** Items assumed when no slicing argument is given (a connection's default page size). */
+  assumedSize: number;
+  /** Arguments whose value is the number of items (`first`). */
+  slicingArguments: readonly string[];
+}
+
+const listSizes = new WeakMap<GraphQLField<unknown, unknown>, ListSize | null>();
+
+/** The `@listSize` of `definition` as written in the SDL, read once per field. */
+function listSizeOf(definition: GraphQLField<unknown, unknown>): ListSize | undefined {
+  let known = listSizes.get(definition);
+  if (known === undefined) {
+    const directive = definition.astNode?.directives?.find((node) => node.name.value === 'listSize');
+    known = null;
+    if (directive) {
+      let assumedSize = 1;
+      let slicingArguments: string[] = [];
+      for (const argument of directive.arguments ?? []) {
+        if (argument.name.value === 'assumedSize' && argument.value.kind === Kind.INT)
+          assumedSize = Number(argument.value.value);
+        if (argument.name.value === 'slicingArguments' && argument.value.kind === Kind.LIST)
+          slicingArguments = argument.value.values.flatMap((value) =>
+            value.kind === Kind.STRING ? [value.value] : [],
+          );
+      }
+      known = { assumedSize, slicingArguments };
+    }
+    listSizes.set(definition, known);
+  }
+  return known ?? undefined;
 }
 
 /**

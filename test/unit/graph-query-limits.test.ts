@@ -40,6 +40,13 @@ describe('measureOperation', () => {
     });
   });
 
+  test("counts a plain list at its @listSize: an account's balances are assumed to be 5", () => {
+    expect(measure('{ account(customerId: "c", id: "a") { balances { currency available } } }')).toEqual({
+      cost: 1 + 1 + 5 * 2,
+      depth: 3,
+    });
+  });
+
   test('counts _entities once per representation', () => {
     const document =
       'query ($r: [_Any!]!) { _entities(representations: $r) { ... on Customer { id displayName } } }';
