@@ -157,9 +157,9 @@ async function main(): Promise<void> {
       );
     }
     console.log(`\nWorst refusal: ${worst.document}, ${worst.ratioToDashboard}× the dashboard query.`);
-    // Only the dashboard and the 15 aliases of __schema (introspection, no upstream call) are answered.
+    // Only the two dashboard requests call the upstream (4 calls each); every refusal makes none.
     console.log(
-      `Upstream calls during the measured rounds: ${upstream.total} (dashboard: ${rounds} × 4 expected).`,
+      `Upstream calls during the measured rounds: ${upstream.total} (${rounds * 8} expected: 2 dashboards × 4 per round).`,
     );
 
     await mkdir(`${root}bench/results`, { recursive: true });
