@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/stack.ts';
 
-const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '400' } });
+const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '1500' } });
 
 describe('the operation deadline', () => {
   test('a stalled read is cancelled at the deadline; the rest of the answer is kept', async () => {

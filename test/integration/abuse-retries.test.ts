@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { type Stack, useStack } from '../support/stack.ts';
 
-const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '1000' } });
+const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '2000' } });
 
 /** An effectful mutation, how to send it with a key, and how to count what it made. */
 interface Effect {
@@ -132,7 +132,8 @@ describe('a client that retries after a timeout', () => {
     const [topUp] = EFFECTS;
     const before = await topUp!.measure(stack);
     const key = randomUUID();
-    await stack.setFaults({ latency: { fixedMs: 400, jitterMs: 0 } });
+    // Long enough that the retry (three quick attempts) is over well before the first completes.
+    await stack.setFaults({ latency: { fixedMs: 1500, jitterMs: 0 } });
 
     const first = sendGivingUpAfter(topUp!.document, topUp!.variables(key), 50);
     // The first request holds the key upstream from the moment it is received.

@@ -39,7 +39,7 @@ describe('shutdown without resets', () => {
           PORT: '0',
           HOST: '127.0.0.1',
           LOG_LEVEL: 'debug',
-          SHUTDOWN_DRAIN_MS: '300',
+          SHUTDOWN_DRAIN_MS: '1000',
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -87,17 +87,21 @@ describe('shutdown without resets', () => {
           replayed
         }
       }`);
-      // SIGTERM only once both stalled calls have reached the upstream.
+      // SIGTERM only once the customer was read and both stalled calls have reached the upstream.
       let stalled = 0;
+      let customerRead = false;
       await waitFor(
-        () => stalled === 2,
-        'both stalled calls to reach the upstream',
+        () => stalled === 2 && customerRead,
+        'the customer read and both stalled calls to reach the upstream',
         10_000,
         async () => {
           const log = (await (await fetch(`${emulatorUrl}/_emulator/requests`)).json()) as {
             requests: { route: string; status: number | null }[];
           };
           stalled = log.requests.filter((request) => request.status === null).length;
+          customerRead = log.requests.some(
+            (request) => request.route === 'GET /v3/customers/{customerId}' && request.status === 200,
+          );
         },
       );
 
