@@ -42,17 +42,20 @@ import type { Config } from './config.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
 import { createGraphContext, type GraphContext } from './graph/context.ts';
-import { createQueryLimitsRule } from './graph/query-limits.ts';
+import { createOperationLimitsPlugin } from './graph/operation-limits-plugin.ts';
+import { createQueryLimitsRules } from './graph/query-limits.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
+import { createJsonStatusPlugin } from './http/json-status-plugin.ts';
 import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
+import { createOperationSignal, OperationCancellation } from './upstream/cancellation.ts';
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
 import { createUpstreamContext } from './upstream/context.ts';
@@ -114,6 +117,12 @@ export interface App {
 
 /** Largest GraphQL request body accepted. */
 const MAX_BODY = '1mb';
+
+/**
+ * After the drain window, how long operations whose upstream calls were cancelled have to send
+ * their `SHUTTING_DOWN` answer before the remaining connections are closed.
+ */
+const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
@@ -200,7 +209,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const httpServer = http.createServer(app);
 
   // The same limits over HTTP and graphql-ws: a subscription's selection runs on every event.
-  const validationRules = [createQueryLimitsRule(config.queryLimits)];
+  const validationRules = createQueryLimitsRules(config.queryLimits);
+  // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
+  // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
+  const shutdown = new AbortController();
   const apollo = new ApolloServer<GraphContext>({
     schema,
     logger: toApolloLogger(logger.child({ component: 'apollo' })),
@@ -215,10 +227,16 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     // under our ordered shutdown and re-raise the signal, so the process would die before exit 0.
     stopOnTerminationSignals: false,
     validationRules,
+    // The parser stops at this many tokens (GRAPHQL_PARSE_FAILED), long before a nested document
+    // could reach its recursion limit.
+    parseOptions: { maxTokens: config.queryLimits.maxTokens },
     includeStacktraceInErrorResponses: development,
     formatError,
     plugins: [
-      ApolloServerPluginDrainHttpServer({ httpServer }),
+      ApolloServerPluginDrainHttpServer({
+        httpServer,
+        stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
+      }),
       ApolloServerPluginInlineTraceDisabled(),
       // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
       ApolloServerPluginCacheControlDisabled(),
@@ -226,6 +244,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       config.landingPage
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
+      createOperationLimitsPlugin({ maxCost: config.queryLimits.maxCost }),
+      createJsonStatusPlugin<GraphContext>(),
       createOperationLoggingPlugin<GraphContext>(logger),
       ...observability.plugins,
       events.apolloPlugin,
@@ -245,6 +265,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
             ? undefined
             : { subject: input.caller.subject, client: input.caller.clientId ?? null },
         requestId: input.requestId,
+        signal: createOperationSignal(config.operationTimeoutMs, shutdown.signal),
       }),
       input.caller,
     );
@@ -318,6 +339,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     httpServer,
     schema,
     validationRules,
+    maxTokens: config.queryLimits.maxTokens,
+    maxCost: config.queryLimits.maxCost,
     createContext: ({ caller, apiKey }) => createContext({ caller, apiKey }),
     formatError,
   });
@@ -358,8 +381,20 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     },
     close() {
       closing ??= (async () => {
-        // Apollo's drain plugin closes the http.Server and waits for in-flight requests.
-        await apollo.stop();
+        const cutOff = setTimeout(
+          () => shutdown.abort(new OperationCancellation('shutdown')),
+          config.shutdownDrainMs,
+        );
+        try {
+          // graphql-ws first: its subscriptions complete and its sockets close with 1001. The HTTP
+          // drain ends every socket without a request in flight, upgraded ones included.
+          await events.drain();
+          // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
+          // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
+          await apollo.stop();
+        } finally {
+          clearTimeout(cutOff);
+        }
         for (const hook of closeHooks) await hook();
         await events.close();
         await rateLimits.close();

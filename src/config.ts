@@ -65,8 +65,18 @@ export interface Config {
   auth: AuthConfig;
   /** Browser origins, trusted proxies, rate limits and trusted documents (docs/security.md). */
   edge: EdgeConfig;
-  /** Operations deeper or costlier than these fail validation (see docs/errors.md). */
+  /** Documents over these limits are refused before execution (see docs/security.md). */
   queryLimits: QueryLimits;
+  /**
+   * Total time one operation (or one subscription event) may take (`OPERATION_TIMEOUT_MS`): upstream
+   * calls still running then are cancelled and their fields answer `UPSTREAM_TIMEOUT`.
+   */
+  operationTimeoutMs: number;
+  /**
+   * How long a shutdown lets in-flight operations finish (`SHUTDOWN_DRAIN_MS`) before their upstream
+   * calls are cancelled and they answer `SHUTTING_DOWN`.
+   */
+  shutdownDrainMs: number;
   upstream: UpstreamConfig;
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
@@ -100,13 +110,18 @@ export const CONFIG_DEFAULTS = {
   LOG_LEVEL: 'info',
   LANDING_PAGE: true,
   INTROSPECTION: 'authenticated',
-  QUERY_MAX_DEPTH: 15,
-  QUERY_MAX_COST: 100_000,
+  QUERY_MAX_DEPTH: 6,
+  QUERY_MAX_ALIASES: 15,
+  QUERY_MAX_DIRECTIVES: 50,
+  QUERY_MAX_TOKENS: 1_000,
+  QUERY_MAX_COST: 5_000,
+  OPERATION_TIMEOUT_MS: 10_000,
+  SHUTDOWN_DRAIN_MS: 10_000,
   UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
   UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,
   UPSTREAM_BODY_TIMEOUT_MS: 15_000,
   UPSTREAM_CONNECTIONS: 64,
-  UPSTREAM_MAX_CALLS_PER_OPERATION: 1_000,
+  UPSTREAM_MAX_CALLS_PER_OPERATION: 100,
   UPSTREAM_RETRY_MAX_ATTEMPTS: 3,
   UPSTREAM_RETRY_BUDGET: 10,
   UPSTREAM_RETRY_BASE_DELAY_MS: 100,
@@ -130,9 +145,20 @@ export function loadConfig(env: Env = process.env): Config {
     landingPage: reader.boolean('LANDING_PAGE', CONFIG_DEFAULTS.LANDING_PAGE),
     introspection: reader.oneOf('INTROSPECTION', INTROSPECTION_MODES, CONFIG_DEFAULTS.INTROSPECTION),
     queryLimits: {
-      maxDepth: reader.integer('QUERY_MAX_DEPTH', CONFIG_DEFAULTS.QUERY_MAX_DEPTH, 1, 1_000),
+      maxDepth: reader.integer('QUERY_MAX_DEPTH', CONFIG_DEFAULTS.QUERY_MAX_DEPTH, 1, 100),
+      maxAliases: reader.integer('QUERY_MAX_ALIASES', CONFIG_DEFAULTS.QUERY_MAX_ALIASES, 0, 10_000),
+      maxDirectives: reader.integer('QUERY_MAX_DIRECTIVES', CONFIG_DEFAULTS.QUERY_MAX_DIRECTIVES, 0, 10_000),
+      // Beyond a few tens of thousands of tokens a nested document reaches the parser's recursion limit.
+      maxTokens: reader.integer('QUERY_MAX_TOKENS', CONFIG_DEFAULTS.QUERY_MAX_TOKENS, 100, 50_000),
       maxCost: reader.integer('QUERY_MAX_COST', CONFIG_DEFAULTS.QUERY_MAX_COST, 1, 100_000_000),
     },
+    operationTimeoutMs: reader.integer(
+      'OPERATION_TIMEOUT_MS',
+      CONFIG_DEFAULTS.OPERATION_TIMEOUT_MS,
+      1,
+      600_000,
+    ),
+    shutdownDrainMs: reader.integer('SHUTDOWN_DRAIN_MS', CONFIG_DEFAULTS.SHUTDOWN_DRAIN_MS, 0, 600_000),
     upstream: {
       baseUrl: readBaseUrl(reader, 'UPSTREAM_BASE_URL'),
       apiKey: readSecret(reader, 'UPSTREAM_API_KEY'),

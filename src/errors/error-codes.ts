@@ -17,6 +17,9 @@ export type FacadeErrorCode =
   | 'UNPROCESSABLE'
   | 'UPSTREAM_UNAVAILABLE'
   | 'TOO_MANY_UPSTREAM_CALLS'
+  | 'UPSTREAM_TIMEOUT'
+  | 'SHUTTING_DOWN'
+  | 'TOO_MANY_SUBSCRIPTIONS'
   | 'INTERNAL_SERVER_ERROR';
 
 /** The problem codes the spec and docs/upstream-assumptions.md name. The upstream catalog is open. */

@@ -8,12 +8,14 @@ import {
   describeUnavailableReason,
   UpstreamAccessDeniedError,
   UpstreamCallLimitError,
+  UpstreamCancelledError,
   UpstreamProblemError,
   UpstreamUnavailableError,
 } from '../upstream/errors.ts';
 import type { FieldError, Problem } from '../upstream/types.ts';
 import { errorCodeForProblem, type FacadeErrorCode } from './error-codes.ts';
 import { type InputPath, parameterToArgumentPath, pointerToInputPath } from './input-path.ts';
+import { findIdempotencyKey } from './mutation-failure.ts';
 
 export interface ToGraphQLErrorOptions {
   /** Add `extensions.stacktrace` (development only: stack traces reveal internals). */
@@ -51,12 +53,33 @@ const PASS_THROUGH_CODES = new Set([
  *   keeps its `pointer` and gains the GraphQL input `path` it names.
  * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason.
  * - An {@link UpstreamCallLimitError} becomes `TOO_MANY_UPSTREAM_CALLS` with the limit.
+ * - An {@link UpstreamCancelledError} becomes `UPSTREAM_TIMEOUT` (the operation's deadline passed)
+ *   or `SHUTTING_DOWN` (retryable: the process is stopping).
+ * - A parse failure caused by the parser's own recursion limit gets a plain message.
+ * - An error of a mutation carries `extensions.idempotencyKey`, the key the mutation was sent with.
  * - A GraphQLError raised on purpose (by graphql-js, Apollo Server or a resolver) passes through.
  * - Anything else is masked: `INTERNAL_SERVER_ERROR` with a generic message.
  *
  * The response path and locations of `error` are kept. Never throws for any input.
  */
 export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = {}): GraphQLError {
+  const converted = convert(error, options);
+  const idempotencyKey = findIdempotencyKey(error);
+  if (idempotencyKey === undefined || converted.extensions.idempotencyKey === idempotencyKey)
+    return converted;
+  return new GraphQLError(converted.message, {
+    nodes: converted.nodes,
+    source: converted.source,
+    positions: converted.positions,
+    path: converted.path,
+    extensions: { ...converted.extensions, idempotencyKey },
+  });
+}
+
+/** Messages of a document nested beyond what the parser's recursion can take. */
+const STACK_OVERFLOW = /maximum call stack size exceeded/i;
+
+function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
   const located = isGraphQLError(error) ? error : undefined;
   const cause = findUpstreamError(error);
   if (cause instanceof UpstreamProblemError) {
@@ -81,6 +104,27 @@ export function toGraphQLError(error: unknown, options: ToGraphQLErrorOptions = 
         reason: cause.reason,
         requestId: cause.requestId,
       },
+      options,
+    );
+  }
+  if (cause instanceof UpstreamCancelledError) {
+    return build(
+      located,
+      cause,
+      cause.message,
+      cause.reason === 'deadline'
+        ? { code: 'UPSTREAM_TIMEOUT' satisfies FacadeErrorCode, requestId: cause.requestId }
+        : { code: 'SHUTTING_DOWN' satisfies FacadeErrorCode, retryable: true, requestId: cause.requestId },
+      options,
+    );
+  }
+  if (located?.extensions.code === 'GRAPHQL_PARSE_FAILED' && STACK_OVERFLOW.test(located.message)) {
+    // graphql-js reports its own stack overflow as the document's syntax error; say what it means.
+    return build(
+      located,
+      located,
+      'Syntax Error: The document is nested too deeply to be parsed.',
+      { code: 'GRAPHQL_PARSE_FAILED' },
       options,
     );
   }
@@ -159,6 +203,7 @@ function findUpstreamError(
   | UpstreamUnavailableError
   | UpstreamCallLimitError
   | UpstreamAccessDeniedError
+  | UpstreamCancelledError
   | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
@@ -166,7 +211,8 @@ function findUpstreamError(
       current instanceof UpstreamProblemError ||
       current instanceof UpstreamUnavailableError ||
       current instanceof UpstreamCallLimitError ||
-      current instanceof UpstreamAccessDeniedError
+      current instanceof UpstreamAccessDeniedError ||
+      current instanceof UpstreamCancelledError
     )
       return current;
     current = isGraphQLError(current) && current.originalError ? current.originalError : current.cause;

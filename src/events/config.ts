@@ -33,6 +33,18 @@ export interface WebhooksConfig {
   dedupRetentionSeconds: number;
 }
 
+/** Transport limits of graphql-ws connections (see docs/security.md, "Abuse limits"). */
+export interface WebSocketLimits {
+  /** Largest message a client may send (`GRAPHQL_WS_MAX_PAYLOAD_BYTES`); larger closes with 1009. */
+  maxPayloadBytes: number;
+  /** Subscriptions one connection may run at once (`GRAPHQL_WS_MAX_SUBSCRIPTIONS`). */
+  maxSubscriptionsPerConnection: number;
+  /** Time a connection has to send `connection_init` (`GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS`); then 4408. */
+  connectionInitTimeoutMs: number;
+  /** Interval of the server's keep-alive pings (`GRAPHQL_WS_KEEP_ALIVE_MS`). */
+  keepAliveMs: number;
+}
+
 export interface EventsConfig {
   webhooks: WebhooksConfig;
   /** `REDIS_URL`: when set, fan-out and de-duplication go through Redis, shared by every replica. */
@@ -41,6 +53,7 @@ export interface EventsConfig {
   redisKeyPrefix: string;
   /** Events one subscriber may let wait before it is ended (`SUBSCRIPTION_QUEUE_LIMIT`); see docs/events.md. */
   subscriberQueueLimit: number;
+  webSocket: WebSocketLimits;
 }
 
 export const EVENTS_CONFIG_DEFAULTS = {
@@ -50,6 +63,11 @@ export const EVENTS_CONFIG_DEFAULTS = {
   WEBHOOK_DEDUP_RETENTION_SECONDS: 24 * 60 * 60,
   REDIS_KEY_PREFIX: 'facade:',
   SUBSCRIPTION_QUEUE_LIMIT: DEFAULT_SUBSCRIBER_QUEUE_LIMIT,
+  // A subscribe message is one document of at most QUERY_MAX_TOKENS tokens and its variables.
+  GRAPHQL_WS_MAX_PAYLOAD_BYTES: 64 * 1024,
+  GRAPHQL_WS_MAX_SUBSCRIPTIONS: 50,
+  GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: 3_000,
+  GRAPHQL_WS_KEEP_ALIVE_MS: 12_000,
 } as const;
 
 /**
@@ -92,6 +110,32 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
       1,
       1_000_000,
     ),
+    webSocket: {
+      maxPayloadBytes: reader.integer(
+        'GRAPHQL_WS_MAX_PAYLOAD_BYTES',
+        EVENTS_CONFIG_DEFAULTS.GRAPHQL_WS_MAX_PAYLOAD_BYTES,
+        1024,
+        16 * 1024 * 1024,
+      ),
+      maxSubscriptionsPerConnection: reader.integer(
+        'GRAPHQL_WS_MAX_SUBSCRIPTIONS',
+        EVENTS_CONFIG_DEFAULTS.GRAPHQL_WS_MAX_SUBSCRIPTIONS,
+        1,
+        10_000,
+      ),
+      connectionInitTimeoutMs: reader.integer(
+        'GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS',
+        EVENTS_CONFIG_DEFAULTS.GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS,
+        100,
+        60_000,
+      ),
+      keepAliveMs: reader.integer(
+        'GRAPHQL_WS_KEEP_ALIVE_MS',
+        EVENTS_CONFIG_DEFAULTS.GRAPHQL_WS_KEEP_ALIVE_MS,
+        1_000,
+        300_000,
+      ),
+    },
   };
 }
 

@@ -69,6 +69,10 @@ export interface EventsHost {
   schema: GraphQLSchema;
   /** Validation rules beyond graphql's own, as HTTP applies them (e.g. the query limits). */
   validationRules: readonly ValidationRule[];
+  /** Token limit of the parser (`QUERY_MAX_TOKENS`), as HTTP applies it. */
+  maxTokens: number;
+  /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as HTTP applies it. */
+  maxCost: number;
   createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
   /** The error formatting HTTP responses use. */
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
@@ -140,6 +144,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         httpServer: host.httpServer,
         schema: host.schema,
         validationRules: host.validationRules,
+        maxTokens: host.maxTokens,
+        maxCost: host.maxCost,
+        transport: config.webSocket,
         authenticate: options.authenticate,
         ...(options.failedAuthLimiter ? { failedAuthLimiter: options.failedAuthLimiter } : {}),
         ...(options.admitSubscription ? { admitSubscription: options.admitSubscription } : {}),

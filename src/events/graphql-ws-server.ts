@@ -4,14 +4,7 @@
  */
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import {
-  GraphQLError,
-  specifiedRules,
-  validate,
-  type GraphQLFormattedError,
-  type GraphQLSchema,
-  type ValidationRule,
-} from 'graphql';
+import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type ValidationRule } from 'graphql';
 import type { Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type VerifyClientCallbackAsync } from 'ws';
@@ -20,10 +13,12 @@ import { mayActFor, type Caller } from '../auth/caller.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
+import type { WebSocketLimits } from './config.ts';
 import type { EventBus } from './event-bus.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveObserver, LiveRuntime } from './live-context.ts';
 import type { PlatformEnvironment } from './platform-event.ts';
+import { createSubscribeGuard } from './subscribe-guard.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
 /** A graphql-ws `subscribe` payload as a hook may read and rewrite it. */
@@ -53,6 +48,12 @@ export interface GraphQLWebSocketOptions {
   schema: GraphQLSchema;
   /** Validation rules beyond graphql's own (`specifiedRules`), the same ones HTTP applies. */
   validationRules: readonly ValidationRule[];
+  /** Token limit of the parser (`QUERY_MAX_TOKENS`), as over HTTP. */
+  maxTokens: number;
+  /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as over HTTP. */
+  maxCost: number;
+  /** Message size, operations per connection, `connection_init` wait and keep-alive pings. */
+  transport: WebSocketLimits;
   /** Default `/graphql`, the HTTP endpoint's path. */
   path?: string;
   /** Who is connecting: the same authenticator HTTP requests go through. */
@@ -79,8 +80,6 @@ export interface GraphQLWebSocketOptions {
   logger: Logger;
   /** The facade's error formatting (the same as HTTP's): upstream problems kept, the unexpected masked. */
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
-  /** graphql-ws keep-alive ping interval. Default 12 s. */
-  keepAliveMs?: number;
   /** Told about deliveries and overflows (metrics). */
   observer?: LiveObserver;
 }
@@ -121,6 +120,15 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
     server: options.httpServer,
     path: options.path ?? '/graphql',
     ...(options.verifyClient ? { verifyClient: options.verifyClient } : {}),
+    // A larger message closes the connection with 1009 before it is buffered whole.
+    maxPayload: options.transport.maxPayloadBytes,
+  });
+  const guard = createSubscribeGuard({
+    schema: options.schema,
+    validationRules: options.validationRules,
+    maxTokens: options.maxTokens,
+    maxCost: options.maxCost,
+    maxSubscriptionsPerConnection: options.transport.maxSubscriptionsPerConnection,
   });
   const queues = new Set<SubscriberQueue>();
   const operations = new Set<string>();
@@ -143,15 +151,18 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
   useServer<Record<string, unknown> | undefined, ConnectionExtra>(
     {
       schema: options.schema,
-      validate: (schema, document) =>
-        validate(schema, document, [...specifiedRules, ...options.validationRules]),
+      connectionInitWaitTimeout: options.transport.connectionInitTimeoutMs,
       subscribe: subscribeWithEventContexts,
-      // Each subscribe message spends from the caller's operations budget, as an HTTP request does.
       onSubscribe: async (ctx, _id, payload) => {
+        // First the caller's budget (each subscribe message spends from it, as an HTTP request
+        // does) and the trusted documents, which may put a listed body in place of an id.
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
-        if (subscriber === undefined || options.admitSubscription === undefined) return undefined;
-        const refusal = await options.admitSubscription(subscriber.caller, payload as SubscribePayloadLike);
-        return refusal === undefined ? undefined : [refusal];
+        if (subscriber !== undefined && options.admitSubscription !== undefined) {
+          const refusal = await options.admitSubscription(subscriber.caller, payload as SubscribePayloadLike);
+          if (refusal !== undefined) return [refusal];
+        }
+        // Then parse, validation and the limits, as over HTTP; `ctx.subscriptions` holds this one.
+        return guard(payload, Object.keys(ctx.subscriptions).length);
       },
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket;
@@ -268,7 +279,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       },
     },
     wsServer,
-    options.keepAliveMs ?? 12_000,
+    options.transport.keepAliveMs,
   );
 
   /**

@@ -167,8 +167,11 @@ export type ArchiveAccountInput = {
   accountId: Scalars['ID']['input'];
   /** The id of the customer that owns the account. */
   customerId: Scalars['ID']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
 };
 
 /** The result of `archiveAccount`. */
@@ -176,7 +179,7 @@ export type ArchiveAccountPayload = {
   __typename?: 'ArchiveAccountPayload';
   /** The archived account. */
   account: Account;
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -188,8 +191,11 @@ export type ArchiveCustomerDocumentInput = {
   customerId: Scalars['ID']['input'];
   /** The document's id. */
   documentId: Scalars['ID']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
 };
 
 /** The result of `archiveCustomerDocument`. */
@@ -197,7 +203,7 @@ export type ArchiveCustomerDocumentPayload = {
   __typename?: 'ArchiveCustomerDocumentPayload';
   /** The archived document (status `archived`). */
   document: CustomerDocument;
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -207,8 +213,11 @@ export type ArchiveCustomerDocumentPayload = {
 export type ArchiveRelatedPartyInput = {
   /** The id of the business customer. */
   customerId: Scalars['ID']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** The related party's id. */
   relatedPartyId: Scalars['ID']['input'];
 };
@@ -216,7 +225,7 @@ export type ArchiveRelatedPartyInput = {
 /** The result of `archiveRelatedParty`. */
 export type ArchiveRelatedPartyPayload = {
   __typename?: 'ArchiveRelatedPartyPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** The archived related party. */
   relatedParty: RelatedParty;
@@ -226,8 +235,11 @@ export type ArchiveRelatedPartyPayload = {
 
 /** The webhook endpoint to archive. */
 export type ArchiveWebhookEndpointInput = {
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** The endpoint's id. */
   webhookEndpointId: Scalars['ID']['input'];
 };
@@ -235,7 +247,7 @@ export type ArchiveWebhookEndpointInput = {
 /** The result of `archiveWebhookEndpoint`. */
 export type ArchiveWebhookEndpointPayload = {
   __typename?: 'ArchiveWebhookEndpointPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -363,8 +375,11 @@ export type CreateCustomerInput = {
   email?: InputMaybe<Scalars['String']['input']>;
   /** Your own id for this customer; must be unique in the environment. */
   externalId: Scalars['String']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** Customer type: `individual` or `business`. */
   type: Scalars['String']['input'];
 };
@@ -374,7 +389,7 @@ export type CreateCustomerPayload = {
   __typename?: 'CreateCustomerPayload';
   /** The created customer. */
   customer: Customer;
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -392,8 +407,11 @@ export type CreateRelatedPartyInput = {
   hasOwnership?: InputMaybe<Scalars['Boolean']['input']>;
   /** Whether the party holds voting rights. */
   hasVotingRights?: InputMaybe<Scalars['Boolean']['input']>;
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** Person or entity. */
   partyType: PartyType;
   /** Identity facts, for a person party. */
@@ -407,7 +425,7 @@ export type CreateRelatedPartyInput = {
 /** The result of `createRelatedParty`. */
 export type CreateRelatedPartyPayload = {
   __typename?: 'CreateRelatedPartyPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** The created related party. */
   relatedParty: RelatedParty;
@@ -423,8 +441,11 @@ export type CreateRuleInput = {
   customerId: Scalars['ID']['input'];
   /** Free text describing the rule. */
   description?: InputMaybe<Scalars['String']['input']>;
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** The account to watch. */
   trigger: RuleTriggerInput;
 };
@@ -432,7 +453,7 @@ export type CreateRuleInput = {
 /** The result of `createRule`. */
 export type CreateRulePayload = {
   __typename?: 'CreateRulePayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -446,8 +467,11 @@ export type CreateWebhookEndpointInput = {
   description?: InputMaybe<Scalars['String']['input']>;
   /** The event kinds to deliver, e.g. `account.updated`. */
   events: Array<Scalars['String']['input']>;
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** Where to deliver events: an `http:` or `https:` URL. */
   url: Scalars['String']['input'];
 };
@@ -455,7 +479,7 @@ export type CreateWebhookEndpointInput = {
 /** The result of `createWebhookEndpoint`. */
 export type CreateWebhookEndpointPayload = {
   __typename?: 'CreateWebhookEndpointPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -833,9 +857,11 @@ export type Money = {
 };
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type Mutation = {
   __typename?: 'Mutation';
@@ -899,9 +925,11 @@ export type Mutation = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationArchiveAccountArgs = {
   input: ArchiveAccountInput;
@@ -909,9 +937,11 @@ export type MutationArchiveAccountArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationArchiveCustomerDocumentArgs = {
   input: ArchiveCustomerDocumentInput;
@@ -919,9 +949,11 @@ export type MutationArchiveCustomerDocumentArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationArchiveRelatedPartyArgs = {
   input: ArchiveRelatedPartyInput;
@@ -929,9 +961,11 @@ export type MutationArchiveRelatedPartyArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationArchiveRuleArgs = {
   input: RuleTransitionInput;
@@ -939,9 +973,11 @@ export type MutationArchiveRuleArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationArchiveWebhookEndpointArgs = {
   input: ArchiveWebhookEndpointInput;
@@ -949,9 +985,11 @@ export type MutationArchiveWebhookEndpointArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationCreateCustomerArgs = {
   input: CreateCustomerInput;
@@ -959,9 +997,11 @@ export type MutationCreateCustomerArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationCreateRelatedPartyArgs = {
   input: CreateRelatedPartyInput;
@@ -969,9 +1009,11 @@ export type MutationCreateRelatedPartyArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationCreateRuleArgs = {
   input: CreateRuleInput;
@@ -979,9 +1021,11 @@ export type MutationCreateRuleArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationCreateWebhookEndpointArgs = {
   input: CreateWebhookEndpointInput;
@@ -989,9 +1033,11 @@ export type MutationCreateWebhookEndpointArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationPauseRuleArgs = {
   input: RuleTransitionInput;
@@ -999,9 +1045,11 @@ export type MutationPauseRuleArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationResumeRuleArgs = {
   input: RuleTransitionInput;
@@ -1009,9 +1057,11 @@ export type MutationResumeRuleArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationSandboxSetCapabilityStatusArgs = {
   input: SandboxSetCapabilityStatusInput;
@@ -1019,9 +1069,11 @@ export type MutationSandboxSetCapabilityStatusArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationSandboxTopUpArgs = {
   input: SandboxTopUpInput;
@@ -1029,9 +1081,11 @@ export type MutationSandboxTopUpArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationSetAccountFeesArgs = {
   input: SetAccountFeesInput;
@@ -1039,9 +1093,11 @@ export type MutationSetAccountFeesArgs = {
 
 
 /**
- * The root of every change. Each domain file adds its own mutations. Every effectful mutation takes an
- * optional `input.idempotencyKey`; the facade generates one when it is absent and returns it, so a
- * client that retries with the same key and input receives the original result (`replayed: true`).
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
  */
 export type MutationUpdateWebhookEndpointArgs = {
   input: UpdateWebhookEndpointInput;
@@ -1558,8 +1614,11 @@ export type RuleEdge = {
 export type RuleTransitionInput = {
   /** The id of the customer. */
   customerId: Scalars['ID']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** The rule's id. */
   ruleId: Scalars['ID']['input'];
 };
@@ -1567,7 +1626,7 @@ export type RuleTransitionInput = {
 /** The result of `pauseRule`, `resumeRule` or `archiveRule`. */
 export type RuleTransitionPayload = {
   __typename?: 'RuleTransitionPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -1599,8 +1658,11 @@ export type SandboxSetCapabilityStatusInput = {
   capabilityId: Scalars['ID']['input'];
   /** The id of the customer. */
   customerId: Scalars['ID']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** The status to force. */
   status: SandboxCapabilityStatus;
 };
@@ -1610,7 +1672,7 @@ export type SandboxSetCapabilityStatusPayload = {
   __typename?: 'SandboxSetCapabilityStatusPayload';
   /** The capability with its new status. */
   capability: Capability;
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -1650,14 +1712,17 @@ export type SandboxTopUpInput = {
   amount: Scalars['Decimal']['input'];
   /** The currency of the amount; must be the account's currency. */
   currency: Scalars['String']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
 };
 
 /** The result of `sandboxTopUp`. */
 export type SandboxTopUpPayload = {
   __typename?: 'SandboxTopUpPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -1686,8 +1751,11 @@ export type SetAccountFeesInput = {
   breakdown: FeeBreakdownInput;
   /** The id of the customer that owns the account. */
   customerId: Scalars['ID']['input'];
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
 };
 
 /** The result of `setAccountFees`. */
@@ -1697,7 +1765,7 @@ export type SetAccountFeesPayload = {
   account?: Maybe<Account>;
   /** The account's fees as they are now. */
   fees: AccountFees;
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
@@ -2067,8 +2135,11 @@ export type UpdateWebhookEndpointInput = {
   description?: InputMaybe<Scalars['String']['input']>;
   /** New event kinds. */
   events?: InputMaybe<Array<Scalars['String']['input']>>;
-  /** Idempotency key (1 to 255 characters); generated when absent. Retry with the same key and input to get the original result. */
-  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
   /** New status: `active` or `disabled`. */
   status?: InputMaybe<Scalars['String']['input']>;
   /** New delivery URL. */
@@ -2080,7 +2151,7 @@ export type UpdateWebhookEndpointInput = {
 /** The result of `updateWebhookEndpoint`. */
 export type UpdateWebhookEndpointPayload = {
   __typename?: 'UpdateWebhookEndpointPayload';
-  /** The idempotency key the request was sent with (yours, or the one the facade generated). */
+  /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];

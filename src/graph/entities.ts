@@ -62,8 +62,15 @@ function checkRepresentation(representation: unknown, schema: GraphQLSchema): st
   return `A representation of ${type.name} needs ${expected}, each a non-empty string.`;
 }
 
+/** C0 controls, DEL and C1 controls: no id holds one, and ids become URL path segments. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001F\u007F-\u009F]/;
+
+/** A non-empty id of well-formed Unicode (no lone surrogate) without control characters. */
 function isKeyValue(value: unknown): boolean {
-  return typeof value === 'string' && value.length > 0;
+  return (
+    typeof value === 'string' && value.length > 0 && value.isWellFormed() && !CONTROL_CHARACTER.test(value)
+  );
 }
 
 /** The field names of each `@key(fields: "...")` of `type`; this schema's keys are flat field lists. */

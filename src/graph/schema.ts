@@ -8,6 +8,7 @@ import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import { concatAST, GraphQLScalarType, parse, Source, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { guardEntities } from './entities.ts';
+import { withIdempotencyKeyOnErrors } from './mutation-errors.ts';
 import { resolverMaps } from './resolvers.ts';
 
 /** Where the SDL lives, relative to this file, so the schema loads from any working directory. */
@@ -55,7 +56,10 @@ export function mergeResolverMaps(maps: readonly Resolvers[]): Resolvers {
 export function createSchema(): GraphQLSchema {
   return guardEntities(
     buildSubgraphSchema([
-      { typeDefs: loadTypeDefs(), resolvers: mergeResolverMaps(resolverMaps) as GraphQLResolverMap<unknown> },
+      {
+        typeDefs: loadTypeDefs(),
+        resolvers: withIdempotencyKeyOnErrors(mergeResolverMaps(resolverMaps)) as GraphQLResolverMap<unknown>,
+      },
     ]),
   );
 }

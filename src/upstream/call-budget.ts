@@ -7,7 +7,7 @@ import { UpstreamCallLimitError } from './errors.ts';
 
 /** Upstream calls (retries included) left to one operation, shared by all its loaders. */
 export interface CallBudget {
-  readonly limit: number;
+  limit: number;
   remaining: number;
 }
 
@@ -24,4 +24,14 @@ export function createCallBudget(limit: number): CallBudget {
 export function spendCall(budget: CallBudget): void {
   if (budget.remaining <= 0) throw new UpstreamCallLimitError(budget.limit);
   budget.remaining -= 1;
+}
+
+/**
+ * Lowers `budget` to at most `limit` calls in all (calls already made count against it). Used once
+ * an operation's cost is known: an operation cannot need more upstream calls than it has fields.
+ */
+export function capCallBudget(budget: CallBudget, limit: number): void {
+  if (limit >= budget.limit) return;
+  budget.remaining = Math.max(0, budget.remaining - (budget.limit - limit));
+  budget.limit = limit;
 }

@@ -7,7 +7,13 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { RetryConfig, UpstreamConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
+import { cancelReasonOf } from './cancellation.ts';
+import {
+  UpstreamCancelledError,
+  UpstreamProblemError,
+  UpstreamUnavailableError,
+  type UnavailableReason,
+} from './errors.ts';
 import { parseProblem } from './problem.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
@@ -54,6 +60,8 @@ export interface UpstreamCall {
   readonly requestId: string;
   readonly retryBudget: RetryBudget;
   readonly callBudget: CallBudget;
+  /** Aborted when the operation's deadline passes or the process shuts down: see `cancellation.ts`. */
+  readonly signal?: AbortSignal;
 }
 
 export interface UpstreamClient {
@@ -70,6 +78,7 @@ export interface UpstreamClient {
    * @throws {UpstreamCallLimitError} when the operation's call budget is spent (nothing is sent).
    * @throws {UpstreamAccessDeniedError} or a 404 {@link UpstreamProblemError} when the caller's
    *   scope does not allow the request (nothing is sent, no budget is spent).
+   * @throws {UpstreamCancelledError} when `call.signal` is aborted (the call in flight is cancelled).
    */
   send(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Finishes in-flight calls (briefly), then closes every connection. */
@@ -164,7 +173,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     let status: number | undefined;
     let failure: string | undefined;
     try {
-      const response = await pool.request({ method: request.method, path, headers, body: payload });
+      const response = await pool.request({
+        method: request.method,
+        path,
+        headers,
+        body: payload,
+        signal: call.signal,
+      });
       status = response.statusCode;
       const text = await readBody(response, call.requestId);
       if (status >= 400) {
@@ -185,7 +200,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         ...correlationIdOf(response.headers),
       };
     } catch (error) {
-      const upstreamError = toUpstreamError(error, call.requestId);
+      const upstreamError = call.signal?.aborted
+        ? cancelled(call, error)
+        : toUpstreamError(error, call.requestId);
       failure = describeFailure(upstreamError);
       throw upstreamError;
     } finally {
@@ -215,6 +232,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         problemDocsUrl: options.problemDocsUrl,
       });
       for (let attempt = 1; ; attempt++) {
+        // Past the deadline (or in shutdown) nothing more is sent, retries included.
+        if (call.signal?.aborted) throw cancelled(call);
         // Every attempt is a call the upstream serves, so retries spend the budget too.
         try {
           spendCall(call.callBudget);
@@ -242,7 +261,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
             reason: describeFailure(error),
             requestId: call.requestId,
           });
-          await sleep(delayMs);
+          try {
+            await sleep(delayMs, undefined, { signal: call.signal });
+          } catch (sleepError) {
+            throw cancelled(call, sleepError);
+          }
         }
       }
     },
@@ -257,6 +280,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       }
     },
   };
+}
+
+function cancelled(call: UpstreamCall, cause?: unknown): UpstreamCancelledError {
+  const reason = call.signal ? cancelReasonOf(call.signal) : 'deadline';
+  return new UpstreamCancelledError(reason, call.requestId, { cause });
 }
 
 function toQueryString(query: UpstreamRequest['query']): string {
@@ -315,7 +343,12 @@ const UNAVAILABLE_BY_CODE: Readonly<Record<string, UnavailableReason>> = {
 
 /** Leaves our own errors alone and turns transport failures into {@link UpstreamUnavailableError}. */
 function toUpstreamError(error: unknown, requestId: string): unknown {
-  if (error instanceof UpstreamProblemError || error instanceof UpstreamUnavailableError) return error;
+  if (
+    error instanceof UpstreamProblemError ||
+    error instanceof UpstreamUnavailableError ||
+    error instanceof UpstreamCancelledError
+  )
+    return error;
   const code = (error as { code?: unknown } | null)?.code;
   const reason = typeof code === 'string' ? UNAVAILABLE_BY_CODE[code] : undefined;
   // Anything else (a bad argument, a bug) is not the upstream's fault and is left to be masked.

@@ -31,6 +31,8 @@ export interface UpstreamContext {
   readonly retryBudget: RetryBudget;
   /** Upstream calls the whole operation may still make. */
   readonly callBudget: CallBudget;
+  /** Aborted at the operation's deadline or at shutdown; calls in flight are then cancelled. */
+  readonly signal?: AbortSignal;
 }
 
 export interface UpstreamContextOptions {
@@ -47,6 +49,8 @@ export interface UpstreamContextOptions {
   requestId?: string;
   /** Retries the operation may spend; defaults to the client's configured budget. */
   retries?: number;
+  /** The operation's deadline and shutdown signal (see `cancellation.ts`); none: no deadline. */
+  signal?: AbortSignal;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -62,5 +66,6 @@ export function createUpstreamContext(
     requestId: resolveRequestId(options.requestId),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),
+    signal: options.signal,
   };
 }

@@ -3,6 +3,7 @@
  * errors. Neither error ever carries an API key.
  */
 import { UnreachableCaseError } from '../errors/unreachable-case-error.ts';
+import type { CancelReason } from './cancellation.ts';
 import type { Problem } from './types.ts';
 
 /** The upstream answered with an error status; `problem` is its problem+json body, whole. */
@@ -50,6 +51,29 @@ export class UpstreamAccessDeniedError extends Error {
     super('You are not allowed to do this.');
     this.name = 'UpstreamAccessDeniedError';
     this.reason = reason;
+  }
+}
+
+/**
+ * The operation's signal was aborted (its deadline passed, or the process is shutting down): the
+ * call in flight was cancelled, or none was sent. Never retried. An effectful call that was
+ * cancelled may have been executed: its idempotency key tells the caller how to find out.
+ */
+export class UpstreamCancelledError extends Error {
+  readonly reason: CancelReason;
+  /** The X-Request-Id the cancelled call was (or would have been) sent with. */
+  readonly requestId: string;
+
+  constructor(reason: CancelReason, requestId: string, options?: { cause?: unknown }) {
+    super(
+      reason === 'deadline'
+        ? 'The operation ran out of time before the upstream API answered.'
+        : 'The facade is shutting down; send the request again.',
+      options,
+    );
+    this.name = 'UpstreamCancelledError';
+    this.reason = reason;
+    this.requestId = requestId;
   }
 }
 

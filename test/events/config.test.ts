@@ -24,6 +24,12 @@ describe('readEventsConfig', () => {
         redisUrl: undefined,
         redisKeyPrefix: EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
         subscriberQueueLimit: EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
+        webSocket: {
+          maxPayloadBytes: 64 * 1024,
+          maxSubscriptionsPerConnection: 50,
+          connectionInitTimeoutMs: 3_000,
+          keepAliveMs: 12_000,
+        },
       },
     });
   });

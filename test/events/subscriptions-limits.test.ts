@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { useLiveStack } from './support/live-stack.ts';
 
-const stack = useLiveStack({ QUERY_MAX_DEPTH: '6' });
+const stack = useLiveStack({ QUERY_MAX_DEPTH: '4' });
 
 describe('query limits over graphql-ws', () => {
   test('a subscription nested deeper than the limit is refused before it starts, with no upstream call', async () => {
@@ -19,8 +19,8 @@ describe('query limits over graphql-ws', () => {
     // graphql-ws hands the client the whole list of validation errors at once.
     expect(received.errors.flat()).toEqual([
       expect.objectContaining({
-        message: 'The operation is nested 9 fields deep; the maximum is 6.',
-        extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', depth: 9, maxDepth: 6 }),
+        message: 'The operation is nested 7 fields deep; the maximum is 4.',
+        extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', depth: 7, maxDepth: 4 }),
       }),
     ]);
     const after = await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json();

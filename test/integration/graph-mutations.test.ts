@@ -21,9 +21,9 @@ async function mutate(document: string, variables?: Record<string, unknown>): Pr
 const IDEMPOTENCY = 'idempotencyKey replayed';
 
 describe('mutations against the demo data', () => {
-  it('createCustomer creates a customer and reports a generated idempotency key', async () => {
+  it('createCustomer creates a customer and reports the idempotency key it was sent with', async () => {
     const payload = await mutate(`mutation {
-      createCustomer(input: { type: "business", externalId: "initech", displayName: "Initech" }) {
+      createCustomer(input: { idempotencyKey: "graph-mutations-1", type: "business", externalId: "initech", displayName: "Initech" }) {
         customer { id type externalId displayName email status } ${IDEMPOTENCY}
       }
     }`);
@@ -36,13 +36,13 @@ describe('mutations against the demo data', () => {
       email: null,
       status: 'active',
     });
-    expect(payload.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(payload.idempotencyKey).toBe('graph-mutations-1');
     expect(payload.replayed).toBe(false);
   });
 
   it('createRelatedParty creates a party, and its customer is read again after the change', async () => {
     const payload = await mutate(`mutation {
-      createRelatedParty(input: {
+      createRelatedParty(input: { idempotencyKey: "graph-mutations-2",
         customerId: "cus_globex"
         partyType: PERSON
         roles: [DIRECTOR, BENEFICIARY]
@@ -72,7 +72,7 @@ describe('mutations against the demo data', () => {
 
   it('archiveRelatedParty archives a party, which leaves the list', async () => {
     const payload = await mutate(`mutation {
-      archiveRelatedParty(input: { customerId: "cus_globex", relatedPartyId: "rp_globex_treasurer" }) {
+      archiveRelatedParty(input: { idempotencyKey: "graph-mutations-3", customerId: "cus_globex", relatedPartyId: "rp_globex_treasurer" }) {
         relatedParty { id archivedAt } ${IDEMPOTENCY}
       }
     }`);
@@ -88,7 +88,7 @@ describe('mutations against the demo data', () => {
 
   it('setAccountFees replaces the developer fee, and the account shows it', async () => {
     const payload = await mutate(`mutation {
-      setAccountFees(input: {
+      setAccountFees(input: { idempotencyKey: "graph-mutations-4",
         customerId: "cus_acme", accountId: "acc_acme_polygon"
         breakdown: { developer: { fixed: "1.25", bips: 75 } }
       }) {
@@ -110,7 +110,7 @@ describe('mutations against the demo data', () => {
 
   it('setAccountFees with developer null removes the fee', async () => {
     const payload = await mutate(`mutation {
-      setAccountFees(input: { customerId: "cus_acme", accountId: "acc_acme_polygon", breakdown: { developer: null } }) {
+      setAccountFees(input: { idempotencyKey: "graph-mutations-5", customerId: "cus_acme", accountId: "acc_acme_polygon", breakdown: { developer: null } }) {
         fees { breakdown { developer { bips } } } ${IDEMPOTENCY}
       }
     }`);
@@ -120,7 +120,7 @@ describe('mutations against the demo data', () => {
 
   it('archiveAccount archives an account that nothing depends on', async () => {
     const payload = await mutate(`mutation {
-      archiveAccount(input: { customerId: "cus_globex", accountId: "acc_globex_external" }) {
+      archiveAccount(input: { idempotencyKey: "graph-mutations-6", customerId: "cus_globex", accountId: "acc_globex_external" }) {
         account { id status archivedAt } ${IDEMPOTENCY}
       }
     }`);
@@ -134,7 +134,7 @@ describe('mutations against the demo data', () => {
 
   it('archiveCustomerDocument archives a document, which then reads as NOT_FOUND', async () => {
     const payload = await mutate(`mutation {
-      archiveCustomerDocument(input: { customerId: "cus_globex", documentId: "doc_globex_registration" }) {
+      archiveCustomerDocument(input: { idempotencyKey: "graph-mutations-7", customerId: "cus_globex", documentId: "doc_globex_registration" }) {
         document { id status archivedAt } ${IDEMPOTENCY}
       }
     }`);
@@ -153,7 +153,7 @@ describe('mutations against the demo data', () => {
 
   it('creates, updates and archives a webhook endpoint, never showing its signing secret', async () => {
     const created = await mutate(`mutation {
-      createWebhookEndpoint(input: {
+      createWebhookEndpoint(input: { idempotencyKey: "graph-mutations-8",
         url: "https://hooks.example.test/platform", events: ["account.updated", "rule.updated"], description: "Ops"
       }) {
         webhookEndpoint { id url events description status } ${IDEMPOTENCY}
@@ -171,7 +171,7 @@ describe('mutations against the demo data', () => {
 
     const updated = await mutate(
       `mutation Update($id: ID!) {
-        updateWebhookEndpoint(input: { webhookEndpointId: $id, status: "disabled", description: null }) {
+        updateWebhookEndpoint(input: { idempotencyKey: "graph-mutations-9", webhookEndpointId: $id, status: "disabled", description: null }) {
           webhookEndpoint { id status description } ${IDEMPOTENCY}
         }
       }`,
@@ -181,7 +181,7 @@ describe('mutations against the demo data', () => {
 
     const archived = await mutate(
       `mutation Archive($id: ID!) {
-        archiveWebhookEndpoint(input: { webhookEndpointId: $id }) {
+        archiveWebhookEndpoint(input: { idempotencyKey: "graph-mutations-10", webhookEndpointId: $id }) {
           webhookEndpoint { id status archivedAt } ${IDEMPOTENCY}
         }
       }`,
@@ -201,7 +201,7 @@ describe('mutations against the demo data', () => {
 
   it('creates a rule, then pauses, resumes and archives it', async () => {
     const created = await mutate(`mutation {
-      createRule(input: {
+      createRule(input: { idempotencyKey: "graph-mutations-11",
         customerId: "cus_ada"
         description: "Sweep everyday funds to savings"
         trigger: { accountId: "acc_ada_sol" }
@@ -230,7 +230,7 @@ describe('mutations against the demo data', () => {
     ] as const) {
       const payload = await mutate(
         `mutation Transition($id: ID!) {
-          ${mutation}(input: { customerId: "cus_ada", ruleId: $id }) { rule { id status } ${IDEMPOTENCY} }
+          ${mutation}(input: { idempotencyKey: "graph-mutations-12-${mutation}", customerId: "cus_ada", ruleId: $id }) { rule { id status } ${IDEMPOTENCY} }
         }`,
         { id: rule.id },
       );
@@ -241,7 +241,7 @@ describe('mutations against the demo data', () => {
 
   it('sandboxTopUp credits an issued wallet, and the balance shows it', async () => {
     const payload = await mutate(`mutation {
-      sandboxTopUp(input: { accountId: "acc_globex_eth", amount: "250.50", currency: "USDC" }) {
+      sandboxTopUp(input: { idempotencyKey: "graph-mutations-13", accountId: "acc_globex_eth", amount: "250.50", currency: "USDC" }) {
         topUp { id type state from { amount currency } to { identifier } } ${IDEMPOTENCY}
       }
     }`);
@@ -261,7 +261,7 @@ describe('mutations against the demo data', () => {
 
   it('sandboxSetCapabilityStatus forces a capability, and its applications follow', async () => {
     const payload = await mutate(`mutation {
-      sandboxSetCapabilityStatus(input: { customerId: "cus_globex", capabilityId: "cap_globex_ach", status: READY }) {
+      sandboxSetCapabilityStatus(input: { idempotencyKey: "graph-mutations-14", customerId: "cus_globex", capabilityId: "cap_globex_ach", status: READY }) {
         capability { id status statusReason { code } applications { status } } ${IDEMPOTENCY}
       }
     }`);
@@ -277,7 +277,7 @@ describe('mutations against the demo data', () => {
 
 describe('idempotency through mutations', () => {
   const CREATE_PARTY = /* GraphQL */ `
-    mutation Create($key: String, $title: String!) {
+    mutation Create($key: String!, $title: String!) {
       createRelatedParty(
         input: {
           customerId: "cus_acme"
@@ -326,7 +326,7 @@ describe('idempotency through mutations', () => {
 
   it('names the input field an upstream validation error points at', async () => {
     const result = await stack.query(`mutation {
-      createRelatedParty(input: {
+      createRelatedParty(input: { idempotencyKey: "graph-mutations-15",
         customerId: "cus_acme", partyType: PERSON, roles: [OTHER]
         person: { firstName: " Mary", lastName: "Jackson", residenceCountry: "US" }
       }) { relatedParty { id } }

@@ -157,7 +157,7 @@ describe('Decimal input', () => {
   it('refuses a number where a decimal string is expected, so no float ever reaches the upstream', async () => {
     const result = await stack.query(
       `mutation TopUp($amount: Decimal!) {
-        sandboxTopUp(input: { accountId: "acc_acme_eth", amount: $amount, currency: "USDC" }) { replayed }
+        sandboxTopUp(input: { idempotencyKey: "graph-pagination-1", accountId: "acc_acme_eth", amount: $amount, currency: "USDC" }) { replayed }
       }`,
       { amount: 10.5 },
     );

@@ -2,6 +2,7 @@
  * Every problem code of the spec, triggered through the real emulator and read back through the
  * facade's GraphQL endpoint: the code, the message, the whole problem, pointers turned into paths.
  */
+import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { type GraphQLResult, READ_ONLY_KEY, useStack } from '../support/stack.ts';
 
@@ -38,12 +39,14 @@ const FORCE_CAPABILITY_STATUS = /* GraphQL */ `
   }
 `;
 
+/** A new director's input, with a fresh idempotency key. */
 function director(firstName = 'Grace', customerId = 'cus_acme'): Record<string, unknown> {
   return {
     customerId,
     partyType: 'PERSON',
     roles: ['DIRECTOR'],
     person: { firstName, lastName: 'Hopper', residenceCountry: 'US' },
+    idempotencyKey: randomUUID(),
   };
 }
 
@@ -60,6 +63,7 @@ describe('upstream problems become GraphQL errors', () => {
   test('validation_error becomes BAD_USER_INPUT with every field pointer given its input path', async () => {
     const result = await stack.query(CREATE_RELATED_PARTY, {
       input: {
+        idempotencyKey: 'runtime-errors-1',
         ...director(),
         person: { firstName: ' Grace', lastName: 'Hopper', residenceCountry: 'usa' },
       },
@@ -121,7 +125,7 @@ describe('upstream problems become GraphQL errors', () => {
 
   test('not_found becomes NOT_FOUND', async () => {
     const result = await stack.query(ARCHIVE_RELATED_PARTY, {
-      input: { customerId: 'cus_acme', relatedPartyId: 'rp_missing' },
+      input: { idempotencyKey: 'runtime-errors-2', customerId: 'cus_acme', relatedPartyId: 'rp_missing' },
     });
 
     const error = onlyError(result);
@@ -196,7 +200,12 @@ describe('upstream problems become GraphQL errors', () => {
 
   test('invalid_capability becomes UNPROCESSABLE and keeps the capabilities that qualify', async () => {
     const result = await stack.query(FORCE_CAPABILITY_STATUS, {
-      input: { customerId: 'cus_acme', capabilityId: 'cap_acme_sepa', status: 'READY' },
+      input: {
+        idempotencyKey: 'runtime-errors-3',
+        customerId: 'cus_acme',
+        capabilityId: 'cap_acme_sepa',
+        status: 'READY',
+      },
     });
 
     const error = onlyError(result);

@@ -78,7 +78,7 @@ describe('GraphQL over HTTP', () => {
 
   test('a mutation over GET is refused with 405', async () => {
     const mutation =
-      'mutation { archiveAccount(input: { customerId: "cus_acme", accountId: "acc_acme_bank" }) { replayed } }';
+      'mutation { archiveAccount(input: { idempotencyKey: "runtime-http-1", customerId: "cus_acme", accountId: "acc_acme_bank" }) { replayed } }';
     const response = await fetch(getUrl(mutation), {
       headers: { 'apollo-require-preflight': 'true', ...(await bearer('operator')) },
     });

@@ -35,8 +35,9 @@ describe('query limits', () => {
 
     expect(result.status).toBe(400);
     expect(result.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    // Relay's `nodes` wrappers are not hops: three levels of each round count two.
     expect(result.body.errors?.[0]?.message).toBe(
-      'The operation is nested 92 fields deep; the maximum is 12.',
+      'The operation is nested 62 fields deep; the maximum is 12.',
     );
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
@@ -117,7 +118,8 @@ describe('malformed requests', () => {
   test('a document of a hundred thousand open braces is a parse error', async () => {
     const result = await post(JSON.stringify({ query: '{'.repeat(100_000) }));
 
-    expect(result.status).toBe(400);
+    // A client accepting only application/json gets 200 with the error (GraphQL over HTTP).
+    expect(result.status).toBe(200);
     expect(result.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_PARSE_FAILED');
   });
 

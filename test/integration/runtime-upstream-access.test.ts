@@ -2,6 +2,7 @@
  * How the facade calls the upstream: retries and their budget, idempotency keys on mutations,
  * timeouts, request ids and credentials — observed through the emulator's request counter.
  */
+import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { READ_ONLY_KEY, SANDBOX_KEY, useStack } from '../support/stack.ts';
 
@@ -27,13 +28,14 @@ interface CreatePayload {
   createRelatedParty: { idempotencyKey: string; replayed: boolean; relatedParty: { id: string } };
 }
 
-function director(firstName: string, idempotencyKey?: string): Record<string, unknown> {
+/** A new director's input; a fresh idempotency key unless one is given (a retry). */
+function director(firstName: string, idempotencyKey: string = randomUUID()): Record<string, unknown> {
   return {
     customerId: 'cus_acme',
     partyType: 'PERSON',
     roles: ['DIRECTOR'],
     person: { firstName, lastName: 'Liskov', residenceCountry: 'US' },
-    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+    idempotencyKey,
   };
 }
 
@@ -103,7 +105,7 @@ describe('with the default retry policy', () => {
     expect(payload.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
     expect((await stack.upstreamCalls()).byRoute).toEqual({ [CREATE_PARTY_ROUTE]: 2 });
 
-    // The generated key is the one the upstream stored: sending it again replays the original.
+    // The key is the one the upstream stored: sending it again replays the original.
     const replay = await query<CreatePayload>(CREATE_RELATED_PARTY, {
       input: director('Barbara', payload.idempotencyKey),
     });

@@ -158,7 +158,7 @@ describe('the schema', () => {
       expect(mutation.type.toString(), mutation.name).toMatch(/Payload!$/);
       expect(payload.getFields().idempotencyKey?.type.toString(), mutation.name).toBe('String!');
       expect(payload.getFields().replayed?.type.toString(), mutation.name).toBe('Boolean!');
-      expect(input.getFields().idempotencyKey?.type.toString(), mutation.name).toBe('String');
+      expect(input.getFields().idempotencyKey?.type.toString(), mutation.name).toBe('String!');
     }
   });
 

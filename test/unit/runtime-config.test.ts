@@ -29,8 +29,16 @@ describe('loadConfig', () => {
       logLevel: 'info',
       landingPage: true,
       introspection: 'authenticated',
-      queryLimits: { maxDepth: 15, maxCost: 100_000 },
+      queryLimits: { maxDepth: 6, maxAliases: 15, maxDirectives: 50, maxTokens: 1_000, maxCost: 5_000 },
+      operationTimeoutMs: 10_000,
+      shutdownDrainMs: 10_000,
       auth: { mode: 'oidc', allowCallerApiKey: false, oidc: { issuer: 'https://id.platform.test' } },
+    });
+    expect(config.events.webSocket).toEqual({
+      maxPayloadBytes: 65_536,
+      maxSubscriptionsPerConnection: 50,
+      connectionInitTimeoutMs: 3_000,
+      keepAliveMs: 12_000,
     });
     expect(config.upstream).toEqual({
       baseUrl: 'https://api.platform.test',
@@ -39,7 +47,7 @@ describe('loadConfig', () => {
       headersTimeoutMs: 15_000,
       bodyTimeoutMs: 15_000,
       connections: 64,
-      maxCallsPerOperation: 1_000,
+      maxCallsPerOperation: 100,
       retry: { maxAttempts: 3, budget: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
       problemDocsUrl: 'https://docs.platform.test/v3',
     });
@@ -56,7 +64,16 @@ describe('loadConfig', () => {
       LANDING_PAGE: 'false',
       INTROSPECTION: 'off',
       QUERY_MAX_DEPTH: '8',
+      QUERY_MAX_ALIASES: '3',
+      QUERY_MAX_DIRECTIVES: '4',
+      QUERY_MAX_TOKENS: '2000',
       QUERY_MAX_COST: '500',
+      OPERATION_TIMEOUT_MS: '2500',
+      SHUTDOWN_DRAIN_MS: '0',
+      GRAPHQL_WS_MAX_PAYLOAD_BYTES: '4096',
+      GRAPHQL_WS_MAX_SUBSCRIPTIONS: '2',
+      GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '500',
+      GRAPHQL_WS_KEEP_ALIVE_MS: '5000',
       UPSTREAM_CONNECT_TIMEOUT_MS: '100',
       UPSTREAM_HEADERS_TIMEOUT_MS: '200',
       UPSTREAM_BODY_TIMEOUT_MS: '300',
@@ -74,7 +91,17 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       landingPage: false,
       introspection: 'off',
-      queryLimits: { maxDepth: 8, maxCost: 500 },
+      queryLimits: { maxDepth: 8, maxAliases: 3, maxDirectives: 4, maxTokens: 2_000, maxCost: 500 },
+      operationTimeoutMs: 2_500,
+      shutdownDrainMs: 0,
+      events: {
+        webSocket: {
+          maxPayloadBytes: 4096,
+          maxSubscriptionsPerConnection: 2,
+          connectionInitTimeoutMs: 500,
+          keepAliveMs: 5000,
+        },
+      },
       upstream: {
         baseUrl: 'http://127.0.0.1:4010/platform',
         connectTimeoutMs: 100,

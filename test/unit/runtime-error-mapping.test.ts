@@ -8,8 +8,10 @@ import {
 import { createFormatError } from '../../src/errors/format-error.ts';
 import { parameterToArgumentPath, pointerToInputPath } from '../../src/errors/input-path.ts';
 import { isUnexpectedError, toGraphQLError } from '../../src/errors/to-graphql-error.ts';
+import { MutationFailure } from '../../src/errors/mutation-failure.ts';
 import {
   UpstreamCallLimitError,
+  UpstreamCancelledError,
   UpstreamProblemError,
   UpstreamUnavailableError,
 } from '../../src/upstream/errors.ts';
@@ -207,6 +209,50 @@ describe('toGraphQLError', () => {
       message: expect.stringContaining('more than 3 upstream calls'),
       path: ['customer', 'accounts'],
       extensions: { code: 'TOO_MANY_UPSTREAM_CALLS', limit: 3 },
+    });
+  });
+
+  test('turns a call cancelled at the deadline into UPSTREAM_TIMEOUT, and at shutdown into a retryable SHUTTING_DOWN', () => {
+    const deadline = located(new UpstreamCancelledError('deadline', 'req_5'));
+    const shutdown = located(new UpstreamCancelledError('shutdown', 'req_6'));
+
+    expect(isUnexpectedError(deadline)).toBe(false);
+    expect(toGraphQLError(deadline).toJSON()).toEqual({
+      message: 'The operation ran out of time before the upstream API answered.',
+      path: ['customer', 'accounts'],
+      extensions: { code: 'UPSTREAM_TIMEOUT', requestId: 'req_5' },
+    });
+    expect(toGraphQLError(shutdown).toJSON()).toEqual({
+      message: 'The facade is shutting down; send the request again.',
+      path: ['customer', 'accounts'],
+      extensions: { code: 'SHUTTING_DOWN', retryable: true, requestId: 'req_6' },
+    });
+  });
+
+  test("gives a mutation's error its idempotency key, whatever the error, a masked one included", () => {
+    const upstream = located(new MutationFailure('key-1', new UpstreamCancelledError('deadline', 'req_7')));
+    const bug = located(new MutationFailure('key-2', new TypeError('x is undefined')));
+
+    expect(toGraphQLError(upstream).extensions).toEqual({
+      code: 'UPSTREAM_TIMEOUT',
+      requestId: 'req_7',
+      idempotencyKey: 'key-1',
+    });
+    expect(isUnexpectedError(bug)).toBe(true);
+    expect(toGraphQLError(bug).toJSON()).toMatchObject({
+      message: 'Unexpected error.',
+      extensions: { code: 'INTERNAL_SERVER_ERROR', idempotencyKey: 'key-2' },
+    });
+  });
+
+  test("says plainly that a document is too deep for the parser, instead of the parser's stack overflow", () => {
+    const overflow = new GraphQLError('Maximum call stack size exceeded', {
+      extensions: { code: 'GRAPHQL_PARSE_FAILED' },
+    });
+
+    expect(toGraphQLError(overflow).toJSON()).toEqual({
+      message: 'Syntax Error: The document is nested too deeply to be parsed.',
+      extensions: { code: 'GRAPHQL_PARSE_FAILED' },
     });
   });
 

@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, test } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
+import { capCallBudget, createCallBudget, spendCall } from '../../src/upstream/call-budget.ts';
 import { createCredentials } from '../../src/upstream/credentials.ts';
 import { UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
 import { parseProblem } from '../../src/upstream/problem.ts';
@@ -172,5 +173,29 @@ describe('createLogger', () => {
     createLogger({ level: 'silent', write: (line) => lines.push(line) }).error('nothing');
 
     expect(lines).toEqual([]);
+  });
+});
+
+describe('capCallBudget', () => {
+  test('lowers the limit to what the cost allows, counting the calls already made', () => {
+    const budget = createCallBudget(100);
+    spendCall(budget);
+    spendCall(budget);
+
+    capCallBudget(budget, 5);
+
+    expect(budget).toEqual({ limit: 5, remaining: 3 });
+    spendCall(budget);
+    spendCall(budget);
+    spendCall(budget);
+    expect(() => spendCall(budget)).toThrow('This operation needs more than 5 upstream calls');
+  });
+
+  test('never raises the limit', () => {
+    const budget = createCallBudget(100);
+
+    capCallBudget(budget, 5_000);
+
+    expect(budget).toEqual({ limit: 100, remaining: 100 });
   });
 });

@@ -1,0 +1,140 @@
+/**
+ * SIGTERM with work in flight, as a real process: an operation that outlives the drain window gets
+ * a GraphQL answer (SHUTTING_DOWN, retryable, with the mutation's key) instead of a reset, and a
+ * graphql-ws connection is closed with 1001 once its subscription completed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { afterEach, describe, expect, test } from 'vitest';
+import { waitFor } from '../events/support/events.ts';
+import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
+
+const children: ChildProcess[] = [];
+const clients: LiveClient[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.dispose()));
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+});
+
+describe('shutdown without resets', () => {
+  test(
+    'on SIGTERM a long query and a mutation answer SHUTTING_DOWN after the drain window; graphql-ws closes with 1001',
+    { timeout: 30_000 },
+    async () => {
+      const {
+        UPSTREAM_BASE_URL: _base,
+        UPSTREAM_API_KEY: _key,
+        REDIS_URL: _redis,
+        ...inherited
+      } = process.env;
+      const child = spawn(process.execPath, ['scripts/start.ts'], {
+        cwd: new URL('../..', import.meta.url),
+        env: {
+          ...inherited,
+          NODE_ENV: 'production',
+          PORT: '0',
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'debug',
+          SHUTDOWN_DRAIN_MS: '1000',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      const lines: Record<string, unknown>[] = [];
+      createInterface({ input: child.stdout! }).on('line', (line) =>
+        lines.push(JSON.parse(line) as Record<string, unknown>),
+      );
+      const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
+      await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
+      const graphqlUrl = logged('facade listening')[0]!.url as string;
+      const emulatorUrl = logged('upstream: in-process emulator with demo data')[0]!.upstream as string;
+
+      const live = connectLive(graphqlUrl.replace(/^http/, 'ws'));
+      clients.push(live);
+      const subscription = live.subscribe('subscription { accountChanged(customerId: "cus_ada") { type } }');
+      await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
+
+      // Both upstream calls stall: only the shutdown can end them.
+      await fetch(`${emulatorUrl}/_emulator/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          rules: [
+            { route: 'getAccount', kind: 'stall' },
+            { route: 'sandboxTopUp', kind: 'stall' },
+          ],
+        }),
+      });
+      const post = (query: string) =>
+        fetch(graphqlUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+          body: JSON.stringify({ query }),
+        }).then(async (response) => ({
+          status: response.status,
+          body: (await response.json()) as { data?: unknown; errors?: Record<string, unknown>[] },
+        }));
+      const query = post(`{
+        customer(id: "cus_ada") { id }
+        account(customerId: "cus_ada", id: "acc_ada_sol") { id }
+      }`);
+      const mutation = post(`mutation {
+        sandboxTopUp(input: { accountId: "acc_ada_sol", amount: "1.00", currency: "USDC", idempotencyKey: "shutdown-1" }) {
+          replayed
+        }
+      }`);
+      // SIGTERM only once the customer was read and both stalled calls have reached the upstream.
+      let stalled = 0;
+      let customerRead = false;
+      await waitFor(
+        () => stalled === 2 && customerRead,
+        'the customer read and both stalled calls to reach the upstream',
+        10_000,
+        async () => {
+          const log = (await (await fetch(`${emulatorUrl}/_emulator/requests`)).json()) as {
+            requests: { route: string; status: number | null }[];
+          };
+          stalled = log.requests.filter((request) => request.status === null).length;
+          customerRead = log.requests.some(
+            (request) => request.route === 'GET /v3/customers/{customerId}' && request.status === 200,
+          );
+        },
+      );
+
+      child.kill('SIGTERM');
+
+      const [queryAnswer, mutationAnswer] = await Promise.all([query, mutation]);
+      expect(queryAnswer.status).toBe(200);
+      expect(queryAnswer.body).toEqual({
+        data: { customer: { id: 'cus_ada' }, account: null },
+        errors: [
+          expect.objectContaining({
+            message: 'The facade is shutting down; send the request again.',
+            path: ['account'],
+            extensions: { code: 'SHUTTING_DOWN', retryable: true, requestId: expect.any(String) },
+          }),
+        ],
+      });
+      expect(mutationAnswer.body.errors).toEqual([
+        expect.objectContaining({
+          path: ['sandboxTopUp'],
+          extensions: expect.objectContaining({
+            code: 'SHUTTING_DOWN',
+            retryable: true,
+            idempotencyKey: 'shutdown-1',
+          }),
+        }),
+      ]);
+
+      await subscription.done;
+      expect(subscription.completed).toBe(true);
+      expect(await live.closed).toEqual({ code: 1001, reason: 'Server shutting down' });
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code).toBe(0);
+    },
+  );
+});
