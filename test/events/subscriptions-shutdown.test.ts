@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, test } from 'vitest';
+import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 import { waitFor } from './support/events.ts';
 import { connectLive, SANDBOX_KEY, type LiveClient } from './support/live-stack.ts';
 
@@ -59,16 +60,7 @@ describe('shutdown', () => {
       expect(logged('registered a webhook endpoint with the upstream')).toHaveLength(1);
 
       // The demo operator's token from the embedded issuer, as the printed curl gets it.
-      const issuer = logged('callers: in-process OpenID provider with demo clients')[0]!.issuer as string;
-      const tokenResponse = await fetch(`${issuer}/token`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          authorization: `Basic ${Buffer.from('demo-operator:demo-operator-secret').toString('base64')}`,
-        },
-        body: 'grant_type=client_credentials',
-      });
-      const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
+      const token = await demoToken(loggedIssuer(lines));
       const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       clients.push(client);
       const received = client.subscribe(`subscription {

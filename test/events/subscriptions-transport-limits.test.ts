@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
 import { fragmentFanOut, nestedSelections } from '../support/hostile-documents.ts';
+import { tokenFor } from '../support/tokens.ts';
 import { useLiveStack } from './support/live-stack.ts';
 
 const stack = useLiveStack({
@@ -40,7 +41,12 @@ async function openRawSocket(init = true): Promise<{
         }
       });
     });
-    socket.send(JSON.stringify({ type: 'connection_init' }));
+    socket.send(
+      JSON.stringify({
+        type: 'connection_init',
+        payload: { Authorization: `Bearer ${await tokenFor('operator')}` },
+      }),
+    );
     await acknowledged;
   }
   return { socket, closed };

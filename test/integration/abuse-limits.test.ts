@@ -3,6 +3,7 @@
  * upstream call, with a clear error; the facade keeps answering ordinary queries.
  */
 import { describe, expect, test } from 'vitest';
+import { bearer } from '../support/tokens.ts';
 import { useStack } from '../support/stack.ts';
 import {
   fragmentFanOut,
@@ -17,7 +18,11 @@ const stack = useStack();
 async function postAsJsonClient(document: string, variables?: Record<string, unknown>) {
   const response = await fetch(stack.graphqlUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      ...(await bearer('operator')),
+    },
     body: JSON.stringify({ query: document, variables }),
   });
   return {
@@ -223,6 +228,7 @@ describe('GraphQL over HTTP status codes', () => {
   test('a GET without a preflight header is still refused (CSRF prevention)', async () => {
     const response = await fetch(
       `${stack.graphqlUrl}?query=${encodeURIComponent('{ apiStatus { reachable } }')}`,
+      { headers: await bearer('operator') },
     );
 
     expect(response.status).toBe(400);

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { type Stack, useStack } from '../support/stack.ts';
+import { bearer } from '../support/tokens.ts';
 
 const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '2000' } });
 
@@ -76,7 +77,11 @@ async function sendGivingUpAfter(document: string, variables: Record<string, unk
   try {
     await fetch(stack.graphqlUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json',
+        ...(await bearer('operator')),
+      },
       body: JSON.stringify({ query: document, variables }),
       signal: AbortSignal.timeout(timeoutMs),
     });

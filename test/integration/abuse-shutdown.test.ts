@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, test } from 'vitest';
 import { waitFor } from '../events/support/events.ts';
+import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
 
 const children: ChildProcess[] = [];
@@ -29,6 +30,8 @@ describe('shutdown without resets', () => {
         UPSTREAM_BASE_URL: _base,
         UPSTREAM_API_KEY: _key,
         REDIS_URL: _redis,
+        AUTH_ISSUER: _issuer,
+        AUTH_AUDIENCE: _audience,
         ...inherited
       } = process.env;
       const child = spawn(process.execPath, ['scripts/start.ts'], {
@@ -40,6 +43,7 @@ describe('shutdown without resets', () => {
           HOST: '127.0.0.1',
           LOG_LEVEL: 'debug',
           SHUTDOWN_DRAIN_MS: '1000',
+          DEV_ISSUER_PORT: '0',
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -53,7 +57,8 @@ describe('shutdown without resets', () => {
       const graphqlUrl = logged('facade listening')[0]!.url as string;
       const emulatorUrl = logged('upstream: in-process emulator with demo data')[0]!.upstream as string;
 
-      const live = connectLive(graphqlUrl.replace(/^http/, 'ws'));
+      const token = await demoToken(loggedIssuer(lines));
+      const live = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       clients.push(live);
       const subscription = live.subscribe('subscription { accountChanged(customerId: "cus_ada") { type } }');
       await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
@@ -72,7 +77,11 @@ describe('shutdown without resets', () => {
       const post = (query: string) =>
         fetch(graphqlUrl, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/graphql-response+json',
+            authorization: `Bearer ${token}`,
+          },
           body: JSON.stringify({ query }),
         }).then(async (response) => ({
           status: response.status,

@@ -30,10 +30,10 @@ describe('a caller without a valid token', () => {
   test('is answered 401 with a Bearer challenge, and the upstream is never called', async () => {
     const anonymous = await stack.queryAnonymously(CUSTOMER, { id: 'cus_acme' });
     const topUp = await stack.queryAnonymously(
-      'mutation { sandboxTopUp(input: { accountId: "acc_acme_eth", amount: "5.00", currency: "USDC" }) { replayed } }',
+      'mutation { sandboxTopUp(input: { idempotencyKey: "callers-1", accountId: "acc_acme_eth", amount: "5.00", currency: "USDC" }) { replayed } }',
     );
     const archive = await stack.queryAnonymously(
-      'mutation { archiveWebhookEndpoint(input: { webhookEndpointId: "we_any" }) { replayed } }',
+      'mutation { archiveWebhookEndpoint(input: { idempotencyKey: "callers-2", webhookEndpointId: "we_any" }) { replayed } }',
     );
 
     for (const result of [anonymous, topUp, archive]) {
@@ -223,19 +223,19 @@ describe('a caller scoped to one customer', () => {
   test.each([
     [
       'createCustomer',
-      'mutation { createCustomer(input: { type: "individual", externalId: "x-1" }) { replayed } }',
+      'mutation { createCustomer(input: { idempotencyKey: "callers-3", type: "individual", externalId: "x-1" }) { replayed } }',
     ],
     [
       'sandboxSetCapabilityStatus',
-      'mutation { sandboxSetCapabilityStatus(input: { customerId: "cus_acme", capabilityId: "cap_acme_ach", status: READY }) { replayed } }',
+      'mutation { sandboxSetCapabilityStatus(input: { idempotencyKey: "callers-4", customerId: "cus_acme", capabilityId: "cap_acme_ach", status: READY }) { replayed } }',
     ],
     [
       'createWebhookEndpoint',
-      'mutation { createWebhookEndpoint(input: { url: "https://evil.example/hook", events: ["account.updated"] }) { replayed } }',
+      'mutation { createWebhookEndpoint(input: { idempotencyKey: "callers-5", url: "https://evil.example/hook", events: ["account.updated"] }) { replayed } }',
     ],
     [
       'archiveWebhookEndpoint',
-      'mutation { archiveWebhookEndpoint(input: { webhookEndpointId: "we_any" }) { replayed } }',
+      'mutation { archiveWebhookEndpoint(input: { idempotencyKey: "callers-6", webhookEndpointId: "we_any" }) { replayed } }',
     ],
     ['webhookEndpoints', '{ webhookEndpoints { nodes { id } } }'],
   ])('is FORBIDDEN to run the operator-only %s, with no upstream call', async (_name, document) => {
@@ -249,7 +249,7 @@ describe('a caller scoped to one customer', () => {
   test('tops up an account of its own customer, proven by reading it there first', async () => {
     const result = await stack.queryAs(
       'acme',
-      'mutation { sandboxTopUp(input: { accountId: "acc_acme_eth", amount: "1.00", currency: "USDC" }) { replayed topUp { state } } }',
+      'mutation { sandboxTopUp(input: { idempotencyKey: "callers-7", accountId: "acc_acme_eth", amount: "1.00", currency: "USDC" }) { replayed topUp { state } } }',
     );
 
     expect(result.body).toEqual({
@@ -264,7 +264,7 @@ describe('a caller scoped to one customer', () => {
   test('cannot top up another customer’s account: NOT_FOUND, and no top-up is sent', async () => {
     const result = await stack.queryAs(
       'acme',
-      'mutation { sandboxTopUp(input: { accountId: "acc_globex_eth", amount: "1.00", currency: "USDC" }) { replayed } }',
+      'mutation { sandboxTopUp(input: { idempotencyKey: "callers-8", accountId: "acc_globex_eth", amount: "1.00", currency: "USDC" }) { replayed } }',
     );
 
     expect(codes(result)).toEqual(['NOT_FOUND']);
@@ -277,7 +277,7 @@ describe('a caller scoped to one customer', () => {
   test('cannot change another customer through a mutation’s input', async () => {
     const result = await stack.queryAs(
       'acme',
-      'mutation { archiveAccount(input: { customerId: "cus_globex", accountId: "acc_globex_bank" }) { replayed } }',
+      'mutation { archiveAccount(input: { idempotencyKey: "callers-9", customerId: "cus_globex", accountId: "acc_globex_bank" }) { replayed } }',
     );
 
     expect(codes(result)).toEqual(['NOT_FOUND']);

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, test } from 'vitest';
+import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 
 const children: ChildProcess[] = [];
 
@@ -71,19 +72,9 @@ describe('npm start', () => {
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
 
     // With the demo operator's token, got the way the printed curl gets it.
-    const issuer = lines
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .find((entry) => entry.msg === 'callers: in-process OpenID provider with demo clients');
-    expect(issuer?.issuer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const tokenResponse = await fetch(`${issuer!.issuer as string}/token`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from('demo-operator:demo-operator-secret').toString('base64')}`,
-      },
-      body: 'grant_type=client_credentials',
-    });
-    const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
+    const issuer = loggedIssuer(lines.map((line) => JSON.parse(line) as Record<string, unknown>));
+    expect(issuer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const token = await demoToken(issuer);
     const response = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
