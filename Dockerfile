@@ -24,6 +24,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY src ./src
 COPY schema ./schema
 COPY emulator ./emulator
+# The demo OpenID provider: `npm start` runs it beside the embedded emulator, compose as a service.
+COPY dev-issuer ./dev-issuer
 COPY examples ./examples
 COPY scripts/start.ts ./scripts/start.ts
 USER node
