@@ -123,8 +123,17 @@ describe('the topology', () => {
       accountChanged: { type: expect.stringMatching(/^account\./), account: { id: 'acc_globex_eth' } },
     });
 
-    // The webhook reached facade-a only; facade-b delivered it to its subscriber.
-    const afterA = await scrape(metricsA);
+    // The webhook reached facade-a only; facade-b delivered it to its subscriber. facade-a counts
+    // the delivery once it has answered it, which may be after facade-b has already delivered.
+    let afterA = await scrape(metricsA);
+    await waitFor(
+      () => Object.keys(deltas(beforeA, afterA, 'facade_webhook_deliveries_total')).length > 0,
+      'facade-a to count the webhook',
+      10_000,
+      async () => {
+        afterA = await scrape(metricsA);
+      },
+    );
     const afterB = await scrape(metricsB);
     expect(deltas(beforeA, afterA, 'facade_webhook_deliveries_total')).toMatchObject({
       '{outcome="accepted"}': expect.any(Number),
