@@ -1,0 +1,79 @@
+/**
+ * Requests that try to slip past the caller check by being read differently by the check and by
+ * Apollo Server: GET URLs Apollo parses otherwise than express, persisted queries named by hash
+ * alone, and graphql-ws connections from an address that has failed to authenticate too often.
+ * Real tokens, real HTTP and WebSockets, and the emulator's request counter.
+ */
+import { createHash } from 'node:crypto';
+import { describe, expect, test } from 'vitest';
+import { useStack } from '../support/stack.ts';
+import { bearer } from '../support/tokens.ts';
+
+const INTROSPECTION = '{ __schema { queryType { name } } }';
+
+/** A GET of `/graphql` as a script would send it: any content type, and Apollo's CSRF header. */
+function getGraphQL(url: string, search: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${url}?${search}`, {
+    headers: { accept: '*/*', 'apollo-require-preflight': 'true', ...headers },
+  });
+}
+
+describe('an anonymous GET', () => {
+  const stack = useStack();
+
+  test('cannot hide its operation behind 1000 other URL parameters', async () => {
+    const padding = Array.from({ length: 1000 }, (_, index) => `p${index}=`).join('&');
+    const response = await getGraphQL(
+      stack.graphqlUrl,
+      `${padding}&query=${encodeURIComponent(`${INTROSPECTION.slice(0, -1)} customer(id: "cus_acme") { id } }`)}`,
+    );
+
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await response.json()).toEqual({
+      errors: [
+        {
+          message: 'Authentication required: send a valid access token as "Authorization: Bearer <token>".',
+          extensions: { code: 'UNAUTHENTICATED' },
+        },
+      ],
+    });
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
+  test('cannot run a persisted query a caller registered, by naming its hash alone', async () => {
+    const sha256Hash = createHash('sha256').update(INTROSPECTION).digest('hex');
+    const extensions = { persistedQuery: { version: 1, sha256Hash } };
+    const registered = await fetch(stack.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(await bearer('acme')) },
+      body: JSON.stringify({ query: INTROSPECTION, extensions }),
+    });
+    expect(await registered.json()).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
+
+    const anonymous = await getGraphQL(
+      stack.graphqlUrl,
+      `extensions=${encodeURIComponent(JSON.stringify(extensions))}`,
+    );
+    const withToken = await getGraphQL(
+      stack.graphqlUrl,
+      `extensions=${encodeURIComponent(JSON.stringify(extensions))}`,
+      await bearer('acme'),
+    );
+
+    expect(anonymous.status).toBe(401);
+    expect(JSON.stringify(await anonymous.json())).not.toContain('__schema');
+    expect(await withToken.json()).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
+  });
+
+  test('a browser still gets the Sandbox page, and a gateway still reads _service by GET', async () => {
+    const page = await fetch(stack.graphqlUrl, { headers: { accept: 'text/html' } });
+    const sdl = await getGraphQL(stack.graphqlUrl, `query=${encodeURIComponent('{ _service { sdl } }')}`);
+
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(sdl.status).toBe(200);
+    expect(JSON.stringify(await sdl.json())).toContain('type Customer');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
