@@ -154,6 +154,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     verifyClient: createVerifyClient({
       allowedOrigins: config.edge.corsOrigins,
       async admit(request) {
+        // As over HTTP: an address that has failed too often is refused before its credentials
+        // (a guessed key would cost an upstream check, and its answer would tell).
+        const blocked = await rateLimits.check('failed-auth', addressOf(request));
+        if (!blocked.allowed) return rateLimitedUpgrade(blocked.retryAfterSeconds);
         const decision = await rateLimits.consume('ws-connect', addressOf(request));
         return decision.allowed ? undefined : rateLimitedUpgrade(decision.retryAfterSeconds);
       },

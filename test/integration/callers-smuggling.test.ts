@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
+import { WebSocket as WsClient } from 'ws';
 import { useStack } from '../support/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
@@ -74,6 +75,49 @@ describe('an anonymous GET', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(sdl.status).toBe(200);
     expect(JSON.stringify(await sdl.json())).toContain('type Customer');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
+
+/** Opens graphql-ws with `payload` in `connection_init`: the upgrade's refusal status, the ack, or the close code. */
+function connectGraphQLWs(
+  url: string,
+  payload: Record<string, unknown>,
+): Promise<{ upgradeStatus: number } | { acknowledged: true } | { closeCode: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WsClient(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    socket.once('unexpected-response', (_request, response) => {
+      resolve({ upgradeStatus: response.statusCode ?? 0 });
+      socket.terminate();
+    });
+    socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload })));
+    socket.on('message', (data) => {
+      if ((JSON.parse(String(data)) as { type?: string }).type !== 'connection_ack') return;
+      resolve({ acknowledged: true });
+      socket.close();
+    });
+    socket.once('close', (code) => resolve({ closeCode: code }));
+    socket.once('error', (error) => {
+      if (!('code' in error)) reject(error);
+    });
+  });
+}
+
+describe('an address over its failed-authentication budget', () => {
+  const stack = useStack({ env: { RATE_LIMIT_FAILED_AUTH: '2', AUTH_ALLOW_CALLER_API_KEY: 'true' } });
+
+  test('is refused over graphql-ws as over HTTP, before any credential is checked or the upstream called', async () => {
+    const bad = { authorization: 'Bearer not.a.token' };
+    expect((await stack.query('{ apiStatus { reachable } }', undefined, bad)).status).toBe(401);
+    expect((await stack.query('{ apiStatus { reachable } }', undefined, bad)).status).toBe(401);
+    expect((await stack.queryAs('acme', '{ apiStatus { reachable } }')).status).toBe(429);
+
+    // A guessed platform key would cost a capability discovery each, and answer whether it is valid.
+    const guess = await connectGraphQLWs(stack.graphqlUrl, { 'X-API-Key': 'sk_sandbox_guess_1' });
+    const goodToken = await connectGraphQLWs(stack.graphqlUrl, await bearer('acme'));
+
+    expect(guess).toEqual({ upgradeStatus: 429 });
+    expect(goodToken).toEqual({ upgradeStatus: 429 });
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
 });
