@@ -151,6 +151,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       payload.query = resolution.query;
       return undefined;
     },
+    ...(config.edge.rateLimits.enabled
+      ? { maxOperationsPerCaller: config.edge.rateLimits.subscriptions }
+      : {}),
     verifyClient: createVerifyClient({
       allowedOrigins: config.edge.corsOrigins,
       async admit(request) {

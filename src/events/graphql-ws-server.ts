@@ -67,6 +67,11 @@ export interface GraphQLWebSocketOptions {
   /** Checks a WebSocket upgrade (origin, connection rate) before graphql-ws sees the connection. */
   verifyClient?: VerifyClientCallbackAsync;
   /**
+   * Operations one caller (by subject) may have running at once on this server, over all its
+   * connections; a subscribe beyond is refused with `RATE_LIMITED`. Undefined: no cap.
+   */
+  maxOperationsPerCaller?: number;
+  /**
    * The environment (sandbox or live) of the upstream key a connection's reads use: the caller's
    * own key, or the facade's when undefined. Cached by the runtime, so a connection costs no call.
    */
@@ -123,6 +128,15 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
   const connectionIds = new WeakMap<object, number>();
   let nextConnectionId = 0;
   let draining = false;
+  // The running operations of each caller's connections, as graphql-ws itself holds them.
+  const operationsByCaller = new Map<string, Set<{ readonly subscriptions: object }>>();
+  const runningOperationsOf = (subject: string): number => {
+    let running = 0;
+    for (const connection of operationsByCaller.get(subject) ?? []) {
+      running += Object.keys(connection.subscriptions).length;
+    }
+    return running;
+  };
 
   const operationKey = (
     ctx: Context<Record<string, unknown> | undefined, Extra & Partial<ConnectionExtra>>,
@@ -145,7 +159,18 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       // Each subscribe message spends from the caller's operations budget, as an HTTP request does.
       onSubscribe: async (ctx, _id, payload) => {
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
-        if (subscriber === undefined || options.admitSubscription === undefined) return undefined;
+        if (subscriber === undefined) return undefined;
+        // Every event is read once per subscription that hears it: the cap bounds that for a caller.
+        const max = options.maxOperationsPerCaller;
+        if (max !== undefined && runningOperationsOf(subscriber.caller.subject) > max) {
+          return [
+            new GraphQLError(
+              `This caller already runs ${max} operations over graphql-ws, the most allowed; complete one before starting another.`,
+              { extensions: { code: 'RATE_LIMITED' } },
+            ),
+          ];
+        }
+        if (options.admitSubscription === undefined) return undefined;
         const refusal = await options.admitSubscription(subscriber.caller, payload as SubscribePayloadLike);
         return refusal === undefined ? undefined : [refusal];
       },
@@ -196,6 +221,16 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         const subscriber: Subscriber = { caller, apiKey, environment, queues: new Set(), expiry: undefined };
         armExpiry(subscriber, socket);
         socket.once('close', () => clearTimeout(subscriber.expiry));
+        // A socket closed while its token was checked has no `close` to come: not counted.
+        if (socket.readyState === socket.OPEN) {
+          const subject = caller.subject;
+          const connections = operationsByCaller.get(subject) ?? new Set();
+          operationsByCaller.set(subject, connections.add(ctx));
+          socket.once('close', () => {
+            connections.delete(ctx);
+            if (connections.size === 0) operationsByCaller.delete(subject);
+          });
+        }
         (ctx.extra as ConnectionExtra).subscriber = subscriber;
         return true;
       },
