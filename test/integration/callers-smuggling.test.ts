@@ -1,8 +1,9 @@
 /**
  * Requests that try to slip past the caller check by being read differently by the check and by
  * Apollo Server: GET URLs Apollo parses otherwise than express, persisted queries named by hash
- * alone, and graphql-ws connections from an address that has failed to authenticate too often.
- * Real tokens, real HTTP and WebSockets, and the emulator's request counter.
+ * alone, and graphql-ws connections from an address that has failed to authenticate too often;
+ * and a flood of the one route that reaches the upstream without a token, readiness. Real tokens,
+ * real HTTP and WebSockets, and the emulator's request counter.
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
@@ -119,5 +120,22 @@ describe('an address over its failed-authentication budget', () => {
     expect(guess).toEqual({ upgradeStatus: 429 });
     expect(goodToken).toEqual({ upgradeStatus: 429 });
     expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
+
+describe('a flood of anonymous readiness probes', () => {
+  const stack = useStack();
+
+  test('costs the upstream one call at a time, and every probe still gets the answer', async () => {
+    // A slow upstream: every probe of the flood arrives while the first discovery is under way.
+    await stack.setFaults({ latency: { fixedMs: 1_000, jitterMs: 0 } });
+    const probes = await Promise.all(Array.from({ length: 20 }, () => fetch(`${stack.facadeUrl}/readyz`)));
+
+    expect(probes.map((probe) => probe.status)).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(await probes[19]!.json()).toEqual({
+      status: 'ready',
+      upstream: { reachable: true, environment: 'sandbox' },
+    });
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 1 });
   });
 });
