@@ -213,6 +213,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         apiKey: input.apiKey ?? config.upstream.apiKey,
         scope: input.caller === undefined ? ANONYMOUS_SCOPE : scopeOf(input.caller),
         requestId: input.requestId,
+        // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
+        idempotencyOwner: input.caller?.subject,
       }),
       input.caller,
     );

@@ -21,6 +21,12 @@ export interface UpstreamContext {
   readonly retryBudget: RetryBudget;
   /** Upstream calls the whole operation may still make. */
   readonly callBudget: CallBudget;
+  /**
+   * Whose Idempotency-Keys the operation sends (the caller's subject). The upstream keeps keys per
+   * API key, which every caller of the facade shares: a caller's key is sent as a digest of it and
+   * its owner, so one caller's key can neither block nor reveal another's. Undefined: sent as is.
+   */
+  readonly idempotencyOwner?: string | undefined;
 }
 
 export interface UpstreamContextOptions {
@@ -35,6 +41,8 @@ export interface UpstreamContextOptions {
   requestId?: string;
   /** Retries the operation may spend; defaults to the client's configured budget. */
   retries?: number;
+  /** See {@link UpstreamContext.idempotencyOwner}. */
+  idempotencyOwner?: string | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -49,5 +57,6 @@ export function createUpstreamContext(
     requestId: resolveRequestId(options.requestId),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),
+    idempotencyOwner: options.idempotencyOwner,
   };
 }
