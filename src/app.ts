@@ -187,9 +187,16 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       payload.query = resolution.query;
       return undefined;
     },
+    ...(config.edge.rateLimits.enabled
+      ? { maxOperationsPerCaller: config.edge.rateLimits.subscriptions }
+      : {}),
     verifyClient: createVerifyClient({
       allowedOrigins: config.edge.corsOrigins,
       async admit(request) {
+        // As over HTTP: an address that has failed too often is refused before its credentials
+        // (a guessed key would cost an upstream check, and its answer would tell).
+        const blocked = await rateLimits.check('failed-auth', addressOf(request));
+        if (!blocked.allowed) return rateLimitedUpgrade(blocked.retryAfterSeconds);
         const decision = await rateLimits.consume('ws-connect', addressOf(request));
         return decision.allowed ? undefined : rateLimitedUpgrade(decision.retryAfterSeconds);
       },
@@ -266,6 +273,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
             : { subject: input.caller.subject, client: input.caller.clientId ?? null },
         requestId: input.requestId,
         signal: createOperationSignal(config.operationTimeoutMs, shutdown.signal),
+        // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
+        idempotencyOwner: input.caller?.subject,
       }),
       input.caller,
     );

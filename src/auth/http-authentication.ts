@@ -120,18 +120,36 @@ function sendError(
   res.type('application/json').send(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
 }
 
-/** A browser opening `/graphql`: Apollo answers it with the landing page, which holds no data. */
+/**
+ * A browser opening `/graphql`: Apollo answers it with the landing page, which holds no data. It
+ * must name no operation as Apollo reads the URL (a `query`, or an `extensions` naming a persisted
+ * query): Apollo runs a GET whose `Accept` does not prefer HTML, so a request let through here as a
+ * page would otherwise run its operation without a caller.
+ */
 function isLandingPageRequest(req: Request, landingPage: boolean): boolean {
-  return (
-    landingPage &&
-    req.method === 'GET' &&
-    req.query.query === undefined &&
-    req.accepts(['text/html']) === 'text/html'
-  );
+  if (!landingPage || req.method !== 'GET' || req.accepts(['text/html']) !== 'text/html') return false;
+  const params = searchParamsOf(req);
+  return !params.has('query') && !params.has('extensions');
 }
 
 function isAnonymousRequest(req: Request, publicIntrospection: boolean): boolean {
-  const body = req.method === 'GET' ? req.query : (req.body as unknown);
+  if (req.method === 'GET') {
+    // Apollo refuses a repeated `query`; a persisted query's hash beside it must match it.
+    const queries = searchParamsOf(req).getAll('query');
+    return queries.length === 1 && isAnonymousDocument(queries[0], publicIntrospection);
+  }
+  const body = req.body as unknown;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
   return isAnonymousDocument((body as { query?: unknown }).query, publicIntrospection);
+}
+
+/**
+ * The URL's parameters read the way Apollo Server reads them (`URLSearchParams`, every key), not
+ * through express's `req.query`, whose parser stops after 1000 keys: a `query` placed after 1000
+ * others would be invisible here and run by Apollo.
+ */
+function searchParamsOf(req: Request): URLSearchParams {
+  const url = req.url;
+  const start = url.indexOf('?');
+  return new URLSearchParams(start === -1 ? '' : url.slice(start + 1).split('#', 1)[0]);
 }

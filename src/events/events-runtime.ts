@@ -54,6 +54,8 @@ export interface EventsRuntimeOptions {
   admitSubscription?: (caller: Caller, payload: SubscribePayloadLike) => Promise<GraphQLError | undefined>;
   /** Checks a WebSocket upgrade before graphql-ws sees it (origin, connection rate). */
   verifyClient?: VerifyClientCallbackAsync;
+  /** Operations one caller may run at once over graphql-ws; see `graphql-ws-server.ts`. */
+  maxOperationsPerCaller?: number;
   upstreamClient: UpstreamClient;
   logger: Logger;
   /** Told how each webhook delivery was answered (metrics). */
@@ -151,6 +153,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         ...(options.failedAuthLimiter ? { failedAuthLimiter: options.failedAuthLimiter } : {}),
         ...(options.admitSubscription ? { admitSubscription: options.admitSubscription } : {}),
         ...(options.verifyClient ? { verifyClient: options.verifyClient } : {}),
+        ...(options.maxOperationsPerCaller === undefined
+          ? {}
+          : { maxOperationsPerCaller: options.maxOperationsPerCaller }),
         environmentOf: (apiKey) => options.keyEnvironments.of(apiKey),
         createContext: host.createContext,
         bus,

@@ -68,6 +68,11 @@ export interface GraphQLWebSocketOptions {
   /** Checks a WebSocket upgrade (origin, connection rate) before graphql-ws sees the connection. */
   verifyClient?: VerifyClientCallbackAsync;
   /**
+   * Operations one caller (by subject) may have running at once on this server, over all its
+   * connections; a subscribe beyond is refused with `RATE_LIMITED`. Undefined: no cap.
+   */
+  maxOperationsPerCaller?: number;
+  /**
    * The environment (sandbox or live) of the upstream key a connection's reads use: the caller's
    * own key, or the facade's when undefined. Cached by the runtime, so a connection costs no call.
    */
@@ -135,6 +140,15 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
   const connectionIds = new WeakMap<object, number>();
   let nextConnectionId = 0;
   let draining = false;
+  // The running operations of each caller's connections, as graphql-ws itself holds them.
+  const operationsByCaller = new Map<string, Set<{ readonly subscriptions: object }>>();
+  const runningOperationsOf = (subject: string): number => {
+    let running = 0;
+    for (const connection of operationsByCaller.get(subject) ?? []) {
+      running += Object.keys(connection.subscriptions).length;
+    }
+    return running;
+  };
 
   const operationKey = (
     ctx: Context<Record<string, unknown> | undefined, Extra & Partial<ConnectionExtra>>,
@@ -157,9 +171,24 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         // First the caller's budget (each subscribe message spends from it, as an HTTP request
         // does) and the trusted documents, which may put a listed body in place of an id.
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
-        if (subscriber !== undefined && options.admitSubscription !== undefined) {
-          const refusal = await options.admitSubscription(subscriber.caller, payload as SubscribePayloadLike);
-          if (refusal !== undefined) return [refusal];
+        if (subscriber !== undefined) {
+          // Every event is read once per subscription that hears it: the cap bounds that for a caller.
+          const max = options.maxOperationsPerCaller;
+          if (max !== undefined && runningOperationsOf(subscriber.caller.subject) > max) {
+            return [
+              new GraphQLError(
+                `This caller already runs ${max} operations over graphql-ws, the most allowed; complete one before starting another.`,
+                { extensions: { code: 'RATE_LIMITED' } },
+              ),
+            ];
+          }
+          if (options.admitSubscription !== undefined) {
+            const refusal = await options.admitSubscription(
+              subscriber.caller,
+              payload as SubscribePayloadLike,
+            );
+            if (refusal !== undefined) return [refusal];
+          }
         }
         // Then parse, validation and the limits, as over HTTP; `ctx.subscriptions` holds this one.
         return guard(payload, Object.keys(ctx.subscriptions).length);
@@ -211,6 +240,16 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         const subscriber: Subscriber = { caller, apiKey, environment, queues: new Set(), expiry: undefined };
         armExpiry(subscriber, socket);
         socket.once('close', () => clearTimeout(subscriber.expiry));
+        // A socket closed while its token was checked has no `close` to come: not counted.
+        if (socket.readyState === socket.OPEN) {
+          const subject = caller.subject;
+          const connections = operationsByCaller.get(subject) ?? new Set();
+          operationsByCaller.set(subject, connections.add(ctx));
+          socket.once('close', () => {
+            connections.delete(ctx);
+            if (connections.size === 0) operationsByCaller.delete(subject);
+          });
+        }
         (ctx.extra as ConnectionExtra).subscriber = subscriber;
         return true;
       },

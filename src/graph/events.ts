@@ -76,10 +76,20 @@ async function readResource(event: PlatformEvent, context: GraphContext): Promis
     return { resource: await read(context, customerId ?? '', resourceId) };
   } catch (error) {
     if (!isRefusal(error)) return { resource: null, error };
-    const gone = (error as UpstreamProblemError).status === 404 && customerId !== null && isRecord(object);
+    // Only where archiving is why the read fails, and only a record of the event's own customer: a
+    // 404 may also be the subscriber's scope refusing another customer's resource.
+    const gone =
+      (error as UpstreamProblemError).status === 404 &&
+      customerId !== null &&
+      UNREADABLE_ONCE_ARCHIVED.has(resourceType) &&
+      isRecord(object) &&
+      (object.customerId === undefined || object.customerId === customerId);
     return gone ? checkCustomer(context, customerId, { ...object, customerId }) : DROP;
   }
 }
+
+/** Resource types whose archived records answer 404 to every read (docs/events.md). */
+const UNREADABLE_ONCE_ARCHIVED = new Set(['related_party', 'document']);
 
 async function checkCustomer(
   context: GraphContext,

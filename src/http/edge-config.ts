@@ -20,6 +20,12 @@ export interface RateLimitsConfig {
   failedAuth: number;
   /** `RATE_LIMIT_WS_CONNECTS`: WebSocket connection attempts per window per caller or address. */
   wsConnects: number;
+  /**
+   * `RATE_LIMIT_SUBSCRIPTIONS`: graphql-ws operations one caller may have running at once on one
+   * replica. Each event is read once per subscription that hears it, so without a cap a caller
+   * could multiply the upstream calls of every event by subscribing again and again.
+   */
+  subscriptions: number;
 }
 
 export interface EdgeConfig {
@@ -42,6 +48,8 @@ export const EDGE_CONFIG_DEFAULTS = {
   // Enough for a client retrying with an expired token; far too few to guess one.
   RATE_LIMIT_FAILED_AUTH: 20,
   RATE_LIMIT_WS_CONNECTS: 60,
+  // A subscription per resource kind for a few dozen customers; an operator listens with `events`.
+  RATE_LIMIT_SUBSCRIPTIONS: 200,
 } as const;
 
 /**
@@ -76,6 +84,12 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
       wsConnects: reader.integer(
         'RATE_LIMIT_WS_CONNECTS',
         EDGE_CONFIG_DEFAULTS.RATE_LIMIT_WS_CONNECTS,
+        1,
+        1_000_000,
+      ),
+      subscriptions: reader.integer(
+        'RATE_LIMIT_SUBSCRIPTIONS',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_SUBSCRIPTIONS,
         1,
         1_000_000,
       ),

@@ -31,42 +31,60 @@ export interface ReadinessOptions {
  * 503 with the reason. A replica without its Redis would take webhooks it cannot fan out.
  */
 export function handleReadiness(options: ReadinessOptions): RequestHandler {
+  // Anyone may ask, without a token: probes that arrive while a discovery is under way share its
+  // answer, so a flood of them costs the upstream one call at a time, not one call each.
+  let inFlight: Promise<Readiness> | undefined;
   return async (_req, res) => {
-    const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
-    // A probe must answer fast and must not add retry load to a struggling upstream.
-    const up = createUpstreamContext(options.client, {
-      apiKey: options.apiKey,
-      scope: PLATFORM_SCOPE,
-      requestId: res.locals.requestId as string | undefined,
-      retries: 0,
+    inFlight ??= checkReadiness(options, res.locals.requestId as string | undefined).finally(() => {
+      inFlight = undefined;
     });
-    try {
-      const discovery = await discoverCapabilities(up);
-      const redis = await redisCheck;
-      const upstream = { reachable: true, environment: discovery.environment };
-      if (redis !== undefined && !redis.reachable) {
-        options.logger.warn('not ready', {
-          reason: `redis_${redis.reason ?? 'unreachable'}`,
-          requestId: up.requestId,
-        });
-        res.status(503).json({ status: 'unavailable', upstream, redis });
-        return;
-      }
-      res.status(200).json({ status: 'ready', upstream, ...(redis === undefined ? {} : { redis }) });
-    } catch (error) {
-      const reason =
-        error instanceof UpstreamProblemError
-          ? error.code
-          : error instanceof UpstreamUnavailableError
-            ? error.reason
-            : 'unexpected_error';
-      options.logger.warn('not ready', { reason, requestId: up.requestId });
-      const redis = await redisCheck;
-      res.status(503).json({
+    const { status, body } = await inFlight;
+    res.status(status).json(body);
+  };
+}
+
+interface Readiness {
+  status: 200 | 503;
+  body: object;
+}
+
+async function checkReadiness(options: ReadinessOptions, requestId: string | undefined): Promise<Readiness> {
+  const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
+  // A probe must answer fast and must not add retry load to a struggling upstream.
+  const up = createUpstreamContext(options.client, {
+    apiKey: options.apiKey,
+    scope: PLATFORM_SCOPE,
+    requestId,
+    retries: 0,
+  });
+  try {
+    const discovery = await discoverCapabilities(up);
+    const redis = await redisCheck;
+    const upstream = { reachable: true, environment: discovery.environment };
+    if (redis !== undefined && !redis.reachable) {
+      options.logger.warn('not ready', {
+        reason: `redis_${redis.reason ?? 'unreachable'}`,
+        requestId: up.requestId,
+      });
+      return { status: 503, body: { status: 'unavailable', upstream, redis } };
+    }
+    return { status: 200, body: { status: 'ready', upstream, ...(redis === undefined ? {} : { redis }) } };
+  } catch (error) {
+    const reason =
+      error instanceof UpstreamProblemError
+        ? error.code
+        : error instanceof UpstreamUnavailableError
+          ? error.reason
+          : 'unexpected_error';
+    options.logger.warn('not ready', { reason, requestId: up.requestId });
+    const redis = await redisCheck;
+    return {
+      status: 503,
+      body: {
         status: 'unavailable',
         upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
         ...(redis === undefined ? {} : { redis }),
-      });
-    }
-  };
+      },
+    };
+  }
 }

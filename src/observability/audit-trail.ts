@@ -122,7 +122,7 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
       operation: operations.get(call) ?? null,
       upstream: { method: request.method, route: template, status: response?.status ?? statusOf(error) },
       resources: resultId === undefined ? params : { ...params, resultId },
-      idempotencyKey: request.idempotencyKey ?? null,
+      idempotencyKey: request.callerIdempotencyKey ?? request.idempotencyKey ?? null,
       correlationId: response?.correlationId ?? correlationIdOf(error),
       outcome: response !== undefined ? 'ok' : outcomeOf(error),
       replayed: response?.replayed ?? false,

@@ -32,6 +32,11 @@ export interface UpstreamRequest {
   /** Sent as `Idempotency-Key`; the same key is reused by every retry of the call. */
   idempotencyKey?: string;
   /**
+   * The key as the caller gave it, where `idempotencyKey` is its per-caller digest (see
+   * `request.ts`): what the audit trail and the caller see. Never sent.
+   */
+  callerIdempotencyKey?: string;
+  /**
    * The customer this request acts for, where the path does not name one (a sandbox top-up names
    * only its account): set only by an upstream function that has read the resource under that
    * customer first. See `access.ts`.

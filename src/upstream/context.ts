@@ -33,6 +33,12 @@ export interface UpstreamContext {
   readonly callBudget: CallBudget;
   /** Aborted at the operation's deadline or at shutdown; calls in flight are then cancelled. */
   readonly signal?: AbortSignal;
+  /**
+   * Whose Idempotency-Keys the operation sends (the caller's subject). The upstream keeps keys per
+   * API key, which every caller of the facade shares: a caller's key is sent as a digest of it and
+   * its owner, so one caller's key can neither block nor reveal another's. Undefined: sent as is.
+   */
+  readonly idempotencyOwner?: string | undefined;
 }
 
 export interface UpstreamContextOptions {
@@ -51,6 +57,8 @@ export interface UpstreamContextOptions {
   retries?: number;
   /** The operation's deadline and shutdown signal (see `cancellation.ts`); none: no deadline. */
   signal?: AbortSignal;
+  /** See {@link UpstreamContext.idempotencyOwner}. */
+  idempotencyOwner?: string | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -67,5 +75,6 @@ export function createUpstreamContext(
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),
     signal: options.signal,
+    idempotencyOwner: options.idempotencyOwner,
   };
 }

@@ -2,7 +2,7 @@
  * The three shapes of upstream call every resource module uses: read one record, read one page,
  * and send an effectful request with an Idempotency-Key.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { HttpMethod } from './client.ts';
 import type { UpstreamContext } from './context.ts';
 import { UpstreamUnavailableError } from './errors.ts';
@@ -49,10 +49,26 @@ export async function sendEffect<T>(
     method,
     path,
     body,
-    idempotencyKey,
+    idempotencyKey: upstreamIdempotencyKey(up, idempotencyKey),
+    callerIdempotencyKey: idempotencyKey,
     ...(actingFor === undefined ? {} : { actingFor }),
   });
   return { data: unwrapData<T>(response.body, up.requestId), idempotencyKey, replayed: response.replayed };
+}
+
+/** Longest Idempotency-Key the upstream accepts (the contract's limits table). */
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/**
+ * The Idempotency-Key sent for `key`: a digest of it and its owner (see
+ * `UpstreamContext.idempotencyOwner`), the same for every retry. A key the upstream would refuse
+ * (empty, too long) is sent as is, so the caller gets the upstream's own validation error.
+ */
+function upstreamIdempotencyKey(up: UpstreamContext, key: string): string {
+  if (up.idempotencyOwner === undefined || key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    return key;
+  }
+  return createHash('sha256').update(`${up.idempotencyOwner}\n${key}`).digest('base64url');
 }
 
 function unwrapData<T>(body: unknown, requestId: string): T {

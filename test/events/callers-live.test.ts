@@ -92,6 +92,56 @@ describe('a subscriber scoped to one customer', () => {
   });
 });
 
+describe('an event naming the subscriber’s customer about another customer’s resource', () => {
+  test('is dropped: the record it carries never stands in for a read the scope refused', async () => {
+    const acme = stack.connect(await bearer('acme'));
+    const everything = acme.subscribe(
+      `subscription { events { eventId resource { ... on Account { id customerId } ... on Customer { id displayName } } } }`,
+    );
+    // Listening for sure once an event of its own has arrived.
+    const probes = new Set<string>();
+    await waitFor(
+      () => everything.data.length >= 1,
+      'the subscription to listen',
+      10_000,
+      async () => {
+        const probe = accountUpdated('cus_acme', 'acc_acme_eth');
+        probes.add(probe.id);
+        await postSignedEvent(stack.facade.webhookUrl, secret, probe);
+      },
+    );
+
+    const foreignAccount = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_globex_eth',
+      object: { id: 'acc_globex_eth', customerId: 'cus_globex' },
+    });
+    const foreignCustomer = upstreamEvent({
+      type: 'customer.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'customer',
+      resourceId: 'cus_globex',
+      object: { id: 'cus_globex', displayName: 'Globex Corporation' },
+    });
+    const marker = accountUpdated('cus_acme', 'acc_acme_eth');
+    for (const event of [foreignAccount, foreignCustomer, marker]) {
+      expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
+    }
+
+    // Events are delivered in order: the marker comes after whatever the two others became.
+    const isMarker = (data: { events: { eventId: string } }) => data.events.eventId === marker.id;
+    await waitFor(() => everything.data.some(isMarker), 'the acme marker');
+    expect(
+      everything.data.filter((data: { events: { eventId: string } }) => !probes.has(data.events.eventId)),
+    ).toEqual([{ events: { eventId: marker.id, resource: { id: 'acc_acme_eth', customerId: 'cus_acme' } } }]);
+    everything.stop();
+  });
+});
+
 describe('connecting', () => {
   test('without a token: 4401, and no upstream call', async () => {
     await resetUpstreamCalls();

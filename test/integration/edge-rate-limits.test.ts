@@ -22,7 +22,15 @@ const logLines: string[] = [];
 const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
 
 function limitsConfig(overrides: Partial<RateLimitsConfig> = {}): RateLimitsConfig {
-  return { enabled: true, windowSeconds: 60, requests: 3, failedAuth: 2, wsConnects: 5, ...overrides };
+  return {
+    enabled: true,
+    windowSeconds: 60,
+    requests: 3,
+    failedAuth: 2,
+    wsConnects: 5,
+    subscriptions: 5,
+    ...overrides,
+  };
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];

@@ -170,7 +170,14 @@ describe('refusing a WebSocket upgrade before graphql-ws', () => {
 
   test('verifyClient with a connection budget: 429 with Retry-After once an address has spent it', async () => {
     const limits = createRateLimits({
-      config: { enabled: true, windowSeconds: 60, requests: 100, failedAuth: 10, wsConnects: 2 },
+      config: {
+        enabled: true,
+        windowSeconds: 60,
+        requests: 100,
+        failedAuth: 10,
+        wsConnects: 2,
+        subscriptions: 10,
+      },
       keyPrefix: 't:',
       logger: createLogger({ level: 'silent' }),
     });

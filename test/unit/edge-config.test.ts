@@ -20,6 +20,7 @@ describe('readEdgeConfig', () => {
           requests: 600,
           failedAuth: 20,
           wsConnects: 60,
+          subscriptions: 200,
         },
         trustedDocumentsPath: undefined,
       },
@@ -36,13 +37,21 @@ describe('readEdgeConfig', () => {
       RATE_LIMIT_REQUESTS: '50',
       RATE_LIMIT_FAILED_AUTH: '3',
       RATE_LIMIT_WS_CONNECTS: '7',
+      RATE_LIMIT_SUBSCRIPTIONS: '9',
       TRUSTED_DOCUMENTS: ' /etc/facade/manifest.json ',
     });
     expect(problems).toEqual([]);
     expect(config).toEqual({
       corsOrigins: ['https://app.example.com', 'http://localhost:3000', 'https://admin.example.com:8443'],
       trustProxy: 2,
-      rateLimits: { enabled: false, windowSeconds: 10, requests: 50, failedAuth: 3, wsConnects: 7 },
+      rateLimits: {
+        enabled: false,
+        windowSeconds: 10,
+        requests: 50,
+        failedAuth: 3,
+        wsConnects: 7,
+        subscriptions: 9,
+      },
       trustedDocumentsPath: '/etc/facade/manifest.json',
     });
   });
@@ -99,6 +108,7 @@ describe('readEdgeConfig', () => {
       requests: 600,
       failedAuth: 20,
       wsConnects: 60,
+      subscriptions: 200,
     });
   });
 });

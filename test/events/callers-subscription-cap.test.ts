@@ -1,0 +1,74 @@
+/**
+ * A caller flooding graphql-ws with subscriptions: every event is read once per subscription that
+ * hears it, so each subscription a caller adds multiplies the upstream calls of its customer's
+ * events. The operations one caller runs at once are capped (RATE_LIMIT_SUBSCRIPTIONS), over all
+ * its connections; other callers keep their own.
+ */
+import { describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { tokenFor } from '../support/tokens.ts';
+import { upstreamEvent, waitFor } from './support/events.ts';
+import { postSignedEvent, useLiveStack } from './support/live-stack.ts';
+
+const secret = generateWebhookSecret();
+const stack = useLiveStack({ WEBHOOK_SECRETS: secret, RATE_LIMIT_SUBSCRIPTIONS: '2' });
+
+const ACCOUNT_CHANGED = 'subscription { accountChanged(customerId: "cus_acme") { accountId } }';
+
+const logged = (message: string) =>
+  stack.facade.logs.filter((line) => line.includes(`"msg":"${message}"`)).length;
+
+async function upstreamTotal(): Promise<number> {
+  const calls = (await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json()) as { total: number };
+  return calls.total;
+}
+
+describe('a caller over its running-subscription cap', () => {
+  test('is refused another subscription on any connection, so an event costs at most the cap in reads', async () => {
+    const acme = { Authorization: `Bearer ${await tokenFor('acme')}` };
+    const firstConnection = stack.connect(acme);
+    const first = firstConnection.subscribe(ACCOUNT_CHANGED);
+    const second = stack.connect(acme).subscribe(ACCOUNT_CHANGED);
+    await stack.subscriptionsStarted(2);
+
+    const third = firstConnection.subscribe(ACCOUNT_CHANGED);
+    await waitFor(
+      () => third.errors.length > 0 || logged('subscription started') >= 3,
+      'the third subscribe',
+    );
+    expect(third.errors).toEqual([
+      [
+        expect.objectContaining({
+          message: expect.stringMatching(/already runs 2 operations over graphql-ws/),
+          extensions: { code: 'RATE_LIMITED' },
+        }),
+      ],
+    ]);
+
+    // Another caller has its own cap.
+    const operator = stack.connect().subscribe(ACCOUNT_CHANGED);
+    await stack.subscriptionsStarted(1);
+    await fetch(`${stack.emulator.url}/_emulator/requests`, { method: 'DELETE' });
+    const event = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_acme_eth',
+    });
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
+    await waitFor(
+      () => first.data.length >= 1 && second.data.length >= 1 && operator.data.length >= 1,
+      'the event on every running subscription',
+    );
+    // One read per running subscription: acme's two and the operator's.
+    expect(await upstreamTotal()).toBe(3);
+
+    // Once one ends, the caller may start another.
+    first.stop();
+    await waitFor(() => logged('subscription completed') >= 1, 'the first subscription to complete');
+    const again = firstConnection.subscribe(ACCOUNT_CHANGED);
+    await stack.subscriptionsStarted(1);
+    expect(again.errors).toEqual([]);
+  });
+});
