@@ -115,8 +115,12 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** Largest GraphQL request body accepted. */
-const MAX_BODY = '1mb';
+/**
+ * Largest GraphQL request body accepted, the same as a graphql-ws message: a document is cut at
+ * QUERY_MAX_TOKENS anyway, and a larger body would cost more to receive and decode than any
+ * ordinary operation (a larger one is answered 413 from its Content-Length, unread).
+ */
+const MAX_BODY = '64kb';
 
 /**
  * After the drain window, how long operations whose upstream calls were cancelled have to send
