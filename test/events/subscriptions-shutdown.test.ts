@@ -2,11 +2,10 @@
  * `npm start` as a real process: the embedded emulator, webhooks registered at start, a live
  * subscription, then SIGTERM: the subscription completes and the process exits 0.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, test } from 'vitest';
-import { demoToken, loggedIssuer } from '../support/demo-token.ts';
+import { startNpmStart } from '../support/npm-start.ts';
 import { waitFor } from './support/events.ts';
 import { connectLive, SANDBOX_KEY, type LiveClient } from './support/live-stack.ts';
 
@@ -25,42 +24,10 @@ describe('shutdown', () => {
     'on SIGTERM the running subscriptions complete and the process exits 0',
     { timeout: 30_000 },
     async () => {
-      const {
-        UPSTREAM_BASE_URL: _base,
-        UPSTREAM_API_KEY: _key,
-        REDIS_URL: _redis,
-        AUTH_ISSUER: _issuer,
-        AUTH_AUDIENCE: _audience,
-        ...inherited
-      } = process.env;
-      const child = spawn(process.execPath, ['scripts/start.ts'], {
-        cwd: new URL('../..', import.meta.url),
-        // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-        env: {
-          ...inherited,
-          NODE_ENV: 'production',
-          PORT: '0',
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'debug',
-          DEV_ISSUER_PORT: '0',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const { child, lines, logged, stderr, graphqlUrl, emulatorUrl, token } = await startNpmStart({});
       children.push(child);
-      let stderr = '';
-      child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
-      const lines: Record<string, unknown>[] = [];
-      const reader = createInterface({ input: child.stdout! });
-      reader.on('line', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
-      const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
-
-      await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
-      const graphqlUrl = logged('facade listening')[0]!.url as string;
-      const emulatorUrl = logged('upstream: in-process emulator with demo data')[0]!.upstream as string;
       expect(logged('registered a webhook endpoint with the upstream')).toHaveLength(1);
 
-      // The demo operator's token from the embedded issuer, as the printed curl gets it.
-      const token = await demoToken(loggedIssuer(lines));
       const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       clients.push(client);
       const received = client.subscribe(`subscription {
@@ -87,7 +54,7 @@ describe('shutdown', () => {
       expect(received.errors).toEqual([]);
       expect(code).toBe(0);
       expect(logged('subscription completed')).toHaveLength(1);
-      const everything = [...lines.map((entry) => JSON.stringify(entry)), stderr].join('\n');
+      const everything = [...lines.map((entry) => JSON.stringify(entry)), stderr()].join('\n');
       expect(everything).not.toContain('whsec_');
       expect(everything).not.toContain(SANDBOX_KEY);
       expect(everything).not.toContain(token);

@@ -3,12 +3,11 @@
  * a GraphQL answer (SHUTTING_DOWN, retryable, with the mutation's key) instead of a reset, and a
  * graphql-ws connection is closed with 1001 once its subscription completed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, test } from 'vitest';
 import { waitFor } from '../events/support/events.ts';
-import { demoToken, loggedIssuer } from '../support/demo-token.ts';
+import { startNpmStart } from '../support/npm-start.ts';
 import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
 
 const children: ChildProcess[] = [];
@@ -26,38 +25,9 @@ describe('shutdown without resets', () => {
     'on SIGTERM a long query and a mutation answer SHUTTING_DOWN after the drain window; graphql-ws closes with 1001',
     { timeout: 30_000 },
     async () => {
-      const {
-        UPSTREAM_BASE_URL: _base,
-        UPSTREAM_API_KEY: _key,
-        REDIS_URL: _redis,
-        AUTH_ISSUER: _issuer,
-        AUTH_AUDIENCE: _audience,
-        ...inherited
-      } = process.env;
-      const child = spawn(process.execPath, ['scripts/start.ts'], {
-        cwd: new URL('../..', import.meta.url),
-        env: {
-          ...inherited,
-          NODE_ENV: 'production',
-          PORT: '0',
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'debug',
-          SHUTDOWN_DRAIN_MS: '1000',
-          DEV_ISSUER_PORT: '0',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const started = await startNpmStart({ SHUTDOWN_DRAIN_MS: '1000' });
+      const { child, logged, graphqlUrl, emulatorUrl, token } = started;
       children.push(child);
-      const lines: Record<string, unknown>[] = [];
-      createInterface({ input: child.stdout! }).on('line', (line) =>
-        lines.push(JSON.parse(line) as Record<string, unknown>),
-      );
-      const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
-      await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
-      const graphqlUrl = logged('facade listening')[0]!.url as string;
-      const emulatorUrl = logged('upstream: in-process emulator with demo data')[0]!.upstream as string;
-
-      const token = await demoToken(loggedIssuer(lines));
       const live = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       clients.push(live);
       const subscription = live.subscribe('subscription { accountChanged(customerId: "cus_ada") { type } }');

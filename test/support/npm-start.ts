@@ -1,0 +1,71 @@
+/**
+ * `npm start` as a real process, as a newcomer runs it: the embedded emulator and OpenID provider,
+ * JSON log lines on stdout, and the demo operator's token got the way the printed `curl` gets it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { waitFor } from '../events/support/events.ts';
+import { demoToken, loggedIssuer } from './demo-token.ts';
+
+export interface NpmStart {
+  child: ChildProcess;
+  /** Every log line so far, parsed. */
+  lines: Record<string, unknown>[];
+  /** The log lines whose `msg` is `msg`. */
+  logged(msg: string): Record<string, unknown>[];
+  /** What the process wrote to stderr so far. */
+  stderr(): string;
+  /** The facade's `/graphql` URL. */
+  graphqlUrl: string;
+  /** The embedded emulator's base URL. */
+  emulatorUrl: string;
+  /** A token of the demo operator. */
+  token: string;
+}
+
+/**
+ * Starts `scripts/start.ts` with the facade and its OpenID provider on free loopback ports and
+ * `env` over production defaults (the test run's own upstream and issuer variables removed), and
+ * resolves once it listens. The caller kills `child` when done.
+ */
+export async function startNpmStart(env: Record<string, string>): Promise<NpmStart> {
+  const {
+    UPSTREAM_BASE_URL: _base,
+    UPSTREAM_API_KEY: _key,
+    REDIS_URL: _redis,
+    AUTH_ISSUER: _issuer,
+    AUTH_AUDIENCE: _audience,
+    ...inherited
+  } = process.env;
+  const child = spawn(process.execPath, ['scripts/start.ts'], {
+    cwd: new URL('../..', import.meta.url),
+    // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
+    env: {
+      ...inherited,
+      NODE_ENV: 'production',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'debug',
+      DEV_ISSUER_PORT: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  const lines: Record<string, unknown>[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) =>
+    lines.push(JSON.parse(line) as Record<string, unknown>),
+  );
+  const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
+  await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
+  return {
+    child,
+    lines,
+    logged,
+    stderr: () => stderr,
+    graphqlUrl: logged('facade listening')[0]!.url as string,
+    emulatorUrl: logged('upstream: in-process emulator with demo data')[0]!.upstream as string,
+    token: await demoToken(loggedIssuer(lines)),
+  };
+}
