@@ -51,8 +51,18 @@ const DASHBOARD = /* GraphQL */ `
   }
 `;
 
+const TOP_UP = /* GraphQL */ `
+  mutation TopUp($input: SandboxTopUpInput!) {
+    sandboxTopUp(input: $input) {
+      replayed
+    }
+  }
+`;
+
 /** The caller's trace: the facade must continue it. */
 const CALLER_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+/** The trace of the write that follows the dashboard query. */
+const WRITE_TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CALLER_SPAN_ID = '00f067aa0ba902b7';
 
 /**
@@ -138,8 +148,10 @@ async function startFacade(upstream: string, env: Record<string, string>): Promi
   };
 }
 
-async function queryDashboard(
+/** POSTs `body` to the facade as the operator (the process is not in `useStack`'s harness). */
+async function postGraphQL(
   facade: Facade,
+  body: { query: string; variables?: Record<string, unknown> },
   headers: Record<string, string> = {},
 ): Promise<{ data?: unknown; errors?: unknown }> {
   const response = await fetch(facade.url, {
@@ -149,10 +161,14 @@ async function queryDashboard(
       authorization: `Bearer ${await tokenFor('operator')}`,
       ...headers,
     },
-    body: JSON.stringify({ query: DASHBOARD, variables: { id: 'cus_acme' } }),
+    body: JSON.stringify(body),
   });
   expect(response.status).toBe(200);
   return (await response.json()) as { data?: unknown; errors?: unknown };
+}
+
+function queryDashboard(facade: Facade, headers: Record<string, string> = {}) {
+  return postGraphQL(facade, { query: DASHBOARD, variables: { id: 'cus_acme' } }, headers);
 }
 
 /** The chain of ancestors of `span` within `spans`, nearest first. */
@@ -180,6 +196,24 @@ describe('traces', () => {
       'x-request-id': 'traced-dashboard-1',
     });
     expect(result.errors).toBeUndefined();
+    const dashboardRequests = [...proxy.requests];
+    // A write: its audit line names its trace.
+    const topUp = await postGraphQL(
+      facade,
+      {
+        query: TOP_UP,
+        variables: {
+          input: {
+            accountId: 'acc_globex_eth',
+            amount: '1.00',
+            currency: 'USDC',
+            idempotencyKey: 'traced-top-up-1',
+          },
+        },
+      },
+      { traceparent: `00-${WRITE_TRACE_ID}-${CALLER_SPAN_ID}-01` },
+    );
+    expect(topUp.errors).toBeUndefined();
     // Shutting down exports what is still buffered.
     const modules = await facade.stop();
 
@@ -226,8 +260,8 @@ describe('traces', () => {
     expect(undiciUrls.filter((url) => url.startsWith(proxy.url))).toEqual([]);
 
     // Upstream, every request carried the caller's trace id and its own call span as parent.
-    expect(proxy.requests).toHaveLength(4);
-    const sentParents = proxy.requests.map((request) => {
+    expect(dashboardRequests).toHaveLength(4);
+    const sentParents = dashboardRequests.map((request) => {
       const [version, traceId, parentId, flags] = request.traceparent?.split('-') ?? [];
       expect([version, traceId, flags]).toEqual(['00', CALLER_TRACE_ID, '01']);
       return parentId;
@@ -251,6 +285,9 @@ describe('traces', () => {
     // The operation's log line names the trace.
     const logged = facade.lines.find((line) => line.msg === 'graphql operation');
     expect(logged).toMatchObject({ requestId: 'traced-dashboard-1', traceId: CALLER_TRACE_ID });
+    const audit = facade.lines.filter((line) => line.log === 'audit');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ idempotencyKey: 'traced-top-up-1', traceId: WRITE_TRACE_ID });
     // The recorder would have seen OpenTelemetry (the counterpart of the next test).
     expect(modules.some((url) => OPENTELEMETRY_MODULE.test(url))).toBe(true);
   });
