@@ -11,6 +11,7 @@
  * (the facade's own upstream spans carry route templates; undici spans are made only for other
  * outgoing requests, such as fetching the issuer's keys), no Redis arguments, no GraphQL values.
  */
+import { UPSTREAM_USER_AGENT } from '../upstream/user-agent.ts';
 import { tracingRequested, TRACING_STARTED } from './tracing-config.ts';
 
 /** No header value in a span: the attributes the HTTP instrumentation reads from headers, unset. */
@@ -66,9 +67,9 @@ async function startTracing(): Promise<void> {
       new ExpressInstrumentation(),
       new UndiciInstrumentation({
         // The upstream client makes its own span per call (route template, retries, correlation id)
-        // and sends `traceparent` itself: a request that already carries one is not traced again,
-        // so no span carries an upstream URL with ids in it.
-        ignoreRequestHook: (request) => carriesTraceparent(request.headers),
+        // and propagates the trace itself: its requests (known by their User-Agent) are not traced
+        // again, so no span carries an upstream URL with ids in it.
+        ignoreRequestHook: (request) => fromUpstreamClient(request.headers),
         startSpanHook: () => ({ 'user_agent.original': undefined }),
       }),
       new GraphQLInstrumentation({
@@ -87,12 +88,19 @@ async function startTracing(): Promise<void> {
   (globalThis as Record<symbol, unknown>)[TRACING_STARTED] = true;
 }
 
-/** Whether undici's request headers (a raw string or a flat name/value list) hold `traceparent`. */
-function carriesTraceparent(headers: string | (string | string[])[]): boolean {
-  if (typeof headers === 'string') return /^traceparent:/im.test(headers);
+/** Whether undici's request headers (a raw string or a flat name/value list) are the upstream client's. */
+function fromUpstreamClient(headers: string | (string | string[])[]): boolean {
+  if (typeof headers === 'string') {
+    return (
+      headers.toLowerCase().includes(`\r\nuser-agent: ${UPSTREAM_USER_AGENT}\r\n`) ||
+      headers.toLowerCase().startsWith(`user-agent: ${UPSTREAM_USER_AGENT}\r\n`)
+    );
+  }
   for (let index = 0; index < headers.length; index += 2) {
     const name = headers[index];
-    if (typeof name === 'string' && name.toLowerCase() === 'traceparent') return true;
+    if (typeof name === 'string' && name.toLowerCase() === 'user-agent') {
+      return headers[index + 1] === UPSTREAM_USER_AGENT;
+    }
   }
   return false;
 }

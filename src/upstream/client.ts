@@ -18,6 +18,7 @@ import { parseProblem } from './problem.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
+import { UPSTREAM_USER_AGENT } from './user-agent.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -142,8 +143,6 @@ export interface UpstreamObserver {
   call?(report: UpstreamCallReport): void;
 }
 
-const USER_AGENT = 'platform-graphql-facade';
-
 /** How long `close()` lets in-flight calls finish before connections are cut. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -179,7 +178,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     const headers: Record<string, string> = {
       ...traceHeaders,
       accept: 'application/json',
-      'user-agent': USER_AGENT,
+      'user-agent': UPSTREAM_USER_AGENT,
       'x-api-key': call.credentials.apiKey,
       'x-request-id': call.requestId,
     };
