@@ -7,12 +7,30 @@
  * emulator, a real OpenID provider (dev-issuer/) starts in-process too, with two demo clients, and
  * the commands that get their tokens are printed. Nothing of it runs when AUTH_ISSUER is set, and a
  * real upstream without AUTH_ISSUER refuses to start (config.ts says how to proceed).
+ *
+ * Traces: when the OTEL_* variables ask for them (src/observability/tracing-config.ts), the
+ * OpenTelemetry entry is imported first, and only then everything else, so its loader hook sees
+ * express and ioredis imported; the same as `node --import ./src/observability/tracing-entry.ts`,
+ * in one process. Every other import below is therefore dynamic: a static one would load the app
+ * before the entry runs. With tracing off, nothing of OpenTelemetry is imported.
  */
-import { DEMO_CLIENTS, startDevIssuer } from '../dev-issuer/index.ts';
-import { createEmulator } from '../emulator/index.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/logger.ts';
-import { main } from '../src/main.ts';
+import { tracingRequested } from '../src/observability/tracing-config.ts';
+
+if (tracingRequested(process.env)) await import('../src/observability/tracing-entry.ts');
+
+const [
+  { DEMO_CLIENTS, startDevIssuer },
+  { createEmulator },
+  { ConfigError, loadConfig },
+  { createLogger },
+  { main },
+] = await Promise.all([
+  import('../dev-issuer/index.ts'),
+  import('../emulator/index.ts'),
+  import('../src/config.ts'),
+  import('../src/logger.ts'),
+  import('../src/main.ts'),
+]);
 
 /** The emulator's default sandbox key (read_write): a demo value, not a secret. */
 const EMULATOR_SANDBOX_KEY = 'sk_sandbox_emulator';

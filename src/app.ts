@@ -55,6 +55,7 @@ import { createLogger, type Logger } from './logger.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
+import { tracingStarted } from './observability/tracing-config.ts';
 import { createOperationSignal, OperationCancellation } from './upstream/cancellation.ts';
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
@@ -130,7 +131,30 @@ const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
-  const logger = deps.logger ?? createLogger({ level: config.logLevel, redact: [config.upstream.apiKey] });
+  // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
+  const tracing = config.tracing.enabled
+    ? (await import('./observability/tracing.ts')).createTracing()
+    : undefined;
+  const currentTrace =
+    tracing === undefined
+      ? undefined
+      : () => {
+          const traceId = tracing.traceId();
+          return traceId === undefined ? undefined : { traceId };
+        };
+  const logger =
+    deps.logger ??
+    createLogger({
+      level: config.logLevel,
+      redact: [config.upstream.apiKey],
+      ...(currentTrace === undefined ? {} : { current: currentTrace }),
+    });
+  if (config.tracing.enabled && !tracingStarted()) {
+    logger.warn(
+      'tracing is configured but the OpenTelemetry SDK was not started: start with `npm start` or ' +
+        '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
+    );
+  }
   // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
   const observability = createObservability({
     config: config.metrics,
@@ -139,12 +163,18 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       deps.auditLogger ??
       createLogger({ level: 'info', redact: [config.upstream.apiKey] }).child({ log: 'audit' }),
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
     live: () => events.liveCounts(),
   });
   const { metrics } = observability;
   const upstreamClient =
     deps.upstreamClient ??
-    createUpstreamClient({ ...config.upstream, logger, observer: observability.upstreamObserver });
+    createUpstreamClient({
+      ...config.upstream,
+      logger,
+      observer: observability.upstreamObserver,
+      ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
+    });
   const schema = deps.schema ?? createSchema();
   const development = config.nodeEnv === 'development';
   const formatError = createFormatError({ includeStacktrace: development });
@@ -414,6 +444,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         rateLimitRedis?.disconnect();
         await observability.close();
         await upstreamClient.close();
+        // The last operations' spans leave before the process exits.
+        await tracing?.flush().catch((error: unknown) => logger.warn('exporting traces failed', { error }));
       })();
       return closing;
     },

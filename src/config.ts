@@ -8,6 +8,7 @@ import { readEdgeConfig, type EdgeConfig } from './http/edge-config.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
+import { tracingRequested } from './observability/tracing-config.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
 
@@ -81,6 +82,14 @@ export interface Config {
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
   metrics: MetricsConfig;
+  /** Traces (docs/operations.md): on when the standard OTEL_* variables ask for an exporter. */
+  tracing: TracingConfig;
+}
+
+/** Whether OpenTelemetry traces are exported; the OTEL_* variables tune the rest. */
+export interface TracingConfig {
+  /** See `tracingRequested` in `src/observability/tracing-config.ts`. */
+  enabled: boolean;
 }
 
 /** Where `/metrics` is served and how its labels are bounded. */
@@ -225,6 +234,7 @@ export function loadConfig(env: Env = process.env): Config {
         10_000,
       ),
     },
+    tracing: { enabled: tracingRequested(env) },
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

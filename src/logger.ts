@@ -30,6 +30,8 @@ export interface LoggerOptions {
   write?: (line: string) => void;
   /** Strings (such as API keys) that must never appear in a line; each is replaced by `[redacted]`. */
   redact?: readonly string[];
+  /** Fields of the moment a line is written (the current trace id when tracing is on). */
+  current?: () => LogFields | undefined;
 }
 
 const SEVERITY: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
@@ -39,11 +41,19 @@ export function createLogger(options: LoggerOptions): Logger {
   const write = options.write ?? writeToStdout;
   const secrets = (options.redact ?? []).filter((secret) => secret.length > 0);
   const threshold = SEVERITY[options.level];
+  const current = options.current;
 
   const build = (bindings: LogFields): Logger => {
     const log = (level: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields): void => {
       if (SEVERITY[level] < threshold) return;
-      const entry = { level, time: new Date().toISOString(), msg: message, ...bindings, ...fields };
+      const entry = {
+        level,
+        time: new Date().toISOString(),
+        msg: message,
+        ...bindings,
+        ...current?.(),
+        ...fields,
+      };
       let line = JSON.stringify(entry, serializeErrors);
       for (const secret of secrets) line = line.replaceAll(secret, '[redacted]');
       write(line);

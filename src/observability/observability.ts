@@ -25,6 +25,8 @@ export interface ObservabilityOptions {
   auditLogger: Logger;
   /** Metrics built elsewhere (tests); default: new ones in a registry of their own. */
   metrics?: Metrics;
+  /** The current trace id, when tracing is on (audit lines carry it). */
+  traceId?: () => string | undefined;
   /** Open graphql-ws connections and running subscriptions, read at each scrape. */
   live: () => { connections: number; subscriptions: number };
 }
@@ -46,7 +48,11 @@ export function createObservability(options: ObservabilityOptions): Observabilit
   const metrics =
     options.metrics ??
     createMetrics({ maxOperationNames: options.config.maxOperationNames, live: options.live });
-  const audit = createAuditTrail({ logger: options.auditLogger, configuredApiKey: options.configuredApiKey });
+  const audit = createAuditTrail({
+    logger: options.auditLogger,
+    configuredApiKey: options.configuredApiKey,
+    ...(options.traceId === undefined ? {} : { traceId: options.traceId }),
+  });
   const observers = [metrics.upstreamObserver, audit.upstreamObserver];
   let server: http.Server | undefined;
 

@@ -18,6 +18,7 @@ import { parseProblem } from './problem.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
+import { UPSTREAM_USER_AGENT } from './user-agent.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -94,6 +95,25 @@ export interface UpstreamClientOptions extends UpstreamConfig {
   logger: Logger;
   /** Told about every attempt and every finished call (metrics, the audit trail). */
   observer?: UpstreamObserver;
+  /** Makes a trace span of every call when tracing is on; absent, nothing of tracing runs. */
+  tracer?: UpstreamTracer;
+}
+
+/**
+ * Traces upstream calls for `src/observability/tracing.ts`, so this layer needs no tracing library:
+ * it asks for the headers that carry the trace and says when the call is over.
+ */
+export interface UpstreamTracer {
+  /** Called when a call (authorised, about to be sent) starts. */
+  startCall(call: UpstreamCall, request: UpstreamRequest): UpstreamCallTrace;
+}
+
+/** One traced call. */
+export interface UpstreamCallTrace {
+  /** Headers that carry the trace to the upstream (W3C `traceparent`), sent with every attempt. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Called once, after the last attempt (or when the call is cancelled between attempts). */
+  end(report: UpstreamCallReport): void;
 }
 
 /** One attempt of an upstream call, as {@link UpstreamObserver.attempt} hears of it. */
@@ -128,8 +148,6 @@ export interface UpstreamObserver {
   call?(report: UpstreamCallReport): void;
 }
 
-const USER_AGENT = 'platform-graphql-facade';
-
 /** How long `close()` lets in-flight calls finish before connections are cut. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -147,6 +165,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   const logger = options.logger.child({ component: 'upstream' });
   const policy = options.retry;
   const observer = options.observer;
+  const tracer = options.tracer;
   const observe = (notify: () => void): void => {
     try {
       notify();
@@ -159,10 +178,12 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     call: UpstreamCall,
     request: UpstreamRequest,
     attempt: number,
+    traceHeaders: Readonly<Record<string, string>> | undefined,
   ): Promise<UpstreamResponse> {
     const headers: Record<string, string> = {
+      ...traceHeaders,
       accept: 'application/json',
-      'user-agent': USER_AGENT,
+      'user-agent': UPSTREAM_USER_AGENT,
       'x-api-key': call.credentials.apiKey,
       'x-request-id': call.requestId,
     };
@@ -227,6 +248,51 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     }
   }
 
+  /** Sends `request`, retrying what may be retried; `progress.attempts` counts attempts made. */
+  async function sendWithRetries(
+    call: UpstreamCall,
+    request: UpstreamRequest,
+    progress: { attempts: number },
+    traceHeaders: Readonly<Record<string, string>> | undefined,
+  ): Promise<UpstreamResponse> {
+    for (let attempt = 1; ; attempt++) {
+      // Past the deadline (or in shutdown) nothing more is sent, retries included.
+      if (call.signal?.aborted) throw cancelled(call);
+      // Every attempt is a call the upstream serves, so retries spend the budget too.
+      try {
+        spendCall(call.callBudget);
+        progress.attempts = attempt;
+        const response = await sendOnce(call, request, attempt, traceHeaders);
+        if (observer?.call) {
+          observe(() => observer.call?.({ call, request, attempts: attempt, response, error: undefined }));
+        }
+        return response;
+      } catch (error) {
+        if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0) {
+          if (observer?.call) {
+            observe(() => observer.call?.({ call, request, attempts: attempt, response: undefined, error }));
+          }
+          throw error;
+        }
+        call.retryBudget.remaining -= 1;
+        const delayMs = backoffDelayMs(attempt, policy);
+        logger.info('retrying upstream call', {
+          method: request.method,
+          path: request.path,
+          attempt,
+          delayMs,
+          reason: describeFailure(error),
+          requestId: call.requestId,
+        });
+        try {
+          await sleep(delayMs, undefined, { signal: call.signal });
+        } catch (sleepError) {
+          throw cancelled(call, sleepError);
+        }
+      }
+    }
+  }
+
   return {
     retryPolicy: policy,
     maxCallsPerOperation: options.maxCallsPerOperation,
@@ -236,42 +302,16 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         requestId: call.requestId,
         problemDocsUrl: options.problemDocsUrl,
       });
-      for (let attempt = 1; ; attempt++) {
-        // Past the deadline (or in shutdown) nothing more is sent, retries included.
-        if (call.signal?.aborted) throw cancelled(call);
-        // Every attempt is a call the upstream serves, so retries spend the budget too.
-        try {
-          spendCall(call.callBudget);
-          const response = await sendOnce(call, request, attempt);
-          if (observer?.call) {
-            observe(() => observer.call?.({ call, request, attempts: attempt, response, error: undefined }));
-          }
-          return response;
-        } catch (error) {
-          if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0) {
-            if (observer?.call) {
-              observe(() =>
-                observer.call?.({ call, request, attempts: attempt, response: undefined, error }),
-              );
-            }
-            throw error;
-          }
-          call.retryBudget.remaining -= 1;
-          const delayMs = backoffDelayMs(attempt, policy);
-          logger.info('retrying upstream call', {
-            method: request.method,
-            path: request.path,
-            attempt,
-            delayMs,
-            reason: describeFailure(error),
-            requestId: call.requestId,
-          });
-          try {
-            await sleep(delayMs, undefined, { signal: call.signal });
-          } catch (sleepError) {
-            throw cancelled(call, sleepError);
-          }
-        }
+      const progress = { attempts: 0 };
+      if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
+      const traced = tracer.startCall(call, request);
+      try {
+        const response = await sendWithRetries(call, request, progress, traced.headers);
+        observe(() => traced.end({ call, request, attempts: progress.attempts, response, error: undefined }));
+        return response;
+      } catch (error) {
+        observe(() => traced.end({ call, request, attempts: progress.attempts, response: undefined, error }));
+        throw error;
       }
     },
     async close() {
