@@ -6,7 +6,6 @@
  * what the upstream refuses that subscriber.
  */
 import { GraphQLError } from 'graphql';
-import { toGraphQLError } from '../errors/to-graphql-error.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { Page, PageParams } from '../upstream/types.ts';
@@ -109,9 +108,14 @@ export type ChangedResourceType =
 const MAX_REPLAY_PAGES = 20;
 const REPLAY_PAGE_SIZE = 100;
 
-/** A resource read that failed for a reason other than a refusal: shown as an error on the resource field. */
-const resourceErrors = new WeakMap<object, unknown>();
+/**
+ * Where a payload carries the error of a resource read that failed for a reason other than a
+ * refusal: the resource field throws it as it is, and the facade's `formatError` maps it once, as
+ * on the query path. A symbol, so it can never meet a field of the schema.
+ */
+const READ_ERROR = Symbol('resource read error');
 
+/** A resource read now (null when it could not be), with the error of a failed read. */
 type Hydrated = { resource: unknown; error?: unknown } | typeof DROP;
 
 /** Whether the upstream refused the subscriber this read (the event is then not theirs to see). */
@@ -207,13 +211,14 @@ function changeFeed(
     async toPayload(event, context) {
       const hydrated = await readResource(event, context);
       if (hydrated === DROP) return DROP;
-      const built = payload(
-        header(event.id, event.type, event.occurredAt, false),
-        event.data.resourceId,
-        hydrated.resource ?? null,
-      );
-      if (hydrated.error !== undefined) resourceErrors.set(built, hydrated.error);
-      return built;
+      return {
+        ...payload(
+          header(event.id, event.type, event.occurredAt, false),
+          event.data.resourceId,
+          hydrated.resource ?? null,
+        ),
+        ...readErrorOf(hydrated),
+      };
     },
 
     ...(since != null && list !== undefined && replayedType !== undefined
@@ -270,7 +275,7 @@ export function subscribeToEvents(
       const hydrated = await readResource(event, eventContext);
       if (hydrated === DROP) return DROP;
       const typename = RESOURCES[event.data.resourceType]?.typename;
-      const payload = {
+      return {
         eventId: event.id,
         type: event.type,
         occurredAt: event.occurredAt,
@@ -282,9 +287,8 @@ export function subscribeToEvents(
           typename === undefined || !isRecord(hydrated.resource)
             ? null
             : { ...hydrated.resource, __typename: typename },
+        ...readErrorOf(hydrated),
       };
-      if (hydrated.error !== undefined) resourceErrors.set(payload, hydrated.error);
-      return payload;
     },
   });
 }
@@ -344,9 +348,14 @@ export function payloadOf<T>(delivery: unknown): T {
 
 /** The resource of a payload, or, when it could not be read, its read error at the field. */
 export function resourceOf<T>(payload: object, resource: T): T {
-  const error = resourceErrors.get(payload);
-  if (error !== undefined) throw toGraphQLError(error);
+  const error = (payload as { [READ_ERROR]?: unknown })[READ_ERROR];
+  if (error !== undefined) throw error;
   return resource;
+}
+
+/** The part of a payload that carries `hydrated`'s read error, if any. */
+function readErrorOf(hydrated: { error?: unknown }): { [READ_ERROR]?: unknown } {
+  return hydrated.error === undefined ? {} : { [READ_ERROR]: hydrated.error };
 }
 
 /** The GraphQL type of an `EventResource`, from the event's `resourceType` the payload tagged it with. */
