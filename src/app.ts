@@ -35,7 +35,7 @@ import {
   resolveTrustedDocument,
   trustedDocumentsMiddleware,
 } from './graph/trusted-documents.ts';
-import { openRedisConnection } from './events/redis-connection.ts';
+import { openRedisConnection } from './events/fan-out/redis-connection.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import type { Config } from './config.ts';

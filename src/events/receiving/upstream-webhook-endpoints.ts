@@ -1,11 +1,15 @@
-import type { UpstreamContext } from '../upstream/context.ts';
-import type { WebhookEventType } from '../upstream/types.ts';
+/**
+ * The upstream's webhook endpoint calls as registration needs them: `src/upstream/` speaks REST,
+ * registration speaks of endpoints, and this is where one is put in terms of the other.
+ */
+import type { UpstreamContext } from '../../upstream/context.ts';
+import type { WebhookEventType } from '../../upstream/types.ts';
 import {
   archiveWebhookEndpoint,
   createWebhookEndpoint,
   listWebhookEndpoints,
   updateWebhookEndpoint,
-} from '../upstream/webhook-endpoints.ts';
+} from '../../upstream/webhook-endpoints.ts';
 import type { WebhookEndpointRecord, WebhookEndpointsApi } from './register-webhook-endpoint.ts';
 
 /** Pages read at most when listing endpoints; far more than any account registers. */

@@ -6,10 +6,10 @@
  * what the upstream refuses that subscriber.
  */
 import { GraphQLError } from 'graphql';
-import type { GraphContext } from '../graph/context.ts';
-import { UpstreamProblemError } from '../upstream/errors.ts';
-import type { Page, PageParams } from '../upstream/types.ts';
-import { liveRuntimeOf } from './live-context.ts';
+import type { GraphContext } from '../../graph/context.ts';
+import { UpstreamProblemError } from '../../upstream/errors.ts';
+import type { Page, PageParams } from '../../upstream/types.ts';
+import { liveSessionOf } from './live-context.ts';
 import {
   DROP,
   openLiveStream,
@@ -17,7 +17,7 @@ import {
   type LiveDelivery,
   type ReplayedChange,
 } from './live-stream.ts';
-import type { PlatformEvent } from './platform-event.ts';
+import type { PlatformEvent } from '../receiving/platform-event.ts';
 
 /** A record as a list returns it, with what a replay needs. */
 interface ListedRecord {
@@ -179,7 +179,7 @@ export function subscribeToChanges(
   subscription: ChangeSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   return openLiveStream(
-    liveRuntimeOf(context),
+    liveSessionOf(context),
     changeFeed(RESOURCES[resourceType]!, resourceType, subscription),
   );
 }
@@ -267,7 +267,7 @@ export function subscribeToEvents(
   context: GraphContext,
   { customerId, types }: EventsSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  return openLiveStream(liveRuntimeOf(context), {
+  return openLiveStream(liveSessionOf(context), {
     accept: (event) =>
       (customerId == null || event.data.customerId === customerId) &&
       (types == null || types.includes(event.type)),
