@@ -59,7 +59,6 @@ import { createOperationSignal, OperationCancellation } from './upstream/cancell
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
 import { createUpstreamContext } from './upstream/context.ts';
-import { UpstreamProblemError } from './upstream/errors.ts';
 import { createKeyEnvironments, type KeyEnvironments } from './upstream/key-environments.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
@@ -428,14 +427,8 @@ function createAppAuthenticator(
     verifier,
     allowCallerApiKey: auth.allowCallerApiKey,
     async checkApiKey(apiKey) {
-      try {
-        await keyEnvironments.of(apiKey);
-        return 'valid';
-      } catch (error) {
-        return error instanceof UpstreamProblemError && (error.status === 401 || error.status === 403)
-          ? 'invalid'
-          : 'unavailable';
-      }
+      const probe = await keyEnvironments.probe(apiKey);
+      return probe.outcome === 'ready' ? 'valid' : probe.outcome === 'refused' ? 'invalid' : 'unavailable';
     },
   });
 }

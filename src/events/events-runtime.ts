@@ -155,7 +155,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         ...(options.failedAuthLimiter ? { failedAuthLimiter: options.failedAuthLimiter } : {}),
         ...(options.admitSubscription ? { admitSubscription: options.admitSubscription } : {}),
         ...(options.verifyClient ? { verifyClient: options.verifyClient } : {}),
-        environmentOf: (apiKey) => options.keyEnvironments.of(apiKey),
+        probeKey: (apiKey) => options.keyEnvironments.probe(apiKey),
         createContext: host.createContext,
         bus,
         queueLimit: config.subscriberQueueLimit,

@@ -1,15 +1,14 @@
 /**
  * Liveness and readiness. `/healthz` answers while the process serves HTTP; `/readyz` asks the
- * upstream's capability discovery (the source of `apiStatus`) with the facade's own key, so a
+ * upstream probe (the source of `apiStatus`) with the facade's own key, so a
  * replica whose upstream is unreachable or whose key is refused leaves the load balancer.
  */
 import type { RequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
-import { discoverCapabilities } from '../upstream/capabilities.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
-import { UpstreamProblemError, UpstreamUnavailableError } from '../upstream/errors.ts';
+import { probeUpstream } from '../upstream/probe.ts';
 
 /** `GET /healthz`: 200 while the process is up. */
 export function handleHealth(): RequestHandler {
@@ -40,33 +39,31 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
       requestId: res.locals.requestId as string | undefined,
       retries: 0,
     });
-    try {
-      const discovery = await discoverCapabilities(up);
-      const redis = await redisCheck;
-      const upstream = { reachable: true, environment: discovery.environment };
-      if (redis !== undefined && !redis.reachable) {
-        options.logger.warn('not ready', {
-          reason: `redis_${redis.reason ?? 'unreachable'}`,
-          requestId: up.requestId,
-        });
-        res.status(503).json({ status: 'unavailable', upstream, redis });
-        return;
-      }
-      res.status(200).json({ status: 'ready', upstream, ...(redis === undefined ? {} : { redis }) });
-    } catch (error) {
+    const probe = await probeUpstream(up);
+    const redis = await redisCheck;
+    const redisPart = redis === undefined ? {} : { redis };
+    if (probe.outcome !== 'ready') {
       const reason =
-        error instanceof UpstreamProblemError
-          ? error.code
-          : error instanceof UpstreamUnavailableError
-            ? error.reason
-            : 'unexpected_error';
+        probe.outcome === 'unreachable'
+          ? probe.reason
+          : probe.outcome === 'error'
+            ? 'unexpected_error'
+            : probe.problem.code;
       options.logger.warn('not ready', { reason, requestId: up.requestId });
-      const redis = await redisCheck;
-      res.status(503).json({
-        status: 'unavailable',
-        upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
-        ...(redis === undefined ? {} : { redis }),
-      });
+      // Readiness counts any answer of the upstream as reachable: only the key or its health failed.
+      const upstream = { reachable: probe.outcome !== 'unreachable', reason };
+      res.status(503).json({ status: 'unavailable', upstream, ...redisPart });
+      return;
     }
+    const upstream = { reachable: true, environment: probe.discovery.environment };
+    if (redis !== undefined && !redis.reachable) {
+      options.logger.warn('not ready', {
+        reason: `redis_${redis.reason ?? 'unreachable'}`,
+        requestId: up.requestId,
+      });
+      res.status(503).json({ status: 'unavailable', upstream, redis });
+      return;
+    }
+    res.status(200).json({ status: 'ready', upstream, ...redisPart });
   };
 }

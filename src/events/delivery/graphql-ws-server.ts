@@ -12,7 +12,7 @@ import type { Authentication, Credentials } from '../../auth/authenticate.ts';
 import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { Logger } from '../../logger.ts';
-import { UpstreamProblemError } from '../../upstream/errors.ts';
+import type { UpstreamProbe } from '../../upstream/probe.ts';
 import type { WebSocketLimits } from '../config.ts';
 import type { EventBus } from '../fan-out/event-bus.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
@@ -69,10 +69,11 @@ export interface GraphQLWebSocketOptions {
   /** Checks a WebSocket upgrade (origin, connection rate) before graphql-ws sees the connection. */
   verifyClient?: VerifyClientCallbackAsync;
   /**
-   * The environment (sandbox or live) of the upstream key a connection's reads use: the caller's
-   * own key, or the facade's when undefined. Cached per key, so a connection costs no call.
+   * The upstream probe of the key a connection's reads use (the caller's own key, or the facade's
+   * when undefined): its environment (sandbox or live) decides what the connection hears. Cached
+   * per accepted key, so a connection costs no call.
    */
-  environmentOf(apiKey: string | undefined): Promise<PlatformEnvironment>;
+  probeKey(apiKey: string | undefined): Promise<UpstreamProbe>;
   /** Builds an operation's context for `caller`, as `/graphql` over HTTP does. */
   createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
   bus: EventBus;
@@ -194,21 +195,25 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
           return refuse(WS_CLOSE.forbidden, 'Forbidden');
         }
-        let environment: PlatformEnvironment;
-        try {
-          environment = await options.environmentOf(apiKey);
-        } catch (error) {
-          if (error instanceof UpstreamProblemError && error.status === 401) {
-            return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
-          }
-          if (error instanceof UpstreamProblemError && error.status === 403) {
-            return refuse(WS_CLOSE.forbidden, 'Forbidden');
-          }
+        const probe = await options.probeKey(apiKey);
+        if (probe.outcome === 'refused') {
+          return probe.problem.status === 401
+            ? refuse(WS_CLOSE.unauthorized, 'Unauthorized')
+            : refuse(WS_CLOSE.forbidden, 'Forbidden');
+        }
+        if (probe.outcome !== 'ready') {
           logger.warn('could not learn the upstream environment of a graphql-ws connection', {
-            error: String(error),
+            outcome: probe.outcome,
+            reason:
+              probe.outcome === 'unreachable'
+                ? probe.reason
+                : probe.outcome === 'failed'
+                  ? probe.problem.code
+                  : undefined,
           });
           return refuse(WS_CLOSE.tryAgainLater, 'Upstream unavailable, try again later');
         }
+        const environment = probe.discovery.environment;
         const subscriber: Subscriber = {
           caller,
           apiKey,
