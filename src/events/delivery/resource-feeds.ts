@@ -7,6 +7,7 @@
  */
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
+import { PageLimitExceededError, readAllPages } from '../../upstream/all-pages.ts';
 import { UpstreamProblemError } from '../../upstream/errors.ts';
 import type { Page, PageParams } from '../../upstream/types.ts';
 import { liveSessionOf } from './live-context.ts';
@@ -298,22 +299,19 @@ async function readAllSince<R>(
   since: string,
   readPage: (page: PageParams) => Promise<Page<R>>,
 ): Promise<R[]> {
-  const records: R[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < MAX_REPLAY_PAGES; page += 1) {
-    const result = await readPage({
-      limit: REPLAY_PAGE_SIZE,
+  try {
+    return await readAllPages(readPage, {
+      maxPages: MAX_REPLAY_PAGES,
+      pageSize: REPLAY_PAGE_SIZE,
       updatedSince: since,
-      ...(cursor ? { cursor } : {}),
     });
-    records.push(...result.data);
-    if (!result.hasMore || result.nextCursor === null) return records;
-    cursor = result.nextCursor;
+  } catch (error) {
+    if (!(error instanceof PageLimitExceededError)) throw error;
+    throw new GraphQLError(
+      `More than ${error.maxRecords} changes since ${since}: read the list instead, then subscribe with a later "since".`,
+      { extensions: { code: 'BAD_USER_INPUT', argumentName: 'since' } },
+    );
   }
-  throw new GraphQLError(
-    `More than ${MAX_REPLAY_PAGES * REPLAY_PAGE_SIZE} changes since ${since}: read the list instead, then subscribe with a later "since".`,
-    { extensions: { code: 'BAD_USER_INPUT', argumentName: 'since' } },
-  );
 }
 
 /** The payload of a delivery, or the error that ends an overflowed or revoked subscription. */
