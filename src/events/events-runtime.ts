@@ -82,10 +82,10 @@ export interface EventsHost {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
 }
 
+/** The event pipeline of one process, as the app mounts, starts and stops it. */
 export interface EventsRuntime {
   /** Drains the pipeline while Apollo Server stops (Apollo runs every plugin's drainServer). */
   readonly apolloPlugin: ApolloServerPlugin<GraphContext>;
-  readonly bus: EventBus;
   /** Mounts the webhook route at {@link WEBHOOK_PATH} and graphql-ws at `/graphql`. Call once. */
   attach(host: EventsHost): void;
   /**
@@ -121,7 +121,6 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
 
   const runtime: EventsRuntime = {
-    bus,
     apolloPlugin: {
       async serverWillStart() {
         return {
