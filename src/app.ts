@@ -35,7 +35,7 @@ import {
   resolveTrustedDocument,
   trustedDocumentsMiddleware,
 } from './graph/trusted-documents.ts';
-import { openRedisConnection } from './events/redis-connection.ts';
+import { openRedisConnection } from './events/fan-out/redis-connection.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import type { Config } from './config.ts';
@@ -60,7 +60,6 @@ import { createOperationSignal, OperationCancellation } from './upstream/cancell
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
 import { createUpstreamContext } from './upstream/context.ts';
-import { UpstreamProblemError } from './upstream/errors.ts';
 import { createKeyEnvironments, type KeyEnvironments } from './upstream/key-environments.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
@@ -473,14 +472,8 @@ function createAppAuthenticator(
     verifier,
     allowCallerApiKey: auth.allowCallerApiKey,
     async checkApiKey(apiKey) {
-      try {
-        await keyEnvironments.of(apiKey);
-        return 'valid';
-      } catch (error) {
-        return error instanceof UpstreamProblemError && (error.status === 401 || error.status === 403)
-          ? 'invalid'
-          : 'unavailable';
-      }
+      const probe = await keyEnvironments.probe(apiKey);
+      return probe.outcome === 'ready' ? 'valid' : probe.outcome === 'refused' ? 'invalid' : 'unavailable';
     },
   });
 }

@@ -2,7 +2,7 @@
  * The table from upstream problem codes and statuses to GraphQL `extensions.code`
  * (documented in docs/errors.md; keep both in step).
  */
-import { UnreachableCaseError } from './unreachable-case-error.ts';
+import { UnreachableCaseError } from '../unreachable-case-error.ts';
 
 /** Every `extensions.code` the facade itself produces. */
 export type FacadeErrorCode =

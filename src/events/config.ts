@@ -4,9 +4,9 @@
  * no message ever contains a secret or a Redis URL (it may hold a password).
  */
 import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
-import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './subscriber-queue.ts';
-import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './verify-webhook.ts';
-import { DEFAULT_WEBHOOK_MAX_BODY_BYTES } from './webhook-route.ts';
+import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './delivery/subscriber-queue.ts';
+import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './receiving/verify-webhook.ts';
+import { DEFAULT_WEBHOOK_MAX_BODY_BYTES } from './receiving/webhook-route.ts';
 
 /** Where the facade's webhook route is mounted on its own HTTP server. */
 export const WEBHOOK_PATH = '/webhooks/platform';

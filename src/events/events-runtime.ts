@@ -19,22 +19,26 @@ import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
-import { createMemoryEventBus, type EventBus } from './event-bus.ts';
-import type { EventDeduplicator } from './event-dedup.ts';
-import { SUBSCRIBED_EVENT_KINDS } from './event-kinds.ts';
+import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
+import type { EventDeduplicator } from './fan-out/event-dedup.ts';
+import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import {
   attachGraphQLWebSocket,
   type GraphQLWebSocketEndpoint,
   type SubscribePayloadLike,
-} from './graphql-ws-server.ts';
-import { createMemoryEventDeduplicator } from './memory-event-dedup.ts';
-import { openRedisConnection } from './redis-connection.ts';
-import { createRedisEventBus } from './redis-event-bus.ts';
-import { createRedisEventDeduplicator } from './redis-event-dedup.ts';
-import { registerWebhookEndpoint } from './register-webhook-endpoint.ts';
-import { createUpstreamWebhookEndpointsApi } from './upstream-webhook-endpoints.ts';
-import type { LiveObserver } from './live-context.ts';
-import { createWebhookRouter, type WebhookDeliveryOutcome, type WebhookRouter } from './webhook-route.ts';
+} from './delivery/graphql-ws-server.ts';
+import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
+import { openRedisConnection } from './fan-out/redis-connection.ts';
+import { createRedisEventBus } from './fan-out/redis-event-bus.ts';
+import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
+import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
+import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
+import type { LiveObserver } from './delivery/live-context.ts';
+import {
+  createWebhookRouter,
+  type WebhookDeliveryOutcome,
+  type WebhookRouter,
+} from './receiving/webhook-route.ts';
 
 /** Options of {@link createEventsRuntime}. */
 export interface EventsRuntimeOptions {
@@ -80,10 +84,10 @@ export interface EventsHost {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
 }
 
+/** The event pipeline of one process, as the app mounts, starts and stops it. */
 export interface EventsRuntime {
   /** Drains the pipeline while Apollo Server stops (Apollo runs every plugin's drainServer). */
   readonly apolloPlugin: ApolloServerPlugin<GraphContext>;
-  readonly bus: EventBus;
   /** Mounts the webhook route at {@link WEBHOOK_PATH} and graphql-ws at `/graphql`. Call once. */
   attach(host: EventsHost): void;
   /**
@@ -119,7 +123,6 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
 
   const runtime: EventsRuntime = {
-    bus,
     apolloPlugin: {
       async serverWillStart() {
         return {
@@ -156,7 +159,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         ...(options.maxOperationsPerCaller === undefined
           ? {}
           : { maxOperationsPerCaller: options.maxOperationsPerCaller }),
-        environmentOf: (apiKey) => options.keyEnvironments.of(apiKey),
+        probeKey: (apiKey) => options.keyEnvironments.probe(apiKey),
         createContext: host.createContext,
         bus,
         queueLimit: config.subscriberQueueLimit,

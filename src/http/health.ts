@@ -1,15 +1,14 @@
 /**
  * Liveness and readiness. `/healthz` answers while the process serves HTTP; `/readyz` asks the
- * upstream's capability discovery (the source of `apiStatus`) with the facade's own key, so a
- * replica whose upstream is unreachable or whose key is refused leaves the load balancer.
+ * upstream probe (the source of `apiStatus`) with the facade's own key, so a replica whose upstream
+ * is unreachable or whose key is refused leaves the load balancer.
  */
 import type { RequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
-import { discoverCapabilities } from '../upstream/capabilities.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
-import { UpstreamProblemError, UpstreamUnavailableError } from '../upstream/errors.ts';
+import { probeUpstream } from '../upstream/probe.ts';
 
 /** `GET /healthz`: 200 while the process is up. */
 export function handleHealth(): RequestHandler {
@@ -27,11 +26,11 @@ export interface ReadinessOptions {
 }
 
 /**
- * `GET /readyz`: 200 when capability discovery succeeds (and Redis answers, when configured), else
+ * `GET /readyz`: 200 when the upstream probe succeeds (and Redis answers, when configured), else
  * 503 with the reason. A replica without its Redis would take webhooks it cannot fan out.
  */
 export function handleReadiness(options: ReadinessOptions): RequestHandler {
-  // Anyone may ask, without a token: probes that arrive while a discovery is under way share its
+  // Anyone may ask, without a token: probes that arrive while a probe is under way share its
   // answer, so a flood of them costs the upstream one call at a time, not one call each.
   let inFlight: Promise<Readiness> | undefined;
   return async (_req, res) => {
@@ -57,34 +56,28 @@ async function checkReadiness(options: ReadinessOptions, requestId: string | und
     requestId,
     retries: 0,
   });
-  try {
-    const discovery = await discoverCapabilities(up);
-    const redis = await redisCheck;
-    const upstream = { reachable: true, environment: discovery.environment };
-    if (redis !== undefined && !redis.reachable) {
-      options.logger.warn('not ready', {
-        reason: `redis_${redis.reason ?? 'unreachable'}`,
-        requestId: up.requestId,
-      });
-      return { status: 503, body: { status: 'unavailable', upstream, redis } };
-    }
-    return { status: 200, body: { status: 'ready', upstream, ...(redis === undefined ? {} : { redis }) } };
-  } catch (error) {
+  const probe = await probeUpstream(up);
+  const redis = await redisCheck;
+  const redisPart = redis === undefined ? {} : { redis };
+  if (probe.outcome !== 'ready') {
     const reason =
-      error instanceof UpstreamProblemError
-        ? error.code
-        : error instanceof UpstreamUnavailableError
-          ? error.reason
-          : 'unexpected_error';
+      probe.outcome === 'unreachable'
+        ? probe.reason
+        : probe.outcome === 'error'
+          ? 'unexpected_error'
+          : probe.problem.code;
     options.logger.warn('not ready', { reason, requestId: up.requestId });
-    const redis = await redisCheck;
-    return {
-      status: 503,
-      body: {
-        status: 'unavailable',
-        upstream: { reachable: !(error instanceof UpstreamUnavailableError), reason },
-        ...(redis === undefined ? {} : { redis }),
-      },
-    };
+    // Readiness counts any answer of the upstream as reachable: only the key or its health failed.
+    const upstream = { reachable: probe.outcome !== 'unreachable', reason };
+    return { status: 503, body: { status: 'unavailable', upstream, ...redisPart } };
   }
+  const upstream = { reachable: true, environment: probe.discovery.environment };
+  if (redis !== undefined && !redis.reachable) {
+    options.logger.warn('not ready', {
+      reason: `redis_${redis.reason ?? 'unreachable'}`,
+      requestId: up.requestId,
+    });
+    return { status: 503, body: { status: 'unavailable', upstream, redis } };
+  }
+  return { status: 200, body: { status: 'ready', upstream, ...redisPart } };
 }

@@ -2,7 +2,7 @@
  * The ways an upstream call fails. Nothing here knows GraphQL: errors/ turns these into GraphQL
  * errors. Neither error ever carries an API key.
  */
-import { UnreachableCaseError } from '../errors/unreachable-case-error.ts';
+import { UnreachableCaseError } from '../unreachable-case-error.ts';
 import type { CancelReason } from './cancellation.ts';
 import type { Problem } from './types.ts';
 

@@ -1,44 +1,45 @@
 /**
- * Which environment (sandbox or live) each upstream key selects, learnt once per key by capability
- * discovery and remembered, so graphql-ws connections and callers' own keys cost no upstream call
- * after the first. A failed discovery is not remembered: the next use asks again.
+ * Which environment (sandbox or live) each upstream key selects, learnt once per key by the
+ * upstream probe and remembered, so graphql-ws connections and callers' own keys cost no upstream
+ * call after the first. Only an accepted key is remembered: after any other answer the next use
+ * asks again.
  */
 import { PLATFORM_SCOPE } from './access.ts';
-import { discoverCapabilities } from './capabilities.ts';
 import type { UpstreamClient } from './client.ts';
 import { createUpstreamContext } from './context.ts';
+import { probeUpstream, type UpstreamProbe } from './probe.ts';
 import type { CapabilityDiscovery } from './types.ts';
 
 export type KeyEnvironment = CapabilityDiscovery['environment'];
 
 export interface KeyEnvironments {
   /**
-   * The environment of `apiKey` (the facade's own key when undefined).
-   *
-   * @throws {UpstreamProblemError} 401/403 when the upstream refuses the key.
-   * @throws {UpstreamUnavailableError} when the upstream cannot be reached.
+   * What the probe says of `apiKey` (the facade's own key when undefined): for an accepted key,
+   * its environment in `discovery`. Never throws.
    */
-  of(apiKey: string | undefined): Promise<KeyEnvironment>;
+  probe(apiKey: string | undefined): Promise<UpstreamProbe>;
 }
 
 /** Keys remembered at most; past it the memory starts again (callers' own keys are unbounded). */
 const MAX_REMEMBERED_KEYS = 1_000;
 
 export function createKeyEnvironments(client: UpstreamClient, defaultApiKey: string): KeyEnvironments {
-  const known = new Map<string, Promise<KeyEnvironment>>();
+  const known = new Map<string, Promise<UpstreamProbe>>();
   return {
-    of(apiKey) {
+    probe(apiKey) {
       const key = apiKey ?? defaultApiKey;
-      let environment = known.get(key);
-      if (environment === undefined) {
+      let probe = known.get(key);
+      if (probe === undefined) {
         if (known.size >= MAX_REMEMBERED_KEYS) known.clear();
-        environment = discoverCapabilities(
+        probe = probeUpstream(
           createUpstreamContext(client, { apiKey: key, scope: PLATFORM_SCOPE, retries: 0 }),
-        ).then((discovery) => discovery.environment);
-        known.set(key, environment);
-        environment.catch(() => known.delete(key));
+        );
+        known.set(key, probe);
+        void probe.then((answer) => {
+          if (answer.outcome !== 'ready') known.delete(key);
+        });
       }
-      return environment;
+      return probe;
     },
   };
 }

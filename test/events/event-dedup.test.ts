@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/event-dedup.ts';
-import { createMemoryEventDeduplicator } from '../../src/events/memory-event-dedup.ts';
-import { createRedisEventDeduplicator } from '../../src/events/redis-event-dedup.ts';
+import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/fan-out/event-dedup.ts';
+import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
+import { createRedisEventDeduplicator } from '../../src/events/fan-out/redis-event-dedup.ts';
 import { waitFor } from './support/events.ts';
 import { connectRedis, uniqueRedisPrefix } from './support/redis.ts';
 

@@ -4,17 +4,17 @@
  * purpose rather than left to the timing of a real upstream.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { createMemoryEventBus, type EventBus } from '../../src/events/event-bus.ts';
-import type { LiveRuntime } from '../../src/events/live-context.ts';
+import { createMemoryEventBus, type EventBus } from '../../src/events/fan-out/event-bus.ts';
+import type { LiveSession } from '../../src/events/delivery/live-context.ts';
 import {
   DROP,
   openLiveStream,
   type ChangeFeed,
   type LiveDelivery,
   type ReplayedChange,
-} from '../../src/events/live-stream.ts';
-import type { PlatformEvent } from '../../src/events/platform-event.ts';
-import { openSubscriberQueue, type SubscriberQueue } from '../../src/events/subscriber-queue.ts';
+} from '../../src/events/delivery/live-stream.ts';
+import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
+import { openSubscriberQueue, type SubscriberQueue } from '../../src/events/delivery/subscriber-queue.ts';
 import type { GraphContext } from '../../src/graph/context.ts';
 import { createLogger } from '../../src/logger.ts';
 import { makeEvent } from './support/events.ts';
@@ -30,8 +30,8 @@ afterEach(async () => {
   await bus?.close();
 });
 
-/** A runtime over a real in-memory bus; contexts are opaque tokens (the feed below reads nothing). */
-function runtime(): LiveRuntime & { contexts: number } {
+/** A session over a real in-memory bus; contexts are opaque tokens (the feed below reads nothing). */
+function session(): LiveSession & { contexts: number } {
   bus = createMemoryEventBus(createLogger({ level: 'silent' }));
   const live = {
     environment: 'sandbox' as const,
@@ -91,7 +91,7 @@ async function take(stream: AsyncIterator<LiveDelivery>, count: number): Promise
 
 describe('replay then live, at the seam', () => {
   test('an event published during the list read whose change the list shows is delivered once, as replayed', async () => {
-    const live = runtime();
+    const live = session();
     const stream = await openLiveStream(
       live,
       feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_a', 10))),
@@ -107,7 +107,7 @@ describe('replay then live, at the seam', () => {
   });
 
   test('an event published during the list read that is newer than the listed record is delivered live too', async () => {
-    const live = runtime();
+    const live = session();
     // The list read the record at 10; it changed again at 11 while later pages were read.
     const stream = await openLiveStream(
       live,
@@ -122,7 +122,7 @@ describe('replay then live, at the seam', () => {
   });
 
   test('an event for a resource the list did not show (created or archived meanwhile) is delivered live', async () => {
-    const live = runtime();
+    const live = session();
     const stream = await openLiveStream(
       live,
       feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_b', 9))),
@@ -136,7 +136,7 @@ describe('replay then live, at the seam', () => {
   });
 
   test('a late redelivery of a change older than the replayed state is skipped; later changes are not', async () => {
-    const live = runtime();
+    const live = session();
     const stream = await openLiveStream(live, feed([{ resourceId: 'acc_a', updatedAt: at(10) }]));
     await bus.publish(accountEvent('acc_a', 5));
     await bus.publish(accountEvent('acc_a', 10));
@@ -150,7 +150,7 @@ describe('replay then live, at the seam', () => {
   });
 
   test('replays in updatedAt order, each resource once, before anything live', async () => {
-    const live = runtime();
+    const live = session();
     const stream = await openLiveStream(
       live,
       feed(
@@ -173,7 +173,7 @@ describe('replay then live, at the seam', () => {
   });
 
   test('each live event gets a context of its own; a refused one is skipped', async () => {
-    const live = runtime();
+    const live = session();
     const stream = await openLiveStream(live, { ...feed([]), replay: undefined });
     const before = live.contexts;
     await bus.publish(accountEvent('acc_refused', 1));
@@ -191,7 +191,7 @@ describe('replay then live, at the seam', () => {
   });
 
   test('a failed list read stops listening and fails the subscription', async () => {
-    const live = runtime();
+    const live = session();
     const failing: ChangeFeed<Change> = {
       ...feed([]),
       replay: () => Promise.reject(new Error('list refused')),

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { parsePlatformEvent } from '../../src/events/platform-event.ts';
+import { parsePlatformEvent } from '../../src/events/receiving/platform-event.ts';
 
 const valid = {
   id: 'evt_1',

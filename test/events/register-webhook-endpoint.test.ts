@@ -4,8 +4,8 @@ import {
   registerWebhookEndpoint,
   type WebhookEndpointRecord,
   type WebhookEndpointsApi,
-} from '../../src/events/register-webhook-endpoint.ts';
-import { SUBSCRIBED_EVENT_KINDS } from '../../src/events/event-kinds.ts';
+} from '../../src/events/receiving/register-webhook-endpoint.ts';
+import { SUBSCRIBED_EVENT_KINDS } from '../../src/events/receiving/event-kinds.ts';
 import { createLogger } from '../../src/logger.ts';
 import {
   startEmulator,

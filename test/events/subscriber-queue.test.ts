@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'vitest';
-import { createMemoryEventBus, type EventBus } from '../../src/events/event-bus.ts';
-import { openRedisConnection } from '../../src/events/redis-connection.ts';
-import { createRedisEventBus } from '../../src/events/redis-event-bus.ts';
-import { openSubscriberQueue, type QueueItem } from '../../src/events/subscriber-queue.ts';
+import { createMemoryEventBus, type EventBus } from '../../src/events/fan-out/event-bus.ts';
+import { openRedisConnection } from '../../src/events/fan-out/redis-connection.ts';
+import { createRedisEventBus } from '../../src/events/fan-out/redis-event-bus.ts';
+import { openSubscriberQueue, type QueueItem } from '../../src/events/delivery/subscriber-queue.ts';
 import { createLogger } from '../../src/logger.ts';
 import { makeEvent, waitFor } from './support/events.ts';
 import { requireRedisUrl, uniqueRedisPrefix } from './support/redis.ts';

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
-import { verifyWebhook } from '../../src/events/verify-webhook.ts';
+import { verifyWebhook } from '../../src/events/receiving/verify-webhook.ts';
 
 const NOW_MS = 1_700_000_000_000;
 const NOW_S = NOW_MS / 1000;

@@ -1,4 +1,4 @@
-import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/receiving/platform-event.ts';
 
 let sequence = 0;
 

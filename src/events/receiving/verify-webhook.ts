@@ -1,3 +1,7 @@
+/**
+ * Standard Webhooks signature check of an upstream delivery: nothing is parsed, de-duplicated or
+ * published before the body is proven to come from the upstream, within the allowed clock skew.
+ */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const SECRET_PREFIX = 'whsec_';
@@ -11,7 +15,7 @@ const DIGEST_BYTES = 32;
 export type WebhookHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** What {@link verifyWebhook} checks. */
-export type VerifyWebhookInput = {
+export interface VerifyWebhookInput {
   /** Request headers; names are matched case-insensitively. */
   headers: WebhookHeaders;
   /** The request body exactly as received: the signature covers these bytes, not a re-serialisation. */
@@ -25,7 +29,7 @@ export type VerifyWebhookInput = {
   toleranceSeconds?: number;
   /** The receiver's clock, in milliseconds since the epoch. Default `Date.now()`. */
   now?: number;
-};
+}
 
 /** Why a delivery was refused. None of them says anything about the secrets. */
 export type WebhookRejection =

@@ -1,6 +1,14 @@
+/**
+ * The pub/sub between the webhook route and the subscribers: what lets an event received by one
+ * replica reach the subscribers of every replica.
+ */
 import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
-import { toPlatformEvent, type PlatformEnvironment, type PlatformEvent } from './platform-event.ts';
-import type { Logger } from '../logger.ts';
+import {
+  toPlatformEvent,
+  type PlatformEnvironment,
+  type PlatformEvent,
+} from '../receiving/platform-event.ts';
+import type { Logger } from '../../logger.ts';
 
 /**
  * Fan-out of verified upstream events to every subscriber of every replica.
@@ -11,7 +19,7 @@ import type { Logger } from '../logger.ts';
  * and kind happens in the subscriber, which needs the whole event anyway; one channel per kind would
  * multiply Redis subscriptions for `events(types: [...])` and gain nothing.
  */
-export type EventBus = {
+export interface EventBus {
   /** Hands `event` to every subscriber of its environment. Resolves once the pub/sub accepted it. */
   publish(event: PlatformEvent): Promise<void>;
   /**
@@ -24,17 +32,17 @@ export type EventBus = {
   subscribe(environment: PlatformEnvironment, onEvent: (event: PlatformEvent) => void): Promise<() => void>;
   /** Ends every subscription and releases connections. */
   close(): Promise<void>;
-};
+}
 
 /** Options of {@link createPubSubEventBus}. */
-export type PubSubEventBusOptions = {
+export interface PubSubEventBusOptions {
   engine: PubSubEngine;
   /** Channel name prefix, so deployments sharing one Redis stay apart. Default `facade:`. */
   channelPrefix?: string;
   logger: Logger;
   /** Releases what the engine holds (Redis connections). */
   closeEngine?: () => Promise<void>;
-};
+}
 
 /** An {@link EventBus} over any graphql-subscriptions engine (in-memory `PubSub`, `RedisPubSub`). */
 export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {

@@ -7,7 +7,7 @@
 export type PlatformEnvironment = 'sandbox' | 'live';
 
 /** One upstream event, validated. `type` stays an open string: a new upstream kind must not break the route. */
-export type PlatformEvent = {
+export interface PlatformEvent {
   /** `evt_...`; the same on every redelivery, so it is the de-duplication key. */
   id: string;
   /** Event kind, e.g. `account.updated`. */
@@ -24,7 +24,7 @@ export type PlatformEvent = {
     /** The record as a read returned it right after the change. */
     object: unknown;
   };
-};
+}
 
 /** The result of {@link parsePlatformEvent}. */
 export type PlatformEventParse = { ok: true; event: PlatformEvent } | { ok: false; message: string };

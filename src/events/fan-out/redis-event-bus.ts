@@ -1,10 +1,14 @@
+/**
+ * The event bus over Redis pub/sub, for more than one replica: an event received by one reaches
+ * the subscribers of all.
+ */
 import { RedisPubSub } from 'graphql-redis-subscriptions';
 import type { Redis } from 'ioredis';
 import { createPubSubEventBus, type EventBus } from './event-bus.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../../logger.ts';
 
 /** Options of {@link createRedisEventBus}. */
-export type RedisEventBusOptions = {
+export interface RedisEventBusOptions {
   /** Connection for PUBLISH. Quit by `close()`. */
   publisher: Redis;
   /** A second connection: one in subscriber mode can run nothing but (P)SUBSCRIBE. Quit by `close()`. */
@@ -12,7 +16,7 @@ export type RedisEventBusOptions = {
   /** Channel name prefix shared by every replica of one deployment. Default `facade:`. */
   channelPrefix?: string;
   logger: Logger;
-};
+}
 
 /**
  * An {@link EventBus} over Redis pub/sub (graphql-redis-subscriptions on ioredis), shared by every

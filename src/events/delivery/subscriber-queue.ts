@@ -1,5 +1,11 @@
-import type { EventBus } from './event-bus.ts';
-import type { PlatformEnvironment, PlatformEvent } from './platform-event.ts';
+/**
+ * One subscriber's bounded queue of its environment's events, with the overflow policy below: the
+ * step between the fan-out, which must never wait for a subscriber, and a subscriber that reads at
+ * its own pace.
+ */
+import type { EventBus } from '../fan-out/event-bus.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import { createPushPullQueue } from './push-pull-queue.ts';
 
 /** Default bound of one subscriber's queue. */
 export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
@@ -22,7 +28,7 @@ export type QueueItem =
   | { kind: 'revoked' };
 
 /** A subscriber's bounded queue: an async iterator that never blocks the publisher or the other subscribers. */
-export type SubscriberQueue = AsyncIterableIterator<QueueItem> & {
+export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
   /** Stops listening at once; a pending `next()` answers `done`. */
   return(): Promise<IteratorResult<QueueItem>>;
   /** Ends the queue: a pending or later `next()` answers `done`. For shutdown. */
@@ -34,17 +40,19 @@ export type SubscriberQueue = AsyncIterableIterator<QueueItem> & {
   revoke(): void;
   /** Events waiting in the queue right now. */
   readonly size: number;
-};
+}
 
 /** Options of {@link openSubscriberQueue}. */
-export type SubscriberQueueOptions = {
+export interface SubscriberQueueOptions {
   bus: EventBus;
   environment: PlatformEnvironment;
   /** Keeps only the events this subscriber asked for; the rest never take queue space. Must not throw. */
   accept?: (event: PlatformEvent) => boolean;
   /** Events that may wait before the overflow policy applies. Default {@link DEFAULT_SUBSCRIBER_QUEUE_LIMIT}. */
   limit?: number;
-};
+  /** Called once when the subscriber has seen the queue end (a `next()` answered `done`) or stopped it. */
+  onDone?: () => void;
+}
 
 /**
  * Subscribes to `environment`'s events and queues them for one subscriber. Resolves once the
@@ -57,86 +65,63 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     throw new RangeError(`the subscriber queue limit must be an integer >= 1, got ${String(limit)}`);
   }
   const accept = options.accept ?? (() => true);
-  const items: QueueItem[] = [];
-  let waiting: ((result: IteratorResult<QueueItem>) => void) | undefined;
-  let finished = false;
-  let overflowed = false;
+  let ended = false;
+  const seenTheEnd = (): void => {
+    if (ended) return;
+    ended = true;
+    options.onDone?.();
+  };
+  /** Set once an overflow or a revocation stopped the listening: what is queued is the last item. */
+  let closing = false;
+  let stopListening: () => void = () => {};
+  const items = createPushPullQueue<QueueItem>({
+    onEnd: () => stopListening(),
+    endsAfter: (item) => item.kind !== 'event',
+  });
 
-  function deliver(item: QueueItem): void {
-    if (waiting !== undefined) {
-      const resolve = waiting;
-      waiting = undefined;
-      resolve({ value: item, done: false });
-    } else {
-      items.push(item);
-    }
+  /** Stops listening, drops the backlog and queues `notice` as the last item. */
+  function closeWith(notice: QueueItem): void {
+    closing = true;
+    stopListening();
+    items.waiting.length = 0;
+    items.push(notice);
   }
 
   function onEvent(event: PlatformEvent): void {
-    if (finished || overflowed || !accept(event)) return;
-    if (items.length < limit) {
-      deliver({ kind: 'event', event });
+    if (items.ended || closing || !accept(event)) return;
+    if (items.waiting.length < limit) {
+      items.push({ kind: 'event', event });
       return;
     }
     // Overflow: give up the backlog for one precise notice the subscriber can recover from.
-    overflowed = true;
-    stopListening();
     let resumeSince = event.occurredAt;
-    for (const item of items) {
+    for (const item of items.waiting) {
       if (item.kind === 'event' && Date.parse(item.event.occurredAt) < Date.parse(resumeSince)) {
         resumeSince = item.event.occurredAt;
       }
     }
-    const dropped = items.length + 1;
-    items.length = 0;
-    items.push({ kind: 'overflow', limit, dropped, resumeSince });
+    closeWith({ kind: 'overflow', limit, dropped: items.waiting.length + 1, resumeSince });
   }
 
-  const stopListening = await options.bus.subscribe(options.environment, onEvent);
-
-  function finish(): void {
-    if (finished) return;
-    finished = true;
-    items.length = 0;
-    stopListening();
-    waiting?.({ value: undefined, done: true });
-    waiting = undefined;
-  }
+  stopListening = await options.bus.subscribe(options.environment, onEvent);
 
   const queue: SubscriberQueue = {
     get size() {
-      return items.filter((item) => item.kind === 'event').length;
+      return items.waiting.filter((item) => item.kind === 'event').length;
     },
-    next(): Promise<IteratorResult<QueueItem>> {
-      const item = items.shift();
-      if (item !== undefined) {
-        if (item.kind === 'overflow' || item.kind === 'revoked') finish();
-        return Promise.resolve({ value: item, done: false });
-      }
-      if (finished || overflowed) {
-        finish();
-        return Promise.resolve({ value: undefined, done: true });
-      }
-      // graphql-ws pulls one item at a time; a second concurrent pull would be a caller bug.
-      if (waiting !== undefined) return Promise.reject(new Error('next() called while another is pending'));
-      return new Promise((resolve) => {
-        waiting = resolve;
-      });
+    async next() {
+      const result = await items.next();
+      if (result.done) seenTheEnd();
+      return result;
     },
-    return(): Promise<IteratorResult<QueueItem>> {
-      finish();
-      return Promise.resolve({ value: undefined, done: true });
+    return() {
+      seenTheEnd();
+      return items.return();
     },
-    end(): void {
-      finish();
-    },
-    revoke(): void {
-      if (finished || overflowed) return;
+    end: () => items.end(),
+    revoke() {
       // Like an overflow: stop listening, drop the backlog, deliver one notice, then end.
-      overflowed = true;
-      stopListening();
-      items.length = 0;
-      deliver({ kind: 'revoked' });
+      if (!items.ended && !closing) closeWith({ kind: 'revoked' });
     },
     [Symbol.asyncIterator]() {
       return queue;

@@ -1,16 +1,20 @@
-import type { Logger } from '../logger.ts';
+/**
+ * Registers (or reuses) the facade's webhook endpoint with the upstream at start, so that the
+ * upstream knows where to deliver events and the route knows which secrets sign them.
+ */
+import type { Logger } from '../../logger.ts';
 
 /** A webhook endpoint as the upstream lists it (the secret is never part of it). */
-export type WebhookEndpointRecord = {
+export interface WebhookEndpointRecord {
   id: string;
   url: string;
   events: readonly string[];
   /** `active`, `disabled` or `archived` (an open set). */
   status: string;
-};
+}
 
 /** The upstream's webhook endpoint operations, with the facade's own key. */
-export type WebhookEndpointsApi = {
+export interface WebhookEndpointsApi {
   /** Every endpoint of the key's environment, all pages. */
   list(): Promise<WebhookEndpointRecord[]>;
   /** Creates an endpoint; the answer is the only time the upstream shows its secret. */
@@ -23,10 +27,10 @@ export type WebhookEndpointsApi = {
     patch: { events?: readonly string[]; status?: 'active' },
   ): Promise<WebhookEndpointRecord>;
   archive(id: string): Promise<void>;
-};
+}
 
 /** Options of {@link registerWebhookEndpoint}. */
-export type RegisterWebhookEndpointOptions = {
+export interface RegisterWebhookEndpointOptions {
   api: WebhookEndpointsApi;
   /** The URL the upstream must call. */
   url: string;
@@ -35,17 +39,17 @@ export type RegisterWebhookEndpointOptions = {
   /** `WEBHOOK_SECRETS`: the secret(s) of an endpoint registered before, if the operator kept them. */
   configuredSecrets: readonly string[];
   logger: Logger;
-};
+}
 
 /** What {@link registerWebhookEndpoint} did, and the secrets deliveries will be signed with. */
-export type WebhookRegistration = {
+export interface WebhookRegistration {
   endpointId: string;
   action: 'reused' | 'created';
   /** Endpoints at the same URL archived because their secret was unknown. */
   archivedEndpointIds: string[];
   /** The secrets to verify with: the new endpoint's, or the configured ones. Never log them. */
   secrets: string[];
-};
+}
 
 export const WEBHOOK_ENDPOINT_DESCRIPTION = 'GraphQL facade: live subscriptions';
 

@@ -1,3 +1,6 @@
+/**
+ * De-duplication of webhook deliveries within one process, for a single replica without Redis.
+ */
 import {
   DEFAULT_DEDUP_CLAIM_TTL_MS,
   DEFAULT_DEDUP_RETENTION_MS,
@@ -7,7 +10,7 @@ import {
 } from './event-dedup.ts';
 
 /** Options of {@link createMemoryEventDeduplicator}. */
-export type MemoryEventDeduplicatorOptions = EventDeduplicatorOptions & {
+export interface MemoryEventDeduplicatorOptions extends EventDeduplicatorOptions {
   /**
    * Most ids remembered. When full, the oldest entry is forgotten first, so a flood of events costs
    * bounded memory; a forgotten id would be published again if redelivered. Default 100 000.
@@ -15,7 +18,7 @@ export type MemoryEventDeduplicatorOptions = EventDeduplicatorOptions & {
   maxEntries?: number;
   /** Clock in milliseconds. Default `Date.now`. */
   now?: () => number;
-};
+}
 
 type Entry = { state: 'claimed' | 'seen'; expiresAt: number };
 

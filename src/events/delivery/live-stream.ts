@@ -2,9 +2,10 @@
  * One subscription's stream: changes replayed from a list (when asked with `since`), then live
  * events from the subscriber's bounded queue, each turned into a payload read with a fresh context.
  */
-import type { GraphContext } from '../graph/context.ts';
-import type { LiveRuntime } from './live-context.ts';
-import type { PlatformEvent } from './platform-event.ts';
+import type { GraphContext } from '../../graph/context.ts';
+import type { LiveSession } from './live-context.ts';
+import type { PlatformEvent } from '../receiving/platform-event.ts';
+import { pullThrough, SKIP } from './push-pull-queue.ts';
 
 /** What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`. */
 export type LiveDelivery =
@@ -49,11 +50,11 @@ export interface ChangeFeed<P> {
  * client that stops a subscription (or disconnects) frees its pub/sub listener immediately.
  */
 export async function openLiveStream<P>(
-  live: LiveRuntime,
+  live: LiveSession,
   feed: ChangeFeed<P>,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   const queue = await live.openQueue(feed.accept);
-  const pending: LiveDelivery[] = [];
+  const replayed: LiveDelivery[] = [];
   const replayedUpTo = new Map<string, number>();
   if (feed.replay) {
     const context = live.createEventContext();
@@ -66,52 +67,27 @@ export async function openLiveStream<P>(
     }
     changes.sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt));
     for (const change of changes) {
-      pending.push({ kind: 'change', context, payload: change.payload });
+      replayed.push({ kind: 'change', context, payload: change.payload });
       const at = Date.parse(change.updatedAt);
       replayedUpTo.set(change.resourceId, Math.max(at, replayedUpTo.get(change.resourceId) ?? at));
     }
   }
 
-  let finished = false;
-  const stream: AsyncIterableIterator<LiveDelivery> = {
-    async next(): Promise<IteratorResult<LiveDelivery>> {
-      for (;;) {
-        if (finished) return { value: undefined, done: true };
-        const replayed = pending.shift();
-        if (replayed !== undefined) return { value: replayed, done: false };
+  return pullThrough(
+    queue,
+    async (item): Promise<LiveDelivery | typeof SKIP> => {
+      if (item.kind === 'overflow') live.observer?.overflowed();
+      if (item.kind !== 'event') return { ...item };
+      const event = item.event;
+      const covered = replayedUpTo.get(event.data.resourceId);
+      if (covered !== undefined && Date.parse(event.occurredAt) <= covered) return SKIP;
 
-        const next = await queue.next();
-        if (next.done) {
-          finished = true;
-          return { value: undefined, done: true };
-        }
-        const item = next.value;
-        if (item.kind === 'overflow') {
-          live.observer?.overflowed();
-          return { value: { ...item }, done: false };
-        }
-        if (item.kind === 'revoked') return { value: { ...item }, done: false };
-
-        const event = item.event;
-        const covered = replayedUpTo.get(event.data.resourceId);
-        if (covered !== undefined && Date.parse(event.occurredAt) <= covered) continue;
-
-        const context = live.createEventContext();
-        const payload = await feed.toPayload(event, context);
-        if (payload === DROP) continue;
-        live.observer?.delivered(event);
-        return { value: { kind: 'change', context, payload }, done: false };
-      }
+      const context = live.createEventContext();
+      const payload = await feed.toPayload(event, context);
+      if (payload === DROP) return SKIP;
+      live.observer?.delivered(event);
+      return { kind: 'change', context, payload };
     },
-    async return(): Promise<IteratorResult<LiveDelivery>> {
-      finished = true;
-      pending.length = 0;
-      await queue.return();
-      return { value: undefined, done: true };
-    },
-    [Symbol.asyncIterator]() {
-      return stream;
-    },
-  };
-  return stream;
+    { first: replayed },
+  );
 }

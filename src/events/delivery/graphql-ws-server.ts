@@ -8,16 +8,17 @@ import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type Vali
 import type { Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type VerifyClientCallbackAsync } from 'ws';
-import type { Authentication, Credentials } from '../auth/authenticate.ts';
-import { mayActFor, type Caller } from '../auth/caller.ts';
-import type { GraphContext } from '../graph/context.ts';
-import type { Logger } from '../logger.ts';
-import { UpstreamProblemError } from '../upstream/errors.ts';
-import type { WebSocketLimits } from './config.ts';
-import type { EventBus } from './event-bus.ts';
+import type { Authentication, Credentials } from '../../auth/authenticate.ts';
+import { mayActFor, type Caller } from '../../auth/caller.ts';
+import type { GraphContext } from '../../graph/context.ts';
+import type { Logger } from '../../logger.ts';
+import type { UpstreamProbe } from '../../upstream/probe.ts';
+import type { WebSocketLimits } from '../config.ts';
+import type { EventBus } from '../fan-out/event-bus.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
-import type { LiveGraphContext, LiveObserver, LiveRuntime } from './live-context.ts';
-import type { PlatformEnvironment } from './platform-event.ts';
+import type { LiveGraphContext, LiveObserver, LiveSession } from './live-context.ts';
+import type { PlatformEnvironment } from '../receiving/platform-event.ts';
+import { AwaitableSet } from './awaitable-set.ts';
 import { createSubscribeGuard } from './subscribe-guard.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
@@ -73,10 +74,11 @@ export interface GraphQLWebSocketOptions {
    */
   maxOperationsPerCaller?: number;
   /**
-   * The environment (sandbox or live) of the upstream key a connection's reads use: the caller's
-   * own key, or the facade's when undefined. Cached by the runtime, so a connection costs no call.
+   * The upstream probe of the key a connection's reads use (the caller's own key, or the facade's
+   * when undefined): its environment (sandbox or live) decides what the connection hears. Cached
+   * per accepted key, so a connection costs no call.
    */
-  environmentOf(apiKey: string | undefined): Promise<PlatformEnvironment>;
+  probeKey(apiKey: string | undefined): Promise<UpstreamProbe>;
   /** Builds an operation's context for `caller`, as `/graphql` over HTTP does. */
   createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
   bus: EventBus;
@@ -108,7 +110,7 @@ interface Subscriber {
   apiKey: string | undefined;
   environment: PlatformEnvironment;
   /** The queues of this connection's subscriptions, ended together when the token expires. */
-  queues: Set<SubscriberQueue>;
+  queues: AwaitableSet<SubscriberQueue>;
   /** Ends the connection when the caller's token expires. */
   expiry: NodeJS.Timeout | undefined;
 }
@@ -136,7 +138,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
     maxSubscriptionsPerConnection: options.transport.maxSubscriptionsPerConnection,
   });
   const queues = new Set<SubscriberQueue>();
-  const operations = new Set<string>();
+  const operations = new AwaitableSet<string>();
   const connectionIds = new WeakMap<object, number>();
   let nextConnectionId = 0;
   let draining = false;
@@ -162,7 +164,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
     return `${connectionId}:${id}`;
   };
 
-  useServer<Record<string, unknown> | undefined, ConnectionExtra>(
+  const server = useServer<Record<string, unknown> | undefined, ConnectionExtra>(
     {
       schema: options.schema,
       connectionInitWaitTimeout: options.transport.connectionInitTimeoutMs,
@@ -222,22 +224,32 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
           return refuse(WS_CLOSE.forbidden, 'Forbidden');
         }
-        let environment: PlatformEnvironment;
-        try {
-          environment = await options.environmentOf(apiKey);
-        } catch (error) {
-          if (error instanceof UpstreamProblemError && error.status === 401) {
-            return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
-          }
-          if (error instanceof UpstreamProblemError && error.status === 403) {
-            return refuse(WS_CLOSE.forbidden, 'Forbidden');
-          }
+        const probe = await options.probeKey(apiKey);
+        if (probe.outcome === 'refused') {
+          return probe.problem.status === 401
+            ? refuse(WS_CLOSE.unauthorized, 'Unauthorized')
+            : refuse(WS_CLOSE.forbidden, 'Forbidden');
+        }
+        if (probe.outcome !== 'ready') {
           logger.warn('could not learn the upstream environment of a graphql-ws connection', {
-            error: String(error),
+            outcome: probe.outcome,
+            reason:
+              probe.outcome === 'unreachable'
+                ? probe.reason
+                : probe.outcome === 'failed'
+                  ? probe.problem.code
+                  : undefined,
           });
           return refuse(WS_CLOSE.tryAgainLater, 'Upstream unavailable, try again later');
         }
-        const subscriber: Subscriber = { caller, apiKey, environment, queues: new Set(), expiry: undefined };
+        const environment = probe.discovery.environment;
+        const subscriber: Subscriber = {
+          caller,
+          apiKey,
+          environment,
+          queues: new AwaitableSet(),
+          expiry: undefined,
+        };
         armExpiry(subscriber, socket);
         socket.once('close', () => clearTimeout(subscriber.expiry));
         // A socket closed while its token was checked has no `close` to come: not counted.
@@ -259,7 +271,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         if (subscriber === undefined)
           throw new Error('graphql-ws operation without an authenticated subscriber');
         const { caller, apiKey } = subscriber;
-        const live: LiveRuntime = {
+        const live: LiveSession = {
           environment: subscriber.environment,
           async openQueue(accept) {
             const queue = await openSubscriberQueue({
@@ -268,14 +280,15 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
               // Events of customers the caller may not act for never take queue space, nor a read.
               accept: (event) => isVisibleTo(caller, event.data.customerId) && accept(event),
               limit: options.queueLimit,
+              onDone: () => {
+                queues.delete(queue);
+                subscriber.queues.delete(queue);
+              },
             });
             if (draining) queue.end();
             queues.add(queue);
             subscriber.queues.add(queue);
-            return trackUntilDone(queue, () => {
-              queues.delete(queue);
-              subscriber.queues.delete(queue);
-            });
+            return queue;
           },
           createEventContext: () => options.createContext({ caller, apiKey }),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
@@ -338,8 +351,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       () => {
         void (async () => {
           for (const queue of subscriber.queues) queue.revoke();
-          const deadline = Date.now() + 1_000;
-          while (subscriber.queues.size > 0 && Date.now() < deadline) await sleep(10);
+          await subscriber.queues.emptied(1_000);
           // graphql-ws sends each `complete` right after the stream ends; let those go out first.
           await nextTurn();
           socket.close(WS_CLOSE.unauthorized, 'Token expired');
@@ -357,15 +369,27 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       draining = true;
       const deadline = Date.now() + timeoutMs;
       // No new connection from here on; the ones open stay open until their subscriptions completed.
-      const closed = new Promise<void>((resolve) => wsServer.close(() => resolve()));
+      wsServer.close();
       for (const queue of queues) queue.end();
-      while (operations.size > 0 && Date.now() < deadline) await sleep(10);
+      await operations.emptied(deadline - Date.now());
       // graphql-ws sends `complete` right after its onComplete hook; let those writes go out first.
       await nextTurn();
+      // Our own reason first; graphql-ws's dispose then finds every socket closing, and resolves
+      // once the server has closed, that is once the last socket has.
       for (const client of wsServer.clients) client.close(WS_CLOSE.goingAway, 'Server shutting down');
-      while (wsServer.clients.size > 0 && Date.now() < deadline) await sleep(10);
+      const disposed = (async () => {
+        try {
+          await server.dispose();
+        } catch {
+          // Rejects only when the server had closed already (no socket was open): nothing to wait for.
+        }
+      })();
+      const timeout = new AbortController();
+      const timedOut = sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timeout.signal });
+      await Promise.race([disposed, timedOut.catch(() => {})]);
+      timeout.abort();
       for (const client of wsServer.clients) client.terminate();
-      await closed;
+      await disposed;
       logger.info('graphql-ws drained', { unfinished: operations.size });
     },
   };
@@ -401,38 +425,4 @@ function headerOf(request: IncomingMessage, name: string): string | undefined {
 function isVisibleTo(caller: Caller, customerId: string | null): boolean {
   if (caller.operator) return true;
   return customerId !== null && mayActFor(caller, customerId);
-}
-
-/** `queue`, calling `onDone` once when it ends by any path. */
-function trackUntilDone(queue: SubscriberQueue, onDone: () => void): SubscriberQueue {
-  let done = false;
-  const finish = (): void => {
-    if (done) return;
-    done = true;
-    onDone();
-  };
-  const tracked: SubscriberQueue = {
-    get size() {
-      return queue.size;
-    },
-    async next() {
-      const result = await queue.next();
-      if (result.done) finish();
-      return result;
-    },
-    async return() {
-      finish();
-      return queue.return();
-    },
-    end() {
-      queue.end();
-    },
-    revoke() {
-      queue.revoke();
-    },
-    [Symbol.asyncIterator]() {
-      return tracked;
-    },
-  };
-  return tracked;
 }

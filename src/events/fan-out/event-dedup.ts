@@ -33,7 +33,7 @@ export type ClaimResult =
   | 'seen';
 
 /** Shared or local memory of the event ids already published. */
-export type EventDeduplicator = {
+export interface EventDeduplicator {
   /** Takes the event for publication, atomically across everyone sharing this store. */
   claim(eventId: string): Promise<ClaimResult>;
   /** Marks a claimed event as published; it stays `seen` for the retention window. */
@@ -42,10 +42,10 @@ export type EventDeduplicator = {
   release(eventId: string): Promise<void>;
   /** Releases resources (connections). The store's data is left alone. */
   close(): Promise<void>;
-};
+}
 
 /** Timing shared by every {@link EventDeduplicator}. */
-export type EventDeduplicatorOptions = {
+export interface EventDeduplicatorOptions {
   /**
    * How long a published event id is remembered. At least the upstream's retry window (about two
    * minutes of retries); the default, 24 hours, also covers a replayed or manually resent event.
@@ -53,7 +53,7 @@ export type EventDeduplicatorOptions = {
   retentionMs?: number;
   /** How long a claim holds without a confirm, so a crash mid-publication cannot lose the event. Default 30 s. */
   claimTtlMs?: number;
-};
+}
 
 export const DEFAULT_DEDUP_RETENTION_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_DEDUP_CLAIM_TTL_MS = 30_000;

@@ -1,7 +1,11 @@
+/**
+ * The route the upstream POSTs its events to: verify, parse, claim the event id, publish, confirm,
+ * then answer. The order is what makes each event published once and never acknowledged unpublished.
+ */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { EventBus } from './event-bus.ts';
-import type { EventDeduplicator } from './event-dedup.ts';
-import type { Logger } from '../logger.ts';
+import type { EventBus } from '../fan-out/event-bus.ts';
+import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
+import type { Logger } from '../../logger.ts';
 import { parsePlatformEvent } from './platform-event.ts';
 import { verifyWebhook } from './verify-webhook.ts';
 
@@ -9,7 +13,7 @@ import { verifyWebhook } from './verify-webhook.ts';
 export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
 
 /** Options of {@link createWebhookRouter}. */
-export type WebhookRouterOptions = {
+export interface WebhookRouterOptions {
   /**
    * The signing secrets currently accepted (several during a rotation). A function, because the
    * secret of an endpoint registered at start is known only after the router exists.
@@ -26,7 +30,7 @@ export type WebhookRouterOptions = {
   now?: () => number;
   /** Told how each delivery was answered (metrics). Must not throw. */
   onDelivery?: (outcome: WebhookDeliveryOutcome) => void;
-};
+}
 
 /**
  * How a delivery was answered: `accepted` (published), `duplicate` (published before), `forged`
@@ -38,12 +42,12 @@ export type WebhookDeliveryOutcome =
   'accepted' | 'duplicate' | 'forged' | 'stale' | 'malformed' | 'in_flight' | 'unavailable';
 
 /** The router and the switch that stops it taking deliveries (for shutdown). */
-export type WebhookRouter = {
+export interface WebhookRouter {
   /** Mount it at the webhook path; it answers `POST /`. */
   router: Router;
   /** From now on every delivery is answered 503, so the upstream retries it elsewhere or later. */
   stopAccepting(): void;
-};
+}
 
 /**
  * Builds the route the upstream posts its webhooks to.

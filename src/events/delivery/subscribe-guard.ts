@@ -16,8 +16,8 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { SubscribePayload } from 'graphql-ws';
-import { findMalformedVariable } from '../graph/input-strings.ts';
-import { checkOperationCost } from '../graph/query-limits.ts';
+import { findMalformedVariable } from '../../graph/input-strings.ts';
+import { checkOperationCost } from '../../graph/query-limits.ts';
 
 export interface SubscribeGuardOptions {
   schema: GraphQLSchema;

@@ -4,11 +4,12 @@
  * graphql-ws operations carry it; an HTTP request has none.
  */
 import { GraphQLError } from 'graphql';
-import type { GraphContext } from '../graph/context.ts';
-import type { PlatformEnvironment, PlatformEvent } from './platform-event.ts';
+import type { GraphContext } from '../../graph/context.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
-export interface LiveRuntime {
+/** One subscriber's side of a graphql-ws connection, as its subscription resolvers see it. */
+export interface LiveSession {
   /** The environment of the subscriber's key, learnt from capability discovery at connection. */
   readonly environment: PlatformEnvironment;
   /** Opens the subscriber's bounded queue on its environment's events; resolves once it listens. */
@@ -27,15 +28,15 @@ export interface LiveObserver {
 
 /** The context of an operation received over graphql-ws. */
 export interface LiveGraphContext extends GraphContext {
-  readonly live: LiveRuntime;
+  readonly live: LiveSession;
 }
 
 /**
- * The live runtime of `context`.
+ * The live session of `context`.
  *
  * @throws GraphQLError when the operation did not come over graphql-ws (subscriptions need it).
  */
-export function liveRuntimeOf(context: GraphContext): LiveRuntime {
+export function liveSessionOf(context: GraphContext): LiveSession {
   const live = (context as Partial<LiveGraphContext>).live;
   if (live === undefined) {
     throw new GraphQLError('Subscriptions are served over the graphql-ws protocol (WebSocket) at /graphql.', {

@@ -1,5 +1,10 @@
+/**
+ * Runs a subscription operation once per delivery, each with the context its resource was read
+ * with, in place of graphql-js's `subscribe` (which graphql-ws would otherwise call).
+ */
 import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { LiveDelivery } from './live-stream.ts';
+import { pullThrough } from './push-pull-queue.ts';
 
 /**
  * graphql-js's `subscribe`, except that each event runs with its own context: the one its
@@ -12,38 +17,17 @@ export async function subscribeWithEventContexts(
 ): Promise<AsyncGenerator<ExecutionResult> | AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
   const source = await createSourceEventStream(args);
   if (!isAsyncIterable(source)) return source;
-  const iterator = source[Symbol.asyncIterator]();
 
-  const run = (delivery: unknown): Promise<ExecutionResult> =>
+  // Each delivery executes when it is pulled; stopping the stream stops the source at once.
+  return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> =>
     Promise.resolve(
       execute({
         ...args,
         rootValue: delivery,
         contextValue: isChange(delivery) ? delivery.context : args.contextValue,
       }),
-    );
-
-  // Written out rather than as an async generator: a generator's return() waits for a pending
-  // next(), which would keep a stopped subscription listening until its next event.
-  const results: AsyncIterableIterator<ExecutionResult> = {
-    async next() {
-      const next = await iterator.next();
-      if (next.done) return { value: undefined, done: true };
-      return { value: await run(next.value), done: false };
-    },
-    async return() {
-      await iterator.return?.();
-      return { value: undefined, done: true };
-    },
-    async throw(error?: unknown) {
-      await iterator.return?.();
-      throw error;
-    },
-    [Symbol.asyncIterator]() {
-      return results;
-    },
-  };
-  return results;
+    ),
+  );
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

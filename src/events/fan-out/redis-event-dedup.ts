@@ -1,3 +1,7 @@
+/**
+ * De-duplication of webhook deliveries shared by every replica, in Redis: two replicas receiving
+ * the same event at once must still publish it once.
+ */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
@@ -9,14 +13,14 @@ import {
 } from './event-dedup.ts';
 
 /** Options of {@link createRedisEventDeduplicator}. */
-export type RedisEventDeduplicatorOptions = EventDeduplicatorOptions & {
+export interface RedisEventDeduplicatorOptions extends EventDeduplicatorOptions {
   /** A connection in normal (not subscriber) mode. Closed by `close()` only when `ownsClient`. */
   client: Redis;
   /** Prefix of every key, so several deployments can share one Redis. Default `facade:`. */
   keyPrefix?: string;
   /** Whether `close()` quits `client`. Default false. */
   ownsClient?: boolean;
-};
+}
 
 const SEEN = 'seen';
 // Deletes the claim only if it is still ours: after an expiry another replica may hold a fresh

@@ -1,12 +1,17 @@
-import type { UpstreamContext } from '../upstream/context.ts';
-import type { WebhookEventType } from '../upstream/types.ts';
+/**
+ * The upstream's webhook endpoint calls as registration needs them: `src/upstream/` speaks REST,
+ * registration speaks of endpoints, and this is where one is put in terms of the other.
+ */
+import { readAllPages } from '../../upstream/all-pages.ts';
+import type { UpstreamContext } from '../../upstream/context.ts';
+import type { WebhookEventType } from '../../upstream/types.ts';
 import {
   archiveWebhookEndpoint,
   createWebhookEndpoint,
   listWebhookEndpoints,
   updateWebhookEndpoint,
-} from '../upstream/webhook-endpoints.ts';
-import type { WebhookEndpointRecord, WebhookEndpointsApi } from './register-webhook-endpoint.ts';
+} from '../../upstream/webhook-endpoints.ts';
+import type { WebhookEndpointsApi } from './register-webhook-endpoint.ts';
 
 /** Pages read at most when listing endpoints; far more than any account registers. */
 const MAX_PAGES = 50;
@@ -17,17 +22,9 @@ const MAX_PAGES = 50;
  */
 export function createUpstreamWebhookEndpointsApi(upstream: () => UpstreamContext): WebhookEndpointsApi {
   return {
-    async list() {
-      const endpoints: WebhookEndpointRecord[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_PAGES; page += 1) {
-        const result = await listWebhookEndpoints(upstream(), { limit: 100, ...(cursor ? { cursor } : {}) });
-        endpoints.push(...result.data);
-        if (!result.hasMore || result.nextCursor === null) break;
-        cursor = result.nextCursor;
-      }
-      return endpoints;
-    },
+    // More endpoints than this fails the registration (and the start) rather than missing one.
+    list: () =>
+      readAllPages((page) => listWebhookEndpoints(upstream(), page), { maxPages: MAX_PAGES, pageSize: 100 }),
     async create(input) {
       const { data } = await createWebhookEndpoint(upstream(), {
         url: input.url,

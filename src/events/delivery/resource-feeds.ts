@@ -1,0 +1,374 @@
+/**
+ * What a subscription field listens to, in one table: for each upstream resource type, its GraphQL
+ * type, how it is read now, and how its changes are replayed from a list. The resolvers of
+ * `src/graph/events.ts` name a resource type and their arguments; the feeds here filter the
+ * events, read each event's resource with the subscriber's credentials (fresh loaders), and drop
+ * what the upstream refuses that subscriber.
+ */
+import { GraphQLError } from 'graphql';
+import type { GraphContext } from '../../graph/context.ts';
+import { PageLimitExceededError, readAllPages } from '../../upstream/all-pages.ts';
+import { UpstreamProblemError } from '../../upstream/errors.ts';
+import type { Page, PageParams } from '../../upstream/types.ts';
+import { liveSessionOf } from './live-context.ts';
+import {
+  DROP,
+  openLiveStream,
+  type ChangeFeed,
+  type LiveDelivery,
+  type ReplayedChange,
+} from './live-stream.ts';
+import type { PlatformEvent } from '../receiving/platform-event.ts';
+
+/** A record as a list returns it, with what a replay needs. */
+interface ListedRecord {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  state?: string;
+  status?: string;
+}
+
+/** One resource type of the upstream's events, as the subscriptions see it. */
+interface EventResourceKind {
+  /** Its GraphQL type: the member of `EventResource` it resolves to. */
+  typename: 'Customer' | 'Account' | 'Capability' | 'RelatedParty' | 'CustomerDocument' | 'Transfer' | 'Rule';
+  /** The payload field of its `…Changed` subscription (`account`, with `accountId` beside it). */
+  field: string;
+  /** Reads it as it is now. */
+  read(context: GraphContext, customerId: string, id: string): Promise<unknown>;
+  /** Reads one page of a customer's list with the updated-since filter; absent where there is no replay. */
+  list?: (context: GraphContext, customerId: string, page: PageParams) => Promise<Page<ListedRecord>>;
+  /** The event kind a replayed record stands for. */
+  replayedType?: (record: ListedRecord) => string;
+}
+
+const createdOrUpdated = (created: string, updated: string) => (record: ListedRecord) =>
+  record.createdAt === record.updatedAt ? created : updated;
+
+/** Every resource type the schema models, by the upstream's `resourceType`. */
+const RESOURCES: Record<string, EventResourceKind> = {
+  customer: {
+    typename: 'Customer',
+    field: 'customer',
+    read: (context, _customerId, id) => context.loaders.customer.load(id),
+  },
+  account: {
+    typename: 'Account',
+    field: 'account',
+    read: (context, customerId, id) => context.loaders.account.load({ customerId, id }),
+    list: (context, customerId, page) => context.loaders.accounts.load({ customerId, ...page }),
+    replayedType: createdOrUpdated('account.created', 'account.updated'),
+  },
+  capability: {
+    typename: 'Capability',
+    field: 'capability',
+    read: (context, customerId, id) => context.loaders.capability.load({ customerId, id }),
+    list: (context, customerId, page) => context.loaders.capabilities.load({ customerId, ...page }),
+    replayedType: createdOrUpdated('capability.created', 'capability.status_changed'),
+  },
+  related_party: {
+    typename: 'RelatedParty',
+    field: 'relatedParty',
+    read: (context, customerId, id) => context.loaders.relatedParty.load({ customerId, id }),
+    list: (context, customerId, page) => context.loaders.relatedParties.load({ customerId, ...page }),
+    // Parties are never updated, only created or archived, and archived ones leave the list.
+    replayedType: () => 'related_party.created',
+  },
+  document: {
+    typename: 'CustomerDocument',
+    field: 'document',
+    read: (context, customerId, id) => context.loaders.document.load({ customerId, id }),
+  },
+  transfer: {
+    typename: 'Transfer',
+    field: 'transfer',
+    read: (context, customerId, id) => context.loaders.transfer.load({ customerId, id }),
+    list: (context, customerId, page) => context.loaders.transfers.load({ customerId, ...page }),
+    replayedType: (transfer) => (transfer.state === 'completed' ? 'transfer.completed' : 'transfer.created'),
+  },
+  rule: {
+    typename: 'Rule',
+    field: 'rule',
+    read: (context, customerId, id) => context.loaders.rule.load({ customerId, id }),
+    list: (context, customerId, page) => context.loaders.rules.load({ customerId, ...page }),
+    replayedType: (rule) =>
+      rule.status === 'archived'
+        ? 'rule.archived'
+        : rule.createdAt === rule.updatedAt
+          ? 'rule.created'
+          : 'rule.updated',
+  },
+};
+
+/** The resource types a `…Changed` subscription can follow. */
+export type ChangedResourceType =
+  'account' | 'capability' | 'related_party' | 'document' | 'transfer' | 'rule';
+
+/** Pages of 100 read at most to replay; more changes than that ask for a later `since`. */
+const MAX_REPLAY_PAGES = 20;
+const REPLAY_PAGE_SIZE = 100;
+
+/**
+ * Where a payload carries the error of a resource read that failed for a reason other than a
+ * refusal: the resource field throws it as it is, and the facade's `formatError` maps it once, as
+ * on the query path. A symbol, so it can never meet a field of the schema.
+ */
+const READ_ERROR = Symbol('resource read error');
+
+/** A resource read now (null when it could not be), with the error of a failed read. */
+type Hydrated = { resource: unknown; error?: unknown } | typeof DROP;
+
+/** Resource types whose archived records answer 404 to every read (docs/events.md). */
+const UNREADABLE_ONCE_ARCHIVED = new Set(['related_party', 'document']);
+
+/** Whether the upstream refused the subscriber this read (the event is then not theirs to see). */
+function isRefusal(error: unknown): boolean {
+  return error instanceof UpstreamProblemError && [401, 403, 404].includes(error.status);
+}
+
+/**
+ * Reads `event`'s resource as it is now with the subscriber's `context`. An archived related party
+ * or document answers 404 to every read: when the subscriber may read its customer, the record the
+ * event carried stands in for it.
+ */
+async function readResource(event: PlatformEvent, context: GraphContext): Promise<Hydrated> {
+  const { customerId, resourceType, resourceId, object } = event.data;
+  const kind = RESOURCES[resourceType];
+  // Without a customer a customer-scoped resource cannot be read, so access cannot be checked.
+  if (kind === undefined || (customerId === null && resourceType !== 'customer')) {
+    if (customerId === null) return DROP;
+    return checkCustomer(context, customerId, null);
+  }
+  try {
+    return { resource: await kind.read(context, customerId ?? '', resourceId) };
+  } catch (error) {
+    if (!isRefusal(error)) return { resource: null, error };
+    // Only where archiving is why the read fails, and only a record of the event's own customer: a
+    // 404 may also be the subscriber's scope refusing another customer's resource.
+    const gone =
+      (error as UpstreamProblemError).status === 404 &&
+      customerId !== null &&
+      UNREADABLE_ONCE_ARCHIVED.has(resourceType) &&
+      isRecord(object) &&
+      (object.customerId === undefined || object.customerId === customerId);
+    return gone ? checkCustomer(context, customerId, { ...object, customerId }) : DROP;
+  }
+}
+
+async function checkCustomer(
+  context: GraphContext,
+  customerId: string,
+  resource: unknown,
+): Promise<Hydrated> {
+  try {
+    await context.loaders.customer.load(customerId);
+    return { resource };
+  } catch (error) {
+    return isRefusal(error) ? DROP : { resource: null, error };
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What a `…Changed` subscription asked for. */
+export interface ChangeSubscription {
+  customerId: string;
+  resourceId?: string | null;
+  since?: string | null;
+}
+
+/**
+ * The stream of one `…Changed` subscription: the changes of `resourceType` of one customer (and
+ * one resource, when `resourceId` is given), replayed since `since` first where the type replays.
+ */
+export function subscribeToChanges(
+  context: GraphContext,
+  resourceType: ChangedResourceType,
+  subscription: ChangeSubscription,
+): Promise<AsyncIterableIterator<LiveDelivery>> {
+  return openLiveStream(
+    liveSessionOf(context),
+    changeFeed(RESOURCES[resourceType]!, resourceType, subscription),
+  );
+}
+
+function changeFeed(
+  kind: EventResourceKind,
+  resourceType: string,
+  { customerId, resourceId, since }: ChangeSubscription,
+): ChangeFeed<object> {
+  const payload = (header: ChangeHeader, id: string, resource: unknown): object => ({
+    ...header,
+    [`${kind.field}Id`]: id,
+    [kind.field]: resource,
+  });
+  const header = (eventId: string, type: string, occurredAt: string, replayed: boolean): ChangeHeader => ({
+    eventId,
+    type,
+    occurredAt,
+    replayed,
+    customerId,
+  });
+  const { list, replayedType } = kind;
+  return {
+    accept: (event) =>
+      event.data.resourceType === resourceType &&
+      event.data.customerId === customerId &&
+      (resourceId == null || event.data.resourceId === resourceId),
+
+    async toPayload(event, context) {
+      const hydrated = await readResource(event, context);
+      if (hydrated === DROP) return DROP;
+      return {
+        ...payload(
+          header(event.id, event.type, event.occurredAt, false),
+          event.data.resourceId,
+          hydrated.resource ?? null,
+        ),
+        ...readErrorOf(hydrated),
+      };
+    },
+
+    ...(since != null && list !== undefined && replayedType !== undefined
+      ? {
+          replay: async (context: GraphContext): Promise<ReplayedChange<object>[]> => {
+            const records = await readAllSince(since, (page) => list(context, customerId, page));
+            return records
+              .filter((record) => resourceId == null || record.id === resourceId)
+              .map((record) => ({
+                resourceId: record.id,
+                updatedAt: record.updatedAt,
+                payload: payload(
+                  header(
+                    `replay:${record.id}:${record.updatedAt}`,
+                    replayedType(record),
+                    record.updatedAt,
+                    true,
+                  ),
+                  record.id,
+                  record,
+                ),
+              }));
+          },
+        }
+      : {}),
+  };
+}
+
+/** The fields every change payload has. */
+interface ChangeHeader {
+  eventId: string;
+  type: string;
+  occurredAt: string;
+  replayed: boolean;
+  customerId: string;
+}
+
+/** What `events` asked for: one customer's or every visible one's, of some kinds or all. */
+export interface EventsSubscription {
+  customerId?: string | null;
+  types?: readonly string[] | null;
+}
+
+/** The stream of the `events` subscription: every event the subscriber may see, its resource read now. */
+export function subscribeToEvents(
+  context: GraphContext,
+  { customerId, types }: EventsSubscription,
+): Promise<AsyncIterableIterator<LiveDelivery>> {
+  return openLiveStream(liveSessionOf(context), {
+    accept: (event) =>
+      (customerId == null || event.data.customerId === customerId) &&
+      (types == null || types.includes(event.type)),
+    async toPayload(event, eventContext) {
+      const hydrated = await readResource(event, eventContext);
+      if (hydrated === DROP) return DROP;
+      const typename = RESOURCES[event.data.resourceType]?.typename;
+      return {
+        eventId: event.id,
+        type: event.type,
+        occurredAt: event.occurredAt,
+        customerId: event.data.customerId,
+        resourceType: event.data.resourceType,
+        resourceId: event.data.resourceId,
+        // A resource type this schema does not model resolves to null rather than failing the event.
+        resource:
+          typename === undefined || !isRecord(hydrated.resource)
+            ? null
+            : { ...hydrated.resource, __typename: typename },
+        ...readErrorOf(hydrated),
+      };
+    },
+  });
+}
+
+/** Reads every page of a list since `since`; more than the replay may read is the caller's error. */
+async function readAllSince<R>(
+  since: string,
+  readPage: (page: PageParams) => Promise<Page<R>>,
+): Promise<R[]> {
+  try {
+    return await readAllPages(readPage, {
+      maxPages: MAX_REPLAY_PAGES,
+      pageSize: REPLAY_PAGE_SIZE,
+      updatedSince: since,
+    });
+  } catch (error) {
+    if (!(error instanceof PageLimitExceededError)) throw error;
+    throw new GraphQLError(
+      `More than ${error.maxRecords} changes since ${since}: read the list instead, then subscribe with a later "since".`,
+      { extensions: { code: 'BAD_USER_INPUT', argumentName: 'since' } },
+    );
+  }
+}
+
+/** The payload of a delivery, or the error that ends an overflowed or revoked subscription. */
+export function payloadOf<T>(delivery: unknown): T {
+  const item = delivery as LiveDelivery | undefined;
+  // The stream's payloads are built by this file's feeds for the field being resolved.
+  if (item?.kind === 'change') return item.payload as T;
+  if (item?.kind === 'overflow') {
+    throw new GraphQLError(
+      `This subscription fell more than ${item.limit} events behind and was ended; ${item.dropped} were not delivered. ` +
+        'Subscribe again with "since" set to extensions.resumeSince to receive them (where the subscription replays).',
+      {
+        extensions: {
+          code: 'SUBSCRIPTION_OVERFLOW',
+          resumeSince: item.resumeSince,
+          limit: item.limit,
+          dropped: item.dropped,
+        },
+      },
+    );
+  }
+  if (item?.kind === 'revoked') {
+    throw new GraphQLError(
+      'The access token of this connection has expired; the subscription has ended. Reconnect with a fresh token and subscribe with "since" to resume.',
+      { extensions: { code: 'UNAUTHENTICATED' } },
+    );
+  }
+  throw new GraphQLError('Subscriptions are served over the graphql-ws protocol (WebSocket) at /graphql.', {
+    extensions: { code: 'BAD_REQUEST' },
+  });
+}
+
+/** The resource of a payload, or, when it could not be read, its read error at the field. */
+export function resourceOf<T>(payload: object, resource: T): T {
+  const error = (payload as { [READ_ERROR]?: unknown })[READ_ERROR];
+  if (error !== undefined) throw error;
+  return resource;
+}
+
+/** The part of a payload that carries `hydrated`'s read error, if any. */
+function readErrorOf(hydrated: { error?: unknown }): { [READ_ERROR]?: unknown } {
+  return hydrated.error === undefined ? {} : { [READ_ERROR]: hydrated.error };
+}
+
+/** The GraphQL type of an `EventResource`, from the event's `resourceType` the payload tagged it with. */
+export function typenameOf(resource: unknown): EventResourceKind['typename'] {
+  const typename = (resource as { __typename?: EventResourceKind['typename'] }).__typename;
+  if (typename === undefined) throw new Error('an untagged resource reached EventResource');
+  return typename;
+}

@@ -1,0 +1,37 @@
+/**
+ * One way of asking whether the upstream can be used with a key: capability discovery
+ * (`GET /v3/capabilities`), which succeeds exactly when the API is reachable and the key valid.
+ * `/readyz`, `apiStatus` and the graphql-ws connection check (through `key-environments.ts`) all
+ * ask it here, so they classify the same answer the same way.
+ */
+import { discoverCapabilities } from './capabilities.ts';
+import type { UpstreamContext } from './context.ts';
+import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
+import type { CapabilityDiscovery, Problem } from './types.ts';
+
+/** What capability discovery said. */
+export type UpstreamProbe =
+  /** The upstream answered and accepted the key. */
+  | { outcome: 'ready'; discovery: CapabilityDiscovery }
+  /** The upstream answered and refused the key (401 or 403). */
+  | { outcome: 'refused'; problem: Problem }
+  /** The upstream answered with another problem (a 5xx, or a 4xx discovery should never give). */
+  | { outcome: 'failed'; problem: Problem }
+  /** No usable answer arrived. */
+  | { outcome: 'unreachable'; reason: UnavailableReason }
+  /** The call failed in the facade itself (cancelled, refused by its own limits): nothing was learnt. */
+  | { outcome: 'error' };
+
+/** Asks capability discovery with `up`'s key. Never throws. */
+export async function probeUpstream(up: UpstreamContext): Promise<UpstreamProbe> {
+  try {
+    return { outcome: 'ready', discovery: await discoverCapabilities(up) };
+  } catch (error) {
+    if (error instanceof UpstreamProblemError) {
+      const refused = error.status === 401 || error.status === 403;
+      return { outcome: refused ? 'refused' : 'failed', problem: error.problem };
+    }
+    if (error instanceof UpstreamUnavailableError) return { outcome: 'unreachable', reason: error.reason };
+    return { outcome: 'error' };
+  }
+}
