@@ -412,8 +412,11 @@ export type CreateRelatedPartyInput = {
    * send the same key and input again to retry; a retry replays the first result and never executes twice.
    */
   idempotencyKey: Scalars['String']['input'];
-  /** Person or entity. */
-  partyType: PartyType;
+  /**
+   * `person` or `entity`, spelled as `RelatedParty.partyType` reads it back; the upstream refuses any
+   * other value (BAD_USER_INPUT).
+   */
+  partyType: Scalars['String']['input'];
   /** Identity facts, for a person party. */
   person?: InputMaybe<PersonInput>;
   /** The party's roles. */
@@ -499,8 +502,11 @@ export type Customer = {
   capabilities?: Maybe<CapabilityConnection>;
   /** When the customer was created. */
   createdAt: Scalars['DateTime']['output'];
-  /** Name to show for the customer. */
-  displayName: Scalars['String']['output'];
+  /**
+   * Name to show for the customer; null when none is known. Nullable like `RelatedParty.displayName`,
+   * so one selection can ask for it on both (in `_entities` or a union of events).
+   */
+  displayName?: Maybe<Scalars['String']['output']>;
   /** The customer's documents that are not archived, oldest first. */
   documents?: Maybe<CustomerDocumentConnection>;
   /** Contact e-mail address, when known. */
@@ -764,7 +770,7 @@ export type FeeBreakdown = {
 
 /** Fees by beneficiary. */
 export type FeeBreakdownInput = {
-  /** The developer's fee; null removes it. */
+  /** The developer's fee; null removes it. Required to be present: an empty breakdown is refused (BAD_USER_INPUT). */
   developer?: InputMaybe<DeveloperFeeInput>;
 };
 
@@ -869,58 +875,61 @@ export type Mutation = {
    * Archives an account: its status becomes `archived` and `archivedAt` is set. It stays readable.
    * Refused (CONFLICT) when a rule watches it or a pending transfer touches it.
    */
-  archiveAccount: ArchiveAccountPayload;
+  archiveAccount?: Maybe<ArchiveAccountPayload>;
   /**
    * Archives a customer document. It is retained for compliance but excluded from later reads, lists
    * and task submissions.
    */
-  archiveCustomerDocument: ArchiveCustomerDocumentPayload;
+  archiveCustomerDocument?: Maybe<ArchiveCustomerDocumentPayload>;
   /** Archives a related party: it leaves the customer's list and later reads answer NOT_FOUND. */
-  archiveRelatedParty: ArchiveRelatedPartyPayload;
+  archiveRelatedParty?: Maybe<ArchiveRelatedPartyPayload>;
   /** Archives an active or paused rule. Archiving is final. */
-  archiveRule: RuleTransitionPayload;
+  archiveRule?: Maybe<RuleTransitionPayload>;
   /** Archives a webhook endpoint: nothing more is delivered to it. */
-  archiveWebhookEndpoint: ArchiveWebhookEndpointPayload;
+  archiveWebhookEndpoint?: Maybe<ArchiveWebhookEndpointPayload>;
   /**
    * Creates a customer. A successful create may start asynchronous onboarding: read the customer
    * again, or subscribe to its changes, to see what follows.
    */
-  createCustomer: CreateCustomerPayload;
+  createCustomer?: Maybe<CreateCustomerPayload>;
   /**
    * Creates a person or entity related party of a business customer. At least one role, or one of
    * `hasOwnership`, `hasVotingRights`, `hasControl`, is required. The customer's `updatedAt` advances.
    */
-  createRelatedParty: CreateRelatedPartyPayload;
+  createRelatedParty?: Maybe<CreateRelatedPartyPayload>;
   /**
    * Creates a rule that watches a custodial wallet (`trigger`) and moves funds that become available
    * on it to a target (`action`). At most one non-archived rule may watch an account (else CONFLICT).
    */
-  createRule: CreateRulePayload;
+  createRule?: Maybe<CreateRulePayload>;
   /**
    * Registers a webhook endpoint. The upstream's signing secret for it is never part of a GraphQL
    * response: webhook secrets stay on protected backends. The facade registers its own endpoint at
    * start and keeps that secret to itself; a receiver of your own is registered with the upstream
    * directly, from a protected backend.
    */
-  createWebhookEndpoint: CreateWebhookEndpointPayload;
+  createWebhookEndpoint?: Maybe<CreateWebhookEndpointPayload>;
   /** Pauses an active rule: it stops acting until resumed. */
-  pauseRule: RuleTransitionPayload;
+  pauseRule?: Maybe<RuleTransitionPayload>;
   /** Resumes a paused rule. */
-  resumeRule: RuleTransitionPayload;
+  resumeRule?: Maybe<RuleTransitionPayload>;
   /**
-   * Sandbox only: forces a capability into `READY`, `REJECTED` or `RESTRICTED`; its institution
-   * applications follow.
+   * Sandbox only: forces a capability into the status `ready`, `rejected` or `restricted`; its
+   * institution applications follow. Any other status is refused (BAD_USER_INPUT) before any upstream call.
    */
-  sandboxSetCapabilityStatus: SandboxSetCapabilityStatusPayload;
+  sandboxSetCapabilityStatus?: Maybe<SandboxSetCapabilityStatusPayload>;
   /**
    * Sandbox only: credits an issued wallet account with test funds. No real funds move. An active
    * rule watching the account sweeps the funds as it would a real deposit.
    */
-  sandboxTopUp: SandboxTopUpPayload;
-  /** Replaces the developer fee of an account. `breakdown.developer: null` removes it. */
-  setAccountFees: SetAccountFeesPayload;
+  sandboxTopUp?: Maybe<SandboxTopUpPayload>;
+  /**
+   * Replaces the developer fee of an account. `breakdown.developer: null` removes it; a breakdown
+   * without `developer` (`breakdown: {}`) is refused (BAD_USER_INPUT), so a fee is never removed by omission.
+   */
+  setAccountFees?: Maybe<SetAccountFeesPayload>;
   /** Changes a webhook endpoint's URL, event kinds, description or status. Fields left out are kept. */
-  updateWebhookEndpoint: UpdateWebhookEndpointPayload;
+  updateWebhookEndpoint?: Maybe<UpdateWebhookEndpointPayload>;
 };
 
 
@@ -1114,17 +1123,6 @@ export type PageInfo = {
   /** True when another page follows this one; pass `endCursor` as `after` to read it. */
   hasNextPage: Scalars['Boolean']['output'];
 };
-
-/**
- * Whether a related party is a person or an entity. The spec names these two variants of a party and
- * no others, so the set is closed; the entity variant's upstream name (`entity`) is an assumption
- * kept in one place, the enum's resolver map.
- */
-export type PartyType =
-  /** A legal entity such as a company or trust (upstream `entity`). */
-  | 'entity'
-  /** A natural person (upstream `person`). */
-  | 'person';
 
 /** Identity facts of a person. */
 export type Person = {
@@ -1450,8 +1448,11 @@ export type RelatedParty = {
   hasVotingRights: Scalars['Boolean']['output'];
   /** Stable id, prefix `rp_`. */
   id: Scalars['ID']['output'];
-  /** Person or entity. */
-  partyType: PartyType;
+  /**
+   * Person or entity: `person` or `entity`, the upstream's spelling, like `Customer.type`'s
+   * `individual` and `business`. A string: the entity variant's upstream name is an assumption.
+   */
+  partyType: Scalars['String']['output'];
   /** Identity facts of a person party; null for entities. */
   person?: Maybe<Person>;
   /** The party's roles. */
@@ -1640,18 +1641,6 @@ export type RuleTriggerInput = {
   accountId: Scalars['ID']['input'];
 };
 
-/**
- * The status a sandbox capability can be forced into. The spec allows exactly these three in the
- * request, so the set is closed.
- */
-export type SandboxCapabilityStatus =
-  /** The capability is usable (upstream `ready`). */
-  | 'ready'
-  /** The capability was refused (upstream `rejected`). */
-  | 'rejected'
-  /** The capability is usable with restrictions (upstream `restricted`). */
-  | 'restricted';
-
 /** The capability and the status to force. */
 export type SandboxSetCapabilityStatusInput = {
   /** The capability's id. */
@@ -1663,8 +1652,12 @@ export type SandboxSetCapabilityStatusInput = {
    * send the same key and input again to retry; a retry replays the first result and never executes twice.
    */
   idempotencyKey: Scalars['String']['input'];
-  /** The status to force. */
-  status: SandboxCapabilityStatus;
+  /**
+   * The status to force, spelled as `Capability.status` reads it back: `ready`, `rejected` or
+   * `restricted`. A capability's status is an open upstream set, so it is a string here too; the
+   * request accepts only these three.
+   */
+  status: Scalars['String']['input'];
 };
 
 /** The result of `sandboxSetCapabilityStatus`. */
@@ -2411,7 +2404,6 @@ export type ResolversTypes = {
   Money: ResolverTypeWrapper<MoneyRecord>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
-  PartyType: null;
   Person: ResolverTypeWrapper<PersonRecord>;
   PersonInput: PersonInput;
   PlatformEvent: ResolverTypeWrapper<Omit<PlatformEvent, 'resource'> & { resource?: Maybe<ResolversTypes['EventResource']> }>;
@@ -2435,7 +2427,6 @@ export type ResolversTypes = {
   RuleTransitionInput: RuleTransitionInput;
   RuleTransitionPayload: ResolverTypeWrapper<Omit<RuleTransitionPayload, 'rule'> & { rule: ResolversTypes['Rule'] }>;
   RuleTriggerInput: RuleTriggerInput;
-  SandboxCapabilityStatus: null;
   SandboxSetCapabilityStatusInput: SandboxSetCapabilityStatusInput;
   SandboxSetCapabilityStatusPayload: ResolverTypeWrapper<Omit<SandboxSetCapabilityStatusPayload, 'capability'> & { capability: ResolversTypes['Capability'] }>;
   SandboxTopUp: ResolverTypeWrapper<SandboxTopUpRecord>;
@@ -2761,7 +2752,7 @@ export type CustomerResolvers<ContextType = GraphContext, ParentType extends Res
   accounts?: Resolver<Maybe<ResolversTypes['AccountConnection']>, ParentType, ContextType, Partial<CustomerAccountsArgs>>;
   capabilities?: Resolver<Maybe<ResolversTypes['CapabilityConnection']>, ParentType, ContextType, Partial<CustomerCapabilitiesArgs>>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
-  displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  displayName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   documents?: Resolver<Maybe<ResolversTypes['CustomerDocumentConnection']>, ParentType, ContextType, Partial<CustomerDocumentsArgs>>;
   email?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   externalId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2892,29 +2883,27 @@ export type MoneyResolvers<ContextType = GraphContext, ParentType extends Resolv
 };
 
 export type MutationResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
-  archiveAccount?: Resolver<ResolversTypes['ArchiveAccountPayload'], ParentType, ContextType, RequireFields<MutationArchiveAccountArgs, 'input'>>;
-  archiveCustomerDocument?: Resolver<ResolversTypes['ArchiveCustomerDocumentPayload'], ParentType, ContextType, RequireFields<MutationArchiveCustomerDocumentArgs, 'input'>>;
-  archiveRelatedParty?: Resolver<ResolversTypes['ArchiveRelatedPartyPayload'], ParentType, ContextType, RequireFields<MutationArchiveRelatedPartyArgs, 'input'>>;
-  archiveRule?: Resolver<ResolversTypes['RuleTransitionPayload'], ParentType, ContextType, RequireFields<MutationArchiveRuleArgs, 'input'>>;
-  archiveWebhookEndpoint?: Resolver<ResolversTypes['ArchiveWebhookEndpointPayload'], ParentType, ContextType, RequireFields<MutationArchiveWebhookEndpointArgs, 'input'>>;
-  createCustomer?: Resolver<ResolversTypes['CreateCustomerPayload'], ParentType, ContextType, RequireFields<MutationCreateCustomerArgs, 'input'>>;
-  createRelatedParty?: Resolver<ResolversTypes['CreateRelatedPartyPayload'], ParentType, ContextType, RequireFields<MutationCreateRelatedPartyArgs, 'input'>>;
-  createRule?: Resolver<ResolversTypes['CreateRulePayload'], ParentType, ContextType, RequireFields<MutationCreateRuleArgs, 'input'>>;
-  createWebhookEndpoint?: Resolver<ResolversTypes['CreateWebhookEndpointPayload'], ParentType, ContextType, RequireFields<MutationCreateWebhookEndpointArgs, 'input'>>;
-  pauseRule?: Resolver<ResolversTypes['RuleTransitionPayload'], ParentType, ContextType, RequireFields<MutationPauseRuleArgs, 'input'>>;
-  resumeRule?: Resolver<ResolversTypes['RuleTransitionPayload'], ParentType, ContextType, RequireFields<MutationResumeRuleArgs, 'input'>>;
-  sandboxSetCapabilityStatus?: Resolver<ResolversTypes['SandboxSetCapabilityStatusPayload'], ParentType, ContextType, RequireFields<MutationSandboxSetCapabilityStatusArgs, 'input'>>;
-  sandboxTopUp?: Resolver<ResolversTypes['SandboxTopUpPayload'], ParentType, ContextType, RequireFields<MutationSandboxTopUpArgs, 'input'>>;
-  setAccountFees?: Resolver<ResolversTypes['SetAccountFeesPayload'], ParentType, ContextType, RequireFields<MutationSetAccountFeesArgs, 'input'>>;
-  updateWebhookEndpoint?: Resolver<ResolversTypes['UpdateWebhookEndpointPayload'], ParentType, ContextType, RequireFields<MutationUpdateWebhookEndpointArgs, 'input'>>;
+  archiveAccount?: Resolver<Maybe<ResolversTypes['ArchiveAccountPayload']>, ParentType, ContextType, RequireFields<MutationArchiveAccountArgs, 'input'>>;
+  archiveCustomerDocument?: Resolver<Maybe<ResolversTypes['ArchiveCustomerDocumentPayload']>, ParentType, ContextType, RequireFields<MutationArchiveCustomerDocumentArgs, 'input'>>;
+  archiveRelatedParty?: Resolver<Maybe<ResolversTypes['ArchiveRelatedPartyPayload']>, ParentType, ContextType, RequireFields<MutationArchiveRelatedPartyArgs, 'input'>>;
+  archiveRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationArchiveRuleArgs, 'input'>>;
+  archiveWebhookEndpoint?: Resolver<Maybe<ResolversTypes['ArchiveWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationArchiveWebhookEndpointArgs, 'input'>>;
+  createCustomer?: Resolver<Maybe<ResolversTypes['CreateCustomerPayload']>, ParentType, ContextType, RequireFields<MutationCreateCustomerArgs, 'input'>>;
+  createRelatedParty?: Resolver<Maybe<ResolversTypes['CreateRelatedPartyPayload']>, ParentType, ContextType, RequireFields<MutationCreateRelatedPartyArgs, 'input'>>;
+  createRule?: Resolver<Maybe<ResolversTypes['CreateRulePayload']>, ParentType, ContextType, RequireFields<MutationCreateRuleArgs, 'input'>>;
+  createWebhookEndpoint?: Resolver<Maybe<ResolversTypes['CreateWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationCreateWebhookEndpointArgs, 'input'>>;
+  pauseRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationPauseRuleArgs, 'input'>>;
+  resumeRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationResumeRuleArgs, 'input'>>;
+  sandboxSetCapabilityStatus?: Resolver<Maybe<ResolversTypes['SandboxSetCapabilityStatusPayload']>, ParentType, ContextType, RequireFields<MutationSandboxSetCapabilityStatusArgs, 'input'>>;
+  sandboxTopUp?: Resolver<Maybe<ResolversTypes['SandboxTopUpPayload']>, ParentType, ContextType, RequireFields<MutationSandboxTopUpArgs, 'input'>>;
+  setAccountFees?: Resolver<Maybe<ResolversTypes['SetAccountFeesPayload']>, ParentType, ContextType, RequireFields<MutationSetAccountFeesArgs, 'input'>>;
+  updateWebhookEndpoint?: Resolver<Maybe<ResolversTypes['UpdateWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationUpdateWebhookEndpointArgs, 'input'>>;
 };
 
 export type PageInfoResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
-
-export type PartyTypeResolvers = { ENTITY: 'entity', PERSON: 'person' };
 
 export type PersonResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Person'] = ResolversParentTypes['Person']> = {
   firstName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -3023,7 +3012,7 @@ export type RelatedPartyResolvers<ContextType = GraphContext, ParentType extends
   hasOwnership?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   hasVotingRights?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
-  partyType?: Resolver<ResolversTypes['PartyType'], ParentType, ContextType>;
+  partyType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   person?: Resolver<Maybe<ResolversTypes['Person']>, ParentType, ContextType>;
   roles?: Resolver<Array<ResolversTypes['RelatedPartyRole']>, ParentType, ContextType>;
   title?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
@@ -3096,8 +3085,6 @@ export type RuleTransitionPayloadResolvers<ContextType = GraphContext, ParentTyp
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   rule?: Resolver<ResolversTypes['Rule'], ParentType, ContextType>;
 };
-
-export type SandboxCapabilityStatusResolvers = { READY: 'ready', REJECTED: 'rejected', RESTRICTED: 'restricted' };
 
 export type SandboxSetCapabilityStatusPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['SandboxSetCapabilityStatusPayload'] = ResolversParentTypes['SandboxSetCapabilityStatusPayload']> = {
   capability?: Resolver<ResolversTypes['Capability'], ParentType, ContextType>;
@@ -3326,7 +3313,6 @@ export type Resolvers<ContextType = GraphContext> = {
   Money?: MoneyResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
-  PartyType?: PartyTypeResolvers;
   Person?: PersonResolvers<ContextType>;
   PlatformEvent?: PlatformEventResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
@@ -3347,7 +3333,6 @@ export type Resolvers<ContextType = GraphContext> = {
   RuleConnection?: RuleConnectionResolvers<ContextType>;
   RuleEdge?: RuleEdgeResolvers<ContextType>;
   RuleTransitionPayload?: RuleTransitionPayloadResolvers<ContextType>;
-  SandboxCapabilityStatus?: SandboxCapabilityStatusResolvers;
   SandboxSetCapabilityStatusPayload?: SandboxSetCapabilityStatusPayloadResolvers<ContextType>;
   SandboxTopUp?: SandboxTopUpResolvers<ContextType>;
   SandboxTopUpDestination?: SandboxTopUpDestinationResolvers<ContextType>;

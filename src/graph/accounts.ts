@@ -1,4 +1,5 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
+import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { archiveAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { ReplaceAccountFeesInput } from '../upstream/types.ts';
@@ -13,6 +14,14 @@ export const accountResolvers: Resolvers = {
   },
   Mutation: {
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
+      // An empty breakdown would remove the fee as `developer: null` does, silently: removing a fee
+      // must be said (`developer: null`), so a breakdown without `developer` is refused.
+      if (!('developer' in input.breakdown)) {
+        throw new GraphQLError(
+          'The breakdown names no fee: give `developer` a fee to set it, or `developer: null` to remove it.',
+          { extensions: { code: 'BAD_USER_INPUT', argumentName: 'input.breakdown.developer' } },
+        );
+      }
       const { body, idempotencyKey } = splitInput(input, ['customerId', 'accountId']);
       // `developer: null` removes the fee, so it must reach the upstream as null, not be dropped.
       const fees: ReplaceAccountFeesInput = { breakdown: { developer: body.breakdown.developer ?? null } };
