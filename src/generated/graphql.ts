@@ -486,6 +486,13 @@ export type CreateWebhookEndpointPayload = {
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
+  /**
+   * The endpoint's signing secret (`whsec_...`), the key of the Standard Webhooks signature of every
+   * delivery to it: store it now. It is shown here only (a retry with the same key shows it again, as
+   * the upstream replays its answer), never in a later read, and never logged. Null if the upstream's
+   * answer lacks it.
+   */
+  signingSecret?: Maybe<Scalars['String']['output']>;
   /** The registered endpoint. */
   webhookEndpoint: WebhookEndpoint;
 };
@@ -903,10 +910,9 @@ export type Mutation = {
    */
   createRule?: Maybe<CreateRulePayload>;
   /**
-   * Registers a webhook endpoint. The upstream's signing secret for it is never part of a GraphQL
-   * response: webhook secrets stay on protected backends. The facade registers its own endpoint at
-   * start and keeps that secret to itself; a receiver of your own is registered with the upstream
-   * directly, from a protected backend.
+   * Registers a webhook endpoint (operators only) and returns its signing secret once, in
+   * `signingSecret`, so the receiver can verify its deliveries; no later read shows it. The facade's
+   * own endpoint, registered at start, keeps its secret to itself.
    */
   createWebhookEndpoint?: Maybe<CreateWebhookEndpointPayload>;
   /** Pauses an active rule: it stops acting until resumed. */
@@ -2744,6 +2750,7 @@ export type CreateRulePayloadResolvers<ContextType = GraphContext, ParentType ex
 export type CreateWebhookEndpointPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateWebhookEndpointPayload'] = ResolversParentTypes['CreateWebhookEndpointPayload']> = {
   idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  signingSecret?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   webhookEndpoint?: Resolver<ResolversTypes['WebhookEndpoint'], ParentType, ContextType>;
 };
 

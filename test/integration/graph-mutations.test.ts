@@ -151,12 +151,12 @@ describe('mutations against the demo data', () => {
     expect(read.body.errors![0]!.extensions!.code).toBe('NOT_FOUND');
   });
 
-  it('creates, updates and archives a webhook endpoint, never showing its signing secret', async () => {
+  it('creates, updates and archives a webhook endpoint, showing its signing secret once, in the create payload only', async () => {
     const created = await mutate(`mutation {
       createWebhookEndpoint(input: { idempotencyKey: "graph-mutations-8",
         url: "https://hooks.example.test/platform", events: ["account.updated", "rule.updated"], description: "Ops"
       }) {
-        webhookEndpoint { id url events description status } ${IDEMPOTENCY}
+        webhookEndpoint { id url events description status } signingSecret ${IDEMPOTENCY}
       }
     }`);
     const endpoint = created.webhookEndpoint as { id: string };
@@ -167,7 +167,17 @@ describe('mutations against the demo data', () => {
       description: 'Ops',
       status: 'active',
     });
-    expect(JSON.stringify(created)).not.toContain('whsec_');
+    const secret = created.signingSecret as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    // Never logged: not by the request log, the upstream client's debug lines or the audit trail.
+    expect(stack.logs().some((line) => line.includes(secret) || line.includes('whsec_'))).toBe(false);
+    // Never in a later read.
+    const read = await stack.query(
+      `query Read($id: ID!) { webhookEndpoint(id: $id) { id url events description status createdAt updatedAt archivedAt } }`,
+      { id: endpoint.id },
+    );
+    expect(read.body.errors).toBeUndefined();
+    expect(JSON.stringify(read.body)).not.toContain('whsec_');
 
     const updated = await mutate(
       `mutation Update($id: ID!) {
