@@ -367,6 +367,68 @@ export type CapabilityOffering = {
   method: Scalars['String']['output'];
 };
 
+/** The account to open. */
+export type CreateAccountInput = {
+  /** The wallet's address; required for an `external` wallet. */
+  address?: InputMaybe<Scalars['String']['input']>;
+  /** Currency code of the account, e.g. `USDC`. */
+  currency: Scalars['String']['input'];
+  /** The id of the customer that will own the account. */
+  customerId: Scalars['ID']['input'];
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
+  /** Whether the account becomes the customer's default account. */
+  isDefault?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Human label. */
+  label: Scalars['String']['input'];
+  /** Blockchain network of the wallet, e.g. `ethereum`. */
+  network: Scalars['String']['input'];
+  /** `issued` for a wallet the platform holds, `external` for the customer's own (an open set, checked upstream). */
+  origin: Scalars['String']['input'];
+  /** Account type: `wallet` (the only type the upstream opens; an open set, checked upstream). */
+  type: Scalars['String']['input'];
+};
+
+/** The result of `createAccount`. */
+export type CreateAccountPayload = {
+  __typename?: 'CreateAccountPayload';
+  /** The account opened. */
+  account: Account;
+  /** The idempotency key the request was sent with (the one in the input). */
+  idempotencyKey: Scalars['String']['output'];
+  /** True when this is the stored result of an earlier request with the same key and input. */
+  replayed: Scalars['Boolean']['output'];
+};
+
+/** The capability to apply for. */
+export type CreateCapabilityInput = {
+  /** Account type, e.g. `pooled` (an open set). */
+  accountType: Scalars['String']['input'];
+  /** The id of the customer. */
+  customerId: Scalars['ID']['input'];
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
+  /** Payment method, e.g. `ach` (an open set). */
+  method: Scalars['String']['input'];
+};
+
+/** The result of `createCapability`. */
+export type CreateCapabilityPayload = {
+  __typename?: 'CreateCapabilityPayload';
+  /** The capability applied for. */
+  capability: Capability;
+  /** The idempotency key the request was sent with (the one in the input). */
+  idempotencyKey: Scalars['String']['output'];
+  /** True when this is the stored result of an earlier request with the same key and input. */
+  replayed: Scalars['Boolean']['output'];
+};
+
 /** The customer to create. */
 export type CreateCustomerInput = {
   /** Name to show for the customer. */
@@ -768,6 +830,32 @@ export type DocumentChangedEvent = {
 /** The resources an upstream event can be about. */
 export type EventResource = Account | Capability | Customer | CustomerDocument | RelatedParty | Rule | Transfer;
 
+/** The quote to execute. */
+export type ExecuteQuoteInput = {
+  /** The id of the customer. */
+  customerId: Scalars['ID']['input'];
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
+  /** The quote's id (`quo_...`). */
+  quoteId: Scalars['ID']['input'];
+};
+
+/** The result of `executeQuote`. */
+export type ExecuteQuotePayload = {
+  __typename?: 'ExecuteQuotePayload';
+  /** The idempotency key the request was sent with (the one in the input). */
+  idempotencyKey: Scalars['String']['output'];
+  /** The quote, read after the execution (its status is then `executed`). */
+  quote?: Maybe<Quote>;
+  /** True when this is the stored result of an earlier request with the same key and input. */
+  replayed: Scalars['Boolean']['output'];
+  /** The transfer the quote became. */
+  transfer: Transfer;
+};
+
 /** Fees by beneficiary. */
 export type FeeBreakdown = {
   __typename?: 'FeeBreakdown';
@@ -895,6 +983,17 @@ export type Mutation = {
   /** Archives a webhook endpoint: nothing more is delivered to it. */
   archiveWebhookEndpoint?: Maybe<ArchiveWebhookEndpointPayload>;
   /**
+   * Opens a wallet account for a customer: an `issued` wallet the platform holds, or an `external`
+   * wallet of the customer's own (with its `address`).
+   */
+  createAccount?: Maybe<CreateAccountPayload>;
+  /**
+   * Applies for a capability for a customer: a payment method with an account type, among the
+   * offerings `apiStatus.capabilities` lists. Its status starts `pending`; applying twice for the same
+   * pair is refused (CONFLICT, `statusReason.code = capability_exists`).
+   */
+  createCapability?: Maybe<CreateCapabilityPayload>;
+  /**
    * Creates a customer. A successful create may start asynchronous onboarding: read the customer
    * again, or subscribe to its changes, to see what follows.
    */
@@ -915,6 +1014,12 @@ export type Mutation = {
    * own endpoint, registered at start, keeps its secret to itself.
    */
   createWebhookEndpoint?: Maybe<CreateWebhookEndpointPayload>;
+  /**
+   * Executes an open quote into a transfer. A quote executes once: executing it again with another
+   * key is refused (CONFLICT, `extensions.problem.code = quote_already_executed`, with the transfer's
+   * id in `extensions.problem.transferId`); an expired quote is refused too (`quote_expired`).
+   */
+  executeQuote?: Maybe<ExecuteQuotePayload>;
   /** Pauses an active rule: it stops acting until resumed. */
   pauseRule?: Maybe<RuleTransitionPayload>;
   /** Resumes a paused rule. */
@@ -1006,6 +1111,30 @@ export type MutationArchiveWebhookEndpointArgs = {
  * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
  * `extensions.idempotencyKey`.
  */
+export type MutationCreateAccountArgs = {
+  input: CreateAccountInput;
+};
+
+
+/**
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
+ */
+export type MutationCreateCapabilityArgs = {
+  input: CreateCapabilityInput;
+};
+
+
+/**
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
+ */
 export type MutationCreateCustomerArgs = {
   input: CreateCustomerInput;
 };
@@ -1044,6 +1173,18 @@ export type MutationCreateRuleArgs = {
  */
 export type MutationCreateWebhookEndpointArgs = {
   input: CreateWebhookEndpointInput;
+};
+
+
+/**
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
+ */
+export type MutationExecuteQuoteArgs = {
+  input: ExecuteQuoteInput;
 };
 
 
@@ -1205,6 +1346,8 @@ export type Query = {
   rule?: Maybe<Rule>;
   /** A task of a customer; null, with a NOT_FOUND error, when it does not exist. */
   task?: Maybe<Task>;
+  /** One submission of a task; null, with a NOT_FOUND error, when it does not exist. */
+  taskSubmission?: Maybe<TaskSubmission>;
   /** A transfer of a customer; null, with a NOT_FOUND error, when it does not exist. */
   transfer?: Maybe<Transfer>;
   /** A webhook endpoint by id; null, with a NOT_FOUND error, when it does not exist. */
@@ -1295,6 +1438,14 @@ export type QueryRuleArgs = {
 export type QueryTaskArgs = {
   customerId: Scalars['ID']['input'];
   id: Scalars['ID']['input'];
+};
+
+
+/** The root of every read. Each domain file adds its own fields. */
+export type QueryTaskSubmissionArgs = {
+  customerId: Scalars['ID']['input'];
+  id: Scalars['ID']['input'];
+  taskId: Scalars['ID']['input'];
 };
 
 
@@ -2375,6 +2526,10 @@ export type ResolversTypes = {
   CapabilityConnection: ResolverTypeWrapper<Omit<CapabilityConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['CapabilityEdge']>, nodes: Array<ResolversTypes['Capability']> }>;
   CapabilityEdge: ResolverTypeWrapper<Omit<CapabilityEdge, 'node'> & { node: ResolversTypes['Capability'] }>;
   CapabilityOffering: ResolverTypeWrapper<CapabilityOffering>;
+  CreateAccountInput: CreateAccountInput;
+  CreateAccountPayload: ResolverTypeWrapper<Omit<CreateAccountPayload, 'account'> & { account: ResolversTypes['Account'] }>;
+  CreateCapabilityInput: CreateCapabilityInput;
+  CreateCapabilityPayload: ResolverTypeWrapper<Omit<CreateCapabilityPayload, 'capability'> & { capability: ResolversTypes['Capability'] }>;
   CreateCustomerInput: CreateCustomerInput;
   CreateCustomerPayload: ResolverTypeWrapper<Omit<CreateCustomerPayload, 'customer'> & { customer: ResolversTypes['Customer'] }>;
   CreateRelatedPartyInput: CreateRelatedPartyInput;
@@ -2398,6 +2553,8 @@ export type ResolversTypes = {
   DeveloperFeeInput: DeveloperFeeInput;
   DocumentChangedEvent: ResolverTypeWrapper<Omit<DocumentChangedEvent, 'document'> & { document?: Maybe<ResolversTypes['CustomerDocument']> }>;
   EventResource: ResolverTypeWrapper<ResolversUnionTypes<ResolversTypes>['EventResource']>;
+  ExecuteQuoteInput: ExecuteQuoteInput;
+  ExecuteQuotePayload: ResolverTypeWrapper<Omit<ExecuteQuotePayload, 'quote' | 'transfer'> & { quote?: Maybe<ResolversTypes['Quote']>, transfer: ResolversTypes['Transfer'] }>;
   FeeBreakdown: ResolverTypeWrapper<FeeBreakdownRecord>;
   FeeBreakdownInput: FeeBreakdownInput;
   FundsTarget: ResolverTypeWrapper<FundsTargetParentRecord>;
@@ -2491,6 +2648,10 @@ export type ResolversParentTypes = {
   CapabilityConnection: Omit<CapabilityConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['CapabilityEdge']>, nodes: Array<ResolversParentTypes['Capability']> };
   CapabilityEdge: Omit<CapabilityEdge, 'node'> & { node: ResolversParentTypes['Capability'] };
   CapabilityOffering: CapabilityOffering;
+  CreateAccountInput: CreateAccountInput;
+  CreateAccountPayload: Omit<CreateAccountPayload, 'account'> & { account: ResolversParentTypes['Account'] };
+  CreateCapabilityInput: CreateCapabilityInput;
+  CreateCapabilityPayload: Omit<CreateCapabilityPayload, 'capability'> & { capability: ResolversParentTypes['Capability'] };
   CreateCustomerInput: CreateCustomerInput;
   CreateCustomerPayload: Omit<CreateCustomerPayload, 'customer'> & { customer: ResolversParentTypes['Customer'] };
   CreateRelatedPartyInput: CreateRelatedPartyInput;
@@ -2514,6 +2675,8 @@ export type ResolversParentTypes = {
   DeveloperFeeInput: DeveloperFeeInput;
   DocumentChangedEvent: Omit<DocumentChangedEvent, 'document'> & { document?: Maybe<ResolversParentTypes['CustomerDocument']> };
   EventResource: ResolversUnionTypes<ResolversParentTypes>['EventResource'];
+  ExecuteQuoteInput: ExecuteQuoteInput;
+  ExecuteQuotePayload: Omit<ExecuteQuotePayload, 'quote' | 'transfer'> & { quote?: Maybe<ResolversParentTypes['Quote']>, transfer: ResolversParentTypes['Transfer'] };
   FeeBreakdown: FeeBreakdownRecord;
   FeeBreakdownInput: FeeBreakdownInput;
   FundsTarget: FundsTargetParentRecord;
@@ -2729,6 +2892,18 @@ export type CapabilityOfferingResolvers<ContextType = GraphContext, ParentType e
   method?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
+export type CreateAccountPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateAccountPayload'] = ResolversParentTypes['CreateAccountPayload']> = {
+  account?: Resolver<ResolversTypes['Account'], ParentType, ContextType>;
+  idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
+export type CreateCapabilityPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateCapabilityPayload'] = ResolversParentTypes['CreateCapabilityPayload']> = {
+  capability?: Resolver<ResolversTypes['Capability'], ParentType, ContextType>;
+  idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
 export type CreateCustomerPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateCustomerPayload'] = ResolversParentTypes['CreateCustomerPayload']> = {
   customer?: Resolver<ResolversTypes['Customer'], ParentType, ContextType>;
   idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2848,6 +3023,13 @@ export type EventResourceResolvers<ContextType = GraphContext, ParentType extend
   __resolveType: TypeResolveFn<'Account' | 'Capability' | 'Customer' | 'CustomerDocument' | 'RelatedParty' | 'Rule' | 'Transfer', ParentType, ContextType>;
 };
 
+export type ExecuteQuotePayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['ExecuteQuotePayload'] = ResolversParentTypes['ExecuteQuotePayload']> = {
+  idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  quote?: Resolver<Maybe<ResolversTypes['Quote']>, ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  transfer?: Resolver<ResolversTypes['Transfer'], ParentType, ContextType>;
+};
+
 export type FeeBreakdownResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['FeeBreakdown'] = ResolversParentTypes['FeeBreakdown']> = {
   developer?: Resolver<Maybe<ResolversTypes['DeveloperFee']>, ParentType, ContextType>;
 };
@@ -2895,10 +3077,13 @@ export type MutationResolvers<ContextType = GraphContext, ParentType extends Res
   archiveRelatedParty?: Resolver<Maybe<ResolversTypes['ArchiveRelatedPartyPayload']>, ParentType, ContextType, RequireFields<MutationArchiveRelatedPartyArgs, 'input'>>;
   archiveRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationArchiveRuleArgs, 'input'>>;
   archiveWebhookEndpoint?: Resolver<Maybe<ResolversTypes['ArchiveWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationArchiveWebhookEndpointArgs, 'input'>>;
+  createAccount?: Resolver<Maybe<ResolversTypes['CreateAccountPayload']>, ParentType, ContextType, RequireFields<MutationCreateAccountArgs, 'input'>>;
+  createCapability?: Resolver<Maybe<ResolversTypes['CreateCapabilityPayload']>, ParentType, ContextType, RequireFields<MutationCreateCapabilityArgs, 'input'>>;
   createCustomer?: Resolver<Maybe<ResolversTypes['CreateCustomerPayload']>, ParentType, ContextType, RequireFields<MutationCreateCustomerArgs, 'input'>>;
   createRelatedParty?: Resolver<Maybe<ResolversTypes['CreateRelatedPartyPayload']>, ParentType, ContextType, RequireFields<MutationCreateRelatedPartyArgs, 'input'>>;
   createRule?: Resolver<Maybe<ResolversTypes['CreateRulePayload']>, ParentType, ContextType, RequireFields<MutationCreateRuleArgs, 'input'>>;
   createWebhookEndpoint?: Resolver<Maybe<ResolversTypes['CreateWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationCreateWebhookEndpointArgs, 'input'>>;
+  executeQuote?: Resolver<Maybe<ResolversTypes['ExecuteQuotePayload']>, ParentType, ContextType, RequireFields<MutationExecuteQuoteArgs, 'input'>>;
   pauseRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationPauseRuleArgs, 'input'>>;
   resumeRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationResumeRuleArgs, 'input'>>;
   sandboxSetCapabilityStatus?: Resolver<Maybe<ResolversTypes['SandboxSetCapabilityStatusPayload']>, ParentType, ContextType, RequireFields<MutationSandboxSetCapabilityStatusArgs, 'input'>>;
@@ -2942,6 +3127,7 @@ export type QueryResolvers<ContextType = GraphContext, ParentType extends Resolv
   relatedParty?: Resolver<Maybe<ResolversTypes['RelatedParty']>, ParentType, ContextType, RequireFields<QueryRelatedPartyArgs, 'customerId' | 'id'>>;
   rule?: Resolver<Maybe<ResolversTypes['Rule']>, ParentType, ContextType, RequireFields<QueryRuleArgs, 'customerId' | 'id'>>;
   task?: Resolver<Maybe<ResolversTypes['Task']>, ParentType, ContextType, RequireFields<QueryTaskArgs, 'customerId' | 'id'>>;
+  taskSubmission?: Resolver<Maybe<ResolversTypes['TaskSubmission']>, ParentType, ContextType, RequireFields<QueryTaskSubmissionArgs, 'customerId' | 'id' | 'taskId'>>;
   transfer?: Resolver<Maybe<ResolversTypes['Transfer']>, ParentType, ContextType, RequireFields<QueryTransferArgs, 'customerId' | 'id'>>;
   webhookEndpoint?: Resolver<Maybe<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType, RequireFields<QueryWebhookEndpointArgs, 'id'>>;
   webhookEndpoints?: Resolver<ResolversTypes['WebhookEndpointConnection'], ParentType, ContextType, Partial<QueryWebhookEndpointsArgs>>;
@@ -3295,6 +3481,8 @@ export type Resolvers<ContextType = GraphContext> = {
   CapabilityConnection?: CapabilityConnectionResolvers<ContextType>;
   CapabilityEdge?: CapabilityEdgeResolvers<ContextType>;
   CapabilityOffering?: CapabilityOfferingResolvers<ContextType>;
+  CreateAccountPayload?: CreateAccountPayloadResolvers<ContextType>;
+  CreateCapabilityPayload?: CreateCapabilityPayloadResolvers<ContextType>;
   CreateCustomerPayload?: CreateCustomerPayloadResolvers<ContextType>;
   CreateRelatedPartyPayload?: CreateRelatedPartyPayloadResolvers<ContextType>;
   CreateRulePayload?: CreateRulePayloadResolvers<ContextType>;
@@ -3311,6 +3499,7 @@ export type Resolvers<ContextType = GraphContext> = {
   DeveloperFee?: DeveloperFeeResolvers<ContextType>;
   DocumentChangedEvent?: DocumentChangedEventResolvers<ContextType>;
   EventResource?: EventResourceResolvers<ContextType>;
+  ExecuteQuotePayload?: ExecuteQuotePayloadResolvers<ContextType>;
   FeeBreakdown?: FeeBreakdownResolvers<ContextType>;
   FundsTarget?: FundsTargetResolvers<ContextType>;
   Institution?: InstitutionResolvers<ContextType>;

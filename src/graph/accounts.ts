@@ -1,8 +1,8 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
-import { archiveAccount, replaceAccountFees } from '../upstream/accounts.ts';
-import type { ReplaceAccountFeesInput } from '../upstream/types.ts';
+import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
+import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import { readRecord } from './look-ahead.ts';
@@ -13,6 +13,20 @@ export const accountResolvers: Resolvers = {
       readRecord('Account', { customerId, id }, context, info),
   },
   Mutation: {
+    createAccount: async (_parent, { input }, { upstream, loaders }) => {
+      const { body, idempotencyKey } = splitInput(input, ['customerId']);
+      // `type` and `origin` are strings in the schema (open sets); the upstream refuses other values.
+      const result = await createAccount(
+        upstream,
+        input.customerId,
+        body as CreateAccountInput,
+        idempotencyKey,
+      );
+      const key = { customerId: input.customerId, id: result.data.id };
+      loaders.account.clear(key).prime(key, result.data);
+      loaders.accounts.clearAll();
+      return toPayload('account', result);
+    },
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
       // An empty breakdown would remove the fee as `developer: null` does, silently: removing a fee
       // must be said (`developer: null`), so a breakdown without `developer` is refused.

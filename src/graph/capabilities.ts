@@ -1,12 +1,25 @@
 /** Resolvers of `capabilities.graphql`: capabilities and their institution applications. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { createCapability } from '../upstream/capabilities.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { readRecord } from './look-ahead.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const capabilityResolvers: Resolvers = {
   Query: {
     capability: (_parent, { customerId, id }, context, info) =>
       readRecord('Capability', { customerId, id }, context, info),
+  },
+  Mutation: {
+    createCapability: async (_parent, { input }, { upstream, loaders }) => {
+      const { body, idempotencyKey } = splitInput(input, ['customerId']);
+      const result = await createCapability(upstream, input.customerId, body, idempotencyKey);
+      const capability = { ...result.data, customerId: input.customerId };
+      const key = { customerId: input.customerId, id: capability.id };
+      loaders.capability.clear(key).prime(key, capability);
+      loaders.capabilities.clearAll();
+      return toPayload('capability', { ...result, data: capability });
+    },
   },
   Capability: {
     __resolveReference: (reference, context, info) =>

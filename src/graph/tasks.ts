@@ -8,6 +8,8 @@ export const taskResolvers: Resolvers = {
   Query: {
     task: (_parent, { customerId, id }, context, info) =>
       readRecord('Task', { customerId, id }, context, info),
+    taskSubmission: (_parent, { customerId, taskId, id }, { loaders }) =>
+      loaders.taskSubmission.load({ customerId, taskId, id }),
   },
   Task: {
     __resolveReference: (reference, context, info) =>
