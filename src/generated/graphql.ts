@@ -56,6 +56,11 @@ export type Account = {
   network?: Maybe<Scalars['String']['output']>;
   /** Ids of the account's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
+  /**
+   * The account's open tasks, each read through the operation's loaders (one read per distinct task);
+   * empty when none, null with an error when a read fails.
+   */
+  openTasks?: Maybe<Array<Task>>;
   /** `issued` for accounts issued by the platform, `external` for the customer's own (an open set). */
   origin: Scalars['String']['output'];
   /** Lifecycle status, e.g. `ready` or `archived` (an open set). */
@@ -288,6 +293,11 @@ export type Capability = {
   method: Scalars['String']['output'];
   /** Ids of the capability's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
+  /**
+   * The capability's open tasks, each read through the operation's loaders (one read per distinct
+   * task); empty when none, null with an error when a read fails.
+   */
+  openTasks?: Maybe<Array<Task>>;
   /** Status: `pending`, `ready`, `rejected`, `restricted`, ... (an open set). */
   status: Scalars['String']['output'];
   /** Why the capability is in its status; null when no reason applies. */
@@ -1862,6 +1872,8 @@ export type SandboxTopUpInput = {
   amount: Scalars['Decimal']['input'];
   /** The currency of the amount; must be the account's currency. */
   currency: Scalars['String']['input'];
+  /** The id of the customer that owns the account; lets the payload's `account` be read after the top-up. */
+  customerId?: InputMaybe<Scalars['ID']['input']>;
   /**
    * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
    * send the same key and input again to retry; a retry replays the first result and never executes twice.
@@ -1872,6 +1884,13 @@ export type SandboxTopUpInput = {
 /** The result of `sandboxTopUp`. */
 export type SandboxTopUpPayload = {
   __typename?: 'SandboxTopUpPayload';
+  /**
+   * The credited account, read after the top-up through the operation's loaders, so its balances show
+   * the deposit. Read under `input.customerId` when given, else under the customer the facade found
+   * owning the account for a scoped caller; null when neither is known (an operator's top-up without
+   * `customerId`).
+   */
+  account?: Maybe<Account>;
   /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
@@ -2171,6 +2190,11 @@ export type TaskSubmission = {
   customerId: Scalars['ID']['output'];
   /** Ids of the documents submitted. */
   documentIds: Array<Scalars['ID']['output']>;
+  /**
+   * The documents submitted, each read through the operation's loaders; an archived document (which
+   * reads as not found) is left out. Null with an error when a read fails otherwise.
+   */
+  documents?: Maybe<Array<CustomerDocument>>;
   /** Public id, prefix `tsb_`. */
   id: Scalars['ID']['output'];
   /** Status: `submitted`, `accepted`, `rejected`, ... (an open set). */
@@ -2595,7 +2619,7 @@ export type ResolversTypes = {
   SandboxTopUp: ResolverTypeWrapper<SandboxTopUpRecord>;
   SandboxTopUpDestination: ResolverTypeWrapper<SandboxTopUpDestination>;
   SandboxTopUpInput: SandboxTopUpInput;
-  SandboxTopUpPayload: ResolverTypeWrapper<Omit<SandboxTopUpPayload, 'topUp'> & { topUp: ResolversTypes['SandboxTopUp'] }>;
+  SandboxTopUpPayload: ResolverTypeWrapper<Omit<SandboxTopUpPayload, 'account' | 'topUp'> & { account?: Maybe<ResolversTypes['Account']>, topUp: ResolversTypes['SandboxTopUp'] }>;
   SandboxTopUpSource: ResolverTypeWrapper<SandboxTopUpSource>;
   SetAccountFeesInput: SetAccountFeesInput;
   SetAccountFeesPayload: ResolverTypeWrapper<SetAccountFeesPayloadParentRecord>;
@@ -2716,7 +2740,7 @@ export type ResolversParentTypes = {
   SandboxTopUp: SandboxTopUpRecord;
   SandboxTopUpDestination: SandboxTopUpDestination;
   SandboxTopUpInput: SandboxTopUpInput;
-  SandboxTopUpPayload: Omit<SandboxTopUpPayload, 'topUp'> & { topUp: ResolversParentTypes['SandboxTopUp'] };
+  SandboxTopUpPayload: Omit<SandboxTopUpPayload, 'account' | 'topUp'> & { account?: Maybe<ResolversParentTypes['Account']>, topUp: ResolversParentTypes['SandboxTopUp'] };
   SandboxTopUpSource: SandboxTopUpSource;
   SetAccountFeesInput: SetAccountFeesInput;
   SetAccountFeesPayload: SetAccountFeesPayloadParentRecord;
@@ -2755,6 +2779,7 @@ export type AccountResolvers<ContextType = GraphContext, ParentType extends Reso
   label?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   network?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   origin?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2848,6 +2873,7 @@ export type CapabilityResolvers<ContextType = GraphContext, ParentType extends R
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   method?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   statusReason?: Resolver<Maybe<ResolversTypes['StatusReason']>, ParentType, ContextType>;
   submittedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
@@ -3300,6 +3326,7 @@ export type SandboxTopUpDestinationResolvers<ContextType = GraphContext, ParentT
 };
 
 export type SandboxTopUpPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['SandboxTopUpPayload'] = ResolversParentTypes['SandboxTopUpPayload']> = {
+  account?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
   idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   topUp?: Resolver<ResolversTypes['SandboxTopUp'], ParentType, ContextType>;
@@ -3373,6 +3400,7 @@ export type TaskSubmissionResolvers<ContextType = GraphContext, ParentType exten
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   documentIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  documents?: Resolver<Maybe<Array<ResolversTypes['CustomerDocument']>>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   task?: Resolver<Maybe<ResolversTypes['Task']>, ParentType, ContextType>;

@@ -68,6 +68,8 @@ export const accountResolvers: Resolvers = {
       readRecord('Account', { customerId: payload.customerId, id: payload.fees.accountId }, context, info),
   },
   Account: {
+    openTasks: (account, _args, { loaders }) =>
+      Promise.all(account.openTaskIds.map((id) => loaders.task.load({ customerId: account.customerId, id }))),
     __resolveReference: (reference, context, info) =>
       readRecord('Account', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,

@@ -22,6 +22,10 @@ export const capabilityResolvers: Resolvers = {
     },
   },
   Capability: {
+    openTasks: (capability, _args, { loaders }) =>
+      Promise.all(
+        capability.openTaskIds.map((id) => loaders.task.load({ customerId: capability.customerId, id })),
+      ),
     __resolveReference: (reference, context, info) =>
       readRecord('Capability', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,

@@ -2,6 +2,7 @@
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { sandboxSetCapabilityStatus, sandboxTopUp } from '../upstream/sandbox.ts';
+import { readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
 /**
@@ -17,16 +18,27 @@ function isForceableStatus(status: string): status is ForceableCapabilityStatus 
 }
 
 export const sandboxResolvers: Resolvers = {
+  SandboxTopUpPayload: {
+    // Read after the top-up (the mutation forgot every account read), through the loaders.
+    account: (payload, _args, context, info) => {
+      const { creditedAccount } = payload as { creditedAccount?: { customerId: string; id: string } };
+      return creditedAccount ? readRecord('Account', creditedAccount, context, info) : null;
+    },
+  },
   Mutation: {
     sandboxTopUp: async (_parent, { input }, { upstream, loaders }) => {
-      const { body, idempotencyKey } = splitInput(input, ['accountId']);
+      const { body, idempotencyKey } = splitInput(input, ['accountId', 'customerId']);
       const result = await sandboxTopUp(upstream, input.accountId, body, idempotencyKey);
       // Balances changed (and a rule may have swept them) on an account whose customer the
       // top-up path does not name: forget every account read of this operation.
       loaders.account.clearAll();
       loaders.accounts.clearAll();
       loaders.transfers.clearAll();
-      return toPayload('topUp', result);
+      const customerId = input.customerId ?? result.ownerCustomerId;
+      return {
+        ...toPayload('topUp', result),
+        creditedAccount: customerId === undefined ? undefined : { customerId, id: input.accountId },
+      };
     },
     sandboxSetCapabilityStatus: async (_parent, { input }, { upstream, loaders }) => {
       const { status } = input;

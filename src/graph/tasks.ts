@@ -1,5 +1,7 @@
 /** Resolvers of `tasks.graphql`: tasks and their submissions. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { UpstreamProblemError } from '../upstream/errors.ts';
+import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { toConnection } from './pagination.ts';
 import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
@@ -20,6 +22,19 @@ export const taskResolvers: Resolvers = {
       toConnection(await TASK_SUBMISSIONS.load(task, args, loaders)),
   },
   TaskSubmission: {
+    documents: async (submission, _args, { loaders }) => {
+      const reads = await Promise.allSettled(
+        submission.documentIds.map((id) => loaders.document.load({ customerId: submission.customerId, id })),
+      );
+      // An archived document reads as not found: the submission still names it, the list leaves it out.
+      const documents: CustomerDocument[] = [];
+      for (const read of reads) {
+        if (read.status === 'fulfilled') documents.push(read.value);
+        else if (!(read.reason instanceof UpstreamProblemError && read.reason.status === 404))
+          throw read.reason;
+      }
+      return documents;
+    },
     task: (submission, _args, context, info) =>
       readRecord('Task', { customerId: submission.customerId, id: submission.taskId }, context, info),
   },
