@@ -130,8 +130,12 @@ export type AccountDetails = {
 /** An account in a page. */
 export type AccountEdge = {
   __typename?: 'AccountEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The account. */
   node: Account;
 };
@@ -362,8 +366,12 @@ export type CapabilityConnection = {
 /** A capability in a page. */
 export type CapabilityEdge = {
   __typename?: 'CapabilityEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The capability. */
   node: Capability;
 };
@@ -765,8 +773,12 @@ export type CustomerDocumentConnection = {
 /** A customer document in a page. */
 export type CustomerDocumentEdge = {
   __typename?: 'CustomerDocumentEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The document. */
   node: CustomerDocument;
 };
@@ -774,8 +786,12 @@ export type CustomerDocumentEdge = {
 /** A customer in a page. */
 export type CustomerEdge = {
   __typename?: 'CustomerEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer. */
   node: Customer;
 };
@@ -935,8 +951,12 @@ export type InstitutionConnection = {
 /** An institution in a page. */
 export type InstitutionEdge = {
   __typename?: 'InstitutionEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The institution. */
   node: Institution;
 };
@@ -1270,15 +1290,23 @@ export type MutationUpdateWebhookEndpointArgs = {
 };
 
 /**
- * Where a connection stops and whether it goes on. Cursors are the upstream's own opaque page
- * cursors, passed through unchanged.
+ * Where a connection's page starts and stops, and whether the list goes on either side. The upstream
+ * hands out one cursor per page, not one per item; every edge still has a cursor (see the edge's
+ * `cursor`), and `after` takes any of them.
  */
 export type PageInfo = {
   __typename?: 'PageInfo';
-  /** The cursor that resumes after the last item of this page; null when no page follows. */
+  /** The cursor of the page's last edge, to pass as `after`; null when no page follows. */
   endCursor?: Maybe<Scalars['String']['output']>;
   /** True when another page follows this one; pass `endCursor` as `after` to read it. */
   hasNextPage: Scalars['Boolean']['output'];
+  /**
+   * True when items come before this page: the page was read with `after`, so at least the item of
+   * that cursor precedes it. False on a first page. Paging is forward only (`first`/`after`).
+   */
+  hasPreviousPage: Scalars['Boolean']['output'];
+  /** The cursor of the page's first edge; null when the page is empty. */
+  startCursor?: Maybe<Scalars['String']['output']>;
 };
 
 /** Identity facts of a person. */
@@ -1526,8 +1554,12 @@ export type QuoteConnection = {
 /** A quote in a page. */
 export type QuoteEdge = {
   __typename?: 'QuoteEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The quote. */
   node: Quote;
 };
@@ -1582,8 +1614,12 @@ export type RecipientDestination = {
 /** A recipient in a page. */
 export type RecipientEdge = {
   __typename?: 'RecipientEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The recipient. */
   node: Recipient;
 };
@@ -1666,8 +1702,12 @@ export type RelatedPartyConnection = {
 /** A related party in a page. */
 export type RelatedPartyEdge = {
   __typename?: 'RelatedPartyEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The related party. */
   node: RelatedParty;
 };
@@ -1772,8 +1812,12 @@ export type RuleConnection = {
 /** A rule in a page. */
 export type RuleEdge = {
   __typename?: 'RuleEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The rule. */
   node: Rule;
 };
@@ -2166,8 +2210,12 @@ export type TaskConnection = {
 /** A task in a page. */
 export type TaskEdge = {
   __typename?: 'TaskEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The task. */
   node: Task;
 };
@@ -2221,8 +2269,12 @@ export type TaskSubmissionConnection = {
 /** A task submission in a page. */
 export type TaskSubmissionEdge = {
   __typename?: 'TaskSubmissionEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The submission. */
   node: TaskSubmission;
 };
@@ -2297,8 +2349,12 @@ export type TransferConnection = {
 /** A transfer in a page. */
 export type TransferEdge = {
   __typename?: 'TransferEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The transfer. */
   node: Transfer;
 };
@@ -2368,8 +2424,12 @@ export type WebhookEndpointConnection = {
 /** A webhook endpoint in a page. */
 export type WebhookEndpointEdge = {
   __typename?: 'WebhookEndpointEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The endpoint. */
   node: WebhookEndpoint;
 };
@@ -2816,7 +2876,7 @@ export type AccountDetailsResolvers<ContextType = GraphContext, ParentType exten
 };
 
 export type AccountEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['AccountEdge'] = ResolversParentTypes['AccountEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Account'], ParentType, ContextType>;
 };
 
@@ -2909,7 +2969,7 @@ export type CapabilityConnectionResolvers<ContextType = GraphContext, ParentType
 };
 
 export type CapabilityEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityEdge'] = ResolversParentTypes['CapabilityEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Capability'], ParentType, ContextType>;
 };
 
@@ -3006,12 +3066,12 @@ export type CustomerDocumentConnectionResolvers<ContextType = GraphContext, Pare
 };
 
 export type CustomerDocumentEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerDocumentEdge'] = ResolversParentTypes['CustomerDocumentEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['CustomerDocument'], ParentType, ContextType>;
 };
 
 export type CustomerEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerEdge'] = ResolversParentTypes['CustomerEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Customer'], ParentType, ContextType>;
 };
 
@@ -3083,7 +3143,7 @@ export type InstitutionConnectionResolvers<ContextType = GraphContext, ParentTyp
 };
 
 export type InstitutionEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['InstitutionEdge'] = ResolversParentTypes['InstitutionEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Institution'], ParentType, ContextType>;
 };
 
@@ -3121,6 +3181,8 @@ export type MutationResolvers<ContextType = GraphContext, ParentType extends Res
 export type PageInfoResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  hasPreviousPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  startCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type PersonResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Person'] = ResolversParentTypes['Person']> = {
@@ -3184,7 +3246,7 @@ export type QuoteConnectionResolvers<ContextType = GraphContext, ParentType exte
 };
 
 export type QuoteEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['QuoteEdge'] = ResolversParentTypes['QuoteEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Quote'], ParentType, ContextType>;
 };
 
@@ -3215,7 +3277,7 @@ export type RecipientDestinationResolvers<ContextType = GraphContext, ParentType
 };
 
 export type RecipientEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RecipientEdge'] = ResolversParentTypes['RecipientEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Recipient'], ParentType, ContextType>;
 };
 
@@ -3256,7 +3318,7 @@ export type RelatedPartyConnectionResolvers<ContextType = GraphContext, ParentTy
 };
 
 export type RelatedPartyEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RelatedPartyEdge'] = ResolversParentTypes['RelatedPartyEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['RelatedParty'], ParentType, ContextType>;
 };
 
@@ -3295,7 +3357,7 @@ export type RuleConnectionResolvers<ContextType = GraphContext, ParentType exten
 };
 
 export type RuleEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RuleEdge'] = ResolversParentTypes['RuleEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Rule'], ParentType, ContextType>;
 };
 
@@ -3387,7 +3449,7 @@ export type TaskConnectionResolvers<ContextType = GraphContext, ParentType exten
 };
 
 export type TaskEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TaskEdge'] = ResolversParentTypes['TaskEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Task'], ParentType, ContextType>;
 };
 
@@ -3415,7 +3477,7 @@ export type TaskSubmissionConnectionResolvers<ContextType = GraphContext, Parent
 };
 
 export type TaskSubmissionEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TaskSubmissionEdge'] = ResolversParentTypes['TaskSubmissionEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['TaskSubmission'], ParentType, ContextType>;
 };
 
@@ -3457,7 +3519,7 @@ export type TransferConnectionResolvers<ContextType = GraphContext, ParentType e
 };
 
 export type TransferEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TransferEdge'] = ResolversParentTypes['TransferEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Transfer'], ParentType, ContextType>;
 };
 
@@ -3486,7 +3548,7 @@ export type WebhookEndpointConnectionResolvers<ContextType = GraphContext, Paren
 };
 
 export type WebhookEndpointEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['WebhookEndpointEdge'] = ResolversParentTypes['WebhookEndpointEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['WebhookEndpoint'], ParentType, ContextType>;
 };
 

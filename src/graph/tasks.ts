@@ -19,7 +19,7 @@ export const taskResolvers: Resolvers = {
     customer: resolveOwningCustomer,
     // Through the look-ahead's entry, so submissions started ahead are a cache hit.
     submissions: async (task, args, { loaders }) =>
-      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders)),
+      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders), args),
   },
   TaskSubmission: {
     documents: async (submission, _args, { loaders }) => {

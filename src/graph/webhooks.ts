@@ -27,7 +27,7 @@ export const webhookResolvers: Resolvers = {
   Query: {
     webhookEndpoint: (_parent, { id }, context, info) => readRecord('WebhookEndpoint', { id }, context, info),
     webhookEndpoints: async (_parent, args, { loaders }) =>
-      toConnection(await loaders.webhookEndpoints.load(toPageParams(args))),
+      toConnection(await loaders.webhookEndpoints.load(toPageParams(args)), args),
   },
   Mutation: {
     createWebhookEndpoint: async (_parent, { input }, context) => {
