@@ -1575,8 +1575,11 @@ export type Recipient = {
   customerId: Scalars['ID']['output'];
   /** Where funds can be sent to this recipient. */
   destinations: Array<RecipientDestination>;
-  /** Name to show for the recipient. */
-  displayName: Scalars['String']['output'];
+  /**
+   * Name to show for the recipient. Nullable like every `displayName` (`Customer`, `RelatedParty`), so
+   * one selection can ask for it across entities.
+   */
+  displayName?: Maybe<Scalars['String']['output']>;
   /** Public id, prefix `rcp_`. */
   id: Scalars['ID']['output'];
   /** Recipient type, e.g. `individual` or `business` (an open set). */
@@ -3256,7 +3259,7 @@ export type RecipientResolvers<ContextType = GraphContext, ParentType extends Re
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   destinations?: Resolver<Array<ResolversTypes['RecipientDestination']>, ParentType, ContextType>;
-  displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  displayName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
