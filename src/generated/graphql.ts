@@ -28,7 +28,7 @@ export type Scalars = {
 };
 
 /** A customer's wallet or bank account. */
-export type Account = {
+export type Account = Node & {
   __typename?: 'Account';
   /** When the account was archived; null while it is not. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -54,6 +54,8 @@ export type Account = {
   label: Scalars['String']['output'];
   /** Blockchain network of a wallet, e.g. `ethereum`; null for bank accounts. */
   network?: Maybe<Scalars['String']['output']>;
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Ids of the account's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
   /**
@@ -279,7 +281,7 @@ export type Balance = {
  * A customer's capability to use a payment method with an account type (e.g. `ach` on `pooled`
  * accounts), with the applications to the institutions that provide it.
  */
-export type Capability = {
+export type Capability = Node & {
   __typename?: 'Capability';
   /** Account type, e.g. `pooled` (an open set). */
   accountType: Scalars['String']['output'];
@@ -295,6 +297,8 @@ export type Capability = {
   id: Scalars['ID']['output'];
   /** Payment method, e.g. `ach` (an open set). */
   method: Scalars['String']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Ids of the capability's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
   /**
@@ -581,7 +585,7 @@ export type CreateWebhookEndpointPayload = {
  * An individual or business customer of the platform, the owner of accounts, related parties,
  * capabilities, documents, recipients, tasks, quotes, transfers and rules.
  */
-export type Customer = {
+export type Customer = Node & {
   __typename?: 'Customer';
   /** The customer's accounts (wallets and bank accounts), oldest first. */
   accounts?: Maybe<AccountConnection>;
@@ -602,6 +606,8 @@ export type Customer = {
   externalId: Scalars['String']['output'];
   /** Public id, prefix `cus_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: its own id, for a record read without a customer. */
+  nodeId: Scalars['ID']['output'];
   /** The customer's quotes, oldest first. */
   quotes?: Maybe<QuoteConnection>;
   /** The customer's recipients (payees with their destinations), oldest first. */
@@ -733,7 +739,7 @@ export type CustomerConnection = {
 };
 
 /** A document a customer supplied, such as an identity or incorporation document. */
-export type CustomerDocument = {
+export type CustomerDocument = Node & {
   __typename?: 'CustomerDocument';
   /** When the document was archived; null while it is not. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -749,6 +755,8 @@ export type CustomerDocument = {
   fileName: Scalars['String']['output'];
   /** Public id, prefix `doc_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Size of the file in bytes. */
   sizeBytes: Scalars['Int']['output'];
   /** Status: `archived` after archiving (an open set). */
@@ -921,7 +929,7 @@ export type FundsTargetInput = {
  * A financial institution that provides capabilities. Applications embed its id, name and BIC; the
  * other fields are completed by one read of the institution, made only when one of them is selected.
  */
-export type Institution = {
+export type Institution = Node & {
   __typename?: 'Institution';
   /** BIC (SWIFT code) of the institution. */
   bic: Scalars['String']['output'];
@@ -933,6 +941,8 @@ export type Institution = {
   id: Scalars['ID']['output'];
   /** Name of the institution. */
   name: Scalars['String']['output'];
+  /** The id `node(id:)` reads this record by: its own id, for a record read without a customer. */
+  nodeId: Scalars['ID']['output'];
   /** When the institution last changed. */
   updatedAt?: Maybe<Scalars['DateTime']['output']>;
 };
@@ -1290,6 +1300,16 @@ export type MutationUpdateWebhookEndpointArgs = {
 };
 
 /**
+ * A record that can be read again by one id, as Relay refetches: `nodeId` (configure Relay's compiler
+ * with `nodeInterfaceIdField: "nodeId"`; `id` stays the upstream's own id, which a customer's records
+ * cannot be read by alone). See docs/schema-conventions.md.
+ */
+export type Node = {
+  /** The id `node(id:)` reads this record by. */
+  nodeId: Scalars['ID']['output'];
+};
+
+/**
  * Where a connection's page starts and stops, and whether the list goes on either side. The upstream
  * hands out one cursor per page, not one per item; every edge still has a cursor (see the edge's
  * `cursor`), and `after` takes any of them.
@@ -1374,6 +1394,17 @@ export type Query = {
   institution?: Maybe<Institution>;
   /** The institutions that provide capabilities. */
   institutions: InstitutionConnection;
+  /**
+   * Any record by its node id (`Node.nodeId`): a customer, institution or webhook endpoint by its own
+   * id, a customer's record by `<customerId>/<id>`. Null, with a NOT_FOUND error, when it does not
+   * exist or its customer is not the caller's; BAD_USER_INPUT when the id is no node id.
+   */
+  node?: Maybe<Node>;
+  /**
+   * Records by their node ids, in the order given: each is read through the operation's loaders, and
+   * one that fails is null with its error at its index. At most 100 ids.
+   */
+  nodes: Array<Maybe<Node>>;
   /** A quote of a customer; null, with a NOT_FOUND error, when it does not exist. */
   quote?: Maybe<Quote>;
   /** A recipient of a customer; null, with a NOT_FOUND error, when it does not exist. */
@@ -1445,6 +1476,18 @@ export type QueryInstitutionsArgs = {
 
 
 /** The root of every read. Each domain file adds its own fields. */
+export type QueryNodeArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+/** The root of every read. Each domain file adds its own fields. */
+export type QueryNodesArgs = {
+  ids: Array<Scalars['ID']['input']>;
+};
+
+
+/** The root of every read. Each domain file adds its own fields. */
 export type QueryQuoteArgs = {
   customerId: Scalars['ID']['input'];
   id: Scalars['ID']['input'];
@@ -1508,7 +1551,7 @@ export type QueryWebhookEndpointsArgs = {
 };
 
 /** A priced offer to move funds from one of a customer's accounts, valid until `expiresAt`. */
-export type Quote = {
+export type Quote = Node & {
   __typename?: 'Quote';
   /** When the quote was created. */
   createdAt: Scalars['DateTime']['output'];
@@ -1520,6 +1563,8 @@ export type Quote = {
   expiresAt: Scalars['DateTime']['output'];
   /** Public id, prefix `quo_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Exchange rate from source to target currency, as a decimal string. */
   rate: Scalars['Decimal']['output'];
   /** What leaves the source account. */
@@ -1565,7 +1610,7 @@ export type QuoteEdge = {
 };
 
 /** A payee of a customer, with the destinations funds can be sent to. */
-export type Recipient = {
+export type Recipient = Node & {
   __typename?: 'Recipient';
   /** When the recipient was created. */
   createdAt: Scalars['DateTime']['output'];
@@ -1582,6 +1627,8 @@ export type Recipient = {
   displayName?: Maybe<Scalars['String']['output']>;
   /** Public id, prefix `rcp_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Recipient type, e.g. `individual` or `business` (an open set). */
   type: Scalars['String']['output'];
   /** When the recipient last changed. */
@@ -1632,7 +1679,7 @@ export type RecipientEdge = {
  * Lists return summaries; fields a summary lacks (`title`, `person`, `entity`, `archivedAt`) are
  * completed by one read of the party, made only when one of them is selected.
  */
-export type RelatedParty = {
+export type RelatedParty = Node & {
   __typename?: 'RelatedParty';
   /** When the party was archived; null while active. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -1654,6 +1701,8 @@ export type RelatedParty = {
   hasVotingRights: Scalars['Boolean']['output'];
   /** Stable id, prefix `rp_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /**
    * Person or entity: `person` or `entity`, the upstream's spelling, like `Customer.type`'s
    * `individual` and `business`. A string: the entity variant's upstream name is an assumption.
@@ -1756,7 +1805,7 @@ export type RelatedPartyRole =
  * account (`trigger`), they are transferred to the target (`action`), e.g. a sweep to a
  * non-custodial wallet. Rules match at the account credit, whatever the deposit rail.
  */
-export type Rule = {
+export type Rule = Node & {
   __typename?: 'Rule';
   /** Where the rule sends the funds. */
   action: FundsTarget;
@@ -1772,6 +1821,8 @@ export type Rule = {
   description?: Maybe<Scalars['String']['output']>;
   /** Public id, prefix `rul_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Status: `active`, `paused` or `archived` (an open set). */
   status: Scalars['String']['output'];
   /** The watched custodial wallet account. */
@@ -2165,7 +2216,7 @@ export type SubscriptionTransferChangedArgs = {
 };
 
 /** A request for information or action addressed to a customer, e.g. to supply a document. */
-export type Task = {
+export type Task = Node & {
   __typename?: 'Task';
   /** When the task was created. */
   createdAt: Scalars['DateTime']['output'];
@@ -2179,6 +2230,8 @@ export type Task = {
   dueAt?: Maybe<Scalars['DateTime']['output']>;
   /** Public id, prefix `tsk_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** The resource the task is about; null when it is about the customer as a whole. */
   resource?: Maybe<TaskResource>;
   /** Status: `open`, `completed`, ... (an open set). */
@@ -2283,7 +2336,7 @@ export type TaskSubmissionEdge = {
 };
 
 /** A movement of funds from one of a customer's accounts to a target. */
-export type Transfer = {
+export type Transfer = Node & {
   __typename?: 'Transfer';
   /** The amount moved, as a decimal string. */
   amount: Scalars['Decimal']['output'];
@@ -2299,6 +2352,8 @@ export type Transfer = {
   customerId: Scalars['ID']['output'];
   /** Public id, prefix `trf_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** The quote this transfer executed; null when none. */
   quote?: Maybe<Quote>;
   /** The id of the quote this transfer executed; null when none. */
@@ -2393,7 +2448,7 @@ export type UpdateWebhookEndpointPayload = {
 };
 
 /** An HTTPS (or HTTP) address the Platform API delivers signed events to. */
-export type WebhookEndpoint = {
+export type WebhookEndpoint = Node & {
   __typename?: 'WebhookEndpoint';
   /** When the endpoint was archived; null while it is not. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -2405,6 +2460,8 @@ export type WebhookEndpoint = {
   events: Array<Scalars['String']['output']>;
   /** Public id, prefix `we_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: its own id, for a record read without a customer. */
+  nodeId: Scalars['ID']['output'];
   /** Status: `active`, `disabled`, or `archived` after archiving (an open set). */
   status: Scalars['String']['output'];
   /** When the endpoint last changed. */
@@ -2584,6 +2641,23 @@ export type ResolversUnionTypes<_RefType extends Record<string, unknown>> = {
   ;
 };
 
+/** Mapping of interface types */
+export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = {
+  Node:
+    | ( AccountRecord )
+    | ( CapabilityRecord )
+    | ( CustomerRecord )
+    | ( CustomerDocumentRecord )
+    | ( InstitutionParentRecord )
+    | ( QuoteRecord )
+    | ( RecipientRecord )
+    | ( RelatedPartyParentRecord )
+    | ( RuleRecord )
+    | ( TaskRecord )
+    | ( TransferRecord )
+    | ( WebhookEndpointRecord )
+  ;
+};
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
@@ -2653,6 +2727,7 @@ export type ResolversTypes = {
   LegalEntityInput: LegalEntityInput;
   Money: ResolverTypeWrapper<MoneyRecord>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Person: ResolverTypeWrapper<PersonRecord>;
   PersonInput: PersonInput;
@@ -2775,6 +2850,7 @@ export type ResolversParentTypes = {
   LegalEntityInput: LegalEntityInput;
   Money: MoneyRecord;
   Mutation: Record<PropertyKey, never>;
+  Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
   PageInfo: PageInfo;
   Person: PersonRecord;
   PersonInput: PersonInput;
@@ -2841,6 +2917,7 @@ export type AccountResolvers<ContextType = GraphContext, ParentType extends Reso
   isDefault?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   label?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   network?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
   openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   origin?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2935,6 +3012,7 @@ export type CapabilityResolvers<ContextType = GraphContext, ParentType extends R
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   method?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
   openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -3028,6 +3106,7 @@ export type CustomerResolvers<ContextType = GraphContext, ParentType extends Res
   email?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   externalId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   quotes?: Resolver<Maybe<ResolversTypes['QuoteConnection']>, ParentType, ContextType, Partial<CustomerQuotesArgs>>;
   recipients?: Resolver<Maybe<ResolversTypes['RecipientConnection']>, ParentType, ContextType, Partial<CustomerRecipientsArgs>>;
   relatedParties?: Resolver<Maybe<ResolversTypes['RelatedPartyConnection']>, ParentType, ContextType, Partial<CustomerRelatedPartiesArgs>>;
@@ -3055,6 +3134,7 @@ export type CustomerDocumentResolvers<ContextType = GraphContext, ParentType ext
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   fileName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   sizeBytes?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -3136,7 +3216,9 @@ export type InstitutionResolvers<ContextType = GraphContext, ParentType extends 
   createdAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   updatedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type InstitutionConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['InstitutionConnection'] = ResolversParentTypes['InstitutionConnection']> = {
@@ -3181,6 +3263,10 @@ export type MutationResolvers<ContextType = GraphContext, ParentType extends Res
   updateWebhookEndpoint?: Resolver<Maybe<ResolversTypes['UpdateWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationUpdateWebhookEndpointArgs, 'input'>>;
 };
 
+export type NodeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
+  __resolveType: TypeResolveFn<'Account' | 'Capability' | 'Customer' | 'CustomerDocument' | 'Institution' | 'Quote' | 'Recipient' | 'RelatedParty' | 'Rule' | 'Task' | 'Transfer' | 'WebhookEndpoint', ParentType, ContextType>;
+};
+
 export type PageInfoResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
@@ -3213,6 +3299,8 @@ export type QueryResolvers<ContextType = GraphContext, ParentType extends Resolv
   customers?: Resolver<ResolversTypes['CustomerConnection'], ParentType, ContextType, Partial<QueryCustomersArgs>>;
   institution?: Resolver<Maybe<ResolversTypes['Institution']>, ParentType, ContextType, RequireFields<QueryInstitutionArgs, 'id'>>;
   institutions?: Resolver<ResolversTypes['InstitutionConnection'], ParentType, ContextType, Partial<QueryInstitutionsArgs>>;
+  node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'id'>>;
+  nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
   quote?: Resolver<Maybe<ResolversTypes['Quote']>, ParentType, ContextType, RequireFields<QueryQuoteArgs, 'customerId' | 'id'>>;
   recipient?: Resolver<Maybe<ResolversTypes['Recipient']>, ParentType, ContextType, RequireFields<QueryRecipientArgs, 'customerId' | 'id'>>;
   relatedParty?: Resolver<Maybe<ResolversTypes['RelatedParty']>, ParentType, ContextType, RequireFields<QueryRelatedPartyArgs, 'customerId' | 'id'>>;
@@ -3231,6 +3319,7 @@ export type QuoteResolvers<ContextType = GraphContext, ParentType extends Resolv
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   expiresAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   rate?: Resolver<ResolversTypes['Decimal'], ParentType, ContextType>;
   source?: Resolver<ResolversTypes['Money'], ParentType, ContextType>;
   sourceAccount?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
@@ -3240,6 +3329,7 @@ export type QuoteResolvers<ContextType = GraphContext, ParentType extends Resolv
   transfer?: Resolver<Maybe<ResolversTypes['Transfer']>, ParentType, ContextType>;
   transferId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type QuoteConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['QuoteConnection'] = ResolversParentTypes['QuoteConnection']> = {
@@ -3261,8 +3351,10 @@ export type RecipientResolvers<ContextType = GraphContext, ParentType extends Re
   destinations?: Resolver<Array<ResolversTypes['RecipientDestination']>, ParentType, ContextType>;
   displayName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type RecipientConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RecipientConnection'] = ResolversParentTypes['RecipientConnection']> = {
@@ -3296,6 +3388,7 @@ export type RelatedPartyResolvers<ContextType = GraphContext, ParentType extends
   hasOwnership?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   hasVotingRights?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   partyType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   person?: Resolver<Maybe<ResolversTypes['Person']>, ParentType, ContextType>;
   roles?: Resolver<Array<ResolversTypes['RelatedPartyRole']>, ParentType, ContextType>;
@@ -3336,6 +3429,7 @@ export type RuleResolvers<ContextType = GraphContext, ParentType extends Resolve
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   description?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   trigger?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
   triggerAccountId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
@@ -3438,11 +3532,13 @@ export type TaskResolvers<ContextType = GraphContext, ParentType extends Resolve
   description?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   dueAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   resource?: Resolver<Maybe<ResolversTypes['TaskResource']>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   submissions?: Resolver<Maybe<ResolversTypes['TaskSubmissionConnection']>, ParentType, ContextType, Partial<TaskSubmissionsArgs>>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type TaskConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TaskConnection'] = ResolversParentTypes['TaskConnection']> = {
@@ -3493,6 +3589,7 @@ export type TransferResolvers<ContextType = GraphContext, ParentType extends Res
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   quote?: Resolver<Maybe<ResolversTypes['Quote']>, ParentType, ContextType>;
   quoteId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   rule?: Resolver<Maybe<ResolversTypes['Rule']>, ParentType, ContextType>;
@@ -3539,9 +3636,11 @@ export type WebhookEndpointResolvers<ContextType = GraphContext, ParentType exte
   description?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   events?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   url?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type WebhookEndpointConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['WebhookEndpointConnection'] = ResolversParentTypes['WebhookEndpointConnection']> = {
@@ -3601,6 +3700,7 @@ export type Resolvers<ContextType = GraphContext> = {
   LegalEntity?: LegalEntityResolvers<ContextType>;
   Money?: MoneyResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
+  Node?: NodeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Person?: PersonResolvers<ContextType>;
   PlatformEvent?: PlatformEventResolvers<ContextType>;
