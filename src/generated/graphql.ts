@@ -327,6 +327,11 @@ export type CapabilityApplication = {
   institution: Institution;
   /** Ids of the application's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
+  /**
+   * The application's open tasks, read under the capability's customer through the operation's
+   * loaders; empty when none, null with an error when a read fails.
+   */
+  openTasks?: Maybe<Array<Task>>;
   /** Status: `requested`, `approved`, `rejected`, `restricted`, ... (an open set). */
   status: Scalars['String']['output'];
   /** Why the application is in its status; null when no reason applies. */
@@ -3027,6 +3032,7 @@ export type CapabilityApplicationResolvers<ContextType = GraphContext, ParentTyp
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   institution?: Resolver<ResolversTypes['Institution'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   statusReason?: Resolver<Maybe<ResolversTypes['StatusReason']>, ParentType, ContextType>;
   submittedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;

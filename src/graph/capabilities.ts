@@ -22,6 +22,9 @@ export const capabilityResolvers: Resolvers = {
     },
   },
   Capability: {
+    // An application's record does not name its customer; its tasks are read under the capability's.
+    applications: (capability) =>
+      capability.applications.map((application) => ({ ...application, customerId: capability.customerId })),
     openTasks: (capability, _args, { loaders }) =>
       Promise.all(
         capability.openTaskIds.map((id) => loaders.task.load({ customerId: capability.customerId, id })),
@@ -29,5 +32,11 @@ export const capabilityResolvers: Resolvers = {
     __resolveReference: (reference, context, info) =>
       readRecord('Capability', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
+  },
+  CapabilityApplication: {
+    openTasks: (application, _args, { loaders }) => {
+      const { customerId } = application as typeof application & { customerId: string };
+      return Promise.all(application.openTaskIds.map((id) => loaders.task.load({ customerId, id })));
+    },
   },
 };

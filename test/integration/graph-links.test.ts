@@ -43,6 +43,30 @@ describe('ids become links', () => {
     });
   });
 
+  it("reads an application's open tasks under its capability's customer, sharing the task read", async () => {
+    const result = await stack.query(`{
+      capability(customerId: "cus_acme", id: "cap_acme_wire") {
+        openTasks { id }
+        applications { id openTasks { id } }
+      }
+    }`);
+
+    expect(result.body.errors).toBeUndefined();
+    expect(result.body.data).toEqual({
+      capability: {
+        openTasks: [{ id: 'tsk_acme_ownership' }],
+        applications: [
+          { id: 'app_acme_wire_lead', openTasks: [{ id: 'tsk_acme_ownership' }] },
+          { id: 'app_acme_wire_cross_river', openTasks: [] },
+        ],
+      },
+    });
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/capabilities/{capabilityId}': 1,
+      'GET /v3/customers/{customerId}/tasks/{taskId}': 1,
+    });
+  });
+
   it("answers an account's open tasks with no task read when it has none", async () => {
     const result = await stack.query(`{
       account(customerId: "cus_acme", id: "acc_acme_eth") { openTaskIds openTasks { id } }
