@@ -1407,7 +1407,7 @@ export type Query = {
   node?: Maybe<Node>;
   /**
    * Records by their node ids, in the order given: each is read through the operation's loaders, and
-   * one that fails is null with its error at its index. At most 100 ids.
+   * one that fails is null with its error at its index. At most 25 ids (the size its cost assumes).
    */
   nodes: Array<Maybe<Node>>;
   /** A quote of a customer; null, with a NOT_FOUND error, when it does not exist. */

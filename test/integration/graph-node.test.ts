@@ -161,3 +161,31 @@ describe('nodes(ids:)', () => {
     });
   });
 });
+
+describe('nodes(ids:) limits', () => {
+  it('reads 25 ids, one upstream read each, every missing one NOT_FOUND at its index', async () => {
+    await stack.resetUpstreamCalls();
+    const ids = Array.from({ length: 25 }, (_, index) => `cus_acme/acc_missing_${index}`);
+    const result = await stack.query(`query ($ids: [ID!]!) { nodes(ids: $ids) { nodeId } }`, { ids });
+
+    expect(result.body.errors).toHaveLength(25);
+    expect(new Set(result.body.errors!.map((error) => error.extensions!.code))).toEqual(
+      new Set(['NOT_FOUND']),
+    );
+    expect((await stack.upstreamCalls()).total).toBe(25);
+  });
+
+  it('refuses more than 25 ids with BAD_USER_INPUT, with no upstream call', async () => {
+    await stack.resetUpstreamCalls();
+    const ids = Array.from({ length: 26 }, (_, index) => `cus_acme/acc_missing_${index}`);
+    const result = await stack.query(`query ($ids: [ID!]!) { nodes(ids: $ids) { nodeId } }`, { ids });
+
+    expect(result.body.errors).toEqual([
+      expect.objectContaining({
+        message: '"ids" holds 26 ids; at most 25 are read at once.',
+        extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }),
+      }),
+    ]);
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
