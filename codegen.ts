@@ -5,12 +5,7 @@
  * Run `npm run codegen:graphql`; CI fails when the output drifts (`npm run codegen:check`).
  */
 import type { CodegenConfig } from '@graphql-codegen/cli';
-import {
-  PARTY_TYPE_VALUES,
-  RELATED_PARTY_ROLE_VALUES,
-  SANDBOX_CAPABILITY_STATUS_VALUES,
-  STATUS_REASON_ACTOR_VALUES,
-} from './src/graph/enum-values.ts';
+import { RELATED_PARTY_ROLE_VALUES, STATUS_REASON_ACTOR_VALUES } from './src/graph/enum-values.ts';
 
 const upstream = '../upstream/types.ts';
 const parents = '../graph/parents.ts';
@@ -39,9 +34,7 @@ const config: CodegenConfig = {
         // Enums whose upstream values are snake_case strings: resolvers see the upstream value.
         enumValues: {
           StatusReasonActor: { ...STATUS_REASON_ACTOR_VALUES },
-          PartyType: { ...PARTY_TYPE_VALUES },
           RelatedPartyRole: { ...RELATED_PARTY_ROLE_VALUES },
-          SandboxCapabilityStatus: { ...SANDBOX_CAPABILITY_STATUS_VALUES },
         },
         mappers: {
           Customer: `${upstream}#Customer`,

@@ -16,6 +16,7 @@ import type { FieldError, Problem } from '../upstream/types.ts';
 import { errorCodeForProblem, type FacadeErrorCode } from './error-codes.ts';
 import { type InputPath, parameterToArgumentPath, pointerToInputPath } from './input-path.ts';
 import { findIdempotencyKey } from './mutation-failure.ts';
+import { STATUS_REASON_ACTOR_VALUES } from '../graph/enum-values.ts';
 
 export interface ToGraphQLErrorOptions {
   /** Add `extensions.stacktrace` (development only: stack traces reveal internals). */
@@ -25,8 +26,19 @@ export interface ToGraphQLErrorOptions {
 /** A field error of an upstream problem, with the GraphQL input path it names (when known). */
 export type GraphQLFieldError = FieldError & { path?: InputPath };
 
-/** `extensions.problem`: the upstream problem, whole, its field errors given GraphQL paths. */
-export type GraphQLProblem = Omit<Problem, 'errors'> & { errors?: GraphQLFieldError[] };
+/** `statusReason` as the schema's typed fields spell it: `actor` is the `StatusReasonActor` enum name. */
+export type GraphQLStatusReason = Omit<NonNullable<Problem['statusReason']>, 'actor'> & {
+  actor: keyof typeof STATUS_REASON_ACTOR_VALUES | string;
+};
+
+/**
+ * `extensions.problem`: the upstream problem, whole, its field errors given GraphQL paths and its
+ * `statusReason.actor` spelled as the `StatusReasonActor` enum (one spelling per concept).
+ */
+export type GraphQLProblem = Omit<Problem, 'errors' | 'statusReason'> & {
+  errors?: GraphQLFieldError[];
+  statusReason?: GraphQLStatusReason;
+};
 
 export const MASKED_MESSAGE = 'Unexpected error.';
 
@@ -183,8 +195,20 @@ export function isUnexpectedError(error: unknown): boolean {
 
 /** The problem as the client sees it: every field, field errors given their GraphQL paths. */
 export function toGraphQLProblem(problem: Problem): GraphQLProblem {
-  if (!problem.errors) return { ...problem };
-  return { ...problem, errors: problem.errors.map(withInputPath) };
+  const { errors, statusReason, ...rest } = problem;
+  const mirrored: GraphQLProblem = { ...rest };
+  if (statusReason) mirrored.statusReason = { ...statusReason, actor: toActorEnumName(statusReason.actor) };
+  if (errors) mirrored.errors = errors.map(withInputPath);
+  return mirrored;
+}
+
+/**
+ * The enum name of an upstream actor (`developer` → `DEVELOPER`), as `StatusReason.actor` reads it;
+ * a value outside the closed set (a breaking upstream change) passes through unchanged.
+ */
+function toActorEnumName(actor: string): string {
+  const entry = Object.entries(STATUS_REASON_ACTOR_VALUES).find(([, upstream]) => upstream === actor);
+  return entry ? entry[0] : actor;
 }
 
 function withInputPath(fieldError: FieldError): GraphQLFieldError {

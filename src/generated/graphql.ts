@@ -28,7 +28,7 @@ export type Scalars = {
 };
 
 /** A customer's wallet or bank account. */
-export type Account = {
+export type Account = Node & {
   __typename?: 'Account';
   /** When the account was archived; null while it is not. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -54,8 +54,15 @@ export type Account = {
   label: Scalars['String']['output'];
   /** Blockchain network of a wallet, e.g. `ethereum`; null for bank accounts. */
   network?: Maybe<Scalars['String']['output']>;
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Ids of the account's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
+  /**
+   * The account's open tasks, each read through the operation's loaders (one read per distinct task);
+   * empty when none, null with an error when a read fails.
+   */
+  openTasks?: Maybe<Array<Task>>;
   /** `issued` for accounts issued by the platform, `external` for the customer's own (an open set). */
   origin: Scalars['String']['output'];
   /** Lifecycle status, e.g. `ready` or `archived` (an open set). */
@@ -125,8 +132,12 @@ export type AccountDetails = {
 /** An account in a page. */
 export type AccountEdge = {
   __typename?: 'AccountEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The account. */
   node: Account;
 };
@@ -270,7 +281,7 @@ export type Balance = {
  * A customer's capability to use a payment method with an account type (e.g. `ach` on `pooled`
  * accounts), with the applications to the institutions that provide it.
  */
-export type Capability = {
+export type Capability = Node & {
   __typename?: 'Capability';
   /** Account type, e.g. `pooled` (an open set). */
   accountType: Scalars['String']['output'];
@@ -286,8 +297,15 @@ export type Capability = {
   id: Scalars['ID']['output'];
   /** Payment method, e.g. `ach` (an open set). */
   method: Scalars['String']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Ids of the capability's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
+  /**
+   * The capability's open tasks, each read through the operation's loaders (one read per distinct
+   * task); empty when none, null with an error when a read fails.
+   */
+  openTasks?: Maybe<Array<Task>>;
   /** Status: `pending`, `ready`, `rejected`, `restricted`, ... (an open set). */
   status: Scalars['String']['output'];
   /** Why the capability is in its status; null when no reason applies. */
@@ -309,6 +327,11 @@ export type CapabilityApplication = {
   institution: Institution;
   /** Ids of the application's open tasks; empty when none. */
   openTaskIds: Array<Scalars['ID']['output']>;
+  /**
+   * The application's open tasks, read under the capability's customer through the operation's
+   * loaders; empty when none, null with an error when a read fails.
+   */
+  openTasks?: Maybe<Array<Task>>;
   /** Status: `requested`, `approved`, `rejected`, `restricted`, ... (an open set). */
   status: Scalars['String']['output'];
   /** Why the application is in its status; null when no reason applies. */
@@ -352,8 +375,12 @@ export type CapabilityConnection = {
 /** A capability in a page. */
 export type CapabilityEdge = {
   __typename?: 'CapabilityEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The capability. */
   node: Capability;
 };
@@ -365,6 +392,68 @@ export type CapabilityOffering = {
   accountType: Scalars['String']['output'];
   /** Payment method, e.g. `ach`. An open set. */
   method: Scalars['String']['output'];
+};
+
+/** The account to open. */
+export type CreateAccountInput = {
+  /** The wallet's address; required for an `external` wallet. */
+  address?: InputMaybe<Scalars['String']['input']>;
+  /** Currency code of the account, e.g. `USDC`. */
+  currency: Scalars['String']['input'];
+  /** The id of the customer that will own the account. */
+  customerId: Scalars['ID']['input'];
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
+  /** Whether the account becomes the customer's default account. */
+  isDefault?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Human label. */
+  label: Scalars['String']['input'];
+  /** Blockchain network of the wallet, e.g. `ethereum`. */
+  network: Scalars['String']['input'];
+  /** `issued` for a wallet the platform holds, `external` for the customer's own (an open set, checked upstream). */
+  origin: Scalars['String']['input'];
+  /** Account type: `wallet` (the only type the upstream opens; an open set, checked upstream). */
+  type: Scalars['String']['input'];
+};
+
+/** The result of `createAccount`. */
+export type CreateAccountPayload = {
+  __typename?: 'CreateAccountPayload';
+  /** The account opened. */
+  account: Account;
+  /** The idempotency key the request was sent with (the one in the input). */
+  idempotencyKey: Scalars['String']['output'];
+  /** True when this is the stored result of an earlier request with the same key and input. */
+  replayed: Scalars['Boolean']['output'];
+};
+
+/** The capability to apply for. */
+export type CreateCapabilityInput = {
+  /** Account type, e.g. `pooled` (an open set). */
+  accountType: Scalars['String']['input'];
+  /** The id of the customer. */
+  customerId: Scalars['ID']['input'];
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
+  /** Payment method, e.g. `ach` (an open set). */
+  method: Scalars['String']['input'];
+};
+
+/** The result of `createCapability`. */
+export type CreateCapabilityPayload = {
+  __typename?: 'CreateCapabilityPayload';
+  /** The capability applied for. */
+  capability: Capability;
+  /** The idempotency key the request was sent with (the one in the input). */
+  idempotencyKey: Scalars['String']['output'];
+  /** True when this is the stored result of an earlier request with the same key and input. */
+  replayed: Scalars['Boolean']['output'];
 };
 
 /** The customer to create. */
@@ -412,8 +501,11 @@ export type CreateRelatedPartyInput = {
    * send the same key and input again to retry; a retry replays the first result and never executes twice.
    */
   idempotencyKey: Scalars['String']['input'];
-  /** Person or entity. */
-  partyType: PartyType;
+  /**
+   * `person` or `entity`, spelled as `RelatedParty.partyType` reads it back; the upstream refuses any
+   * other value (BAD_USER_INPUT).
+   */
+  partyType: Scalars['String']['input'];
   /** Identity facts, for a person party. */
   person?: InputMaybe<PersonInput>;
   /** The party's roles. */
@@ -483,6 +575,13 @@ export type CreateWebhookEndpointPayload = {
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
   replayed: Scalars['Boolean']['output'];
+  /**
+   * The endpoint's signing secret (`whsec_...`), the key of the Standard Webhooks signature of every
+   * delivery to it: store it now. It is shown here only (a retry with the same key shows it again, as
+   * the upstream replays its answer), never in a later read, and never logged. Null if the upstream's
+   * answer lacks it.
+   */
+  signingSecret?: Maybe<Scalars['String']['output']>;
   /** The registered endpoint. */
   webhookEndpoint: WebhookEndpoint;
 };
@@ -491,7 +590,7 @@ export type CreateWebhookEndpointPayload = {
  * An individual or business customer of the platform, the owner of accounts, related parties,
  * capabilities, documents, recipients, tasks, quotes, transfers and rules.
  */
-export type Customer = {
+export type Customer = Node & {
   __typename?: 'Customer';
   /** The customer's accounts (wallets and bank accounts), oldest first. */
   accounts?: Maybe<AccountConnection>;
@@ -499,8 +598,11 @@ export type Customer = {
   capabilities?: Maybe<CapabilityConnection>;
   /** When the customer was created. */
   createdAt: Scalars['DateTime']['output'];
-  /** Name to show for the customer. */
-  displayName: Scalars['String']['output'];
+  /**
+   * Name to show for the customer; null when none is known. Nullable like `RelatedParty.displayName`,
+   * so one selection can ask for it on both (in `_entities` or a union of events).
+   */
+  displayName?: Maybe<Scalars['String']['output']>;
   /** The customer's documents that are not archived, oldest first. */
   documents?: Maybe<CustomerDocumentConnection>;
   /** Contact e-mail address, when known. */
@@ -509,6 +611,8 @@ export type Customer = {
   externalId: Scalars['String']['output'];
   /** Public id, prefix `cus_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: its own id, for a record read without a customer. */
+  nodeId: Scalars['ID']['output'];
   /** The customer's quotes, oldest first. */
   quotes?: Maybe<QuoteConnection>;
   /** The customer's recipients (payees with their destinations), oldest first. */
@@ -640,7 +744,7 @@ export type CustomerConnection = {
 };
 
 /** A document a customer supplied, such as an identity or incorporation document. */
-export type CustomerDocument = {
+export type CustomerDocument = Node & {
   __typename?: 'CustomerDocument';
   /** When the document was archived; null while it is not. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -656,6 +760,8 @@ export type CustomerDocument = {
   fileName: Scalars['String']['output'];
   /** Public id, prefix `doc_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Size of the file in bytes. */
   sizeBytes: Scalars['Int']['output'];
   /** Status: `archived` after archiving (an open set). */
@@ -680,8 +786,12 @@ export type CustomerDocumentConnection = {
 /** A customer document in a page. */
 export type CustomerDocumentEdge = {
   __typename?: 'CustomerDocumentEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The document. */
   node: CustomerDocument;
 };
@@ -689,8 +799,12 @@ export type CustomerDocumentEdge = {
 /** A customer in a page. */
 export type CustomerEdge = {
   __typename?: 'CustomerEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer. */
   node: Customer;
 };
@@ -755,6 +869,32 @@ export type DocumentChangedEvent = {
 /** The resources an upstream event can be about. */
 export type EventResource = Account | Capability | Customer | CustomerDocument | RelatedParty | Rule | Transfer;
 
+/** The quote to execute. */
+export type ExecuteQuoteInput = {
+  /** The id of the customer. */
+  customerId: Scalars['ID']['input'];
+  /**
+   * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
+   * send the same key and input again to retry; a retry replays the first result and never executes twice.
+   */
+  idempotencyKey: Scalars['String']['input'];
+  /** The quote's id (`quo_...`). */
+  quoteId: Scalars['ID']['input'];
+};
+
+/** The result of `executeQuote`. */
+export type ExecuteQuotePayload = {
+  __typename?: 'ExecuteQuotePayload';
+  /** The idempotency key the request was sent with (the one in the input). */
+  idempotencyKey: Scalars['String']['output'];
+  /** The quote, read after the execution (its status is then `executed`). */
+  quote?: Maybe<Quote>;
+  /** True when this is the stored result of an earlier request with the same key and input. */
+  replayed: Scalars['Boolean']['output'];
+  /** The transfer the quote became. */
+  transfer: Transfer;
+};
+
 /** Fees by beneficiary. */
 export type FeeBreakdown = {
   __typename?: 'FeeBreakdown';
@@ -764,7 +904,7 @@ export type FeeBreakdown = {
 
 /** Fees by beneficiary. */
 export type FeeBreakdownInput = {
-  /** The developer's fee; null removes it. */
+  /** The developer's fee; null removes it. Required to be present: an empty breakdown is refused (BAD_USER_INPUT). */
   developer?: InputMaybe<DeveloperFeeInput>;
 };
 
@@ -794,7 +934,7 @@ export type FundsTargetInput = {
  * A financial institution that provides capabilities. Applications embed its id, name and BIC; the
  * other fields are completed by one read of the institution, made only when one of them is selected.
  */
-export type Institution = {
+export type Institution = Node & {
   __typename?: 'Institution';
   /** BIC (SWIFT code) of the institution. */
   bic: Scalars['String']['output'];
@@ -806,6 +946,8 @@ export type Institution = {
   id: Scalars['ID']['output'];
   /** Name of the institution. */
   name: Scalars['String']['output'];
+  /** The id `node(id:)` reads this record by: its own id, for a record read without a customer. */
+  nodeId: Scalars['ID']['output'];
   /** When the institution last changed. */
   updatedAt?: Maybe<Scalars['DateTime']['output']>;
 };
@@ -824,8 +966,12 @@ export type InstitutionConnection = {
 /** An institution in a page. */
 export type InstitutionEdge = {
   __typename?: 'InstitutionEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The institution. */
   node: Institution;
 };
@@ -869,58 +1015,77 @@ export type Mutation = {
    * Archives an account: its status becomes `archived` and `archivedAt` is set. It stays readable.
    * Refused (CONFLICT) when a rule watches it or a pending transfer touches it.
    */
-  archiveAccount: ArchiveAccountPayload;
+  archiveAccount?: Maybe<ArchiveAccountPayload>;
   /**
    * Archives a customer document. It is retained for compliance but excluded from later reads, lists
    * and task submissions.
    */
-  archiveCustomerDocument: ArchiveCustomerDocumentPayload;
+  archiveCustomerDocument?: Maybe<ArchiveCustomerDocumentPayload>;
   /** Archives a related party: it leaves the customer's list and later reads answer NOT_FOUND. */
-  archiveRelatedParty: ArchiveRelatedPartyPayload;
+  archiveRelatedParty?: Maybe<ArchiveRelatedPartyPayload>;
   /** Archives an active or paused rule. Archiving is final. */
-  archiveRule: RuleTransitionPayload;
+  archiveRule?: Maybe<RuleTransitionPayload>;
   /** Archives a webhook endpoint: nothing more is delivered to it. */
-  archiveWebhookEndpoint: ArchiveWebhookEndpointPayload;
+  archiveWebhookEndpoint?: Maybe<ArchiveWebhookEndpointPayload>;
+  /**
+   * Opens a wallet account for a customer: an `issued` wallet the platform holds, or an `external`
+   * wallet of the customer's own (with its `address`).
+   */
+  createAccount?: Maybe<CreateAccountPayload>;
+  /**
+   * Applies for a capability for a customer: a payment method with an account type, among the
+   * offerings `apiStatus.capabilities` lists. Its status starts `pending`; applying twice for the same
+   * pair is refused (CONFLICT, `statusReason.code = capability_exists`).
+   */
+  createCapability?: Maybe<CreateCapabilityPayload>;
   /**
    * Creates a customer. A successful create may start asynchronous onboarding: read the customer
    * again, or subscribe to its changes, to see what follows.
    */
-  createCustomer: CreateCustomerPayload;
+  createCustomer?: Maybe<CreateCustomerPayload>;
   /**
    * Creates a person or entity related party of a business customer. At least one role, or one of
    * `hasOwnership`, `hasVotingRights`, `hasControl`, is required. The customer's `updatedAt` advances.
    */
-  createRelatedParty: CreateRelatedPartyPayload;
+  createRelatedParty?: Maybe<CreateRelatedPartyPayload>;
   /**
    * Creates a rule that watches a custodial wallet (`trigger`) and moves funds that become available
    * on it to a target (`action`). At most one non-archived rule may watch an account (else CONFLICT).
    */
-  createRule: CreateRulePayload;
+  createRule?: Maybe<CreateRulePayload>;
   /**
-   * Registers a webhook endpoint. The upstream's signing secret for it is never part of a GraphQL
-   * response: webhook secrets stay on protected backends. The facade registers its own endpoint at
-   * start and keeps that secret to itself; a receiver of your own is registered with the upstream
-   * directly, from a protected backend.
+   * Registers a webhook endpoint (operators only) and returns its signing secret once, in
+   * `signingSecret`, so the receiver can verify its deliveries; no later read shows it. The facade's
+   * own endpoint, registered at start, keeps its secret to itself.
    */
-  createWebhookEndpoint: CreateWebhookEndpointPayload;
+  createWebhookEndpoint?: Maybe<CreateWebhookEndpointPayload>;
+  /**
+   * Executes an open quote into a transfer. A quote executes once: executing it again with another
+   * key is refused (CONFLICT, `extensions.problem.code = quote_already_executed`, with the transfer's
+   * id in `extensions.problem.transferId`); an expired quote is refused too (`quote_expired`).
+   */
+  executeQuote?: Maybe<ExecuteQuotePayload>;
   /** Pauses an active rule: it stops acting until resumed. */
-  pauseRule: RuleTransitionPayload;
+  pauseRule?: Maybe<RuleTransitionPayload>;
   /** Resumes a paused rule. */
-  resumeRule: RuleTransitionPayload;
+  resumeRule?: Maybe<RuleTransitionPayload>;
   /**
-   * Sandbox only: forces a capability into `READY`, `REJECTED` or `RESTRICTED`; its institution
-   * applications follow.
+   * Sandbox only: forces a capability into the status `ready`, `rejected` or `restricted`; its
+   * institution applications follow. Any other status is refused (BAD_USER_INPUT) before any upstream call.
    */
-  sandboxSetCapabilityStatus: SandboxSetCapabilityStatusPayload;
+  sandboxSetCapabilityStatus?: Maybe<SandboxSetCapabilityStatusPayload>;
   /**
    * Sandbox only: credits an issued wallet account with test funds. No real funds move. An active
    * rule watching the account sweeps the funds as it would a real deposit.
    */
-  sandboxTopUp: SandboxTopUpPayload;
-  /** Replaces the developer fee of an account. `breakdown.developer: null` removes it. */
-  setAccountFees: SetAccountFeesPayload;
+  sandboxTopUp?: Maybe<SandboxTopUpPayload>;
+  /**
+   * Replaces the developer fee of an account. `breakdown.developer: null` removes it; a breakdown
+   * without `developer` (`breakdown: {}`) is refused (BAD_USER_INPUT), so a fee is never removed by omission.
+   */
+  setAccountFees?: Maybe<SetAccountFeesPayload>;
   /** Changes a webhook endpoint's URL, event kinds, description or status. Fields left out are kept. */
-  updateWebhookEndpoint: UpdateWebhookEndpointPayload;
+  updateWebhookEndpoint?: Maybe<UpdateWebhookEndpointPayload>;
 };
 
 
@@ -991,6 +1156,30 @@ export type MutationArchiveWebhookEndpointArgs = {
  * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
  * `extensions.idempotencyKey`.
  */
+export type MutationCreateAccountArgs = {
+  input: CreateAccountInput;
+};
+
+
+/**
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
+ */
+export type MutationCreateCapabilityArgs = {
+  input: CreateCapabilityInput;
+};
+
+
+/**
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
+ */
 export type MutationCreateCustomerArgs = {
   input: CreateCustomerInput;
 };
@@ -1029,6 +1218,18 @@ export type MutationCreateRuleArgs = {
  */
 export type MutationCreateWebhookEndpointArgs = {
   input: CreateWebhookEndpointInput;
+};
+
+
+/**
+ * The root of every change. Each domain file adds its own mutations. Every mutation requires
+ * `input.idempotencyKey`, chosen by the client before the first attempt, so a client that timed out or
+ * lost the answer retries with the same key and input and receives the original result
+ * (`replayed: true`) instead of a second execution. Every error of a mutation carries the key in
+ * `extensions.idempotencyKey`.
+ */
+export type MutationExecuteQuoteArgs = {
+  input: ExecuteQuoteInput;
 };
 
 
@@ -1104,27 +1305,34 @@ export type MutationUpdateWebhookEndpointArgs = {
 };
 
 /**
- * Where a connection stops and whether it goes on. Cursors are the upstream's own opaque page
- * cursors, passed through unchanged.
+ * A record that can be read again by one id, as Relay refetches: `nodeId` (configure Relay's compiler
+ * with `nodeInterfaceIdField: "nodeId"`; `id` stays the upstream's own id, which a customer's records
+ * cannot be read by alone). See docs/schema-conventions.md.
  */
-export type PageInfo = {
-  __typename?: 'PageInfo';
-  /** The cursor that resumes after the last item of this page; null when no page follows. */
-  endCursor?: Maybe<Scalars['String']['output']>;
-  /** True when another page follows this one; pass `endCursor` as `after` to read it. */
-  hasNextPage: Scalars['Boolean']['output'];
+export type Node = {
+  /** The id `node(id:)` reads this record by. */
+  nodeId: Scalars['ID']['output'];
 };
 
 /**
- * Whether a related party is a person or an entity. The spec names these two variants of a party and
- * no others, so the set is closed; the entity variant's upstream name (`entity`) is an assumption
- * kept in one place, the enum's resolver map.
+ * Where a connection's page starts and stops, and whether the list goes on either side. The upstream
+ * hands out one cursor per page, not one per item; every edge still has a cursor (see the edge's
+ * `cursor`), and `after` takes any of them.
  */
-export type PartyType =
-  /** A legal entity such as a company or trust (upstream `entity`). */
-  | 'entity'
-  /** A natural person (upstream `person`). */
-  | 'person';
+export type PageInfo = {
+  __typename?: 'PageInfo';
+  /** The cursor of the page's last edge, to pass as `after`; null when no page follows. */
+  endCursor?: Maybe<Scalars['String']['output']>;
+  /** True when another page follows this one; pass `endCursor` as `after` to read it. */
+  hasNextPage: Scalars['Boolean']['output'];
+  /**
+   * True when items come before this page: the page was read with `after`, so at least the item of
+   * that cursor precedes it. False on a first page. Paging is forward only (`first`/`after`).
+   */
+  hasPreviousPage: Scalars['Boolean']['output'];
+  /** The cursor of the page's first edge; null when the page is empty. */
+  startCursor?: Maybe<Scalars['String']['output']>;
+};
 
 /** Identity facts of a person. */
 export type Person = {
@@ -1191,6 +1399,17 @@ export type Query = {
   institution?: Maybe<Institution>;
   /** The institutions that provide capabilities. */
   institutions: InstitutionConnection;
+  /**
+   * Any record by its node id (`Node.nodeId`): a customer, institution or webhook endpoint by its own
+   * id, a customer's record by `<customerId>/<id>`. Null, with a NOT_FOUND error, when it does not
+   * exist or its customer is not the caller's; BAD_USER_INPUT when the id is no node id.
+   */
+  node?: Maybe<Node>;
+  /**
+   * Records by their node ids, in the order given: each is read through the operation's loaders, and
+   * one that fails is null with its error at its index. At most 25 ids (the size its cost assumes).
+   */
+  nodes: Array<Maybe<Node>>;
   /** A quote of a customer; null, with a NOT_FOUND error, when it does not exist. */
   quote?: Maybe<Quote>;
   /** A recipient of a customer; null, with a NOT_FOUND error, when it does not exist. */
@@ -1201,6 +1420,8 @@ export type Query = {
   rule?: Maybe<Rule>;
   /** A task of a customer; null, with a NOT_FOUND error, when it does not exist. */
   task?: Maybe<Task>;
+  /** One submission of a task; null, with a NOT_FOUND error, when it does not exist. */
+  taskSubmission?: Maybe<TaskSubmission>;
   /** A transfer of a customer; null, with a NOT_FOUND error, when it does not exist. */
   transfer?: Maybe<Transfer>;
   /** A webhook endpoint by id; null, with a NOT_FOUND error, when it does not exist. */
@@ -1260,6 +1481,18 @@ export type QueryInstitutionsArgs = {
 
 
 /** The root of every read. Each domain file adds its own fields. */
+export type QueryNodeArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+/** The root of every read. Each domain file adds its own fields. */
+export type QueryNodesArgs = {
+  ids: Array<Scalars['ID']['input']>;
+};
+
+
+/** The root of every read. Each domain file adds its own fields. */
 export type QueryQuoteArgs = {
   customerId: Scalars['ID']['input'];
   id: Scalars['ID']['input'];
@@ -1295,6 +1528,14 @@ export type QueryTaskArgs = {
 
 
 /** The root of every read. Each domain file adds its own fields. */
+export type QueryTaskSubmissionArgs = {
+  customerId: Scalars['ID']['input'];
+  id: Scalars['ID']['input'];
+  taskId: Scalars['ID']['input'];
+};
+
+
+/** The root of every read. Each domain file adds its own fields. */
 export type QueryTransferArgs = {
   customerId: Scalars['ID']['input'];
   id: Scalars['ID']['input'];
@@ -1315,7 +1556,7 @@ export type QueryWebhookEndpointsArgs = {
 };
 
 /** A priced offer to move funds from one of a customer's accounts, valid until `expiresAt`. */
-export type Quote = {
+export type Quote = Node & {
   __typename?: 'Quote';
   /** When the quote was created. */
   createdAt: Scalars['DateTime']['output'];
@@ -1327,6 +1568,8 @@ export type Quote = {
   expiresAt: Scalars['DateTime']['output'];
   /** Public id, prefix `quo_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Exchange rate from source to target currency, as a decimal string. */
   rate: Scalars['Decimal']['output'];
   /** What leaves the source account. */
@@ -1361,14 +1604,18 @@ export type QuoteConnection = {
 /** A quote in a page. */
 export type QuoteEdge = {
   __typename?: 'QuoteEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The quote. */
   node: Quote;
 };
 
 /** A payee of a customer, with the destinations funds can be sent to. */
-export type Recipient = {
+export type Recipient = Node & {
   __typename?: 'Recipient';
   /** When the recipient was created. */
   createdAt: Scalars['DateTime']['output'];
@@ -1378,10 +1625,15 @@ export type Recipient = {
   customerId: Scalars['ID']['output'];
   /** Where funds can be sent to this recipient. */
   destinations: Array<RecipientDestination>;
-  /** Name to show for the recipient. */
-  displayName: Scalars['String']['output'];
+  /**
+   * Name to show for the recipient. Nullable like every `displayName` (`Customer`, `RelatedParty`), so
+   * one selection can ask for it across entities.
+   */
+  displayName?: Maybe<Scalars['String']['output']>;
   /** Public id, prefix `rcp_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Recipient type, e.g. `individual` or `business` (an open set). */
   type: Scalars['String']['output'];
   /** When the recipient last changed. */
@@ -1417,8 +1669,12 @@ export type RecipientDestination = {
 /** A recipient in a page. */
 export type RecipientEdge = {
   __typename?: 'RecipientEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The recipient. */
   node: Recipient;
 };
@@ -1428,7 +1684,7 @@ export type RecipientEdge = {
  * Lists return summaries; fields a summary lacks (`title`, `person`, `entity`, `archivedAt`) are
  * completed by one read of the party, made only when one of them is selected.
  */
-export type RelatedParty = {
+export type RelatedParty = Node & {
   __typename?: 'RelatedParty';
   /** When the party was archived; null while active. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -1450,8 +1706,13 @@ export type RelatedParty = {
   hasVotingRights: Scalars['Boolean']['output'];
   /** Stable id, prefix `rp_`. */
   id: Scalars['ID']['output'];
-  /** Person or entity. */
-  partyType: PartyType;
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
+  /**
+   * Person or entity: `person` or `entity`, the upstream's spelling, like `Customer.type`'s
+   * `individual` and `business`. A string: the entity variant's upstream name is an assumption.
+   */
+  partyType: Scalars['String']['output'];
   /** Identity facts of a person party; null for entities. */
   person?: Maybe<Person>;
   /** The party's roles. */
@@ -1498,8 +1759,12 @@ export type RelatedPartyConnection = {
 /** A related party in a page. */
 export type RelatedPartyEdge = {
   __typename?: 'RelatedPartyEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The related party. */
   node: RelatedParty;
 };
@@ -1545,7 +1810,7 @@ export type RelatedPartyRole =
  * account (`trigger`), they are transferred to the target (`action`), e.g. a sweep to a
  * non-custodial wallet. Rules match at the account credit, whatever the deposit rail.
  */
-export type Rule = {
+export type Rule = Node & {
   __typename?: 'Rule';
   /** Where the rule sends the funds. */
   action: FundsTarget;
@@ -1561,6 +1826,8 @@ export type Rule = {
   description?: Maybe<Scalars['String']['output']>;
   /** Public id, prefix `rul_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** Status: `active`, `paused` or `archived` (an open set). */
   status: Scalars['String']['output'];
   /** The watched custodial wallet account. */
@@ -1604,8 +1871,12 @@ export type RuleConnection = {
 /** A rule in a page. */
 export type RuleEdge = {
   __typename?: 'RuleEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The rule. */
   node: Rule;
 };
@@ -1640,18 +1911,6 @@ export type RuleTriggerInput = {
   accountId: Scalars['ID']['input'];
 };
 
-/**
- * The status a sandbox capability can be forced into. The spec allows exactly these three in the
- * request, so the set is closed.
- */
-export type SandboxCapabilityStatus =
-  /** The capability is usable (upstream `ready`). */
-  | 'ready'
-  /** The capability was refused (upstream `rejected`). */
-  | 'rejected'
-  /** The capability is usable with restrictions (upstream `restricted`). */
-  | 'restricted';
-
 /** The capability and the status to force. */
 export type SandboxSetCapabilityStatusInput = {
   /** The capability's id. */
@@ -1663,8 +1922,12 @@ export type SandboxSetCapabilityStatusInput = {
    * send the same key and input again to retry; a retry replays the first result and never executes twice.
    */
   idempotencyKey: Scalars['String']['input'];
-  /** The status to force. */
-  status: SandboxCapabilityStatus;
+  /**
+   * The status to force, spelled as `Capability.status` reads it back: `ready`, `rejected` or
+   * `restricted`. A capability's status is an open upstream set, so it is a string here too; the
+   * request accepts only these three.
+   */
+  status: Scalars['String']['input'];
 };
 
 /** The result of `sandboxSetCapabilityStatus`. */
@@ -1712,6 +1975,8 @@ export type SandboxTopUpInput = {
   amount: Scalars['Decimal']['input'];
   /** The currency of the amount; must be the account's currency. */
   currency: Scalars['String']['input'];
+  /** The id of the customer that owns the account; lets the payload's `account` be read after the top-up. */
+  customerId?: InputMaybe<Scalars['ID']['input']>;
   /**
    * Idempotency key (1 to 255 characters), required: make one per intended change (e.g. a UUID) and
    * send the same key and input again to retry; a retry replays the first result and never executes twice.
@@ -1722,6 +1987,13 @@ export type SandboxTopUpInput = {
 /** The result of `sandboxTopUp`. */
 export type SandboxTopUpPayload = {
   __typename?: 'SandboxTopUpPayload';
+  /**
+   * The credited account, read after the top-up through the operation's loaders, so its balances show
+   * the deposit. Read under `input.customerId` when given, else under the customer the facade found
+   * owning the account for a scoped caller; null when neither is known (an operator's top-up without
+   * `customerId`).
+   */
+  account?: Maybe<Account>;
   /** The idempotency key the request was sent with (the one in the input). */
   idempotencyKey: Scalars['String']['output'];
   /** True when this is the stored result of an earlier request with the same key and input. */
@@ -1949,7 +2221,7 @@ export type SubscriptionTransferChangedArgs = {
 };
 
 /** A request for information or action addressed to a customer, e.g. to supply a document. */
-export type Task = {
+export type Task = Node & {
   __typename?: 'Task';
   /** When the task was created. */
   createdAt: Scalars['DateTime']['output'];
@@ -1963,6 +2235,8 @@ export type Task = {
   dueAt?: Maybe<Scalars['DateTime']['output']>;
   /** Public id, prefix `tsk_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** The resource the task is about; null when it is about the customer as a whole. */
   resource?: Maybe<TaskResource>;
   /** Status: `open`, `completed`, ... (an open set). */
@@ -1997,8 +2271,12 @@ export type TaskConnection = {
 /** A task in a page. */
 export type TaskEdge = {
   __typename?: 'TaskEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The task. */
   node: Task;
 };
@@ -2021,6 +2299,11 @@ export type TaskSubmission = {
   customerId: Scalars['ID']['output'];
   /** Ids of the documents submitted. */
   documentIds: Array<Scalars['ID']['output']>;
+  /**
+   * The documents submitted, each read through the operation's loaders; an archived document (which
+   * reads as not found) is left out. Null with an error when a read fails otherwise.
+   */
+  documents?: Maybe<Array<CustomerDocument>>;
   /** Public id, prefix `tsb_`. */
   id: Scalars['ID']['output'];
   /** Status: `submitted`, `accepted`, `rejected`, ... (an open set). */
@@ -2047,14 +2330,18 @@ export type TaskSubmissionConnection = {
 /** A task submission in a page. */
 export type TaskSubmissionEdge = {
   __typename?: 'TaskSubmissionEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The submission. */
   node: TaskSubmission;
 };
 
 /** A movement of funds from one of a customer's accounts to a target. */
-export type Transfer = {
+export type Transfer = Node & {
   __typename?: 'Transfer';
   /** The amount moved, as a decimal string. */
   amount: Scalars['Decimal']['output'];
@@ -2070,6 +2357,8 @@ export type Transfer = {
   customerId: Scalars['ID']['output'];
   /** Public id, prefix `trf_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: `<customerId>/<id>`, since it is read under its customer. */
+  nodeId: Scalars['ID']['output'];
   /** The quote this transfer executed; null when none. */
   quote?: Maybe<Quote>;
   /** The id of the quote this transfer executed; null when none. */
@@ -2123,8 +2412,12 @@ export type TransferConnection = {
 /** A transfer in a page. */
 export type TransferEdge = {
   __typename?: 'TransferEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The transfer. */
   node: Transfer;
 };
@@ -2160,7 +2453,7 @@ export type UpdateWebhookEndpointPayload = {
 };
 
 /** An HTTPS (or HTTP) address the Platform API delivers signed events to. */
-export type WebhookEndpoint = {
+export type WebhookEndpoint = Node & {
   __typename?: 'WebhookEndpoint';
   /** When the endpoint was archived; null while it is not. */
   archivedAt?: Maybe<Scalars['DateTime']['output']>;
@@ -2172,6 +2465,8 @@ export type WebhookEndpoint = {
   events: Array<Scalars['String']['output']>;
   /** Public id, prefix `we_`. */
   id: Scalars['ID']['output'];
+  /** The id `node(id:)` reads this record by: its own id, for a record read without a customer. */
+  nodeId: Scalars['ID']['output'];
   /** Status: `active`, `disabled`, or `archived` after archiving (an open set). */
   status: Scalars['String']['output'];
   /** When the endpoint last changed. */
@@ -2194,8 +2489,12 @@ export type WebhookEndpointConnection = {
 /** A webhook endpoint in a page. */
 export type WebhookEndpointEdge = {
   __typename?: 'WebhookEndpointEdge';
-  /** The upstream cursor that resumes after this item, when the upstream gives one: it hands out one cursor per page, so only the page's last edge carries it (equal to `pageInfo.endCursor`). */
-  cursor?: Maybe<Scalars['String']['output']>;
+  /**
+   * Resumes after this item when passed as `after`. The upstream gives one cursor per page: the
+   * page's last item carries it unchanged (when a page follows); every other item carries a facade
+   * cursor (`fc1.`...) naming the upstream page it was read from and its place in it. Opaque.
+   */
+  cursor: Scalars['String']['output'];
   /** The endpoint. */
   node: WebhookEndpoint;
 };
@@ -2347,6 +2646,23 @@ export type ResolversUnionTypes<_RefType extends Record<string, unknown>> = {
   ;
 };
 
+/** Mapping of interface types */
+export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = {
+  Node:
+    | ( AccountRecord )
+    | ( CapabilityRecord )
+    | ( CustomerRecord )
+    | ( CustomerDocumentRecord )
+    | ( InstitutionParentRecord )
+    | ( QuoteRecord )
+    | ( RecipientRecord )
+    | ( RelatedPartyParentRecord )
+    | ( RuleRecord )
+    | ( TaskRecord )
+    | ( TransferRecord )
+    | ( WebhookEndpointRecord )
+  ;
+};
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
@@ -2376,6 +2692,10 @@ export type ResolversTypes = {
   CapabilityConnection: ResolverTypeWrapper<Omit<CapabilityConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['CapabilityEdge']>, nodes: Array<ResolversTypes['Capability']> }>;
   CapabilityEdge: ResolverTypeWrapper<Omit<CapabilityEdge, 'node'> & { node: ResolversTypes['Capability'] }>;
   CapabilityOffering: ResolverTypeWrapper<CapabilityOffering>;
+  CreateAccountInput: CreateAccountInput;
+  CreateAccountPayload: ResolverTypeWrapper<Omit<CreateAccountPayload, 'account'> & { account: ResolversTypes['Account'] }>;
+  CreateCapabilityInput: CreateCapabilityInput;
+  CreateCapabilityPayload: ResolverTypeWrapper<Omit<CreateCapabilityPayload, 'capability'> & { capability: ResolversTypes['Capability'] }>;
   CreateCustomerInput: CreateCustomerInput;
   CreateCustomerPayload: ResolverTypeWrapper<Omit<CreateCustomerPayload, 'customer'> & { customer: ResolversTypes['Customer'] }>;
   CreateRelatedPartyInput: CreateRelatedPartyInput;
@@ -2399,6 +2719,8 @@ export type ResolversTypes = {
   DeveloperFeeInput: DeveloperFeeInput;
   DocumentChangedEvent: ResolverTypeWrapper<Omit<DocumentChangedEvent, 'document'> & { document?: Maybe<ResolversTypes['CustomerDocument']> }>;
   EventResource: ResolverTypeWrapper<ResolversUnionTypes<ResolversTypes>['EventResource']>;
+  ExecuteQuoteInput: ExecuteQuoteInput;
+  ExecuteQuotePayload: ResolverTypeWrapper<Omit<ExecuteQuotePayload, 'quote' | 'transfer'> & { quote?: Maybe<ResolversTypes['Quote']>, transfer: ResolversTypes['Transfer'] }>;
   FeeBreakdown: ResolverTypeWrapper<FeeBreakdownRecord>;
   FeeBreakdownInput: FeeBreakdownInput;
   FundsTarget: ResolverTypeWrapper<FundsTargetParentRecord>;
@@ -2410,8 +2732,8 @@ export type ResolversTypes = {
   LegalEntityInput: LegalEntityInput;
   Money: ResolverTypeWrapper<MoneyRecord>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
-  PartyType: null;
   Person: ResolverTypeWrapper<PersonRecord>;
   PersonInput: PersonInput;
   PlatformEvent: ResolverTypeWrapper<Omit<PlatformEvent, 'resource'> & { resource?: Maybe<ResolversTypes['EventResource']> }>;
@@ -2435,13 +2757,12 @@ export type ResolversTypes = {
   RuleTransitionInput: RuleTransitionInput;
   RuleTransitionPayload: ResolverTypeWrapper<Omit<RuleTransitionPayload, 'rule'> & { rule: ResolversTypes['Rule'] }>;
   RuleTriggerInput: RuleTriggerInput;
-  SandboxCapabilityStatus: null;
   SandboxSetCapabilityStatusInput: SandboxSetCapabilityStatusInput;
   SandboxSetCapabilityStatusPayload: ResolverTypeWrapper<Omit<SandboxSetCapabilityStatusPayload, 'capability'> & { capability: ResolversTypes['Capability'] }>;
   SandboxTopUp: ResolverTypeWrapper<SandboxTopUpRecord>;
   SandboxTopUpDestination: ResolverTypeWrapper<SandboxTopUpDestination>;
   SandboxTopUpInput: SandboxTopUpInput;
-  SandboxTopUpPayload: ResolverTypeWrapper<Omit<SandboxTopUpPayload, 'topUp'> & { topUp: ResolversTypes['SandboxTopUp'] }>;
+  SandboxTopUpPayload: ResolverTypeWrapper<Omit<SandboxTopUpPayload, 'account' | 'topUp'> & { account?: Maybe<ResolversTypes['Account']>, topUp: ResolversTypes['SandboxTopUp'] }>;
   SandboxTopUpSource: ResolverTypeWrapper<SandboxTopUpSource>;
   SetAccountFeesInput: SetAccountFeesInput;
   SetAccountFeesPayload: ResolverTypeWrapper<SetAccountFeesPayloadParentRecord>;
@@ -2494,6 +2815,10 @@ export type ResolversParentTypes = {
   CapabilityConnection: Omit<CapabilityConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['CapabilityEdge']>, nodes: Array<ResolversParentTypes['Capability']> };
   CapabilityEdge: Omit<CapabilityEdge, 'node'> & { node: ResolversParentTypes['Capability'] };
   CapabilityOffering: CapabilityOffering;
+  CreateAccountInput: CreateAccountInput;
+  CreateAccountPayload: Omit<CreateAccountPayload, 'account'> & { account: ResolversParentTypes['Account'] };
+  CreateCapabilityInput: CreateCapabilityInput;
+  CreateCapabilityPayload: Omit<CreateCapabilityPayload, 'capability'> & { capability: ResolversParentTypes['Capability'] };
   CreateCustomerInput: CreateCustomerInput;
   CreateCustomerPayload: Omit<CreateCustomerPayload, 'customer'> & { customer: ResolversParentTypes['Customer'] };
   CreateRelatedPartyInput: CreateRelatedPartyInput;
@@ -2517,6 +2842,8 @@ export type ResolversParentTypes = {
   DeveloperFeeInput: DeveloperFeeInput;
   DocumentChangedEvent: Omit<DocumentChangedEvent, 'document'> & { document?: Maybe<ResolversParentTypes['CustomerDocument']> };
   EventResource: ResolversUnionTypes<ResolversParentTypes>['EventResource'];
+  ExecuteQuoteInput: ExecuteQuoteInput;
+  ExecuteQuotePayload: Omit<ExecuteQuotePayload, 'quote' | 'transfer'> & { quote?: Maybe<ResolversParentTypes['Quote']>, transfer: ResolversParentTypes['Transfer'] };
   FeeBreakdown: FeeBreakdownRecord;
   FeeBreakdownInput: FeeBreakdownInput;
   FundsTarget: FundsTargetParentRecord;
@@ -2528,6 +2855,7 @@ export type ResolversParentTypes = {
   LegalEntityInput: LegalEntityInput;
   Money: MoneyRecord;
   Mutation: Record<PropertyKey, never>;
+  Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
   PageInfo: PageInfo;
   Person: PersonRecord;
   PersonInput: PersonInput;
@@ -2556,7 +2884,7 @@ export type ResolversParentTypes = {
   SandboxTopUp: SandboxTopUpRecord;
   SandboxTopUpDestination: SandboxTopUpDestination;
   SandboxTopUpInput: SandboxTopUpInput;
-  SandboxTopUpPayload: Omit<SandboxTopUpPayload, 'topUp'> & { topUp: ResolversParentTypes['SandboxTopUp'] };
+  SandboxTopUpPayload: Omit<SandboxTopUpPayload, 'account' | 'topUp'> & { account?: Maybe<ResolversParentTypes['Account']>, topUp: ResolversParentTypes['SandboxTopUp'] };
   SandboxTopUpSource: SandboxTopUpSource;
   SetAccountFeesInput: SetAccountFeesInput;
   SetAccountFeesPayload: SetAccountFeesPayloadParentRecord;
@@ -2594,7 +2922,9 @@ export type AccountResolvers<ContextType = GraphContext, ParentType extends Reso
   isDefault?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   label?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   network?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   origin?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2631,7 +2961,7 @@ export type AccountDetailsResolvers<ContextType = GraphContext, ParentType exten
 };
 
 export type AccountEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['AccountEdge'] = ResolversParentTypes['AccountEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Account'], ParentType, ContextType>;
 };
 
@@ -2687,7 +3017,9 @@ export type CapabilityResolvers<ContextType = GraphContext, ParentType extends R
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   method?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   statusReason?: Resolver<Maybe<ResolversTypes['StatusReason']>, ParentType, ContextType>;
   submittedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
@@ -2700,6 +3032,7 @@ export type CapabilityApplicationResolvers<ContextType = GraphContext, ParentTyp
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   institution?: Resolver<ResolversTypes['Institution'], ParentType, ContextType>;
   openTaskIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  openTasks?: Resolver<Maybe<Array<ResolversTypes['Task']>>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   statusReason?: Resolver<Maybe<ResolversTypes['StatusReason']>, ParentType, ContextType>;
   submittedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
@@ -2723,13 +3056,25 @@ export type CapabilityConnectionResolvers<ContextType = GraphContext, ParentType
 };
 
 export type CapabilityEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityEdge'] = ResolversParentTypes['CapabilityEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Capability'], ParentType, ContextType>;
 };
 
 export type CapabilityOfferingResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityOffering'] = ResolversParentTypes['CapabilityOffering']> = {
   accountType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   method?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type CreateAccountPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateAccountPayload'] = ResolversParentTypes['CreateAccountPayload']> = {
+  account?: Resolver<ResolversTypes['Account'], ParentType, ContextType>;
+  idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
+export type CreateCapabilityPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateCapabilityPayload'] = ResolversParentTypes['CreateCapabilityPayload']> = {
+  capability?: Resolver<ResolversTypes['Capability'], ParentType, ContextType>;
+  idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
 
 export type CreateCustomerPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateCustomerPayload'] = ResolversParentTypes['CreateCustomerPayload']> = {
@@ -2753,6 +3098,7 @@ export type CreateRulePayloadResolvers<ContextType = GraphContext, ParentType ex
 export type CreateWebhookEndpointPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CreateWebhookEndpointPayload'] = ResolversParentTypes['CreateWebhookEndpointPayload']> = {
   idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  signingSecret?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   webhookEndpoint?: Resolver<ResolversTypes['WebhookEndpoint'], ParentType, ContextType>;
 };
 
@@ -2761,11 +3107,12 @@ export type CustomerResolvers<ContextType = GraphContext, ParentType extends Res
   accounts?: Resolver<Maybe<ResolversTypes['AccountConnection']>, ParentType, ContextType, Partial<CustomerAccountsArgs>>;
   capabilities?: Resolver<Maybe<ResolversTypes['CapabilityConnection']>, ParentType, ContextType, Partial<CustomerCapabilitiesArgs>>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
-  displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  displayName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   documents?: Resolver<Maybe<ResolversTypes['CustomerDocumentConnection']>, ParentType, ContextType, Partial<CustomerDocumentsArgs>>;
   email?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   externalId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   quotes?: Resolver<Maybe<ResolversTypes['QuoteConnection']>, ParentType, ContextType, Partial<CustomerQuotesArgs>>;
   recipients?: Resolver<Maybe<ResolversTypes['RecipientConnection']>, ParentType, ContextType, Partial<CustomerRecipientsArgs>>;
   relatedParties?: Resolver<Maybe<ResolversTypes['RelatedPartyConnection']>, ParentType, ContextType, Partial<CustomerRelatedPartiesArgs>>;
@@ -2793,6 +3140,7 @@ export type CustomerDocumentResolvers<ContextType = GraphContext, ParentType ext
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   fileName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   sizeBytes?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2807,12 +3155,12 @@ export type CustomerDocumentConnectionResolvers<ContextType = GraphContext, Pare
 };
 
 export type CustomerDocumentEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerDocumentEdge'] = ResolversParentTypes['CustomerDocumentEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['CustomerDocument'], ParentType, ContextType>;
 };
 
 export type CustomerEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerEdge'] = ResolversParentTypes['CustomerEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Customer'], ParentType, ContextType>;
 };
 
@@ -2850,6 +3198,13 @@ export type EventResourceResolvers<ContextType = GraphContext, ParentType extend
   __resolveType: TypeResolveFn<'Account' | 'Capability' | 'Customer' | 'CustomerDocument' | 'RelatedParty' | 'Rule' | 'Transfer', ParentType, ContextType>;
 };
 
+export type ExecuteQuotePayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['ExecuteQuotePayload'] = ResolversParentTypes['ExecuteQuotePayload']> = {
+  idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  quote?: Resolver<Maybe<ResolversTypes['Quote']>, ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  transfer?: Resolver<ResolversTypes['Transfer'], ParentType, ContextType>;
+};
+
 export type FeeBreakdownResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['FeeBreakdown'] = ResolversParentTypes['FeeBreakdown']> = {
   developer?: Resolver<Maybe<ResolversTypes['DeveloperFee']>, ParentType, ContextType>;
 };
@@ -2867,7 +3222,9 @@ export type InstitutionResolvers<ContextType = GraphContext, ParentType extends 
   createdAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   updatedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type InstitutionConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['InstitutionConnection'] = ResolversParentTypes['InstitutionConnection']> = {
@@ -2877,7 +3234,7 @@ export type InstitutionConnectionResolvers<ContextType = GraphContext, ParentTyp
 };
 
 export type InstitutionEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['InstitutionEdge'] = ResolversParentTypes['InstitutionEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Institution'], ParentType, ContextType>;
 };
 
@@ -2892,29 +3249,36 @@ export type MoneyResolvers<ContextType = GraphContext, ParentType extends Resolv
 };
 
 export type MutationResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
-  archiveAccount?: Resolver<ResolversTypes['ArchiveAccountPayload'], ParentType, ContextType, RequireFields<MutationArchiveAccountArgs, 'input'>>;
-  archiveCustomerDocument?: Resolver<ResolversTypes['ArchiveCustomerDocumentPayload'], ParentType, ContextType, RequireFields<MutationArchiveCustomerDocumentArgs, 'input'>>;
-  archiveRelatedParty?: Resolver<ResolversTypes['ArchiveRelatedPartyPayload'], ParentType, ContextType, RequireFields<MutationArchiveRelatedPartyArgs, 'input'>>;
-  archiveRule?: Resolver<ResolversTypes['RuleTransitionPayload'], ParentType, ContextType, RequireFields<MutationArchiveRuleArgs, 'input'>>;
-  archiveWebhookEndpoint?: Resolver<ResolversTypes['ArchiveWebhookEndpointPayload'], ParentType, ContextType, RequireFields<MutationArchiveWebhookEndpointArgs, 'input'>>;
-  createCustomer?: Resolver<ResolversTypes['CreateCustomerPayload'], ParentType, ContextType, RequireFields<MutationCreateCustomerArgs, 'input'>>;
-  createRelatedParty?: Resolver<ResolversTypes['CreateRelatedPartyPayload'], ParentType, ContextType, RequireFields<MutationCreateRelatedPartyArgs, 'input'>>;
-  createRule?: Resolver<ResolversTypes['CreateRulePayload'], ParentType, ContextType, RequireFields<MutationCreateRuleArgs, 'input'>>;
-  createWebhookEndpoint?: Resolver<ResolversTypes['CreateWebhookEndpointPayload'], ParentType, ContextType, RequireFields<MutationCreateWebhookEndpointArgs, 'input'>>;
-  pauseRule?: Resolver<ResolversTypes['RuleTransitionPayload'], ParentType, ContextType, RequireFields<MutationPauseRuleArgs, 'input'>>;
-  resumeRule?: Resolver<ResolversTypes['RuleTransitionPayload'], ParentType, ContextType, RequireFields<MutationResumeRuleArgs, 'input'>>;
-  sandboxSetCapabilityStatus?: Resolver<ResolversTypes['SandboxSetCapabilityStatusPayload'], ParentType, ContextType, RequireFields<MutationSandboxSetCapabilityStatusArgs, 'input'>>;
-  sandboxTopUp?: Resolver<ResolversTypes['SandboxTopUpPayload'], ParentType, ContextType, RequireFields<MutationSandboxTopUpArgs, 'input'>>;
-  setAccountFees?: Resolver<ResolversTypes['SetAccountFeesPayload'], ParentType, ContextType, RequireFields<MutationSetAccountFeesArgs, 'input'>>;
-  updateWebhookEndpoint?: Resolver<ResolversTypes['UpdateWebhookEndpointPayload'], ParentType, ContextType, RequireFields<MutationUpdateWebhookEndpointArgs, 'input'>>;
+  archiveAccount?: Resolver<Maybe<ResolversTypes['ArchiveAccountPayload']>, ParentType, ContextType, RequireFields<MutationArchiveAccountArgs, 'input'>>;
+  archiveCustomerDocument?: Resolver<Maybe<ResolversTypes['ArchiveCustomerDocumentPayload']>, ParentType, ContextType, RequireFields<MutationArchiveCustomerDocumentArgs, 'input'>>;
+  archiveRelatedParty?: Resolver<Maybe<ResolversTypes['ArchiveRelatedPartyPayload']>, ParentType, ContextType, RequireFields<MutationArchiveRelatedPartyArgs, 'input'>>;
+  archiveRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationArchiveRuleArgs, 'input'>>;
+  archiveWebhookEndpoint?: Resolver<Maybe<ResolversTypes['ArchiveWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationArchiveWebhookEndpointArgs, 'input'>>;
+  createAccount?: Resolver<Maybe<ResolversTypes['CreateAccountPayload']>, ParentType, ContextType, RequireFields<MutationCreateAccountArgs, 'input'>>;
+  createCapability?: Resolver<Maybe<ResolversTypes['CreateCapabilityPayload']>, ParentType, ContextType, RequireFields<MutationCreateCapabilityArgs, 'input'>>;
+  createCustomer?: Resolver<Maybe<ResolversTypes['CreateCustomerPayload']>, ParentType, ContextType, RequireFields<MutationCreateCustomerArgs, 'input'>>;
+  createRelatedParty?: Resolver<Maybe<ResolversTypes['CreateRelatedPartyPayload']>, ParentType, ContextType, RequireFields<MutationCreateRelatedPartyArgs, 'input'>>;
+  createRule?: Resolver<Maybe<ResolversTypes['CreateRulePayload']>, ParentType, ContextType, RequireFields<MutationCreateRuleArgs, 'input'>>;
+  createWebhookEndpoint?: Resolver<Maybe<ResolversTypes['CreateWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationCreateWebhookEndpointArgs, 'input'>>;
+  executeQuote?: Resolver<Maybe<ResolversTypes['ExecuteQuotePayload']>, ParentType, ContextType, RequireFields<MutationExecuteQuoteArgs, 'input'>>;
+  pauseRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationPauseRuleArgs, 'input'>>;
+  resumeRule?: Resolver<Maybe<ResolversTypes['RuleTransitionPayload']>, ParentType, ContextType, RequireFields<MutationResumeRuleArgs, 'input'>>;
+  sandboxSetCapabilityStatus?: Resolver<Maybe<ResolversTypes['SandboxSetCapabilityStatusPayload']>, ParentType, ContextType, RequireFields<MutationSandboxSetCapabilityStatusArgs, 'input'>>;
+  sandboxTopUp?: Resolver<Maybe<ResolversTypes['SandboxTopUpPayload']>, ParentType, ContextType, RequireFields<MutationSandboxTopUpArgs, 'input'>>;
+  setAccountFees?: Resolver<Maybe<ResolversTypes['SetAccountFeesPayload']>, ParentType, ContextType, RequireFields<MutationSetAccountFeesArgs, 'input'>>;
+  updateWebhookEndpoint?: Resolver<Maybe<ResolversTypes['UpdateWebhookEndpointPayload']>, ParentType, ContextType, RequireFields<MutationUpdateWebhookEndpointArgs, 'input'>>;
+};
+
+export type NodeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
+  __resolveType: TypeResolveFn<'Account' | 'Capability' | 'Customer' | 'CustomerDocument' | 'Institution' | 'Quote' | 'Recipient' | 'RelatedParty' | 'Rule' | 'Task' | 'Transfer' | 'WebhookEndpoint', ParentType, ContextType>;
 };
 
 export type PageInfoResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  hasPreviousPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  startCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
-
-export type PartyTypeResolvers = { ENTITY: 'entity', PERSON: 'person' };
 
 export type PersonResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Person'] = ResolversParentTypes['Person']> = {
   firstName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2941,11 +3305,14 @@ export type QueryResolvers<ContextType = GraphContext, ParentType extends Resolv
   customers?: Resolver<ResolversTypes['CustomerConnection'], ParentType, ContextType, Partial<QueryCustomersArgs>>;
   institution?: Resolver<Maybe<ResolversTypes['Institution']>, ParentType, ContextType, RequireFields<QueryInstitutionArgs, 'id'>>;
   institutions?: Resolver<ResolversTypes['InstitutionConnection'], ParentType, ContextType, Partial<QueryInstitutionsArgs>>;
+  node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'id'>>;
+  nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
   quote?: Resolver<Maybe<ResolversTypes['Quote']>, ParentType, ContextType, RequireFields<QueryQuoteArgs, 'customerId' | 'id'>>;
   recipient?: Resolver<Maybe<ResolversTypes['Recipient']>, ParentType, ContextType, RequireFields<QueryRecipientArgs, 'customerId' | 'id'>>;
   relatedParty?: Resolver<Maybe<ResolversTypes['RelatedParty']>, ParentType, ContextType, RequireFields<QueryRelatedPartyArgs, 'customerId' | 'id'>>;
   rule?: Resolver<Maybe<ResolversTypes['Rule']>, ParentType, ContextType, RequireFields<QueryRuleArgs, 'customerId' | 'id'>>;
   task?: Resolver<Maybe<ResolversTypes['Task']>, ParentType, ContextType, RequireFields<QueryTaskArgs, 'customerId' | 'id'>>;
+  taskSubmission?: Resolver<Maybe<ResolversTypes['TaskSubmission']>, ParentType, ContextType, RequireFields<QueryTaskSubmissionArgs, 'customerId' | 'id' | 'taskId'>>;
   transfer?: Resolver<Maybe<ResolversTypes['Transfer']>, ParentType, ContextType, RequireFields<QueryTransferArgs, 'customerId' | 'id'>>;
   webhookEndpoint?: Resolver<Maybe<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType, RequireFields<QueryWebhookEndpointArgs, 'id'>>;
   webhookEndpoints?: Resolver<ResolversTypes['WebhookEndpointConnection'], ParentType, ContextType, Partial<QueryWebhookEndpointsArgs>>;
@@ -2958,6 +3325,7 @@ export type QuoteResolvers<ContextType = GraphContext, ParentType extends Resolv
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   expiresAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   rate?: Resolver<ResolversTypes['Decimal'], ParentType, ContextType>;
   source?: Resolver<ResolversTypes['Money'], ParentType, ContextType>;
   sourceAccount?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
@@ -2967,6 +3335,7 @@ export type QuoteResolvers<ContextType = GraphContext, ParentType extends Resolv
   transfer?: Resolver<Maybe<ResolversTypes['Transfer']>, ParentType, ContextType>;
   transferId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type QuoteConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['QuoteConnection'] = ResolversParentTypes['QuoteConnection']> = {
@@ -2976,7 +3345,7 @@ export type QuoteConnectionResolvers<ContextType = GraphContext, ParentType exte
 };
 
 export type QuoteEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['QuoteEdge'] = ResolversParentTypes['QuoteEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Quote'], ParentType, ContextType>;
 };
 
@@ -2986,10 +3355,12 @@ export type RecipientResolvers<ContextType = GraphContext, ParentType extends Re
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   destinations?: Resolver<Array<ResolversTypes['RecipientDestination']>, ParentType, ContextType>;
-  displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  displayName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type RecipientConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RecipientConnection'] = ResolversParentTypes['RecipientConnection']> = {
@@ -3007,7 +3378,7 @@ export type RecipientDestinationResolvers<ContextType = GraphContext, ParentType
 };
 
 export type RecipientEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RecipientEdge'] = ResolversParentTypes['RecipientEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Recipient'], ParentType, ContextType>;
 };
 
@@ -3023,7 +3394,8 @@ export type RelatedPartyResolvers<ContextType = GraphContext, ParentType extends
   hasOwnership?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   hasVotingRights?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
-  partyType?: Resolver<ResolversTypes['PartyType'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  partyType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   person?: Resolver<Maybe<ResolversTypes['Person']>, ParentType, ContextType>;
   roles?: Resolver<Array<ResolversTypes['RelatedPartyRole']>, ParentType, ContextType>;
   title?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
@@ -3048,7 +3420,7 @@ export type RelatedPartyConnectionResolvers<ContextType = GraphContext, ParentTy
 };
 
 export type RelatedPartyEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RelatedPartyEdge'] = ResolversParentTypes['RelatedPartyEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['RelatedParty'], ParentType, ContextType>;
 };
 
@@ -3063,6 +3435,7 @@ export type RuleResolvers<ContextType = GraphContext, ParentType extends Resolve
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   description?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   trigger?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
   triggerAccountId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
@@ -3087,7 +3460,7 @@ export type RuleConnectionResolvers<ContextType = GraphContext, ParentType exten
 };
 
 export type RuleEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RuleEdge'] = ResolversParentTypes['RuleEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Rule'], ParentType, ContextType>;
 };
 
@@ -3096,8 +3469,6 @@ export type RuleTransitionPayloadResolvers<ContextType = GraphContext, ParentTyp
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   rule?: Resolver<ResolversTypes['Rule'], ParentType, ContextType>;
 };
-
-export type SandboxCapabilityStatusResolvers = { READY: 'ready', REJECTED: 'rejected', RESTRICTED: 'restricted' };
 
 export type SandboxSetCapabilityStatusPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['SandboxSetCapabilityStatusPayload'] = ResolversParentTypes['SandboxSetCapabilityStatusPayload']> = {
   capability?: Resolver<ResolversTypes['Capability'], ParentType, ContextType>;
@@ -3120,6 +3491,7 @@ export type SandboxTopUpDestinationResolvers<ContextType = GraphContext, ParentT
 };
 
 export type SandboxTopUpPayloadResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['SandboxTopUpPayload'] = ResolversParentTypes['SandboxTopUpPayload']> = {
+  account?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
   idempotencyKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   topUp?: Resolver<ResolversTypes['SandboxTopUp'], ParentType, ContextType>;
@@ -3166,11 +3538,13 @@ export type TaskResolvers<ContextType = GraphContext, ParentType extends Resolve
   description?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   dueAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   resource?: Resolver<Maybe<ResolversTypes['TaskResource']>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   submissions?: Resolver<Maybe<ResolversTypes['TaskSubmissionConnection']>, ParentType, ContextType, Partial<TaskSubmissionsArgs>>;
   type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type TaskConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TaskConnection'] = ResolversParentTypes['TaskConnection']> = {
@@ -3180,7 +3554,7 @@ export type TaskConnectionResolvers<ContextType = GraphContext, ParentType exten
 };
 
 export type TaskEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TaskEdge'] = ResolversParentTypes['TaskEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Task'], ParentType, ContextType>;
 };
 
@@ -3193,6 +3567,7 @@ export type TaskSubmissionResolvers<ContextType = GraphContext, ParentType exten
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   documentIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
+  documents?: Resolver<Maybe<Array<ResolversTypes['CustomerDocument']>>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   task?: Resolver<Maybe<ResolversTypes['Task']>, ParentType, ContextType>;
@@ -3207,7 +3582,7 @@ export type TaskSubmissionConnectionResolvers<ContextType = GraphContext, Parent
 };
 
 export type TaskSubmissionEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TaskSubmissionEdge'] = ResolversParentTypes['TaskSubmissionEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['TaskSubmission'], ParentType, ContextType>;
 };
 
@@ -3220,6 +3595,7 @@ export type TransferResolvers<ContextType = GraphContext, ParentType extends Res
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   quote?: Resolver<Maybe<ResolversTypes['Quote']>, ParentType, ContextType>;
   quoteId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   rule?: Resolver<Maybe<ResolversTypes['Rule']>, ParentType, ContextType>;
@@ -3249,7 +3625,7 @@ export type TransferConnectionResolvers<ContextType = GraphContext, ParentType e
 };
 
 export type TransferEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TransferEdge'] = ResolversParentTypes['TransferEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Transfer'], ParentType, ContextType>;
 };
 
@@ -3266,9 +3642,11 @@ export type WebhookEndpointResolvers<ContextType = GraphContext, ParentType exte
   description?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   events?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  nodeId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   url?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type WebhookEndpointConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['WebhookEndpointConnection'] = ResolversParentTypes['WebhookEndpointConnection']> = {
@@ -3278,7 +3656,7 @@ export type WebhookEndpointConnectionResolvers<ContextType = GraphContext, Paren
 };
 
 export type WebhookEndpointEdgeResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['WebhookEndpointEdge'] = ResolversParentTypes['WebhookEndpointEdge']> = {
-  cursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['WebhookEndpoint'], ParentType, ContextType>;
 };
 
@@ -3301,6 +3679,8 @@ export type Resolvers<ContextType = GraphContext> = {
   CapabilityConnection?: CapabilityConnectionResolvers<ContextType>;
   CapabilityEdge?: CapabilityEdgeResolvers<ContextType>;
   CapabilityOffering?: CapabilityOfferingResolvers<ContextType>;
+  CreateAccountPayload?: CreateAccountPayloadResolvers<ContextType>;
+  CreateCapabilityPayload?: CreateCapabilityPayloadResolvers<ContextType>;
   CreateCustomerPayload?: CreateCustomerPayloadResolvers<ContextType>;
   CreateRelatedPartyPayload?: CreateRelatedPartyPayloadResolvers<ContextType>;
   CreateRulePayload?: CreateRulePayloadResolvers<ContextType>;
@@ -3317,6 +3697,7 @@ export type Resolvers<ContextType = GraphContext> = {
   DeveloperFee?: DeveloperFeeResolvers<ContextType>;
   DocumentChangedEvent?: DocumentChangedEventResolvers<ContextType>;
   EventResource?: EventResourceResolvers<ContextType>;
+  ExecuteQuotePayload?: ExecuteQuotePayloadResolvers<ContextType>;
   FeeBreakdown?: FeeBreakdownResolvers<ContextType>;
   FundsTarget?: FundsTargetResolvers<ContextType>;
   Institution?: InstitutionResolvers<ContextType>;
@@ -3325,8 +3706,8 @@ export type Resolvers<ContextType = GraphContext> = {
   LegalEntity?: LegalEntityResolvers<ContextType>;
   Money?: MoneyResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
+  Node?: NodeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
-  PartyType?: PartyTypeResolvers;
   Person?: PersonResolvers<ContextType>;
   PlatformEvent?: PlatformEventResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
@@ -3347,7 +3728,6 @@ export type Resolvers<ContextType = GraphContext> = {
   RuleConnection?: RuleConnectionResolvers<ContextType>;
   RuleEdge?: RuleEdgeResolvers<ContextType>;
   RuleTransitionPayload?: RuleTransitionPayloadResolvers<ContextType>;
-  SandboxCapabilityStatus?: SandboxCapabilityStatusResolvers;
   SandboxSetCapabilityStatusPayload?: SandboxSetCapabilityStatusPayloadResolvers<ContextType>;
   SandboxTopUp?: SandboxTopUpResolvers<ContextType>;
   SandboxTopUpDestination?: SandboxTopUpDestinationResolvers<ContextType>;

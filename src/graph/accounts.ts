@@ -1,7 +1,8 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
+import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
-import { archiveAccount, replaceAccountFees } from '../upstream/accounts.ts';
-import type { ReplaceAccountFeesInput } from '../upstream/types.ts';
+import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
+import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import { readRecord } from './look-ahead.ts';
@@ -12,7 +13,29 @@ export const accountResolvers: Resolvers = {
       readRecord('Account', { customerId, id }, context, info),
   },
   Mutation: {
+    createAccount: async (_parent, { input }, { upstream, loaders }) => {
+      const { body, idempotencyKey } = splitInput(input, ['customerId']);
+      // `type` and `origin` are strings in the schema (open sets); the upstream refuses other values.
+      const result = await createAccount(
+        upstream,
+        input.customerId,
+        body as CreateAccountInput,
+        idempotencyKey,
+      );
+      const key = { customerId: input.customerId, id: result.data.id };
+      loaders.account.clear(key).prime(key, result.data);
+      loaders.accounts.clearAll();
+      return toPayload('account', result);
+    },
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
+      // An empty breakdown would remove the fee as `developer: null` does, silently: removing a fee
+      // must be said (`developer: null`), so a breakdown without `developer` is refused.
+      if (!('developer' in input.breakdown)) {
+        throw new GraphQLError(
+          'The breakdown names no fee: give `developer` a fee to set it, or `developer: null` to remove it.',
+          { extensions: { code: 'BAD_USER_INPUT', argumentName: 'input.breakdown.developer' } },
+        );
+      }
       const { body, idempotencyKey } = splitInput(input, ['customerId', 'accountId']);
       // `developer: null` removes the fee, so it must reach the upstream as null, not be dropped.
       const fees: ReplaceAccountFeesInput = { breakdown: { developer: body.breakdown.developer ?? null } };
@@ -45,6 +68,8 @@ export const accountResolvers: Resolvers = {
       readRecord('Account', { customerId: payload.customerId, id: payload.fees.accountId }, context, info),
   },
   Account: {
+    openTasks: (account, _args, { loaders }) =>
+      Promise.all(account.openTaskIds.map((id) => loaders.task.load({ customerId: account.customerId, id }))),
     __resolveReference: (reference, context, info) =>
       readRecord('Account', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,

@@ -1,16 +1,42 @@
 /** Resolvers of `capabilities.graphql`: capabilities and their institution applications. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { createCapability } from '../upstream/capabilities.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { readRecord } from './look-ahead.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const capabilityResolvers: Resolvers = {
   Query: {
     capability: (_parent, { customerId, id }, context, info) =>
       readRecord('Capability', { customerId, id }, context, info),
   },
+  Mutation: {
+    createCapability: async (_parent, { input }, { upstream, loaders }) => {
+      const { body, idempotencyKey } = splitInput(input, ['customerId']);
+      const result = await createCapability(upstream, input.customerId, body, idempotencyKey);
+      const capability = { ...result.data, customerId: input.customerId };
+      const key = { customerId: input.customerId, id: capability.id };
+      loaders.capability.clear(key).prime(key, capability);
+      loaders.capabilities.clearAll();
+      return toPayload('capability', { ...result, data: capability });
+    },
+  },
   Capability: {
+    // An application's record does not name its customer; its tasks are read under the capability's.
+    applications: (capability) =>
+      capability.applications.map((application) => ({ ...application, customerId: capability.customerId })),
+    openTasks: (capability, _args, { loaders }) =>
+      Promise.all(
+        capability.openTaskIds.map((id) => loaders.task.load({ customerId: capability.customerId, id })),
+      ),
     __resolveReference: (reference, context, info) =>
       readRecord('Capability', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
+  },
+  CapabilityApplication: {
+    openTasks: (application, _args, { loaders }) => {
+      const { customerId } = application as typeof application & { customerId: string };
+      return Promise.all(application.openTaskIds.map((id) => loaders.task.load({ customerId, id })));
+    },
   },
 };

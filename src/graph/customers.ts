@@ -30,9 +30,9 @@ export const customerResolvers: Resolvers = {
       const page = toPageParams(args);
       // Only operators may list the platform's customers; everyone else sees its own.
       if (caller !== undefined && !caller.operator && caller.scope.kind === 'customers') {
-        return toConnection(await readScopedCustomers(loaders, caller.scope.customerIds, page));
+        return toConnection(await readScopedCustomers(loaders, caller.scope.customerIds, page), args);
       }
-      return toConnection(await loaders.customers.load(page));
+      return toConnection(await loaders.customers.load(page), args);
     },
   },
   Mutation: {
@@ -50,22 +50,22 @@ export const customerResolvers: Resolvers = {
     __resolveReference: (reference, context, info) =>
       readRecord('Customer', { id: reference.id }, context, info),
     accounts: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.accounts.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.accounts.load(customer, args, loaders), args),
     relatedParties: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.relatedParties.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.relatedParties.load(customer, args, loaders), args),
     capabilities: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.capabilities.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.capabilities.load(customer, args, loaders), args),
     documents: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.documents.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.documents.load(customer, args, loaders), args),
     recipients: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.recipients.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.recipients.load(customer, args, loaders), args),
     tasks: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.tasks.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.tasks.load(customer, args, loaders), args),
     quotes: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.quotes.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.quotes.load(customer, args, loaders), args),
     transfers: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.transfers.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.transfers.load(customer, args, loaders), args),
     rules: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.rules.load(customer, args, loaders)),
+      toConnection(await CUSTOMER_LISTS.rules.load(customer, args, loaders), args),
   },
 };

@@ -13,9 +13,6 @@ export const STATUS_REASON_ACTOR_VALUES = {
   PLATFORM: 'platform',
 } as const;
 
-/** `PartyType`: whether a related party is a person or an entity. */
-export const PARTY_TYPE_VALUES = { PERSON: 'person', ENTITY: 'entity' } as const;
-
 /** `RelatedPartyRole`: the roles a related party can hold. */
 export const RELATED_PARTY_ROLE_VALUES = {
   CONTROL_PERSON: 'control_person',
@@ -33,11 +30,4 @@ export const RELATED_PARTY_ROLE_VALUES = {
   GENERAL_PARTNER: 'general_partner',
   LIMITED_PARTNER: 'limited_partner',
   OTHER: 'other',
-} as const;
-
-/** `SandboxCapabilityStatus`: the statuses a sandbox capability can be forced to. */
-export const SANDBOX_CAPABILITY_STATUS_VALUES = {
-  READY: 'ready',
-  REJECTED: 'rejected',
-  RESTRICTED: 'restricted',
 } as const;

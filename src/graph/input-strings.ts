@@ -3,7 +3,9 @@
  * carry one, Unicode text cannot, and it breaks the URL an ID is put into) in any `String` or
  * `ID`, and a control character in an `ID` (ids are path segments). Without this check such a value
  * reaches the upstream layer and fails there as an internal error; with it the caller is told which
- * variable is wrong, before any upstream call.
+ * variable is wrong, before any upstream call. An empty `ID` (in a variable or a literal of the
+ * document) is refused the same way: it would put an empty path segment in the upstream URL
+ * (`GET /v3/customers/`), which names another resource or none.
  */
 import {
   GraphQLError,
@@ -13,6 +15,10 @@ import {
   isListType,
   isScalarType,
   typeFromAST,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
   type GraphQLInputType,
   type GraphQLSchema,
   type ASTVisitor,
@@ -51,6 +57,30 @@ export function findMalformedVariable(
     }
   }
   return undefined;
+}
+
+/**
+ * The error for the first empty `ID` literal of `document` (`customer(id: "")`), or undefined.
+ * Its code is `BAD_USER_INPUT`, as for an empty `ID` variable: no id is empty.
+ */
+export function findEmptyIdLiteral(schema: GraphQLSchema, document: DocumentNode): GraphQLError | undefined {
+  const typeInfo = new TypeInfo(schema);
+  let found: GraphQLError | undefined;
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      StringValue(node) {
+        const type = typeInfo.getInputType();
+        if (found || !type || getNamedType(type).name !== 'ID' || node.value !== '') return;
+        const argument = typeInfo.getArgument();
+        found = new GraphQLError(
+          `An ID${argument ? ` in argument "${argument.name}"` : ''} is empty; no id is empty.`,
+          { nodes: node, extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
+        );
+      },
+    }),
+  );
+  return found;
 }
 
 /** A validation rule refusing an `ID` literal of the document that holds a control character. */
@@ -106,6 +136,7 @@ function findProblem(
   if (nullable.name !== 'ID' && nullable.name !== 'String') return undefined;
   if (LONE_SURROGATE.test(value))
     return { path, what: 'holds a lone UTF-16 surrogate; strings must be well-formed Unicode' };
+  if (nullable.name === 'ID' && value === '') return { path, what: 'is an empty ID; no id is empty' };
   if (nullable.name === 'ID' && CONTROL_CHARACTER.test(value))
     return { path, what: 'holds a control character, which no id contains' };
   return undefined;

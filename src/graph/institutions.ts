@@ -17,7 +17,7 @@ export const institutionResolvers: Resolvers = {
   Query: {
     institution: (_parent, { id }, context, info) => readRecord('Institution', { id }, context, info),
     institutions: async (_parent, args, { loaders }) =>
-      toConnection(await loaders.institutions.load(toPageParams(args))),
+      toConnection(await loaders.institutions.load(toPageParams(args)), args),
   },
   Institution: {
     __resolveReference: (reference, context, info) =>

@@ -1,7 +1,9 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { executeQuote } from '../upstream/money-movement.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { readRecord } from './look-ahead.ts';
+import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const moneyMovementResolvers: Resolvers = {
   Query: {
@@ -9,6 +11,28 @@ export const moneyMovementResolvers: Resolvers = {
       readRecord('Quote', { customerId, id }, context, info),
     transfer: (_parent, { customerId, id }, context, info) =>
       readRecord('Transfer', { customerId, id }, context, info),
+  },
+  Mutation: {
+    executeQuote: async (_parent, { input }, { upstream, loaders }) => {
+      const { idempotencyKey } = splitInput(input);
+      const result = await executeQuote(upstream, input.customerId, input.quoteId, idempotencyKey);
+      const transfer = { ...result.data, customerId: input.customerId };
+      loaders.transfer
+        .clear({ customerId: input.customerId, id: transfer.id })
+        .prime({ customerId: input.customerId, id: transfer.id }, transfer);
+      loaders.transfers.clearAll();
+      // The quote's status and transferId changed: forget any earlier read, then read it afresh
+      // (through its loader) only if the payload's `quote` is selected.
+      loaders.quote.clear({ customerId: input.customerId, id: input.quoteId });
+      loaders.quotes.clearAll();
+      return toPayload('transfer', { ...result, data: transfer });
+    },
+  },
+  ExecuteQuotePayload: {
+    quote: ({ transfer }, _args, context, info) =>
+      transfer.quoteId
+        ? readRecord('Quote', { customerId: transfer.customerId, id: transfer.quoteId }, context, info)
+        : null,
   },
   Quote: {
     __resolveReference: (reference, context, info) =>

@@ -3,15 +3,26 @@
  * holds are completed by one `getRelatedParty` read per party, made only when such a field is
  * selected (and shared by all of them through the loader).
  */
+import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { archiveRelatedParty, createRelatedParty } from '../upstream/related-parties.ts';
 import type { RelatedParty } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { PARTY_TYPE_VALUES, RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
+import { RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
 import { readRecord } from './look-ahead.ts';
+
+/**
+ * The party types the upstream accepts. `partyType` is a string in the schema, spelled as the
+ * upstream spells it (like `Customer.type`), and checked here so a typo never reaches the upstream.
+ */
+const PARTY_TYPES = ['person', 'entity'] as const;
+
+function isPartyType(value: string): value is (typeof PARTY_TYPES)[number] {
+  return (PARTY_TYPES as readonly string[]).includes(value);
+}
 
 /** Whether `party` is the full record (a read) rather than a list summary. */
 function isFullRecord(party: RelatedPartyParent): party is RelatedParty {
@@ -32,8 +43,7 @@ function displayName(party: RelatedPartyParent): string | null {
 }
 
 export const relatedPartyResolvers: Resolvers = {
-  // The upstream sends snake_case values; the enums' internal values are those strings.
-  PartyType: PARTY_TYPE_VALUES,
+  // The upstream sends snake_case values; the enum's internal values are those strings.
   RelatedPartyRole: RELATED_PARTY_ROLE_VALUES,
   Query: {
     relatedParty: (_parent, { customerId, id }, context, info) =>
@@ -42,7 +52,19 @@ export const relatedPartyResolvers: Resolvers = {
   Mutation: {
     createRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
-      const result = await createRelatedParty(upstream, input.customerId, body, idempotencyKey);
+      const { partyType } = body;
+      if (!isPartyType(partyType)) {
+        throw new GraphQLError(
+          `A related party's partyType is "person" or "entity"; got ${JSON.stringify(partyType)}.`,
+          { extensions: { code: 'BAD_USER_INPUT', argumentName: 'input.partyType' } },
+        );
+      }
+      const result = await createRelatedParty(
+        upstream,
+        input.customerId,
+        { ...body, partyType },
+        idempotencyKey,
+      );
       const key = { customerId: input.customerId, id: result.data.id };
       loaders.relatedParty.clear(key).prime(key, result.data);
       loaders.relatedParties.clearAll();

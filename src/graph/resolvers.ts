@@ -11,6 +11,7 @@ import { documentResolvers } from './documents.ts';
 import { eventResolvers } from './events.ts';
 import { institutionResolvers } from './institutions.ts';
 import { moneyMovementResolvers } from './money-movement.ts';
+import { nodeResolvers } from './node.ts';
 import { recipientResolvers } from './recipients.ts';
 import { relatedPartyResolvers } from './related-parties.ts';
 import { ruleResolvers } from './rules.ts';
@@ -33,4 +34,5 @@ export const resolverMaps: Resolvers[] = [
   webhookResolvers,
   sandboxResolvers,
   eventResolvers,
+  nodeResolvers,
 ];

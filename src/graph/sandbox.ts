@@ -1,30 +1,59 @@
 /** Resolvers of `sandbox.graphql`: test funds and forced capability statuses. */
+import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { sandboxSetCapabilityStatus, sandboxTopUp } from '../upstream/sandbox.ts';
-import { SANDBOX_CAPABILITY_STATUS_VALUES } from './enum-values.ts';
+import { readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
+/**
+ * The statuses the spec lets a sandbox request force, spelled as `Capability.status` reads them.
+ * The input is a string like the status it sets (an open upstream set), so the facade checks the
+ * closed request subset itself, before any upstream call.
+ */
+const FORCEABLE_CAPABILITY_STATUSES = ['ready', 'rejected', 'restricted'] as const;
+type ForceableCapabilityStatus = (typeof FORCEABLE_CAPABILITY_STATUSES)[number];
+
+function isForceableStatus(status: string): status is ForceableCapabilityStatus {
+  return (FORCEABLE_CAPABILITY_STATUSES as readonly string[]).includes(status);
+}
+
 export const sandboxResolvers: Resolvers = {
-  // The upstream takes snake_case values; the enum's internal values are those strings.
-  SandboxCapabilityStatus: SANDBOX_CAPABILITY_STATUS_VALUES,
+  SandboxTopUpPayload: {
+    // Read after the top-up (the mutation forgot every account read), through the loaders.
+    account: (payload, _args, context, info) => {
+      const { creditedAccount } = payload as { creditedAccount?: { customerId: string; id: string } };
+      return creditedAccount ? readRecord('Account', creditedAccount, context, info) : null;
+    },
+  },
   Mutation: {
     sandboxTopUp: async (_parent, { input }, { upstream, loaders }) => {
-      const { body, idempotencyKey } = splitInput(input, ['accountId']);
+      const { body, idempotencyKey } = splitInput(input, ['accountId', 'customerId']);
       const result = await sandboxTopUp(upstream, input.accountId, body, idempotencyKey);
       // Balances changed (and a rule may have swept them) on an account whose customer the
       // top-up path does not name: forget every account read of this operation.
       loaders.account.clearAll();
       loaders.accounts.clearAll();
       loaders.transfers.clearAll();
-      return toPayload('topUp', result);
+      const customerId = input.customerId ?? result.ownerCustomerId;
+      return {
+        ...toPayload('topUp', result),
+        creditedAccount: customerId === undefined ? undefined : { customerId, id: input.accountId },
+      };
     },
     sandboxSetCapabilityStatus: async (_parent, { input }, { upstream, loaders }) => {
-      const { body, idempotencyKey } = splitInput(input, ['customerId', 'capabilityId']);
+      const { status } = input;
+      if (!isForceableStatus(status)) {
+        throw new GraphQLError(
+          `A sandbox capability can be forced only to ${FORCEABLE_CAPABILITY_STATUSES.map((value) => `"${value}"`).join(', ')}; got ${JSON.stringify(status)}.`,
+          { extensions: { code: 'BAD_USER_INPUT', argumentName: 'input.status' } },
+        );
+      }
+      const { idempotencyKey } = splitInput(input);
       const result = await sandboxSetCapabilityStatus(
         upstream,
         input.customerId,
         input.capabilityId,
-        body,
+        { status },
         idempotencyKey,
       );
       const key = { customerId: input.customerId, id: input.capabilityId };

@@ -1,5 +1,7 @@
 /** Resolvers of `tasks.graphql`: tasks and their submissions. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { UpstreamProblemError } from '../upstream/errors.ts';
+import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { toConnection } from './pagination.ts';
 import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
@@ -8,6 +10,8 @@ export const taskResolvers: Resolvers = {
   Query: {
     task: (_parent, { customerId, id }, context, info) =>
       readRecord('Task', { customerId, id }, context, info),
+    taskSubmission: (_parent, { customerId, taskId, id }, { loaders }) =>
+      loaders.taskSubmission.load({ customerId, taskId, id }),
   },
   Task: {
     __resolveReference: (reference, context, info) =>
@@ -15,9 +19,22 @@ export const taskResolvers: Resolvers = {
     customer: resolveOwningCustomer,
     // Through the look-ahead's entry, so submissions started ahead are a cache hit.
     submissions: async (task, args, { loaders }) =>
-      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders)),
+      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders), args),
   },
   TaskSubmission: {
+    documents: async (submission, _args, { loaders }) => {
+      const reads = await Promise.allSettled(
+        submission.documentIds.map((id) => loaders.document.load({ customerId: submission.customerId, id })),
+      );
+      // An archived document reads as not found: the submission still names it, the list leaves it out.
+      const documents: CustomerDocument[] = [];
+      for (const read of reads) {
+        if (read.status === 'fulfilled') documents.push(read.value);
+        else if (!(read.reason instanceof UpstreamProblemError && read.reason.status === 404))
+          throw read.reason;
+      }
+      return documents;
+    },
     task: (submission, _args, context, info) =>
       readRecord('Task', { customerId: submission.customerId, id: submission.taskId }, context, info),
   },

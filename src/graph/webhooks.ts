@@ -27,7 +27,7 @@ export const webhookResolvers: Resolvers = {
   Query: {
     webhookEndpoint: (_parent, { id }, context, info) => readRecord('WebhookEndpoint', { id }, context, info),
     webhookEndpoints: async (_parent, args, { loaders }) =>
-      toConnection(await loaders.webhookEndpoints.load(toPageParams(args))),
+      toConnection(await loaders.webhookEndpoints.load(toPageParams(args)), args),
   },
   Mutation: {
     createWebhookEndpoint: async (_parent, { input }, context) => {
@@ -38,9 +38,10 @@ export const webhookResolvers: Resolvers = {
         body as CreateWebhookEndpointInput,
         idempotencyKey,
       );
-      // No webhook secret ever leaves the facade in a response: it is dropped here.
-      const { secret: _secret, ...endpoint } = result.data;
-      return remember({ ...result, data: endpoint }, context);
+      // The signing secret leaves the facade in this payload only: the endpoint record (which the
+      // loaders cache and every other field reads) never holds it, and nothing logs a payload.
+      const { secret, ...endpoint } = result.data;
+      return { ...remember({ ...result, data: endpoint }, context), signingSecret: secret ?? null };
     },
     updateWebhookEndpoint: async (_parent, { input }, context) => {
       const { body, idempotencyKey } = splitInput(input, ['webhookEndpointId']);

@@ -17,6 +17,7 @@ import {
   getRelatedParty,
   getRule,
   getTask,
+  getTaskSubmission,
   getTransfer,
   getWebhookEndpoint,
   listAccounts,
@@ -56,13 +57,15 @@ import { createFanOutLoader, type LoaderStats } from './fan-out-loader.ts';
 import {
   pageCacheKey,
   scopedCacheKey,
+  taskSubmissionCacheKey,
   type PageKey,
   type ScopedKey,
   type ScopedPageKey,
+  type TaskSubmissionKey,
   type TaskSubmissionsPageKey,
 } from './keys.ts';
 
-export type { PageKey, ScopedKey, ScopedPageKey, TaskSubmissionsPageKey } from './keys.ts';
+export type { PageKey, ScopedKey, ScopedPageKey, TaskSubmissionKey, TaskSubmissionsPageKey } from './keys.ts';
 
 /** A loader of one record by id. */
 export type ByIdLoader<T> = DataLoader<string, T, string>;
@@ -93,6 +96,7 @@ export interface Loaders {
   recipients: PageLoader<ScopedPageKey, Recipient>;
   task: ScopedLoader<Task>;
   tasks: PageLoader<ScopedPageKey, Task>;
+  taskSubmission: DataLoader<TaskSubmissionKey, TaskSubmission, string>;
   taskSubmissions: PageLoader<TaskSubmissionsPageKey, TaskSubmission>;
   quote: ScopedLoader<Quote>;
   quotes: PageLoader<ScopedPageKey, Quote>;
@@ -190,9 +194,24 @@ const LOADER_FACTORIES: { readonly [K in keyof Loaders]: LoaderFactory<Loaders[K
   recipients: scopedPages(listRecipients, (loaders) => loaders.recipient),
   task: scopedItem(getTask),
   tasks: scopedPages(listTasks, (loaders) => loaders.task),
-  taskSubmissions: (up, _loaders, stats) =>
+  taskSubmission: (up, _loaders, stats) =>
     createFanOutLoader(
-      (key: TaskSubmissionsPageKey) => listTaskSubmissions(up, key.customerId, key.taskId, pageParams(key)),
+      (key: TaskSubmissionKey) => getTaskSubmission(up, key.customerId, key.taskId, key.id),
+      taskSubmissionCacheKey,
+      stats,
+    ),
+  // Lists prime the item loader, so a submission listed once is never read again.
+  taskSubmissions: (up, loaders, stats) =>
+    createFanOutLoader(
+      async (key: TaskSubmissionsPageKey) => {
+        const page = await listTaskSubmissions(up, key.customerId, key.taskId, pageParams(key));
+        for (const record of page.data)
+          loaders.taskSubmission.prime(
+            { customerId: key.customerId, taskId: key.taskId, id: record.id },
+            record,
+          );
+        return page;
+      },
       pageCacheKey,
       stats,
     ),

@@ -23,6 +23,16 @@ export interface TaskSubmissionsPageKey extends ScopedPageKey {
   taskId: string;
 }
 
+/** One submission of a task: its path holds the customer and the task. */
+export interface TaskSubmissionKey extends ScopedKey {
+  taskId: string;
+}
+
+/** Identifies a {@link TaskSubmissionKey}. */
+export function taskSubmissionCacheKey(key: TaskSubmissionKey): string {
+  return `${key.customerId}/${key.taskId}/${key.id}`;
+}
+
 /** Identifies a {@link ScopedKey}. Ids never contain `/`, the separator of their REST path. */
 export function scopedCacheKey(key: ScopedKey): string {
   return `${key.customerId}/${key.id}`;

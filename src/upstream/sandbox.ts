@@ -22,9 +22,9 @@ export async function sandboxTopUp(
   accountId: string,
   body: SandboxTopUpInput,
   idempotencyKey?: string,
-): Promise<MutationResult<SandboxTopUp>> {
+): Promise<MutationResult<SandboxTopUp> & { ownerCustomerId?: string }> {
   const owner = up.scope.operator ? undefined : await findAccountOwner(up, accountId);
-  return sendEffect<SandboxTopUp>(
+  const result = await sendEffect<SandboxTopUp>(
     up,
     'POST',
     restPath`/v3/sandbox/accounts/${accountId}/topup`,
@@ -32,6 +32,8 @@ export async function sandboxTopUp(
     idempotencyKey,
     owner,
   );
+  // The owner found for a scoped caller lets the caller read the credited account afterwards.
+  return owner === undefined ? result : { ...result, ownerCustomerId: owner };
 }
 
 /** The most customers a scoped caller's top-up looks through for the account's owner. */

@@ -227,7 +227,7 @@ describe('a caller scoped to one customer', () => {
     ],
     [
       'sandboxSetCapabilityStatus',
-      'mutation { sandboxSetCapabilityStatus(input: { idempotencyKey: "callers-4", customerId: "cus_acme", capabilityId: "cap_acme_ach", status: READY }) { replayed } }',
+      'mutation { sandboxSetCapabilityStatus(input: { idempotencyKey: "callers-4", customerId: "cus_acme", capabilityId: "cap_acme_ach", status: "ready" }) { replayed } }',
     ],
     [
       'createWebhookEndpoint',

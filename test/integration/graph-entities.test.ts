@@ -38,8 +38,8 @@ describe('_service', () => {
     expect(result.body.errors).toBeUndefined();
     const sdl = result.body.data!._service.sdl;
     expect(sdl).toContain('@link(url: "https://specs.apollo.dev/federation/v2.14"');
-    expect(sdl).toMatch(/type Customer @key\(fields: "id"\)/);
-    expect(sdl).toMatch(/type Account @key\(fields: "customerId id"\)/);
+    expect(sdl).toMatch(/type Customer implements Node @key\(fields: "id"\)/);
+    expect(sdl).toMatch(/type Account implements Node @key\(fields: "customerId id"\)/);
     expect(sdl).toContain('apiStatus: ApiStatus!');
     expect(await stack.upstreamCalls()).toEqual({ total: 0, byRoute: {} });
   });

@@ -44,7 +44,7 @@ describe('mutations against the demo data', () => {
     const payload = await mutate(`mutation {
       createRelatedParty(input: { idempotencyKey: "graph-mutations-2",
         customerId: "cus_globex"
-        partyType: PERSON
+        partyType: "person"
         roles: [DIRECTOR, BENEFICIARY]
         title: "Non-executive Director"
         person: { firstName: "Ada", lastName: "Yonath", residenceCountry: "IL" }
@@ -57,7 +57,7 @@ describe('mutations against the demo data', () => {
     expect(payload.relatedParty).toEqual({
       id: expect.stringMatching(/^rp_/),
       customerId: 'cus_globex',
-      partyType: 'PERSON',
+      partyType: 'person',
       roles: ['DIRECTOR', 'BENEFICIARY'],
       title: 'Non-executive Director',
       displayName: 'Ada Yonath',
@@ -151,12 +151,12 @@ describe('mutations against the demo data', () => {
     expect(read.body.errors![0]!.extensions!.code).toBe('NOT_FOUND');
   });
 
-  it('creates, updates and archives a webhook endpoint, never showing its signing secret', async () => {
+  it('creates, updates and archives a webhook endpoint, showing its signing secret once, in the create payload only', async () => {
     const created = await mutate(`mutation {
       createWebhookEndpoint(input: { idempotencyKey: "graph-mutations-8",
         url: "https://hooks.example.test/platform", events: ["account.updated", "rule.updated"], description: "Ops"
       }) {
-        webhookEndpoint { id url events description status } ${IDEMPOTENCY}
+        webhookEndpoint { id url events description status } signingSecret ${IDEMPOTENCY}
       }
     }`);
     const endpoint = created.webhookEndpoint as { id: string };
@@ -167,7 +167,17 @@ describe('mutations against the demo data', () => {
       description: 'Ops',
       status: 'active',
     });
-    expect(JSON.stringify(created)).not.toContain('whsec_');
+    const secret = created.signingSecret as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    // Never logged: not by the request log, the upstream client's debug lines or the audit trail.
+    expect(stack.logs().some((line) => line.includes(secret) || line.includes('whsec_'))).toBe(false);
+    // Never in a later read.
+    const read = await stack.query(
+      `query Read($id: ID!) { webhookEndpoint(id: $id) { id url events description status createdAt updatedAt archivedAt } }`,
+      { id: endpoint.id },
+    );
+    expect(read.body.errors).toBeUndefined();
+    expect(JSON.stringify(read.body)).not.toContain('whsec_');
 
     const updated = await mutate(
       `mutation Update($id: ID!) {
@@ -261,7 +271,7 @@ describe('mutations against the demo data', () => {
 
   it('sandboxSetCapabilityStatus forces a capability, and its applications follow', async () => {
     const payload = await mutate(`mutation {
-      sandboxSetCapabilityStatus(input: { idempotencyKey: "graph-mutations-14", customerId: "cus_globex", capabilityId: "cap_globex_ach", status: READY }) {
+      sandboxSetCapabilityStatus(input: { idempotencyKey: "graph-mutations-14", customerId: "cus_globex", capabilityId: "cap_globex_ach", status: "ready" }) {
         capability { id status statusReason { code } applications { status } } ${IDEMPOTENCY}
       }
     }`);
@@ -281,7 +291,7 @@ describe('idempotency through mutations', () => {
       createRelatedParty(
         input: {
           customerId: "cus_acme"
-          partyType: PERSON
+          partyType: "person"
           roles: [OTHER]
           title: $title
           person: { firstName: "Mary", lastName: "Jackson", residenceCountry: "US" }
@@ -313,7 +323,8 @@ describe('idempotency through mutations', () => {
 
     const reused = await stack.query(CREATE_PARTY, { key, title: 'Mathematician' });
 
-    expect(reused.body.data).toBeNull();
+    // The payload is nullable: the failed mutation is null, not the whole of `data`.
+    expect(reused.body.data).toEqual({ createRelatedParty: null });
     expect(reused.body.errors).toHaveLength(1);
     expect(reused.body.errors![0]).toMatchObject({
       path: ['createRelatedParty'],
@@ -327,7 +338,7 @@ describe('idempotency through mutations', () => {
   it('names the input field an upstream validation error points at', async () => {
     const result = await stack.query(`mutation {
       createRelatedParty(input: { idempotencyKey: "graph-mutations-15",
-        customerId: "cus_acme", partyType: PERSON, roles: [OTHER]
+        customerId: "cus_acme", partyType: "person", roles: [OTHER]
         person: { firstName: " Mary", lastName: "Jackson", residenceCountry: "US" }
       }) { relatedParty { id } }
     }`);

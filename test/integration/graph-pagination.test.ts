@@ -9,9 +9,14 @@ const stack = useStack();
 
 interface CustomerPage {
   customers: {
-    edges: { cursor: string | null; node: { id: string } }[];
+    edges: { cursor: string; node: { id: string } }[];
     nodes: { id: string }[];
-    pageInfo: { hasNextPage: boolean; endCursor: string | null };
+    pageInfo: {
+      hasNextPage: boolean;
+      hasPreviousPage: boolean;
+      startCursor: string | null;
+      endCursor: string | null;
+    };
   };
 }
 
@@ -29,6 +34,8 @@ const CUSTOMERS = /* GraphQL */ `
       }
       pageInfo {
         hasNextPage
+        hasPreviousPage
+        startCursor
         endCursor
       }
     }
@@ -44,17 +51,42 @@ describe('pagination', () => {
     expect(page1.nodes.map((node) => node.id)).toEqual(['cus_acme', 'cus_ada']);
     expect(page1.pageInfo.hasNextPage).toBe(true);
     expect(page1.pageInfo.endCursor).toEqual(expect.any(String));
-    // The upstream issues one cursor per page: the last edge carries it.
-    expect(page1.edges.map((edge) => edge.cursor)).toEqual([null, page1.pageInfo.endCursor]);
+    // The upstream issues one cursor per page: the last edge carries it, the first a facade cursor.
+    expect(page1.edges.map((edge) => edge.cursor)).toEqual([
+      expect.stringMatching(/^fc1\./),
+      page1.pageInfo.endCursor,
+    ]);
 
     const second = await stack.query<CustomerPage>(CUSTOMERS, { first: 2, after: page1.pageInfo.endCursor });
 
     expect(second.body.errors).toBeUndefined();
     const page2 = second.body.data!.customers;
     expect(page2.nodes.map((node) => node.id)).toEqual(['cus_globex']);
-    expect(page2.edges).toEqual([{ cursor: null, node: { id: 'cus_globex' } }]);
-    expect(page2.pageInfo).toEqual({ hasNextPage: false, endCursor: null });
+    expect(page2.edges).toEqual([{ cursor: expect.stringMatching(/^fc1\./), node: { id: 'cus_globex' } }]);
+    expect(page2.pageInfo).toEqual({
+      hasNextPage: false,
+      hasPreviousPage: true,
+      startCursor: page2.edges[0]!.cursor,
+      endCursor: null,
+    });
     expect(await stack.upstreamCalls()).toEqual({ total: 2, byRoute: { 'GET /v3/customers': 2 } });
+
+    // Any edge's cursor resumes after its item: after the first edge of page 1, in one upstream read.
+    await stack.resetUpstreamCalls();
+    const fromFirstEdge = await stack.query<CustomerPage>(CUSTOMERS, {
+      first: 2,
+      after: page1.edges[0]!.cursor,
+    });
+    expect(fromFirstEdge.body.errors).toBeUndefined();
+    expect(fromFirstEdge.body.data!.customers.nodes.map((node) => node.id)).toEqual([
+      'cus_ada',
+      'cus_globex',
+    ]);
+    expect(fromFirstEdge.body.data!.customers.pageInfo).toMatchObject({
+      hasNextPage: false,
+      hasPreviousPage: true,
+    });
+    expect(await stack.upstreamCalls()).toEqual({ total: 1, byRoute: { 'GET /v3/customers': 1 } });
   });
 
   it('pages through a nested list of one customer', async () => {

@@ -43,7 +43,7 @@ const FORCE_CAPABILITY_STATUS = /* GraphQL */ `
 function director(firstName = 'Grace', customerId = 'cus_acme'): Record<string, unknown> {
   return {
     customerId,
-    partyType: 'PERSON',
+    partyType: 'person',
     roles: ['DIRECTOR'],
     person: { firstName, lastName: 'Hopper', residenceCountry: 'US' },
     idempotencyKey: randomUUID(),
@@ -150,7 +150,7 @@ describe('upstream problems become GraphQL errors', () => {
       status: 409,
       code: 'conflict',
       retryable: false,
-      statusReason: { code: 'individual_customer', message: expect.any(String), actor: expect.any(String) },
+      statusReason: { code: 'individual_customer', message: expect.any(String), actor: 'DEVELOPER' },
     });
   });
 
@@ -204,7 +204,7 @@ describe('upstream problems become GraphQL errors', () => {
         idempotencyKey: 'runtime-errors-3',
         customerId: 'cus_acme',
         capabilityId: 'cap_acme_sepa',
-        status: 'READY',
+        status: 'ready',
       },
     });
 

@@ -32,7 +32,7 @@ interface CreatePayload {
 function director(firstName: string, idempotencyKey: string = randomUUID()): Record<string, unknown> {
   return {
     customerId: 'cus_acme',
-    partyType: 'PERSON',
+    partyType: 'person',
     roles: ['DIRECTOR'],
     person: { firstName, lastName: 'Liskov', residenceCountry: 'US' },
     idempotencyKey,

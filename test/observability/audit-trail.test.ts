@@ -107,7 +107,7 @@ describe('audit trail', () => {
         input: {
           customerId: 'cus_acme',
           idempotencyKey: 'audit-refused-1',
-          partyType: 'PERSON',
+          partyType: 'person',
           roles: ['DIRECTOR'],
           person: { firstName: '  Mary', lastName: 'Jackson', residenceCountry: 'US' },
         },

@@ -39,7 +39,7 @@ function runCheck(args: string[]) {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const removeDisplayName = (sdl: string) => sdl.replace(/^\s+"[^"\n]*"\n\s+displayName: String!\n/m, '\n');
+const removeExternalId = (sdl: string) => sdl.replace(/^\s+"[^"\n]*"\n\s+externalId: String!\n/m, '\n');
 
 describe('npm run schema:check', () => {
   it('passes on the schema as it is', () => {
@@ -49,19 +49,19 @@ describe('npm run schema:check', () => {
   });
 
   it('fails on a removed field, naming the change', () => {
-    const { schemaDir, acknowledgedPath } = changedSchema('customers.graphql', removeDisplayName);
+    const { schemaDir, acknowledgedPath } = changedSchema('customers.graphql', removeExternalId);
     const { status, stderr } = runCheck(['--schema-dir', schemaDir, '--acknowledged', acknowledgedPath]);
     expect(status).toBe(1);
-    expect(stderr).toContain('[FIELD_REMOVED] Customer.displayName');
+    expect(stderr).toContain('[FIELD_REMOVED] Customer.externalId');
   });
 
   it('passes when that removal is acknowledged', () => {
-    const { schemaDir, acknowledgedPath } = changedSchema('customers.graphql', removeDisplayName, [
-      { type: 'FIELD_REMOVED', path: 'Customer.displayName', reason: 'replaced by Customer.name' },
+    const { schemaDir, acknowledgedPath } = changedSchema('customers.graphql', removeExternalId, [
+      { type: 'FIELD_REMOVED', path: 'Customer.externalId', reason: 'replaced by Customer.name' },
     ]);
     const { status, stdout } = runCheck(['--schema-dir', schemaDir, '--acknowledged', acknowledgedPath]);
     expect(status).toBe(0);
-    expect(stdout).toContain('Acknowledged breaking changes:\n  [FIELD_REMOVED] Customer.displayName');
+    expect(stdout).toContain('Acknowledged breaking changes:\n  [FIELD_REMOVED] Customer.externalId');
   });
 
   it('passes on an added field, listing it', () => {

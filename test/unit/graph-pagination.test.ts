@@ -36,23 +36,38 @@ describe('toPageParams', () => {
   });
 });
 
+/** The facade cursor of the item at `index` of the upstream page read with `pageCursor`. */
+function itemCursor(pageCursor: string | null, index: number): string {
+  return `fc1.${Buffer.from(JSON.stringify([pageCursor, index])).toString('base64url')}`;
+}
+
 describe('toConnection', () => {
-  it('builds edges, nodes and pageInfo from a page that has a successor', () => {
+  it('gives every edge a cursor: the upstream one on the last, a facade one on the others', () => {
     expect(toConnection({ data: [{ id: 'a' }, { id: 'b' }], nextCursor: 'next', hasMore: true })).toEqual({
       edges: [
-        { cursor: null, node: { id: 'a' } },
+        { cursor: itemCursor(null, 0), node: { id: 'a' } },
         { cursor: 'next', node: { id: 'b' } },
       ],
       nodes: [{ id: 'a' }, { id: 'b' }],
-      pageInfo: { hasNextPage: true, endCursor: 'next' },
+      pageInfo: {
+        hasNextPage: true,
+        hasPreviousPage: false,
+        startCursor: itemCursor(null, 0),
+        endCursor: 'next',
+      },
     });
   });
 
-  it('ends the connection on the last page', () => {
-    expect(toConnection({ data: [{ id: 'a' }], nextCursor: null, hasMore: false })).toEqual({
-      edges: [{ cursor: null, node: { id: 'a' } }],
+  it('ends the connection on the last page, where even the last edge has a facade cursor', () => {
+    expect(toConnection({ data: [{ id: 'a' }], nextCursor: null, hasMore: false }, { after: 'c1' })).toEqual({
+      edges: [{ cursor: itemCursor('c1', 0), node: { id: 'a' } }],
       nodes: [{ id: 'a' }],
-      pageInfo: { hasNextPage: false, endCursor: null },
+      pageInfo: {
+        hasNextPage: false,
+        hasPreviousPage: true,
+        startCursor: itemCursor('c1', 0),
+        endCursor: null,
+      },
     });
   });
 
@@ -60,7 +75,24 @@ describe('toConnection', () => {
     expect(toConnection({ data: [], nextCursor: null, hasMore: false })).toEqual({
       edges: [],
       nodes: [],
-      pageInfo: { hasNextPage: false, endCursor: null },
+      pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
     });
+  });
+
+  it('resumes after an item inside a page: reads that page with room, then skips up to the item', () => {
+    const args = { first: 2, after: itemCursor('c1', 0) };
+    expect(toPageParams(args)).toEqual({ cursor: 'c1', limit: 3 });
+
+    const connection = toConnection(
+      { data: [{ id: 'a' }, { id: 'b' }, { id: 'c' }], nextCursor: 'c2', hasMore: true },
+      args,
+    );
+    expect(connection.nodes).toEqual([{ id: 'b' }, { id: 'c' }]);
+    expect(connection.edges.map((edge) => edge.cursor)).toEqual([itemCursor('c1', 1), 'c2']);
+    expect(connection.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: true, endCursor: 'c2' });
+  });
+
+  it('refuses a facade cursor it did not make with BAD_USER_INPUT', () => {
+    expect(() => toPageParams({ after: 'fc1.not-json' })).toThrow('"after" is not a cursor of this list.');
   });
 });

@@ -178,7 +178,11 @@ describe('toGraphQLError', () => {
     const error = toGraphQLError(upstream);
 
     expect(error.extensions.code).toBe('CONFLICT');
-    expect(error.extensions.problem).toMatchObject(members);
+    expect(error.extensions.problem).toMatchObject({
+      ...members,
+      // Spelled as the typed `StatusReason.actor` field spells it: one spelling per concept.
+      statusReason: { ...members.statusReason, actor: 'DEVELOPER' },
+    });
   });
 
   test('uses the title when the detail is empty', () => {

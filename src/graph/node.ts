@@ -1,0 +1,124 @@
+/**
+ * Resolvers of `node.graphql`: the `Node` interface and `node(id:)` / `nodes(ids:)`, so a client
+ * (Relay) can refetch any record by one id. Upstream ids are unique by prefix, but a customer's
+ * records are read under their customer (`/v3/customers/{customerId}/accounts/{id}`), so a record's
+ * node id carries its customer: `<customerId>/<id>` (ids never contain `/`). Records read without a
+ * customer (customers, institutions, webhook endpoints) have their own id as node id. Every read goes
+ * through the operation's loaders and the upstream access check, so a scoped caller's `node` of
+ * another customer's record answers NOT_FOUND without an upstream call.
+ */
+import { GraphQLError } from 'graphql';
+import type { Resolvers } from '../generated/graphql.ts';
+import type { Loaders } from '../loaders/index.ts';
+import { RECORD_READS, type RecordTypeName } from './look-ahead.ts';
+
+/** The types whose records are read by their own id. */
+const TOP_LEVEL_PREFIXES: Readonly<Record<string, RecordTypeName>> = {
+  cus_: 'Customer',
+  ins_: 'Institution',
+  we_: 'WebhookEndpoint',
+};
+
+/** The types whose records are read under their customer. */
+const CUSTOMER_SCOPED_PREFIXES: Readonly<Record<string, RecordTypeName>> = {
+  acc_: 'Account',
+  rp_: 'RelatedParty',
+  cap_: 'Capability',
+  doc_: 'CustomerDocument',
+  rcp_: 'Recipient',
+  tsk_: 'Task',
+  quo_: 'Quote',
+  trf_: 'Transfer',
+  rul_: 'Rule',
+};
+
+const SEPARATOR = '/';
+
+function prefixOf(id: string): string {
+  const underscore = id.indexOf('_');
+  return underscore < 0 ? '' : id.slice(0, underscore + 1);
+}
+
+/** What a node id names: the record type and the key its loader reads. */
+type NodeTarget =
+  | { type: RecordTypeName; key: { id: string } }
+  | { type: RecordTypeName; key: { customerId: string; id: string } };
+
+/** Parses a node id; a BAD_USER_INPUT naming the accepted forms when it names no readable record. */
+export function parseNodeId(nodeId: string): NodeTarget {
+  const parts = nodeId.split(SEPARATOR);
+  if (parts.length === 1) {
+    const type = TOP_LEVEL_PREFIXES[prefixOf(nodeId)];
+    if (type) return { type, key: { id: nodeId } };
+  }
+  if (parts.length === 2) {
+    const [customerId, id] = parts as [string, string];
+    const type = CUSTOMER_SCOPED_PREFIXES[prefixOf(id)];
+    if (prefixOf(customerId) === 'cus_' && customerId.length > 4 && type)
+      return { type, key: { customerId, id } };
+  }
+  throw new GraphQLError(
+    `${JSON.stringify(nodeId)} is not a node id: a customer's, an institution's or a webhook endpoint's own id, or "<customerId>/<id>" for a customer's record.`,
+    { extensions: { code: 'BAD_USER_INPUT', argumentName: 'id' } },
+  );
+}
+
+/** The node id of a record of `type`. */
+function nodeIdOf(record: { id: string; customerId?: string }): string {
+  return record.customerId === undefined || TOP_LEVEL_PREFIXES[prefixOf(record.id)]
+    ? record.id
+    : `${record.customerId}${SEPARATOR}${record.id}`;
+}
+
+/** Reads the record a node id names, tagged with its type for `Node.__resolveType`. */
+async function readNode(nodeId: string, loaders: Loaders): Promise<Record<string, unknown>> {
+  const { type, key } = parseNodeId(nodeId);
+  const read = RECORD_READS[type].read as unknown as {
+    load(key: unknown, args: unknown, loaders: Loaders): Promise<Record<string, unknown>>;
+  };
+  const record = await read.load(key, undefined, loaders);
+  // Customer-scoped records carry their customer (entity keys need it too).
+  const withKey = 'customerId' in key ? { customerId: key.customerId, ...record } : record;
+  return { ...withKey, [NODE_TYPE]: type };
+}
+
+/** Where `readNode` notes the type it read; a symbol, so no GraphQL field can show it. */
+const NODE_TYPE = Symbol('nodeType');
+
+const nodeId = { nodeId: (record: { id: string; customerId?: string }) => nodeIdOf(record) };
+
+/**
+ * The most ids one `nodes` call reads: each is one upstream read at most, and the operation's cost
+ * (which caps its upstream calls) counts `nodes` at the `@listSize(assumedSize: 25)` of the SDL.
+ */
+export const MAX_NODE_IDS = 25;
+
+export const nodeResolvers: Resolvers = {
+  Node: {
+    __resolveType: (record) => (record as unknown as Record<symbol, RecordTypeName>)[NODE_TYPE] ?? null,
+  },
+  Query: {
+    node: (_parent, { id }, { loaders }) => readNode(id, loaders) as never,
+    nodes: (_parent, { ids }, { loaders }) => {
+      if (ids.length > MAX_NODE_IDS) {
+        throw new GraphQLError(`"ids" holds ${ids.length} ids; at most ${MAX_NODE_IDS} are read at once.`, {
+          extensions: { code: 'BAD_USER_INPUT', argumentName: 'ids', maximum: MAX_NODE_IDS },
+        });
+      }
+      // Each id fails alone: a missing or forbidden record is null with its error at its index.
+      return ids.map((id) => readNode(id, loaders)) as never;
+    },
+  },
+  Customer: nodeId,
+  Institution: nodeId,
+  WebhookEndpoint: nodeId,
+  Account: nodeId,
+  RelatedParty: nodeId,
+  Capability: nodeId,
+  CustomerDocument: nodeId,
+  Recipient: nodeId,
+  Task: nodeId,
+  Quote: nodeId,
+  Transfer: nodeId,
+  Rule: nodeId,
+};
