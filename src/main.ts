@@ -13,8 +13,12 @@ export interface MainOptions {
 /** Runs the facade until a signal stops it. Exits with status 1 on invalid configuration. */
 export async function main(config: Config = readConfigOrExit(), options: MainOptions = {}): Promise<void> {
   const app = await createApp(config);
-  const { url } = await app.listen(config.port, config.host);
-  app.logger.info('facade listening', { url: `${url}/graphql`, upstream: config.upstream.baseUrl });
+  const { url, metricsUrl } = await app.listen(config.port, config.host);
+  app.logger.info('facade listening', {
+    url: `${url}/graphql`,
+    metrics: `${metricsUrl ?? url}/metrics`,
+    upstream: config.upstream.baseUrl,
+  });
 
   const shutdown = (signal: NodeJS.Signals): void => {
     app.logger.info('shutting down', { signal });
