@@ -10,7 +10,7 @@ import type { GraphContext } from '../../graph/context.ts';
 import { PageLimitExceededError, readAllPages } from '../../upstream/all-pages.ts';
 import { UpstreamProblemError } from '../../upstream/errors.ts';
 import type { Page, PageParams } from '../../upstream/types.ts';
-import { liveSessionOf, type LiveSession } from './live-context.ts';
+import { liveSessionOf } from './live-context.ts';
 import {
   DROP,
   openLiveStream,
@@ -184,13 +184,15 @@ export interface ChangeSubscription {
 }
 
 /**
- * Reads the subscribed customer once, with the subscriber's credentials, before anything is
- * listened to: a customer that does not exist answers NOT_FOUND instead of a subscription that
- * never hears anything, and so does another customer's id for a scoped caller (refused by its
- * scope with no upstream call). The record is the customer's own replay (`customerChanged`).
+ * Reads the subscribed customer once, with the subscriber's credentials, as the first step of the
+ * replay phase (after the queue listens, so a change made meanwhile is buffered, not lost): a
+ * customer that does not exist answers NOT_FOUND instead of a subscription that never hears
+ * anything, and so does another customer's id for a scoped caller (refused by its scope with no
+ * upstream call). The record is the customer's own replay (`customerChanged`), and primes the
+ * replay context's loader for the replayed selections.
  */
-async function readSubscribedCustomer(live: LiveSession, customerId: string): Promise<ListedRecord> {
-  return (await live.createEventContext().loaders.customer.load(customerId)) as ListedRecord;
+async function readSubscribedCustomer(context: GraphContext, customerId: string): Promise<ListedRecord> {
+  return (await context.loaders.customer.load(customerId)) as ListedRecord;
 }
 
 /** Whether `record` changed at or after `since` (the upstream's updated-since is inclusive too). */
@@ -207,16 +209,16 @@ export async function subscribeToChanges(
   resourceType: ChangedResourceType,
   subscription: ChangeSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  const live = liveSessionOf(context);
-  const customer = await readSubscribedCustomer(live, subscription.customerId);
-  return openLiveStream(live, changeFeed(RESOURCES[resourceType]!, resourceType, subscription, customer));
+  return openLiveStream(
+    liveSessionOf(context),
+    changeFeed(RESOURCES[resourceType]!, resourceType, subscription),
+  );
 }
 
 function changeFeed(
   kind: EventResourceKind,
   resourceType: string,
   { customerId, resourceId, since }: ChangeSubscription,
-  customer: ListedRecord,
 ): ChangeFeed<object> {
   const payload = (header: ChangeHeader, id: string, resource: unknown): object => ({
     ...header,
@@ -240,21 +242,20 @@ function changeFeed(
       record,
     ),
   });
-  const replay =
-    since == null || replayedType === undefined
-      ? undefined
-      : resourceType === 'customer'
-        ? async () =>
-            changedSince(customer, since) ? [replayedChange(customer, replayedType(customer))] : []
-        : kind.list === undefined
-          ? undefined
-          : async (context: GraphContext): Promise<ReplayedChange<object>[]> => {
-              const list = kind.list!;
-              const records = await readAllSince(since, (page) => list(context, customerId, page));
-              return records
-                .filter((record) => resourceId == null || record.id === resourceId)
-                .map((record) => replayedChange(record, replayedType(record)));
-            };
+  const { list } = kind;
+  // Always run: it checks the customer, then replays what `since` asks for where the type replays.
+  const replay = async (context: GraphContext): Promise<ReplayedChange<object>[]> => {
+    const customer = await readSubscribedCustomer(context, customerId);
+    if (since == null || replayedType === undefined) return [];
+    if (resourceType === 'customer') {
+      return changedSince(customer, since) ? [replayedChange(customer, replayedType(customer))] : [];
+    }
+    if (list === undefined) return [];
+    const records = await readAllSince(since, (page) => list(context, customerId, page));
+    return records
+      .filter((record) => resourceId == null || record.id === resourceId)
+      .map((record) => replayedChange(record, replayedType(record)));
+  };
   return {
     accept: (event) =>
       event.data.resourceType === resourceType &&
@@ -275,7 +276,7 @@ function changeFeed(
       };
     },
 
-    ...(replay === undefined ? {} : { replay }),
+    replay,
   };
 }
 
@@ -329,12 +330,14 @@ export async function subscribeToEvents(
       { extensions: { code: 'BAD_USER_INPUT', argumentName: 'since' } },
     );
   }
-  const customer = customerId == null ? null : await readSubscribedCustomer(live, customerId);
   const wanted = (type: string) => types == null || types.includes(type);
+  // With a customer, run after the queue listens: it checks the customer, then replays for `since`.
   const replay =
-    since == null || customerId == null || customer === null
+    customerId == null
       ? undefined
       : async (replayContext: GraphContext): Promise<ReplayedChange<object>[]> => {
+          const customer = await readSubscribedCustomer(replayContext, customerId);
+          if (since == null) return [];
           const changes: ReplayedChange<object>[] = [];
           const add = (resourceType: string, record: ListedRecord, type: string) => {
             if (!wanted(type)) return;
