@@ -732,6 +732,23 @@ export type CustomerTransfersArgs = {
   updatedSince?: InputMaybe<Scalars['DateTime']['input']>;
 };
 
+/** A change of a customer itself. */
+export type CustomerChangedEvent = {
+  __typename?: 'CustomerChangedEvent';
+  /** The customer as it is now; null with an error when it could not be read. */
+  customer?: Maybe<Customer>;
+  /** The customer's id. */
+  customerId: Scalars['ID']['output'];
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed by `since`. */
+  eventId: Scalars['ID']['output'];
+  /** When the change happened. */
+  occurredAt: Scalars['DateTime']['output'];
+  /** True when the change was recovered by `since` (a read of the customer) rather than received live. */
+  replayed: Scalars['Boolean']['output'];
+  /** `customer.created` or `customer.updated` (an open set). For a replayed change, the kind it implies. */
+  type: Scalars['String']['output'];
+};
+
 /** A page of customers. */
 export type CustomerConnection = {
   __typename?: 'CustomerConnection';
@@ -1360,10 +1377,12 @@ export type PlatformEvent = {
   __typename?: 'PlatformEvent';
   /** The customer the resource belongs to; null for resources outside a customer. */
   customerId?: Maybe<Scalars['ID']['output']>;
-  /** The upstream event id (`evt_...`). */
+  /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed by `since`. */
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
+  /** True when the change was recovered by `since` from the upstream's reads rather than received live. */
+  replayed: Scalars['Boolean']['output'];
   /**
    * The resource as it is now (for an archived document or party, the record the event carried);
    * null for a resource type this facade does not model, or with an error when it could not be read.
@@ -1373,7 +1392,7 @@ export type PlatformEvent = {
   resourceId: Scalars['ID']['output'];
   /** The kind of resource, e.g. `account`, `related_party` (an open set). */
   resourceType: Scalars['String']['output'];
-  /** The upstream event kind, e.g. `customer.updated` (an open set). */
+  /** The upstream event kind, e.g. `customer.updated` (an open set). For a replayed change, the kind it implies. */
   type: Scalars['String']['output'];
 };
 
@@ -2089,9 +2108,18 @@ export type Subscription = {
   accountChanged: AccountChangedEvent;
   /** Changes of a customer's capabilities: creation and status changes. */
   capabilityChanged: CapabilityChangedEvent;
+  /**
+   * Changes of the customer itself: its creation (`customer.created`) and updates
+   * (`customer.updated`, which the upstream also sends when one of its related parties is created or
+   * archived). Answers `NOT_FOUND` when the customer does not exist or is not the caller's to read.
+   */
+  customerChanged: CustomerChangedEvent;
   /** Documents of a customer archived. No replay: an archived document leaves the upstream list. */
   documentChanged: DocumentChangedEvent;
-  /** Every upstream event the subscriber's key may read, optionally narrowed. No replay. */
+  /**
+   * Every upstream event the subscriber's key may read, optionally narrowed. With `customerId`,
+   * answers `NOT_FOUND` when the customer does not exist or is not the caller's to read.
+   */
   events: PlatformEvent;
   /** Related parties of a business customer created or archived. */
   relatedPartyChanged: RelatedPartyChangedEvent;
@@ -2148,6 +2176,23 @@ export type SubscriptionCapabilityChangedArgs = {
  * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
  * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
  */
+export type SubscriptionCustomerChangedArgs = {
+  customerId: Scalars['ID']['input'];
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
+/**
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
+ * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
+ * else the facade's configured key. A subscriber receives only what its key may read, and only
+ * events of its key's environment. Each event carries the resource as it is now, read with the
+ * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
+ *
+ * A subscriber that falls more than the configured number of events behind is ended with an error
+ * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
+ * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ */
 export type SubscriptionDocumentChangedArgs = {
   customerId: Scalars['ID']['input'];
 };
@@ -2166,6 +2211,7 @@ export type SubscriptionDocumentChangedArgs = {
  */
 export type SubscriptionEventsArgs = {
   customerId?: InputMaybe<Scalars['ID']['input']>;
+  since?: InputMaybe<Scalars['DateTime']['input']>;
   types?: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
@@ -2706,6 +2752,7 @@ export type ResolversTypes = {
   CreateWebhookEndpointPayload: ResolverTypeWrapper<Omit<CreateWebhookEndpointPayload, 'webhookEndpoint'> & { webhookEndpoint: ResolversTypes['WebhookEndpoint'] }>;
   Customer: ResolverTypeWrapper<CustomerRecord>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  CustomerChangedEvent: ResolverTypeWrapper<Omit<CustomerChangedEvent, 'customer'> & { customer?: Maybe<ResolversTypes['Customer']> }>;
   CustomerConnection: ResolverTypeWrapper<Omit<CustomerConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['CustomerEdge']>, nodes: Array<ResolversTypes['Customer']> }>;
   CustomerDocument: ResolverTypeWrapper<CustomerDocumentRecord>;
   CustomerDocumentConnection: ResolverTypeWrapper<Omit<CustomerDocumentConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['CustomerDocumentEdge']>, nodes: Array<ResolversTypes['CustomerDocument']> }>;
@@ -2829,6 +2876,7 @@ export type ResolversParentTypes = {
   CreateWebhookEndpointPayload: Omit<CreateWebhookEndpointPayload, 'webhookEndpoint'> & { webhookEndpoint: ResolversParentTypes['WebhookEndpoint'] };
   Customer: CustomerRecord;
   Int: Scalars['Int']['output'];
+  CustomerChangedEvent: Omit<CustomerChangedEvent, 'customer'> & { customer?: Maybe<ResolversParentTypes['Customer']> };
   CustomerConnection: Omit<CustomerConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['CustomerEdge']>, nodes: Array<ResolversParentTypes['Customer']> };
   CustomerDocument: CustomerDocumentRecord;
   CustomerDocumentConnection: Omit<CustomerDocumentConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['CustomerDocumentEdge']>, nodes: Array<ResolversParentTypes['CustomerDocument']> };
@@ -3125,6 +3173,15 @@ export type CustomerResolvers<ContextType = GraphContext, ParentType extends Res
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
+export type CustomerChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerChangedEvent'] = ResolversParentTypes['CustomerChangedEvent']> = {
+  customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
+  customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
 export type CustomerConnectionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerConnection'] = ResolversParentTypes['CustomerConnection']> = {
   edges?: Resolver<Array<ResolversTypes['CustomerEdge']>, ParentType, ContextType>;
   nodes?: Resolver<Array<ResolversTypes['Customer']>, ParentType, ContextType>;
@@ -3290,6 +3347,7 @@ export type PlatformEventResolvers<ContextType = GraphContext, ParentType extend
   customerId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  replayed?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   resource?: Resolver<Maybe<ResolversTypes['EventResource']>, ParentType, ContextType>;
   resourceId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   resourceType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -3523,6 +3581,7 @@ export type StatusReasonActorResolvers = { CUSTOMER: 'customer', DEVELOPER: 'dev
 export type SubscriptionResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
   accountChanged?: SubscriptionResolver<ResolversTypes['AccountChangedEvent'], "accountChanged", ParentType, ContextType, RequireFields<SubscriptionAccountChangedArgs, 'customerId'>>;
   capabilityChanged?: SubscriptionResolver<ResolversTypes['CapabilityChangedEvent'], "capabilityChanged", ParentType, ContextType, RequireFields<SubscriptionCapabilityChangedArgs, 'customerId'>>;
+  customerChanged?: SubscriptionResolver<ResolversTypes['CustomerChangedEvent'], "customerChanged", ParentType, ContextType, RequireFields<SubscriptionCustomerChangedArgs, 'customerId'>>;
   documentChanged?: SubscriptionResolver<ResolversTypes['DocumentChangedEvent'], "documentChanged", ParentType, ContextType, RequireFields<SubscriptionDocumentChangedArgs, 'customerId'>>;
   events?: SubscriptionResolver<ResolversTypes['PlatformEvent'], "events", ParentType, ContextType, Partial<SubscriptionEventsArgs>>;
   relatedPartyChanged?: SubscriptionResolver<ResolversTypes['RelatedPartyChangedEvent'], "relatedPartyChanged", ParentType, ContextType, RequireFields<SubscriptionRelatedPartyChangedArgs, 'customerId'>>;
@@ -3686,6 +3745,7 @@ export type Resolvers<ContextType = GraphContext> = {
   CreateRulePayload?: CreateRulePayloadResolvers<ContextType>;
   CreateWebhookEndpointPayload?: CreateWebhookEndpointPayloadResolvers<ContextType>;
   Customer?: CustomerResolvers<ContextType>;
+  CustomerChangedEvent?: CustomerChangedEventResolvers<ContextType>;
   CustomerConnection?: CustomerConnectionResolvers<ContextType>;
   CustomerDocument?: CustomerDocumentResolvers<ContextType>;
   CustomerDocumentConnection?: CustomerDocumentConnectionResolvers<ContextType>;

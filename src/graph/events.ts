@@ -15,6 +15,11 @@ import type { Resolvers } from '../generated/graphql.ts';
 
 export const eventResolvers: Resolvers = {
   Subscription: {
+    customerChanged: {
+      subscribe: (_root, { customerId, since }, context) =>
+        subscribeToChanges(context, 'customer', { customerId, since }),
+      resolve: payloadOf,
+    },
     accountChanged: {
       subscribe: (_root, { customerId, accountId, since }, context) =>
         subscribeToChanges(context, 'account', { customerId, resourceId: accountId, since }),
@@ -45,10 +50,12 @@ export const eventResolvers: Resolvers = {
       resolve: payloadOf,
     },
     events: {
-      subscribe: (_root, { customerId, types }, context) => subscribeToEvents(context, { customerId, types }),
+      subscribe: (_root, { customerId, types, since }, context) =>
+        subscribeToEvents(context, { customerId, types, since }),
       resolve: payloadOf,
     },
   },
+  CustomerChangedEvent: { customer: (parent) => resourceOf(parent, parent.customer ?? null) },
   AccountChangedEvent: { account: (parent) => resourceOf(parent, parent.account ?? null) },
   CapabilityChangedEvent: { capability: (parent) => resourceOf(parent, parent.capability ?? null) },
   RelatedPartyChangedEvent: { relatedParty: (parent) => resourceOf(parent, parent.relatedParty ?? null) },

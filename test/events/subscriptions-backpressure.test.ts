@@ -19,16 +19,6 @@ describe('slow subscribers', () => {
     'a slow subscriber does not delay a fast one, and when it overflows it is told where to resume, then completed',
     { timeout: 40_000 },
     async () => {
-      // The slow subscriber selects the account's customer; the first customer read stalls in the
-      // upstream, so its first event takes STALL_MS while the next ones pile up in its queue.
-      await fetch(`${stack.emulator.url}/_emulator/faults`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          latency: { fixedMs: 0, jitterMs: 0 },
-          rules: [{ route: 'GET /v3/customers/{customerId}', kind: 'stall', rate: 1, times: 1 }],
-        }),
-      });
       const slowClient = stack.connect();
       const fastClient = stack.connect();
       const slow = slowClient.subscribe(`subscription {
@@ -38,6 +28,17 @@ describe('slow subscribers', () => {
         accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId occurredAt account { balances { available } } }
       }`);
       await stack.subscriptionsStarted(2);
+      // The slow subscriber selects the account's customer; the first customer read after both
+      // subscribed (each reads its customer once at subscribe time) stalls in the upstream, so its
+      // first event takes STALL_MS while the next ones pile up in its queue.
+      await fetch(`${stack.emulator.url}/_emulator/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          latency: { fixedMs: 0, jitterMs: 0 },
+          rules: [{ route: 'GET /v3/customers/{customerId}', kind: 'stall', rate: 1, times: 1 }],
+        }),
+      });
 
       const topUps = QUEUE_LIMIT + 2;
       for (let i = 0; i < topUps; i += 1) {

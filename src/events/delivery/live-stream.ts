@@ -33,7 +33,11 @@ export interface ChangeFeed<P> {
    * subscriber's credentials). {@link DROP} when the upstream refuses the subscriber that read.
    */
   toPayload(event: PlatformEvent, context: GraphContext): Promise<P | typeof DROP>;
-  /** The changes since a time, from the upstream list's updated-since filter; absent when not asked. */
+  /**
+   * What the subscription reads once its queue listens, before any live event: the changes since a
+   * time (from the upstream's updated-since reads; none when not asked), after any check that may
+   * refuse the subscription by throwing (the queue is then closed). Absent when there is neither.
+   */
   replay?: (context: GraphContext) => Promise<ReplayedChange<P>[]>;
 }
 

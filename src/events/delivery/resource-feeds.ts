@@ -52,6 +52,9 @@ const RESOURCES: Record<string, EventResourceKind> = {
     typename: 'Customer',
     field: 'customer',
     read: (context, _customerId, id) => context.loaders.customer.load(id),
+    // No list: a scoped caller may not list customers. The customer's replay is the one read of it
+    // made at subscribe time, compared with `since` (docs/events.md).
+    replayedType: createdOrUpdated('customer.created', 'customer.updated'),
   },
   account: {
     typename: 'Account',
@@ -103,7 +106,7 @@ const RESOURCES: Record<string, EventResourceKind> = {
 
 /** The resource types a `…Changed` subscription can follow. */
 export type ChangedResourceType =
-  'account' | 'capability' | 'related_party' | 'document' | 'transfer' | 'rule';
+  'customer' | 'account' | 'capability' | 'related_party' | 'document' | 'transfer' | 'rule';
 
 /** Pages of 100 read at most to replay; more changes than that ask for a later `since`. */
 const MAX_REPLAY_PAGES = 20;
@@ -181,10 +184,27 @@ export interface ChangeSubscription {
 }
 
 /**
+ * Reads the subscribed customer once, with the subscriber's credentials, as the first step of the
+ * replay phase (after the queue listens, so a change made meanwhile is buffered, not lost): a
+ * customer that does not exist answers NOT_FOUND instead of a subscription that never hears
+ * anything, and so does another customer's id for a scoped caller (refused by its scope with no
+ * upstream call). The record is the customer's own replay (`customerChanged`), and primes the
+ * replay context's loader for the replayed selections.
+ */
+async function readSubscribedCustomer(context: GraphContext, customerId: string): Promise<ListedRecord> {
+  return (await context.loaders.customer.load(customerId)) as ListedRecord;
+}
+
+/** Whether `record` changed at or after `since` (the upstream's updated-since is inclusive too). */
+function changedSince(record: ListedRecord, since: string): boolean {
+  return Date.parse(record.updatedAt) >= Date.parse(since);
+}
+
+/**
  * The stream of one `…Changed` subscription: the changes of `resourceType` of one customer (and
  * one resource, when `resourceId` is given), replayed since `since` first where the type replays.
  */
-export function subscribeToChanges(
+export async function subscribeToChanges(
   context: GraphContext,
   resourceType: ChangedResourceType,
   subscription: ChangeSubscription,
@@ -212,11 +232,35 @@ function changeFeed(
     replayed,
     customerId,
   });
-  const { list, replayedType } = kind;
+  const { replayedType } = kind;
+  const replayedChange = (record: ListedRecord, type: string): ReplayedChange<object> => ({
+    resourceId: record.id,
+    updatedAt: record.updatedAt,
+    payload: payload(
+      header(`replay:${record.id}:${record.updatedAt}`, type, record.updatedAt, true),
+      record.id,
+      record,
+    ),
+  });
+  const { list } = kind;
+  // Always run: it checks the customer, then replays what `since` asks for where the type replays.
+  const replay = async (context: GraphContext): Promise<ReplayedChange<object>[]> => {
+    const customer = await readSubscribedCustomer(context, customerId);
+    if (since == null || replayedType === undefined) return [];
+    if (resourceType === 'customer') {
+      return changedSince(customer, since) ? [replayedChange(customer, replayedType(customer))] : [];
+    }
+    if (list === undefined) return [];
+    const records = await readAllSince(since, (page) => list(context, customerId, page));
+    return records
+      .filter((record) => resourceId == null || record.id === resourceId)
+      .map((record) => replayedChange(record, replayedType(record)));
+  };
   return {
     accept: (event) =>
       event.data.resourceType === resourceType &&
       event.data.customerId === customerId &&
+      (resourceType !== 'customer' || event.data.resourceId === customerId) &&
       (resourceId == null || event.data.resourceId === resourceId),
 
     async toPayload(event, context) {
@@ -232,29 +276,7 @@ function changeFeed(
       };
     },
 
-    ...(since != null && list !== undefined && replayedType !== undefined
-      ? {
-          replay: async (context: GraphContext): Promise<ReplayedChange<object>[]> => {
-            const records = await readAllSince(since, (page) => list(context, customerId, page));
-            return records
-              .filter((record) => resourceId == null || record.id === resourceId)
-              .map((record) => ({
-                resourceId: record.id,
-                updatedAt: record.updatedAt,
-                payload: payload(
-                  header(
-                    `replay:${record.id}:${record.updatedAt}`,
-                    replayedType(record),
-                    record.updatedAt,
-                    true,
-                  ),
-                  record.id,
-                  record,
-                ),
-              }));
-          },
-        }
-      : {}),
+    replay,
   };
 }
 
@@ -267,40 +289,111 @@ interface ChangeHeader {
   customerId: string;
 }
 
-/** What `events` asked for: one customer's or every visible one's, of some kinds or all. */
+/** What `events` asked for: one customer's or every visible one's, of some kinds or all, since a time. */
 export interface EventsSubscription {
   customerId?: string | null;
   types?: readonly string[] | null;
+  since?: string | null;
 }
 
-/** The stream of the `events` subscription: every event the subscriber may see, its resource read now. */
-export function subscribeToEvents(
+/** The `PlatformEvent` payload of a change of `resourceType`, its resource tagged with its GraphQL type. */
+function platformEventPayload(
+  header: { eventId: string; type: string; occurredAt: string; replayed: boolean; customerId: string | null },
+  resourceType: string,
+  resourceId: string,
+  resource: unknown,
+): object {
+  const typename = RESOURCES[resourceType]?.typename;
+  return {
+    ...header,
+    resourceType,
+    resourceId,
+    // A resource type this schema does not model resolves to null rather than failing the event.
+    resource: typename === undefined || !isRecord(resource) ? null : { ...resource, __typename: typename },
+  };
+}
+
+/**
+ * The stream of the `events` subscription: every event the subscriber may see, its resource read
+ * now. With `customerId` the customer is read first (NOT_FOUND when it does not exist or is out of
+ * the caller's scope); with `since` (which needs `customerId`) the changes every replayable
+ * resource type's list shows since then are replayed first, as the `…Changed` subscriptions do.
+ */
+export async function subscribeToEvents(
   context: GraphContext,
-  { customerId, types }: EventsSubscription,
+  { customerId, types, since }: EventsSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  return openLiveStream(liveSessionOf(context), {
+  const live = liveSessionOf(context);
+  if (since != null && customerId == null) {
+    throw new GraphQLError(
+      'Replaying events needs "customerId": the upstream lists changes per customer. Subscribe per customer with "since", or without "since".',
+      { extensions: { code: 'BAD_USER_INPUT', argumentName: 'since' } },
+    );
+  }
+  const wanted = (type: string) => types == null || types.includes(type);
+  // With a customer, run after the queue listens: it checks the customer, then replays for `since`.
+  const replay =
+    customerId == null
+      ? undefined
+      : async (replayContext: GraphContext): Promise<ReplayedChange<object>[]> => {
+          const customer = await readSubscribedCustomer(replayContext, customerId);
+          if (since == null) return [];
+          const changes: ReplayedChange<object>[] = [];
+          const add = (resourceType: string, record: ListedRecord, type: string) => {
+            if (!wanted(type)) return;
+            changes.push({
+              resourceId: record.id,
+              updatedAt: record.updatedAt,
+              payload: platformEventPayload(
+                {
+                  eventId: `replay:${record.id}:${record.updatedAt}`,
+                  type,
+                  occurredAt: record.updatedAt,
+                  replayed: true,
+                  customerId,
+                },
+                resourceType,
+                record.id,
+                record,
+              ),
+            });
+          };
+          const customerKind = RESOURCES.customer!;
+          if (changedSince(customer, since)) add('customer', customer, customerKind.replayedType!(customer));
+          // Only the lists whose kinds were asked for, one after the other (each is paged).
+          for (const [resourceType, kind] of Object.entries(RESOURCES)) {
+            const { list, replayedType } = kind;
+            if (list === undefined || replayedType === undefined) continue;
+            if (types != null && !types.some((type) => type.startsWith(`${resourceType}.`))) continue;
+            const records = await readAllSince(since, (page) => list(replayContext, customerId, page));
+            for (const record of records) add(resourceType, record, replayedType(record));
+          }
+          return changes;
+        };
+  return openLiveStream(live, {
     accept: (event) =>
       (customerId == null || event.data.customerId === customerId) &&
       (types == null || types.includes(event.type)),
     async toPayload(event, eventContext) {
       const hydrated = await readResource(event, eventContext);
       if (hydrated === DROP) return DROP;
-      const typename = RESOURCES[event.data.resourceType]?.typename;
       return {
-        eventId: event.id,
-        type: event.type,
-        occurredAt: event.occurredAt,
-        customerId: event.data.customerId,
-        resourceType: event.data.resourceType,
-        resourceId: event.data.resourceId,
-        // A resource type this schema does not model resolves to null rather than failing the event.
-        resource:
-          typename === undefined || !isRecord(hydrated.resource)
-            ? null
-            : { ...hydrated.resource, __typename: typename },
+        ...platformEventPayload(
+          {
+            eventId: event.id,
+            type: event.type,
+            occurredAt: event.occurredAt,
+            replayed: false,
+            customerId: event.data.customerId,
+          },
+          event.data.resourceType,
+          event.data.resourceId,
+          hydrated.resource,
+        ),
         ...readErrorOf(hydrated),
       };
     },
+    ...(replay === undefined ? {} : { replay }),
   });
 }
 
