@@ -1,5 +1,6 @@
 /** Resolvers of `capabilities.graphql`: capabilities and their institution applications. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { createCapability } from '../upstream/capabilities.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { readRecord } from './look-ahead.ts';
@@ -15,9 +16,7 @@ export const capabilityResolvers: Resolvers = {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
       const result = await createCapability(upstream, input.customerId, body, idempotencyKey);
       const capability = { ...result.data, customerId: input.customerId };
-      const key = { customerId: input.customerId, id: capability.id };
-      loaders.capability.clear(key).prime(key, capability);
-      loaders.capabilities.clearAll();
+      written.capability(loaders, { customerId: input.customerId, id: capability.id }, capability);
       return toPayload('capability', { ...result, data: capability });
     },
   },

@@ -1,5 +1,6 @@
 /** Resolvers of `documents.graphql`: customer documents and their archiving. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { archiveDocument } from '../upstream/documents.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
@@ -14,9 +15,7 @@ export const documentResolvers: Resolvers = {
     archiveCustomerDocument: async (_parent, { input }, { upstream, loaders }) => {
       const { idempotencyKey } = splitInput(input);
       const result = await archiveDocument(upstream, input.customerId, input.documentId, idempotencyKey);
-      // Archived documents answer NOT_FOUND to later reads and leave every list.
-      loaders.document.clear({ customerId: input.customerId, id: input.documentId });
-      loaders.documents.clearAll();
+      written.documentArchived(loaders, { customerId: input.customerId, id: input.documentId });
       return toPayload('document', result);
     },
   },

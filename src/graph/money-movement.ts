@@ -1,5 +1,6 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { executeQuote } from '../upstream/money-movement.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { readRecord } from './look-ahead.ts';
@@ -17,14 +18,7 @@ export const moneyMovementResolvers: Resolvers = {
       const { idempotencyKey } = splitInput(input);
       const result = await executeQuote(upstream, input.customerId, input.quoteId, idempotencyKey);
       const transfer = { ...result.data, customerId: input.customerId };
-      loaders.transfer
-        .clear({ customerId: input.customerId, id: transfer.id })
-        .prime({ customerId: input.customerId, id: transfer.id }, transfer);
-      loaders.transfers.clearAll();
-      // The quote's status and transferId changed: forget any earlier read, then read it afresh
-      // (through its loader) only if the payload's `quote` is selected.
-      loaders.quote.clear({ customerId: input.customerId, id: input.quoteId });
-      loaders.quotes.clearAll();
+      written.quoteExecuted(loaders, { customerId: input.customerId, id: input.quoteId }, transfer);
       return toPayload('transfer', { ...result, data: transfer });
     },
   },

@@ -1,5 +1,6 @@
 /** Resolvers of `rules.graphql`: rules, the account they watch, and their transitions. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { archiveRule, createRule, pauseRule, resumeRule } from '../upstream/rules.ts';
 import type { MutationResult, Rule } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
@@ -9,9 +10,7 @@ import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to a rule the upstream just changed. */
 function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
-  const key = { customerId: result.data.customerId, id: result.data.id };
-  loaders.rule.clear(key).prime(key, result.data);
-  loaders.rules.clearAll();
+  written.rule(loaders, result.data);
   return toPayload('rule', result);
 }
 

@@ -3,7 +3,7 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { toConnection } from './pagination.ts';
+import { connectionOf } from './resolver-shapes.ts';
 import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
 
 export const taskResolvers: Resolvers = {
@@ -18,8 +18,7 @@ export const taskResolvers: Resolvers = {
       readRecord('Task', { customerId: reference.customerId, id: reference.id }, context, info),
     customer: resolveOwningCustomer,
     // Through the look-ahead's entry, so submissions started ahead are a cache hit.
-    submissions: async (task, args, { loaders }) =>
-      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders), args),
+    submissions: connectionOf(TASK_SUBMISSIONS),
   },
   TaskSubmission: {
     documents: async (submission, _args, { loaders }) => {

@@ -1,0 +1,27 @@
+/**
+ * Resolvers of the shapes that recur across the domain files, built from what differs between
+ * them: a connection read from its parent's key, and a field copied from a parent's full record.
+ */
+import type { Page } from '../upstream/types.ts';
+import type { GraphContext } from './context.ts';
+import type { KeyedRead } from './look-ahead.ts';
+import { toConnection, type ConnectionArgs } from './pagination.ts';
+
+/**
+ * A connection field whose page is read through `read` (the look-ahead's entry for it, so a page
+ * started ahead is a cache hit) from the parent and the field's arguments.
+ */
+export function connectionOf<P, V>(read: KeyedRead<P, ConnectionArgs, Page<V>>) {
+  return async (parent: P, args: ConnectionArgs, { loaders }: GraphContext) =>
+    toConnection(await read.load(parent, args, loaders), args);
+}
+
+/**
+ * Fields copied from a parent's full record, for parents that may be a summary: `fullRecord` gives
+ * the record (the parent itself, or one shared read), and `field(name)` a resolver of one field.
+ */
+export function fieldsOfFullRecord<P, R>(fullRecord: (parent: P, context: GraphContext) => Promise<R>) {
+  return <F extends keyof R>(name: F) =>
+    async (parent: P, _args: unknown, context: GraphContext): Promise<R[F]> =>
+      (await fullRecord(parent, context))[name];
+}
