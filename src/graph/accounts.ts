@@ -1,6 +1,7 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
@@ -10,8 +11,7 @@ import { readRecord } from './look-ahead.ts';
 
 export const accountResolvers: Resolvers = {
   Query: {
-    account: (_parent, { customerId, id }, context, info) =>
-      readRecord('Account', { customerId, id }, context, info),
+    account: customerRecordByArgs('Account'),
   },
   Mutation: {
     createAccount: async (_parent, { input }, { upstream, loaders }) => {
@@ -63,8 +63,7 @@ export const accountResolvers: Resolvers = {
   Account: {
     openTasks: (account, _args, { loaders }) =>
       Promise.all(account.openTaskIds.map((id) => loaders.task.load({ customerId: account.customerId, id }))),
-    __resolveReference: (reference, context, info) =>
-      readRecord('Account', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Account'),
     customer: resolveOwningCustomer,
     // The record carries its fees; the fees endpoint is only a fallback for a record without them.
     fees: (account, _args, { loaders }) =>

@@ -1,15 +1,14 @@
 /** Resolvers of `documents.graphql`: customer documents and their archiving. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveDocument } from '../upstream/documents.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { readRecord } from './look-ahead.ts';
 
 export const documentResolvers: Resolvers = {
   Query: {
-    customerDocument: (_parent, { customerId, id }, context, info) =>
-      readRecord('CustomerDocument', { customerId, id }, context, info),
+    customerDocument: customerRecordByArgs('CustomerDocument'),
   },
   Mutation: {
     archiveCustomerDocument: async (_parent, { input }, { upstream, loaders }) => {
@@ -20,8 +19,7 @@ export const documentResolvers: Resolvers = {
     },
   },
   CustomerDocument: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('CustomerDocument', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('CustomerDocument'),
     customer: resolveOwningCustomer,
   },
 };

@@ -1,5 +1,6 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { executeQuote } from '../upstream/money-movement.ts';
 import { resolveOwningCustomer } from './customers.ts';
@@ -8,10 +9,8 @@ import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const moneyMovementResolvers: Resolvers = {
   Query: {
-    quote: (_parent, { customerId, id }, context, info) =>
-      readRecord('Quote', { customerId, id }, context, info),
-    transfer: (_parent, { customerId, id }, context, info) =>
-      readRecord('Transfer', { customerId, id }, context, info),
+    quote: customerRecordByArgs('Quote'),
+    transfer: customerRecordByArgs('Transfer'),
   },
   Mutation: {
     executeQuote: async (_parent, { input }, { upstream, loaders }) => {
@@ -29,8 +28,7 @@ export const moneyMovementResolvers: Resolvers = {
         : null,
   },
   Quote: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Quote', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Quote'),
     customer: resolveOwningCustomer,
     sourceAccount: (quote, _args, context, info) =>
       readRecord('Account', { customerId: quote.customerId, id: quote.sourceAccountId }, context, info),
@@ -40,8 +38,7 @@ export const moneyMovementResolvers: Resolvers = {
         : null,
   },
   Transfer: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Transfer', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Transfer'),
     customer: resolveOwningCustomer,
     sourceAccountId: (transfer) => transfer.source.accountId,
     sourceAccount: (transfer, _args, context, info) =>

@@ -13,8 +13,7 @@ import { resolveOwningCustomer } from './customers.ts';
 import { RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
-import { fieldsOfFullRecord } from './resolver-shapes.ts';
-import { readRecord } from './look-ahead.ts';
+import { customerRecordByArgs, customerRecordReference, fieldsOfFullRecord } from './resolver-shapes.ts';
 
 /**
  * The party types the upstream accepts. `partyType` is a string in the schema, spelled as the
@@ -51,8 +50,7 @@ export const relatedPartyResolvers: Resolvers = {
   // The upstream sends snake_case values; the enum's internal values are those strings.
   RelatedPartyRole: RELATED_PARTY_ROLE_VALUES,
   Query: {
-    relatedParty: (_parent, { customerId, id }, context, info) =>
-      readRecord('RelatedParty', { customerId, id }, context, info),
+    relatedParty: customerRecordByArgs('RelatedParty'),
   },
   Mutation: {
     createRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
@@ -87,8 +85,7 @@ export const relatedPartyResolvers: Resolvers = {
     },
   },
   RelatedParty: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('RelatedParty', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('RelatedParty'),
     customer: resolveOwningCustomer,
     displayName,
     title: fullRecordField('title'),

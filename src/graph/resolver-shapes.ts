@@ -1,10 +1,13 @@
 /**
  * Resolvers of the shapes that recur across the domain files, built from what differs between
- * them: a connection read from its parent's key, and a field copied from a parent's full record.
+ * them: a connection read from its parent's key, a field copied from a parent's full record, and a
+ * customer's record read by its key.
  */
 import type { Page } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
-import type { KeyedRead } from './look-ahead.ts';
+import type { GraphQLResolveInfo } from 'graphql';
+import type { ScopedKey } from '../loaders/index.ts';
+import { readRecord, type KeyedRead, type RecordTypeName, type RecordTypes } from './look-ahead.ts';
 import { toConnection, type ConnectionArgs } from './pagination.ts';
 
 /**
@@ -24,4 +27,24 @@ export function fieldsOfFullRecord<P, R>(fullRecord: (parent: P, context: GraphC
   return <F extends keyof R>(name: F) =>
     async (parent: P, _args: unknown, context: GraphContext): Promise<R[F]> =>
       (await fullRecord(parent, context))[name];
+}
+
+/** The record types whose key holds their customer (`/v3/customers/{customerId}/…`). */
+type CustomerRecordType = {
+  [T in RecordTypeName]: RecordTypes[T]['key'] extends ScopedKey ? T : never;
+}[RecordTypeName];
+
+/**
+ * A query field reading one record of a customer by its `customerId` and `id` arguments, through
+ * the look-ahead (its selected children are started with it).
+ */
+export function customerRecordByArgs<T extends CustomerRecordType>(type: T) {
+  return (_parent: unknown, { customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, { customerId, id } as RecordTypes[T]['key'], context, info);
+}
+
+/** `__resolveReference` of a customer's record: its federation key is `customerId id`. */
+export function customerRecordReference<T extends CustomerRecordType>(type: T) {
+  return ({ customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, { customerId, id } as RecordTypes[T]['key'], context, info);
 }

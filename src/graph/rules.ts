@@ -1,5 +1,6 @@
 /** Resolvers of `rules.graphql`: rules, the account they watch, and their transitions. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveRule, createRule, pauseRule, resumeRule } from '../upstream/rules.ts';
 import type { MutationResult, Rule } from '../upstream/types.ts';
@@ -16,8 +17,7 @@ function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
 
 export const ruleResolvers: Resolvers = {
   Query: {
-    rule: (_parent, { customerId, id }, context, info) =>
-      readRecord('Rule', { customerId, id }, context, info),
+    rule: customerRecordByArgs('Rule'),
   },
   Mutation: {
     createRule: async (_parent, { input }, context) => {
@@ -52,8 +52,7 @@ export const ruleResolvers: Resolvers = {
       ),
   },
   Rule: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Rule', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Rule'),
     customer: resolveOwningCustomer,
     triggerAccountId: (rule) => rule.trigger.accountId,
     trigger: (rule, _args, context, info) =>
