@@ -17,5 +17,7 @@ export default defineConfig({
     // One real redis-server and one real OpenID provider for the run; tests read their
     // coordinates with inject('redisUrl') and inject('issuer').
     globalSetup: ['test/support/redis-global-setup.ts', 'test/support/identity-global-setup.ts'],
+    // A test that prints to console.error or console.warn unexpectedly fails.
+    setupFiles: ['test/support/console-guard.ts'],
   },
 });

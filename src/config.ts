@@ -7,6 +7,7 @@ import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './http/edge-config.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
+import type { UpstreamConfig } from './upstream/client.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 
@@ -17,38 +18,6 @@ export const INTROSPECTION_MODES = ['authenticated', 'public', 'off'] as const;
 export type IntrospectionMode = (typeof INTROSPECTION_MODES)[number];
 
 export type NodeEnv = (typeof NODE_ENVS)[number];
-
-/** How the facade reaches the upstream REST API. */
-export interface UpstreamConfig {
-  /** Origin (and optional path prefix, without a trailing slash) that `/v3/...` paths are appended to. */
-  baseUrl: string;
-  /** The facade's own key, used when a caller does not send `X-API-Key`. Never logged. */
-  apiKey: string;
-  connectTimeoutMs: number;
-  headersTimeoutMs: number;
-  bodyTimeoutMs: number;
-  /** Maximum concurrent keep-alive connections to the upstream. */
-  connections: number;
-  /** Upstream calls (retries included) one GraphQL operation or subscription event may make. */
-  maxCallsPerOperation: number;
-  retry: RetryConfig;
-  /**
-   * `{docs_url}` of the upstream's problem types: a request refused for being outside the caller's
-   * scope answers the upstream's own 404, `type` included.
-   */
-  problemDocsUrl: string;
-}
-
-/** Retry policy of upstream calls. */
-export interface RetryConfig {
-  /** Attempts per upstream call, the first included (1 disables retries). */
-  maxAttempts: number;
-  /** Retries one GraphQL operation may spend across all its upstream calls. */
-  budget: number;
-  /** First backoff delay; each retry doubles it, with jitter, up to `maxDelayMs`. */
-  baseDelayMs: number;
-  maxDelayMs: number;
-}
 
 export interface Config {
   port: number;
@@ -226,7 +195,9 @@ export function loadConfig(env: Env = process.env): Config {
     edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
     metrics: {
       port:
-        reader.raw('METRICS_PORT') === undefined ? undefined : reader.integer('METRICS_PORT', 0, 0, 65_535),
+        reader.trimmed('METRICS_PORT') === undefined
+          ? undefined
+          : reader.integer('METRICS_PORT', 0, 0, 65_535),
       maxOperationNames: reader.integer(
         'METRICS_MAX_OPERATION_NAMES',
         CONFIG_DEFAULTS.METRICS_MAX_OPERATION_NAMES,
@@ -248,35 +219,19 @@ export function loadConfig(env: Env = process.env): Config {
 
 /** The upstream origin (and optional path prefix), without credentials, query or trailing slash. */
 function readBaseUrl(reader: EnvReader, name: string): string {
-  const raw = reader.raw(name);
-  if (raw === undefined) {
+  if (reader.trimmed(name) === undefined) {
     reader.report(name, 'is required (the upstream API origin, e.g. https://api.example.com)');
     return '';
   }
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // Quoted for the operator, but without any `user:password@` it holds.
-    const shown = raw.replace(/\/\/[^/]*@/, '//[redacted]@');
-    reader.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(shown)}`);
-    return '';
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    reader.report(name, `must use http or https, got ${JSON.stringify(url.protocol)}`);
-    return '';
-  }
-  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-    // Credentials in a URL end up in logs; the key belongs in UPSTREAM_API_KEY.
-    reader.report(name, 'must not contain credentials, a query or a fragment');
-    return '';
-  }
+  // Paths are appended to it, so a query or fragment is refused too; the key has its own variable.
+  const url = reader.httpUrl(name, { refuseQueryAndFragment: true });
+  if (url === undefined) return '';
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 /** A required key of visible ASCII; the messages never include the value. */
 function readSecret(reader: EnvReader, name: string): string {
-  const value = reader.untrimmed(name);
+  const value = reader.verbatim(name);
   if (value === undefined || value.trim() === '') {
     reader.report(name, 'is required');
     return '';

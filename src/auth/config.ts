@@ -89,7 +89,7 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
   if (mode === 'none') return { mode, allowCallerApiKey };
 
   const issuer = readIssuer(reader);
-  const audience = reader.raw('AUTH_AUDIENCE');
+  const audience = reader.trimmed('AUTH_AUDIENCE');
   const jwksUrl = readJwksUrl(reader);
   const algorithms = readAlgorithms(reader);
   const clockToleranceSeconds = reader.integer(
@@ -105,7 +105,7 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
   const rolesClaim = reader.string('AUTH_ROLES_CLAIM', AUTH_CONFIG_DEFAULTS.AUTH_ROLES_CLAIM);
   const operatorRole = reader.string('AUTH_OPERATOR_ROLE', AUTH_CONFIG_DEFAULTS.AUTH_OPERATOR_ROLE);
 
-  const issuerSet = reader.raw('AUTH_ISSUER') !== undefined;
+  const issuerSet = reader.trimmed('AUTH_ISSUER') !== undefined;
   if (!issuerSet && !allowCallerApiKey) {
     reader.report(
       'AUTH_ISSUER',
@@ -139,10 +139,9 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
 
 /** The issuer exactly as given (trimmed): `new URL().href` would add a trailing slash that `iss` lacks. */
 function readIssuer(reader: EnvReader): string | undefined {
-  const value = reader.raw('AUTH_ISSUER');
-  if (value === undefined) return undefined;
-  const url = parseHttpUrl(reader, 'AUTH_ISSUER', value);
-  if (url === undefined) return undefined;
+  const value = reader.trimmed('AUTH_ISSUER');
+  const url = reader.httpUrl('AUTH_ISSUER');
+  if (value === undefined || url === undefined) return undefined;
   if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) {
     // OpenID Connect Discovery: an issuer identifier has no query or fragment.
     reader.report('AUTH_ISSUER', `must have no query or fragment, got ${JSON.stringify(value)}`);
@@ -152,33 +151,12 @@ function readIssuer(reader: EnvReader): string | undefined {
 }
 
 function readJwksUrl(reader: EnvReader): string | undefined {
-  const value = reader.raw('AUTH_JWKS_URL');
-  if (value === undefined) return undefined;
-  return parseHttpUrl(reader, 'AUTH_JWKS_URL', value)?.href;
-}
-
-function parseHttpUrl(reader: EnvReader, name: string, value: string): URL | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    reader.report(name, `must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
-    return undefined;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    reader.report(name, `must use http or https, got ${JSON.stringify(url.protocol)}`);
-    return undefined;
-  }
-  if (url.username !== '' || url.password !== '') {
-    reader.report(name, 'must not contain credentials');
-    return undefined;
-  }
-  return url;
+  return reader.httpUrl('AUTH_JWKS_URL')?.href;
 }
 
 function readAlgorithms(reader: EnvReader): readonly AsymmetricAlgorithm[] {
   const fallback = AUTH_CONFIG_DEFAULTS.AUTH_ALGORITHMS;
-  const value = reader.raw('AUTH_ALGORITHMS');
+  const value = reader.trimmed('AUTH_ALGORITHMS');
   if (value === undefined) return fallback;
   const names = value
     .split(',')

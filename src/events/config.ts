@@ -79,7 +79,7 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
 
   return {
     webhooks: {
-      publicUrl: readPublicUrl(reader.raw('WEBHOOK_PUBLIC_URL'), report),
+      publicUrl: reader.httpUrl('WEBHOOK_PUBLIC_URL')?.href,
       register: reader.optionalBoolean('WEBHOOK_REGISTER') ?? false,
       secrets: readSecrets(env['WEBHOOK_SECRETS'], report),
       toleranceSeconds: reader.integer(
@@ -102,8 +102,8 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
         30 * 24 * 60 * 60,
       ),
     },
-    redisUrl: readRedisUrl(reader.raw('REDIS_URL'), report),
-    redisKeyPrefix: reader.raw('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
+    redisUrl: readRedisUrl(reader.trimmed('REDIS_URL'), report),
+    redisKeyPrefix: reader.trimmed('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
     subscriberQueueLimit: reader.integer(
       'SUBSCRIPTION_QUEUE_LIMIT',
       EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
@@ -137,29 +137,6 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
       ),
     },
   };
-}
-
-function readPublicUrl(
-  value: string | undefined,
-  report: (name: string, problem: string) => void,
-): string | undefined {
-  if (value === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    report('WEBHOOK_PUBLIC_URL', `must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
-    return undefined;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    report('WEBHOOK_PUBLIC_URL', `must use http or https, got ${JSON.stringify(url.protocol)}`);
-    return undefined;
-  }
-  if (url.username !== '' || url.password !== '') {
-    report('WEBHOOK_PUBLIC_URL', 'must not contain credentials');
-    return undefined;
-  }
-  return url.href;
 }
 
 function readSecrets(value: string | undefined, report: (name: string, problem: string) => void): string[] {

@@ -1,6 +1,8 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { written } from '../loaders/written.ts';
 import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
@@ -9,8 +11,7 @@ import { readRecord } from './look-ahead.ts';
 
 export const accountResolvers: Resolvers = {
   Query: {
-    account: (_parent, { customerId, id }, context, info) =>
-      readRecord('Account', { customerId, id }, context, info),
+    account: customerRecordByArgs('Account'),
   },
   Mutation: {
     createAccount: async (_parent, { input }, { upstream, loaders }) => {
@@ -22,9 +23,7 @@ export const accountResolvers: Resolvers = {
         body as CreateAccountInput,
         idempotencyKey,
       );
-      const key = { customerId: input.customerId, id: result.data.id };
-      loaders.account.clear(key).prime(key, result.data);
-      loaders.accounts.clearAll();
+      written.account(loaders, { customerId: input.customerId, id: result.data.id }, result.data);
       return toPayload('account', result);
     },
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
@@ -46,19 +45,13 @@ export const accountResolvers: Resolvers = {
         fees,
         idempotencyKey,
       );
-      const key = { customerId: input.customerId, id: input.accountId };
-      loaders.accountFees.clear(key).prime(key, result.data);
-      // The account record carries its fees: the cached one is stale now.
-      loaders.account.clear(key);
-      loaders.accounts.clearAll();
+      written.accountFees(loaders, { customerId: input.customerId, id: input.accountId }, result.data);
       return { ...toPayload('fees', result), customerId: input.customerId };
     },
     archiveAccount: async (_parent, { input }, { upstream, loaders }) => {
       const { idempotencyKey } = splitInput(input);
       const result = await archiveAccount(upstream, input.customerId, input.accountId, idempotencyKey);
-      const key = { customerId: input.customerId, id: input.accountId };
-      loaders.account.clear(key).prime(key, result.data);
-      loaders.accounts.clearAll();
+      written.account(loaders, { customerId: input.customerId, id: input.accountId }, result.data);
       return toPayload('account', result);
     },
   },
@@ -70,8 +63,7 @@ export const accountResolvers: Resolvers = {
   Account: {
     openTasks: (account, _args, { loaders }) =>
       Promise.all(account.openTaskIds.map((id) => loaders.task.load({ customerId: account.customerId, id }))),
-    __resolveReference: (reference, context, info) =>
-      readRecord('Account', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Account'),
     customer: resolveOwningCustomer,
     // The record carries its fees; the fees endpoint is only a fallback for a record without them.
     fees: (account, _args, { loaders }) =>

@@ -1,23 +1,21 @@
 /** Resolvers of `capabilities.graphql`: capabilities and their institution applications. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { written } from '../loaders/written.ts';
 import { createCapability } from '../upstream/capabilities.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const capabilityResolvers: Resolvers = {
   Query: {
-    capability: (_parent, { customerId, id }, context, info) =>
-      readRecord('Capability', { customerId, id }, context, info),
+    capability: customerRecordByArgs('Capability'),
   },
   Mutation: {
     createCapability: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
       const result = await createCapability(upstream, input.customerId, body, idempotencyKey);
       const capability = { ...result.data, customerId: input.customerId };
-      const key = { customerId: input.customerId, id: capability.id };
-      loaders.capability.clear(key).prime(key, capability);
-      loaders.capabilities.clearAll();
+      written.capability(loaders, { customerId: input.customerId, id: capability.id }, capability);
       return toPayload('capability', { ...result, data: capability });
     },
   },
@@ -29,8 +27,7 @@ export const capabilityResolvers: Resolvers = {
       Promise.all(
         capability.openTaskIds.map((id) => loaders.task.load({ customerId: capability.customerId, id })),
       ),
-    __resolveReference: (reference, context, info) =>
-      readRecord('Capability', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Capability'),
     customer: resolveOwningCustomer,
   },
   CapabilityApplication: {

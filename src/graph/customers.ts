@@ -1,11 +1,13 @@
 /** Resolvers of `customers.graphql`: customers and the lists hanging off a customer. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { createCustomer } from '../upstream/customers.ts';
 import type { CreateCustomerInput } from '../upstream/types.ts';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { CUSTOMER_LISTS, readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
+import { connectionOf } from './resolver-shapes.ts';
 import { readScopedCustomers } from './scoped-customers.ts';
 import { toConnection, toPageParams } from './pagination.ts';
 
@@ -41,31 +43,21 @@ export const customerResolvers: Resolvers = {
       // `type` is a String in the schema (an open set); the upstream validates it and a refusal
       // points at `/type`, which the error mapping turns into the path `input.type`.
       const result = await createCustomer(upstream, body as CreateCustomerInput, idempotencyKey);
-      loaders.customer.clear(result.data.id).prime(result.data.id, result.data);
-      loaders.customers.clearAll();
+      written.customer(loaders, result.data);
       return toPayload('customer', result);
     },
   },
   Customer: {
     __resolveReference: (reference, context, info) =>
       readRecord('Customer', { id: reference.id }, context, info),
-    accounts: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.accounts.load(customer, args, loaders), args),
-    relatedParties: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.relatedParties.load(customer, args, loaders), args),
-    capabilities: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.capabilities.load(customer, args, loaders), args),
-    documents: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.documents.load(customer, args, loaders), args),
-    recipients: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.recipients.load(customer, args, loaders), args),
-    tasks: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.tasks.load(customer, args, loaders), args),
-    quotes: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.quotes.load(customer, args, loaders), args),
-    transfers: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.transfers.load(customer, args, loaders), args),
-    rules: async (customer, args, { loaders }) =>
-      toConnection(await CUSTOMER_LISTS.rules.load(customer, args, loaders), args),
+    accounts: connectionOf(CUSTOMER_LISTS.accounts),
+    relatedParties: connectionOf(CUSTOMER_LISTS.relatedParties),
+    capabilities: connectionOf(CUSTOMER_LISTS.capabilities),
+    documents: connectionOf(CUSTOMER_LISTS.documents),
+    recipients: connectionOf(CUSTOMER_LISTS.recipients),
+    tasks: connectionOf(CUSTOMER_LISTS.tasks),
+    quotes: connectionOf(CUSTOMER_LISTS.quotes),
+    transfers: connectionOf(CUSTOMER_LISTS.transfers),
+    rules: connectionOf(CUSTOMER_LISTS.rules),
   },
 };

@@ -1,28 +1,25 @@
 /** Resolvers of `documents.graphql`: customer documents and their archiving. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { written } from '../loaders/written.ts';
 import { archiveDocument } from '../upstream/documents.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { readRecord } from './look-ahead.ts';
 
 export const documentResolvers: Resolvers = {
   Query: {
-    customerDocument: (_parent, { customerId, id }, context, info) =>
-      readRecord('CustomerDocument', { customerId, id }, context, info),
+    customerDocument: customerRecordByArgs('CustomerDocument'),
   },
   Mutation: {
     archiveCustomerDocument: async (_parent, { input }, { upstream, loaders }) => {
       const { idempotencyKey } = splitInput(input);
       const result = await archiveDocument(upstream, input.customerId, input.documentId, idempotencyKey);
-      // Archived documents answer NOT_FOUND to later reads and leave every list.
-      loaders.document.clear({ customerId: input.customerId, id: input.documentId });
-      loaders.documents.clearAll();
+      written.documentArchived(loaders, { customerId: input.customerId, id: input.documentId });
       return toPayload('document', result);
     },
   },
   CustomerDocument: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('CustomerDocument', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('CustomerDocument'),
     customer: resolveOwningCustomer,
   },
 };

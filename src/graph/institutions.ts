@@ -7,11 +7,15 @@ import type { Institution } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import type { InstitutionParent } from './parents.ts';
 import { toConnection, toPageParams } from './pagination.ts';
+import { fieldsOfFullRecord } from './resolver-shapes.ts';
 import { readRecord } from './look-ahead.ts';
 
 async function fullRecord(institution: InstitutionParent, { loaders }: GraphContext): Promise<Institution> {
   return 'country' in institution ? institution : loaders.institution.load(institution.id);
 }
+
+/** A field the embedded reference lacks. */
+const fullRecordField = fieldsOfFullRecord(fullRecord);
 
 export const institutionResolvers: Resolvers = {
   Query: {
@@ -22,8 +26,8 @@ export const institutionResolvers: Resolvers = {
   Institution: {
     __resolveReference: (reference, context, info) =>
       readRecord('Institution', { id: reference.id }, context, info),
-    country: async (institution, _args, context) => (await fullRecord(institution, context)).country,
-    createdAt: async (institution, _args, context) => (await fullRecord(institution, context)).createdAt,
-    updatedAt: async (institution, _args, context) => (await fullRecord(institution, context)).updatedAt,
+    country: fullRecordField('country'),
+    createdAt: fullRecordField('createdAt'),
+    updatedAt: fullRecordField('updatedAt'),
   },
 };

@@ -1,5 +1,7 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { written } from '../loaders/written.ts';
 import { executeQuote } from '../upstream/money-movement.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { readRecord } from './look-ahead.ts';
@@ -7,24 +9,15 @@ import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const moneyMovementResolvers: Resolvers = {
   Query: {
-    quote: (_parent, { customerId, id }, context, info) =>
-      readRecord('Quote', { customerId, id }, context, info),
-    transfer: (_parent, { customerId, id }, context, info) =>
-      readRecord('Transfer', { customerId, id }, context, info),
+    quote: customerRecordByArgs('Quote'),
+    transfer: customerRecordByArgs('Transfer'),
   },
   Mutation: {
     executeQuote: async (_parent, { input }, { upstream, loaders }) => {
       const { idempotencyKey } = splitInput(input);
       const result = await executeQuote(upstream, input.customerId, input.quoteId, idempotencyKey);
       const transfer = { ...result.data, customerId: input.customerId };
-      loaders.transfer
-        .clear({ customerId: input.customerId, id: transfer.id })
-        .prime({ customerId: input.customerId, id: transfer.id }, transfer);
-      loaders.transfers.clearAll();
-      // The quote's status and transferId changed: forget any earlier read, then read it afresh
-      // (through its loader) only if the payload's `quote` is selected.
-      loaders.quote.clear({ customerId: input.customerId, id: input.quoteId });
-      loaders.quotes.clearAll();
+      written.quoteExecuted(loaders, { customerId: input.customerId, id: input.quoteId }, transfer);
       return toPayload('transfer', { ...result, data: transfer });
     },
   },
@@ -35,8 +28,7 @@ export const moneyMovementResolvers: Resolvers = {
         : null,
   },
   Quote: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Quote', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Quote'),
     customer: resolveOwningCustomer,
     sourceAccount: (quote, _args, context, info) =>
       readRecord('Account', { customerId: quote.customerId, id: quote.sourceAccountId }, context, info),
@@ -46,8 +38,7 @@ export const moneyMovementResolvers: Resolvers = {
         : null,
   },
   Transfer: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Transfer', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Transfer'),
     customer: resolveOwningCustomer,
     sourceAccountId: (transfer) => transfer.source.accountId,
     sourceAccount: (transfer, _args, context, info) =>

@@ -5,6 +5,7 @@
  */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { archiveRelatedParty, createRelatedParty } from '../upstream/related-parties.ts';
 import type { RelatedParty } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
@@ -12,7 +13,7 @@ import { resolveOwningCustomer } from './customers.ts';
 import { RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
-import { readRecord } from './look-ahead.ts';
+import { customerRecordByArgs, customerRecordReference, fieldsOfFullRecord } from './resolver-shapes.ts';
 
 /**
  * The party types the upstream accepts. `partyType` is a string in the schema, spelled as the
@@ -35,6 +36,9 @@ async function fullRecord(party: RelatedPartyParent, { loaders }: GraphContext):
   return loaders.relatedParty.load({ customerId: party.customerId, id: party.id });
 }
 
+/** A field only the full record holds. */
+const fullRecordField = fieldsOfFullRecord(fullRecord);
+
 /** The summary's derived `displayName`, computed the same way for a full record. */
 function displayName(party: RelatedPartyParent): string | null {
   if (!isFullRecord(party)) return party.displayName;
@@ -46,8 +50,7 @@ export const relatedPartyResolvers: Resolvers = {
   // The upstream sends snake_case values; the enum's internal values are those strings.
   RelatedPartyRole: RELATED_PARTY_ROLE_VALUES,
   Query: {
-    relatedParty: (_parent, { customerId, id }, context, info) =>
-      readRecord('RelatedParty', { customerId, id }, context, info),
+    relatedParty: customerRecordByArgs('RelatedParty'),
   },
   Mutation: {
     createRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
@@ -65,11 +68,7 @@ export const relatedPartyResolvers: Resolvers = {
         { ...body, partyType },
         idempotencyKey,
       );
-      const key = { customerId: input.customerId, id: result.data.id };
-      loaders.relatedParty.clear(key).prime(key, result.data);
-      loaders.relatedParties.clearAll();
-      // The parent customer's updatedAt advanced in the same transaction.
-      loaders.customer.clear(input.customerId);
+      written.relatedParty(loaders, { customerId: input.customerId, id: result.data.id }, result.data);
       return toPayload('relatedParty', result);
     },
     archiveRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
@@ -80,21 +79,18 @@ export const relatedPartyResolvers: Resolvers = {
         input.relatedPartyId,
         idempotencyKey,
       );
-      // An archived party answers NOT_FOUND to later reads, so it is not kept in the loader.
-      loaders.relatedParty.clear({ customerId: input.customerId, id: input.relatedPartyId });
-      loaders.relatedParties.clearAll();
-      loaders.customer.clear(input.customerId);
+      // Archived: not kept, it answers NOT_FOUND to later reads.
+      written.relatedParty(loaders, { customerId: input.customerId, id: input.relatedPartyId }, undefined);
       return toPayload('relatedParty', result);
     },
   },
   RelatedParty: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('RelatedParty', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('RelatedParty'),
     customer: resolveOwningCustomer,
     displayName,
-    title: async (party, _args, context) => (await fullRecord(party, context)).title,
-    person: async (party, _args, context) => (await fullRecord(party, context)).person,
-    entity: async (party, _args, context) => (await fullRecord(party, context)).entity,
-    archivedAt: async (party, _args, context) => (await fullRecord(party, context)).archivedAt,
+    title: fullRecordField('title'),
+    person: fullRecordField('person'),
+    entity: fullRecordField('entity'),
+    archivedAt: fullRecordField('archivedAt'),
   },
 };

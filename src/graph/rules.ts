@@ -1,5 +1,7 @@
 /** Resolvers of `rules.graphql`: rules, the account they watch, and their transitions. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { written } from '../loaders/written.ts';
 import { archiveRule, createRule, pauseRule, resumeRule } from '../upstream/rules.ts';
 import type { MutationResult, Rule } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
@@ -9,16 +11,13 @@ import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to a rule the upstream just changed. */
 function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
-  const key = { customerId: result.data.customerId, id: result.data.id };
-  loaders.rule.clear(key).prime(key, result.data);
-  loaders.rules.clearAll();
+  written.rule(loaders, result.data);
   return toPayload('rule', result);
 }
 
 export const ruleResolvers: Resolvers = {
   Query: {
-    rule: (_parent, { customerId, id }, context, info) =>
-      readRecord('Rule', { customerId, id }, context, info),
+    rule: customerRecordByArgs('Rule'),
   },
   Mutation: {
     createRule: async (_parent, { input }, context) => {
@@ -53,8 +52,7 @@ export const ruleResolvers: Resolvers = {
       ),
   },
   Rule: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Rule', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Rule'),
     customer: resolveOwningCustomer,
     triggerAccountId: (rule) => rule.trigger.accountId,
     trigger: (rule, _args, context, info) =>

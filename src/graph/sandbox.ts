@@ -1,6 +1,7 @@
 /** Resolvers of `sandbox.graphql`: test funds and forced capability statuses. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import { sandboxSetCapabilityStatus, sandboxTopUp } from '../upstream/sandbox.ts';
 import { readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
@@ -29,11 +30,7 @@ export const sandboxResolvers: Resolvers = {
     sandboxTopUp: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['accountId', 'customerId']);
       const result = await sandboxTopUp(upstream, input.accountId, body, idempotencyKey);
-      // Balances changed (and a rule may have swept them) on an account whose customer the
-      // top-up path does not name: forget every account read of this operation.
-      loaders.account.clearAll();
-      loaders.accounts.clearAll();
-      loaders.transfers.clearAll();
+      written.balances(loaders);
       const customerId = input.customerId ?? result.ownerCustomerId;
       return {
         ...toPayload('topUp', result),
@@ -56,9 +53,7 @@ export const sandboxResolvers: Resolvers = {
         { status },
         idempotencyKey,
       );
-      const key = { customerId: input.customerId, id: input.capabilityId };
-      loaders.capability.clear(key).prime(key, result.data);
-      loaders.capabilities.clearAll();
+      written.capability(loaders, { customerId: input.customerId, id: input.capabilityId }, result.data);
       return toPayload('capability', result);
     },
   },

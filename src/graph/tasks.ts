@@ -3,23 +3,20 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { toConnection } from './pagination.ts';
+import { connectionOf, customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
 import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
 
 export const taskResolvers: Resolvers = {
   Query: {
-    task: (_parent, { customerId, id }, context, info) =>
-      readRecord('Task', { customerId, id }, context, info),
+    task: customerRecordByArgs('Task'),
     taskSubmission: (_parent, { customerId, taskId, id }, { loaders }) =>
       loaders.taskSubmission.load({ customerId, taskId, id }),
   },
   Task: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Task', { customerId: reference.customerId, id: reference.id }, context, info),
+    __resolveReference: customerRecordReference('Task'),
     customer: resolveOwningCustomer,
     // Through the look-ahead's entry, so submissions started ahead are a cache hit.
-    submissions: async (task, args, { loaders }) =>
-      toConnection(await TASK_SUBMISSIONS.load(task, args, loaders), args),
+    submissions: connectionOf(TASK_SUBMISSIONS),
   },
   TaskSubmission: {
     documents: async (submission, _args, { loaders }) => {

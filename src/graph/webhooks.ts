@@ -1,5 +1,6 @@
 /** Resolvers of `webhooks.graphql`: webhook endpoint management. */
 import type { Resolvers } from '../generated/graphql.ts';
+import { written } from '../loaders/written.ts';
 import {
   archiveWebhookEndpoint,
   createWebhookEndpoint,
@@ -18,8 +19,7 @@ import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to an endpoint the upstream just changed. */
 function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphContext) {
-  loaders.webhookEndpoint.clear(result.data.id).prime(result.data.id, result.data);
-  loaders.webhookEndpoints.clearAll();
+  written.webhookEndpoint(loaders, result.data);
   return toPayload('webhookEndpoint', result);
 }
 

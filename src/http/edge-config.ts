@@ -94,7 +94,7 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
         1_000_000,
       ),
     },
-    trustedDocumentsPath: reader.raw('TRUSTED_DOCUMENTS'),
+    trustedDocumentsPath: reader.trimmed('TRUSTED_DOCUMENTS'),
   };
 }
 
@@ -104,7 +104,7 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
  * string comparison with the header is an exact match.
  */
 function readCorsOrigins(reader: EnvReader): readonly string[] {
-  const raw = reader.raw('CORS_ORIGINS');
+  const raw = reader.trimmed('CORS_ORIGINS');
   if (raw === undefined) return [];
   const origins = new Set<string>();
   const bad: string[] = [];

@@ -5,7 +5,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import type { RetryConfig, UpstreamConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { cancelReasonOf } from './cancellation.ts';
 import {
@@ -17,7 +16,7 @@ import {
 import { parseProblem } from './problem.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
-import { backoffDelayMs, isRetryable, type RetryBudget } from './retry.ts';
+import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -89,6 +88,27 @@ export interface UpstreamClient {
   send(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Finishes in-flight calls (briefly), then closes every connection. */
   close(): Promise<void>;
+}
+
+/** How the facade reaches the upstream REST API. */
+export interface UpstreamConfig {
+  /** Origin (and optional path prefix, without a trailing slash) that `/v3/...` paths are appended to. */
+  baseUrl: string;
+  /** The facade's own key, used when a caller does not send `X-API-Key`. Never logged. */
+  apiKey: string;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  /** Maximum concurrent keep-alive connections to the upstream. */
+  connections: number;
+  /** Upstream calls (retries included) one GraphQL operation or subscription event may make. */
+  maxCallsPerOperation: number;
+  retry: RetryConfig;
+  /**
+   * `{docs_url}` of the upstream's problem types: a request refused for being outside the caller's
+   * scope answers the upstream's own 404, `type` included.
+   */
+  problemDocsUrl: string;
 }
 
 export interface UpstreamClientOptions extends UpstreamConfig {

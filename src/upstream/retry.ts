@@ -2,8 +2,18 @@
  * Retry policy of upstream calls: which failures are worth another attempt, how long to wait, and
  * how many retries one GraphQL operation may spend in all.
  */
-import type { RetryConfig } from '../config.ts';
 import { UpstreamProblemError, UpstreamUnavailableError } from './errors.ts';
+
+/** Retry policy of upstream calls. */
+export interface RetryConfig {
+  /** Attempts per upstream call, the first included (1 disables retries). */
+  maxAttempts: number;
+  /** Retries one GraphQL operation may spend across all its upstream calls. */
+  budget: number;
+  /** First backoff delay; each retry doubles it, with jitter, up to `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
 
 /**
  * Retries left to one GraphQL operation, shared by all its upstream calls, so a query fanning out to

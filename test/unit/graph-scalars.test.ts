@@ -1,11 +1,7 @@
 import { Kind } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import {
-  DateTimeScalar,
-  DecimalScalar,
-  isDecimalString,
-  isRfc3339DateTime,
-} from '../../src/graph/scalars.ts';
+import { DateTimeScalar, DecimalScalar, isDecimalString } from '../../src/graph/scalars.ts';
+import { isRfc3339DateTime } from '../../src/rfc3339.ts';
 
 describe('isRfc3339DateTime', () => {
   it.each([

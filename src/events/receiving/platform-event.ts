@@ -3,6 +3,8 @@
  * pub/sub, to the subscription resolvers ("Events and webhooks" in `docs/upstream-assumptions.md`).
  */
 
+import { isRfc3339DateTime } from '../../rfc3339.ts';
+
 /** The two upstream environments; a key belongs to exactly one. */
 export type PlatformEnvironment = 'sandbox' | 'live';
 
@@ -29,8 +31,6 @@ export interface PlatformEvent {
 /** The result of {@link parsePlatformEvent}. */
 export type PlatformEventParse = { ok: true; event: PlatformEvent } | { ok: false; message: string };
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/;
-
 /**
  * Parses a webhook body into a {@link PlatformEvent}. Never throws: malformed JSON or an envelope
  * without the documented members gives `{ ok: false }` with a message naming the first problem.
@@ -54,7 +54,7 @@ export function toPlatformEvent(value: unknown): PlatformEventParse {
   const { id, type, occurredAt, environment, data } = value;
   if (!isNonEmptyString(id)) return invalid('"id" must be a non-empty string');
   if (!isNonEmptyString(type)) return invalid('"type" must be a non-empty string');
-  if (typeof occurredAt !== 'string' || !RFC3339.test(occurredAt) || Number.isNaN(Date.parse(occurredAt))) {
+  if (typeof occurredAt !== 'string' || !isRfc3339DateTime(occurredAt)) {
     return invalid('"occurredAt" must be an RFC 3339 timestamp');
   }
   if (environment !== 'sandbox' && environment !== 'live') {

@@ -1,0 +1,50 @@
+/**
+ * Resolvers of the shapes that recur across the domain files, built from what differs between
+ * them: a connection read from its parent's key, a field copied from a parent's full record, and a
+ * customer's record read by its key.
+ */
+import type { Page } from '../upstream/types.ts';
+import type { GraphContext } from './context.ts';
+import type { GraphQLResolveInfo } from 'graphql';
+import type { ScopedKey } from '../loaders/index.ts';
+import { readRecord, type KeyedRead, type RecordTypeName, type RecordTypes } from './look-ahead.ts';
+import { toConnection, type ConnectionArgs } from './pagination.ts';
+
+/**
+ * A connection field whose page is read through `read` (the look-ahead's entry for it, so a page
+ * started ahead is a cache hit) from the parent and the field's arguments.
+ */
+export function connectionOf<P, V>(read: KeyedRead<P, ConnectionArgs, Page<V>>) {
+  return async (parent: P, args: ConnectionArgs, { loaders }: GraphContext) =>
+    toConnection(await read.load(parent, args, loaders), args);
+}
+
+/**
+ * Fields copied from a parent's full record, for parents that may be a summary: `fullRecord` gives
+ * the record (the parent itself, or one shared read), and `field(name)` a resolver of one field.
+ */
+export function fieldsOfFullRecord<P, R>(fullRecord: (parent: P, context: GraphContext) => Promise<R>) {
+  return <F extends keyof R>(name: F) =>
+    async (parent: P, _args: unknown, context: GraphContext): Promise<R[F]> =>
+      (await fullRecord(parent, context))[name];
+}
+
+/** The record types whose key holds their customer (`/v3/customers/{customerId}/…`). */
+type CustomerRecordType = {
+  [T in RecordTypeName]: RecordTypes[T]['key'] extends ScopedKey ? T : never;
+}[RecordTypeName];
+
+/**
+ * A query field reading one record of a customer by its `customerId` and `id` arguments, through
+ * the look-ahead (its selected children are started with it).
+ */
+export function customerRecordByArgs<T extends CustomerRecordType>(type: T) {
+  return (_parent: unknown, { customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, { customerId, id } as RecordTypes[T]['key'], context, info);
+}
+
+/** `__resolveReference` of a customer's record: its federation key is `customerId id`. */
+export function customerRecordReference<T extends CustomerRecordType>(type: T) {
+  return ({ customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, { customerId, id } as RecordTypes[T]['key'], context, info);
+}

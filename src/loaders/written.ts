@@ -1,0 +1,95 @@
+/**
+ * What a write makes stale. A mutation resolver tells these functions what the upstream just
+ * wrote; which of the operation's cached reads that changes (the record itself, the lists that may
+ * hold it, a parent whose `updatedAt` moved with it) is known here, once, next to the loaders.
+ * A written record the upstream handed back replaces any earlier read of it, so the payload's
+ * fields read it without another request.
+ */
+import type {
+  Account,
+  AccountFees,
+  Capability,
+  Customer,
+  RelatedParty,
+  Rule,
+  Transfer,
+  WebhookEndpoint,
+} from '../upstream/types.ts';
+import type { Loaders, ScopedKey, ScopedLoader } from './index.ts';
+
+/** Replaces any cached read of a customer's record with the one just written. */
+function replace<T>(loader: ScopedLoader<T>, key: ScopedKey, record: T): void {
+  loader.clear(key).prime(key, record);
+}
+
+export const written = {
+  customer(loaders: Loaders, customer: Customer): void {
+    loaders.customer.clear(customer.id).prime(customer.id, customer);
+    loaders.customers.clearAll();
+  },
+
+  account(loaders: Loaders, key: ScopedKey, account: Account): void {
+    replace(loaders.account, key, account);
+    loaders.accounts.clearAll();
+  },
+
+  /** The account record carries its fees: the cached one is stale too. */
+  accountFees(loaders: Loaders, key: ScopedKey, fees: AccountFees): void {
+    replace(loaders.accountFees, key, fees);
+    loaders.account.clear(key);
+    loaders.accounts.clearAll();
+  },
+
+  /**
+   * Balances changed (and a rule may have swept them, moving money) on an account whose customer
+   * the write does not name: every account and transfer read of the operation is stale.
+   */
+  balances(loaders: Loaders): void {
+    loaders.account.clearAll();
+    loaders.accounts.clearAll();
+    loaders.transfers.clearAll();
+  },
+
+  capability(loaders: Loaders, key: ScopedKey, capability: Capability): void {
+    replace(loaders.capability, key, capability);
+    loaders.capabilities.clearAll();
+  },
+
+  /** Archived documents answer NOT_FOUND to later reads and leave every list. */
+  documentArchived(loaders: Loaders, key: ScopedKey): void {
+    loaders.document.clear(key);
+    loaders.documents.clearAll();
+  },
+
+  /**
+   * A quote executed into `transfer`: the quote's status and transferId changed, so any earlier
+   * read of it is forgotten and read afresh only if asked for.
+   */
+  quoteExecuted(loaders: Loaders, quoteKey: ScopedKey, transfer: Transfer): void {
+    replace(loaders.transfer, { customerId: quoteKey.customerId, id: transfer.id }, transfer);
+    loaders.transfers.clearAll();
+    loaders.quote.clear(quoteKey);
+    loaders.quotes.clearAll();
+  },
+
+  /**
+   * A party created (`party` given) or archived (an archived party answers NOT_FOUND to later
+   * reads, so it is not kept). The parent customer's updatedAt advanced in the same transaction.
+   */
+  relatedParty(loaders: Loaders, key: ScopedKey, party: RelatedParty | undefined): void {
+    if (party === undefined) loaders.relatedParty.clear(key);
+    else replace(loaders.relatedParty, key, party);
+    loaders.relatedParties.clearAll();
+    loaders.customer.clear(key.customerId);
+  },
+
+  rule(loaders: Loaders, rule: Rule): void {
+    replace(loaders.rule, { customerId: rule.customerId, id: rule.id }, rule);
+    loaders.rules.clearAll();
+  },
+
+  webhookEndpoint(loaders: Loaders, endpoint: WebhookEndpoint): void {
+    loaders.webhookEndpoint.clear(endpoint.id).prime(endpoint.id, endpoint);
+    loaders.webhookEndpoints.clearAll();
+  },
+};
