@@ -1,12 +1,13 @@
 /**
  * `npm run bench:tracing`: what tracing costs, as ratios to the same facade with tracing off in the
- * same run. Three facades over one emulator, started the way `npm start` starts them
+ * same run. Four facades over one emulator, started the way `npm start` starts them
  * (scripts/start.ts, so tracing loads through the launcher): tracing off; tracing on with sampling
- * off (`OTEL_TRACES_SAMPLER=always_off`: the instrumentations run, spans are not recorded); tracing
- * on with every trace recorded and exported to an OTLP sink in this process (which answers and
- * discards).
+ * off (`OTEL_TRACES_SAMPLER=always_off`); tracing on with root spans never sampled but a caller's
+ * sampled `traceparent` obeyed (`parentbased_always_off`; the benchmark's requests send none);
+ * tracing on with every trace recorded and exported to an OTLP sink in this process (which answers
+ * and discards).
  *
- * Each round runs the three back to back and takes the ratios within the round, so whatever else
+ * Each round runs the four back to back and takes the ratios within the round, so whatever else
  * the machine does hits all of them alike; the median over the rounds is reported. Reported, never
  * asserted. Options: BENCH_SECONDS per run (default 2), BENCH_ROUNDS (5), BENCH_CONCURRENCY (16).
  */
@@ -61,6 +62,10 @@ async function main(): Promise<void> {
     {
       name: 'tracing on, sampling off',
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, OTEL_TRACES_SAMPLER: 'always_off' },
+    },
+    {
+      name: 'tracing on, roots unsampled',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
     },
     {
       name: 'tracing on, every trace exported',
