@@ -15,8 +15,8 @@
  *   is built.
  * - `caller-sampled` (`parentbased_always_off`): every instrumentation, but a request without a
  *   sampled `traceparent` is ignored by the HTTP instrumentation, which runs it with tracing
- *   suppressed: express, undici and ioredis then make no span, graphql and the upstream client only
- *   the SDK's shared invalid span.
+ *   suppressed: express, undici, ioredis and the upstream client (`tracing.ts`) then make no span,
+ *   graphql only the SDK's shared invalid one.
  * - `roots` (the default, or any ratio above 0): every instrumentation on every request.
  *
  * What the spans may carry: no header value (no header capture is configured), no URL with ids
