@@ -17,6 +17,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Tracer,
 } from '@opentelemetry/api';
 import type { UpstreamTracer } from '../upstream/client.ts';
@@ -27,6 +28,7 @@ import {
   UpstreamUnavailableError,
 } from '../upstream/errors.ts';
 import { createRouteMatcher } from '../upstream/route-template.ts';
+import { traceSampling, unsampledParentsStayUnsampled } from './tracing-config.ts';
 
 /** The instrumentation scope of the facade's own spans. */
 export const FACADE_TRACER_NAME = 'platform-graphql-facade';
@@ -47,14 +49,36 @@ export interface Tracing {
   flush(): Promise<void>;
 }
 
-/** Builds the app's tracing hooks over the globally registered tracer provider. */
-export function createTracing(): Tracing {
+/** What a call in an unsampled trace gets: the trace sent upstream as it is, no span. */
+const UNSAMPLED_CALL = { headers: {}, end() {} };
+
+/**
+ * Builds the app's tracing hooks over the globally registered tracer provider. `env` tells which
+ * sampler the SDK was started with (the process environment, read as the SDK reads it).
+ */
+export function createTracing(env: Readonly<Record<string, string | undefined>> = process.env): Tracing {
   const tracer: Tracer = trace.getTracer(FACADE_TRACER_NAME);
   const routeOf = createRouteMatcher();
+  const skipUnsampled = unsampledParentsStayUnsampled(env);
+  const rootsSampled = traceSampling(env) === 'roots';
 
   return {
     upstreamTracer: {
       startCall(call, request) {
+        const active = context.active();
+        // Under a span that is not sampled, with a sampler that keeps its children unsampled, a span
+        // of the call would be built only to be dropped: the operation's own context goes upstream
+        // instead (same trace id, same unsampled flag), and nothing is built.
+        // Outside any trace (a call at start, a request left untraced), with a sampler that records
+        // no root: nothing to build and nothing to send.
+        const parent = trace.getSpanContext(active);
+        if (parent === undefined && !rootsSampled) return UNSAMPLED_CALL;
+        if (skipUnsampled && parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) === 0) {
+          if (!isSpanContextValid(parent)) return UNSAMPLED_CALL;
+          const headers: Record<string, string> = {};
+          propagation.inject(active, headers);
+          return { headers, end() {} };
+        }
         const { template } = routeOf(request.path);
         const span = tracer.startSpan(
           `${request.method} ${template}`,
@@ -66,11 +90,11 @@ export function createTracing(): Tracing {
               [UPSTREAM_SPAN_ATTRIBUTES.requestId]: call.requestId,
             },
           },
-          context.active(),
+          active,
         );
         // The caller's trace (or this span's) goes upstream with every attempt of the call.
         const headers: Record<string, string> = {};
-        propagation.inject(trace.setSpan(context.active(), span), headers);
+        propagation.inject(trace.setSpan(active, span), headers);
         return {
           headers,
           end({ attempts, response, error }) {

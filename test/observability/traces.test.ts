@@ -64,6 +64,8 @@ const CALLER_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 /** The trace of the write that follows the dashboard query. */
 const WRITE_TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CALLER_SPAN_ID = '00f067aa0ba902b7';
+/** A caller's sampled trace sent to a facade that samples no root of its own. */
+const SAMPLED_BY_CALLER_TRACE_ID = '5cf92f3577b34da6a3ce929d0e0e4737';
 
 /**
  * OpenTelemetry at work in a module URL: the SDK, an exporter, the instrumentations or their loader
@@ -290,6 +292,62 @@ describe('traces', () => {
     expect(audit[0]).toMatchObject({ idempotencyKey: 'traced-top-up-1', traceId: WRITE_TRACE_ID });
     // The recorder would have seen OpenTelemetry (the counterpart of the next test).
     expect(modules.some((url) => OPENTELEMETRY_MODULE.test(url))).toBe(true);
+  });
+
+  test('with root spans never sampled, a request is traced only when its caller sampled it', async () => {
+    const facade = await startFacade(proxy.url, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+    });
+    proxy.requests.length = 0;
+    receiver.spans.length = 0;
+
+    // No traceparent: nothing recorded, nothing sent upstream, no trace id in the log line.
+    expect((await queryDashboard(facade, { 'x-request-id': 'untraced-dashboard' })).errors).toBeUndefined();
+    const untracedRequests = [...proxy.requests];
+    proxy.requests.length = 0;
+    // A sampled traceparent: the whole tree, as with every trace sampled.
+    expect(
+      (
+        await queryDashboard(facade, {
+          traceparent: `00-${SAMPLED_BY_CALLER_TRACE_ID}-${CALLER_SPAN_ID}-01`,
+          'x-request-id': 'caller-sampled-dashboard',
+        })
+      ).errors,
+    ).toBeUndefined();
+    const sampledRequests = [...proxy.requests];
+    await facade.stop();
+
+    expect(untracedRequests).toHaveLength(4);
+    expect(untracedRequests.map((request) => request.traceparent)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    const operationLines = facade.lines.filter((line) => line.msg === 'graphql operation');
+    expect(operationLines.find((line) => line.requestId === 'untraced-dashboard')).not.toHaveProperty(
+      'traceId',
+    );
+    expect(operationLines.find((line) => line.requestId === 'caller-sampled-dashboard')).toMatchObject({
+      traceId: SAMPLED_BY_CALLER_TRACE_ID,
+    });
+
+    const requestSpans = receiver.spans.filter((span) => span.name !== 'graphql.parseSchema');
+    expect(new Set(requestSpans.map((span) => span.traceId))).toEqual(new Set([SAMPLED_BY_CALLER_TRACE_ID]));
+    expect(requestSpans.some((span) => span.scope.includes('instrumentation-express'))).toBe(true);
+    expect(
+      requestSpans.filter((span) => span.attributes['graphql.operation.name'] === 'Dashboard'),
+    ).toHaveLength(1);
+    const upstream = requestSpans.filter((span) => span.scope === 'platform-graphql-facade');
+    expect(upstream).toHaveLength(4);
+    expect(new Set(sampledRequests.map((request) => request.traceparent?.split('-')[3]))).toEqual(
+      new Set(['01']),
+    );
+    expect(new Set(sampledRequests.map((request) => request.traceparent?.split('-')[2]))).toEqual(
+      new Set(upstream.map((span) => span.spanId)),
+    );
   });
 
   test('with tracing off, not one OpenTelemetry module is loaded and log lines carry no trace id', async () => {
