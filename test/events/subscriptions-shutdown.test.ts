@@ -2,34 +2,24 @@
  * `npm start` as a real process: the embedded emulator, webhooks registered at start, a live
  * subscription, then SIGTERM: the subscription completes and the process exits 0.
  */
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterEach, describe, expect, test } from 'vitest';
-import { startNpmStart } from '../support/npm-start.ts';
+import { describe, expect, test } from 'vitest';
+import { useNpmStart } from '../support/npm-start.ts';
 import { waitFor } from './support/events.ts';
-import { connectLive, SANDBOX_KEY, type LiveClient } from './support/live-stack.ts';
+import { connectLive, SANDBOX_KEY } from './support/live-stack.ts';
 
-const children: ChildProcess[] = [];
-const clients: LiveClient[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((client) => client.dispose()));
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-});
+const processes = useNpmStart();
 
 describe('shutdown', () => {
   test(
     'on SIGTERM the running subscriptions complete and the process exits 0',
     { timeout: 30_000 },
     async () => {
-      const { child, lines, logged, stderr, graphqlUrl, emulatorUrl, token } = await startNpmStart({});
-      children.push(child);
+      const { child, lines, logged, stderr, graphqlUrl, emulatorUrl, token } = await processes.start({});
       expect(logged('registered a webhook endpoint with the upstream')).toHaveLength(1);
 
       const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
-      clients.push(client);
+      processes.keep(client);
       const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available pending } } }
     }`);

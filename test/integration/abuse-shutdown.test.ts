@@ -3,33 +3,23 @@
  * a GraphQL answer (SHUTTING_DOWN, retryable, with the mutation's key) instead of a reset, and a
  * graphql-ws connection is closed with 1001 once its subscription completed.
  */
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { waitFor } from '../events/support/events.ts';
-import { startNpmStart } from '../support/npm-start.ts';
-import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
+import { useNpmStart } from '../support/npm-start.ts';
+import { connectLive } from '../events/support/live-stack.ts';
 
-const children: ChildProcess[] = [];
-const clients: LiveClient[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((client) => client.dispose()));
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-});
+const processes = useNpmStart();
 
 describe('shutdown without resets', () => {
   test(
     'on SIGTERM a long query and a mutation answer SHUTTING_DOWN after the drain window; graphql-ws closes with 1001',
     { timeout: 30_000 },
     async () => {
-      const started = await startNpmStart({ SHUTDOWN_DRAIN_MS: '1000' });
+      const started = await processes.start({ SHUTDOWN_DRAIN_MS: '1000' });
       const { child, logged, graphqlUrl, emulatorUrl, token } = started;
-      children.push(child);
       const live = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
-      clients.push(live);
+      processes.keep(live);
       const subscription = live.subscribe('subscription { accountChanged(customerId: "cus_ada") { type } }');
       await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
 

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { afterEach } from 'vitest';
 import { waitFor } from '../events/support/events.ts';
 import { demoToken, loggedIssuer } from './demo-token.ts';
 
@@ -67,5 +68,35 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
     graphqlUrl: logged('facade listening')[0]!.url as string,
     emulatorUrl: logged('upstream: in-process emulator with demo data')[0]!.upstream as string,
     token: await demoToken(loggedIssuer(lines)),
+  };
+}
+
+/**
+ * `npm start` processes for the tests of a file: `start` starts one (see {@link startNpmStart}),
+ * `keep` registers a client to dispose; after each test the clients are disposed, then every
+ * process still running is killed.
+ */
+export function useNpmStart(): {
+  start(env: Record<string, string>): Promise<NpmStart>;
+  keep<C extends { dispose(): Promise<void> }>(client: C): C;
+} {
+  const children: ChildProcess[] = [];
+  const clients: { dispose(): Promise<void> }[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.dispose()));
+    for (const child of children.splice(0)) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+  return {
+    async start(env) {
+      const started = await startNpmStart(env);
+      children.push(started.child);
+      return started;
+    },
+    keep(client) {
+      clients.push(client);
+      return client;
+    },
   };
 }
