@@ -3,7 +3,7 @@
  * is to report them (readiness probes ask it).
  */
 import type { UpstreamContext } from '../upstream/context.ts';
-import { probeUpstream } from '../upstream/probe.ts';
+import { isReachable, probeUpstream } from '../upstream/probe.ts';
 import type { CapabilityDiscovery } from '../upstream/types.ts';
 
 /** The `ApiStatus` object. */
@@ -17,7 +17,7 @@ export interface ApiStatusResult {
 
 /**
  * The upstream probe with the request's credentials, as data. A refused key is `keyValid: false`;
- * no answer, or a 5xx one, is `reachable: false` (the schema's meaning).
+ * reachable as `isReachable` says (no answer, or a 5xx one, is not).
  */
 export async function checkApiStatus(up: UpstreamContext): Promise<ApiStatusResult> {
   const probe = await probeUpstream(up);
@@ -27,7 +27,7 @@ export async function checkApiStatus(up: UpstreamContext): Promise<ApiStatusResu
   }
   const problem = probe.outcome === 'refused' || probe.outcome === 'failed' ? probe.problem : undefined;
   return {
-    reachable: problem !== undefined && problem.status < 500,
+    reachable: isReachable(probe),
     keyValid: false,
     environment: null,
     capabilities: [],

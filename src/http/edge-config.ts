@@ -22,8 +22,8 @@ export interface RateLimitsConfig {
   wsConnects: number;
   /**
    * `RATE_LIMIT_SUBSCRIPTIONS`: graphql-ws operations one caller may have running at once on one
-   * replica. Each event is read once per subscription that hears it, so without a cap a caller
-   * could multiply the upstream calls of every event by subscribing again and again.
+   * replica. Each subscription that hears an event costs a queue, an execution and a message, so
+   * without a cap a caller could multiply the work of every event by subscribing again and again.
    */
   subscriptions: number;
 }

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
-import { probeUpstream } from '../upstream/probe.ts';
+import { isReachable, probeUpstream } from '../upstream/probe.ts';
 
 /** `GET /healthz`: 200 while the process is up. */
 export function handleHealth(): RequestHandler {
@@ -67,8 +67,7 @@ async function checkReadiness(options: ReadinessOptions, requestId: string | und
           ? 'unexpected_error'
           : probe.problem.code;
     options.logger.warn('not ready', { reason, requestId: up.requestId });
-    // Readiness counts any answer of the upstream as reachable: only the key or its health failed.
-    const upstream = { reachable: probe.outcome !== 'unreachable', reason };
+    const upstream = { reachable: isReachable(probe), reason };
     return { status: 503, body: { status: 'unavailable', upstream, ...redisPart } };
   }
   const upstream = { reachable: true, environment: probe.discovery.environment };

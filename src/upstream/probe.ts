@@ -35,3 +35,13 @@ export async function probeUpstream(up: UpstreamContext): Promise<UpstreamProbe>
     return { outcome: 'error' };
   }
 }
+
+/**
+ * Whether the upstream is reachable, in the one meaning every report uses (`/readyz`, `apiStatus`):
+ * it answered, with success or by refusing the key. No answer, a 5xx (the API or a proxy in front of
+ * it failing) or nothing learnt is unreachable: there is nothing a caller could do with it now.
+ */
+export function isReachable(probe: UpstreamProbe): boolean {
+  if (probe.outcome === 'ready' || probe.outcome === 'refused') return true;
+  return probe.outcome === 'failed' && probe.problem.status < 500;
+}

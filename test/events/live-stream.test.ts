@@ -45,6 +45,9 @@ function session(): LiveSession & { contexts: number } {
       live.contexts += 1;
       return { id: live.contexts } as unknown as GraphContext;
     },
+    eventContext() {
+      return live.createEventContext();
+    },
   };
   return live;
 }

@@ -162,7 +162,7 @@ describe('health and readiness', () => {
     expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 1 });
   });
 
-  test('/readyz answers 503 when the upstream returns an error', async () => {
+  test('/readyz answers 503 when the upstream returns an error, unreachable as apiStatus says', async () => {
     await stack.setFaults({ rules: [{ route: 'GET /v3/capabilities', kind: 'request_failed', rate: 1 }] });
 
     const response = await fetch(`${stack.facadeUrl}/readyz`);
@@ -170,8 +170,13 @@ describe('health and readiness', () => {
     expect(response.status).toBe(503);
     expect(await response.json()).toEqual({
       status: 'unavailable',
-      upstream: { reachable: true, reason: 'request_failed' },
+      // A 5xx is no usable answer: unreachable, as apiStatus says too.
+      upstream: { reachable: false, reason: 'request_failed' },
     });
+    const status = await stack.query<{ apiStatus: { reachable: boolean; problemCode: string } }>(
+      '{ apiStatus { reachable problemCode } }',
+    );
+    expect(status.body.data).toEqual({ apiStatus: { reachable: false, problemCode: 'request_failed' } });
   });
 
   test('an unknown path is a JSON 404', async () => {

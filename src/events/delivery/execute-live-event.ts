@@ -1,10 +1,44 @@
 /**
  * Runs a subscription operation once per delivery, each with the context its resource was read
- * with, in place of graphql-js's `subscribe` (which graphql-ws would otherwise call).
+ * with, in place of graphql-js's `subscribe` (which graphql-ws would otherwise call). Subscribers
+ * that share an event's context (`shared-event-reads.ts`) and sent the same document with the same
+ * variables share its execution too: one result, sent to each of them.
  */
-import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import {
+  createSourceEventStream,
+  execute,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+} from 'graphql';
+import type { GraphContext } from '../../graph/context.ts';
 import type { LiveDelivery } from './live-stream.ts';
 import { pullThrough } from './push-pull-queue.ts';
+
+/** The executions made with each shared event context, by event and operation (document, name, variables). */
+const executionsByContext = new WeakMap<GraphContext, Map<string, Promise<ExecutionResult>>>();
+
+/**
+ * A number per document object: the subscribe guard hands identical texts the same parsed
+ * document, so equal numbers mean equal operations.
+ */
+const documentNumbers = new WeakMap<DocumentNode, number>();
+let lastDocumentNumber = 0;
+
+/** What makes two subscriptions' executions of one event interchangeable, given the same context. */
+function operationKeyOf(args: ExecutionArgs): string | undefined {
+  let number = documentNumbers.get(args.document);
+  if (number === undefined) {
+    number = lastDocumentNumber += 1;
+    documentNumbers.set(args.document, number);
+  }
+  try {
+    return `${number}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}`;
+  } catch {
+    // Variables that cannot be written as JSON (not from a graphql-ws message): run alone.
+    return undefined;
+  }
+}
 
 /**
  * graphql-js's `subscribe`, except that each event runs with its own context: the one its
@@ -17,17 +51,29 @@ export async function subscribeWithEventContexts(
 ): Promise<AsyncGenerator<ExecutionResult> | AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
   const source = await createSourceEventStream(args);
   if (!isAsyncIterable(source)) return source;
+  const operationKey = operationKeyOf(args);
 
   // Each delivery executes when it is pulled; stopping the stream stops the source at once.
-  return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> =>
-    Promise.resolve(
-      execute({
-        ...args,
-        rootValue: delivery,
-        contextValue: isChange(delivery) ? delivery.context : args.contextValue,
-      }),
-    ),
-  );
+  return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> => {
+    if (!isChange(delivery)) return Promise.resolve(execute({ ...args, rootValue: delivery }));
+    const run = () =>
+      Promise.resolve(execute({ ...args, rootValue: delivery, contextValue: delivery.context }));
+    if (operationKey === undefined || delivery.eventId === undefined) return run();
+    // The payload of a change depends only on the event, the operation and what the context
+    // reads: with the same three, another subscriber's result is this one's.
+    let executions = executionsByContext.get(delivery.context);
+    if (executions === undefined) {
+      executions = new Map();
+      executionsByContext.set(delivery.context, executions);
+    }
+    const key = `${delivery.eventId}\n${operationKey}`;
+    let result = executions.get(key);
+    if (result === undefined) {
+      result = run();
+      executions.set(key, result);
+    }
+    return result;
+  });
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

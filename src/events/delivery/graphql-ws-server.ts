@@ -19,6 +19,7 @@ import { subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveObserver, LiveSession } from './live-context.ts';
 import type { PlatformEnvironment } from '../receiving/platform-event.ts';
 import { AwaitableSet } from './awaitable-set.ts';
+import { createSharedEventReads, readGroupOf } from './shared-event-reads.ts';
 import { createSubscribeGuard } from './subscribe-guard.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
@@ -109,6 +110,8 @@ interface Subscriber {
   /** The caller's own platform key, when it authenticated with one. */
   apiKey: string | undefined;
   environment: PlatformEnvironment;
+  /** Which subscribers read alike (key and scope): they share each event's reads. */
+  readGroup: string;
   /** The queues of this connection's subscriptions, ended together when the token expires. */
   queues: AwaitableSet<SubscriberQueue>;
   /** Ends the connection when the caller's token expires. */
@@ -138,6 +141,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
     maxSubscriptionsPerConnection: options.transport.maxSubscriptionsPerConnection,
   });
   const queues = new Set<SubscriberQueue>();
+  const sharedReads = createSharedEventReads();
   const operations = new AwaitableSet<string>();
   const connectionIds = new WeakMap<object, number>();
   let nextConnectionId = 0;
@@ -174,7 +178,8 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         // does) and the trusted documents, which may put a listed body in place of an id.
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
         if (subscriber !== undefined) {
-          // Every event is read once per subscription that hears it: the cap bounds that for a caller.
+          // Every subscription that hears an event costs a queue, an execution and a message: the
+          // cap bounds that for a caller (the upstream read is shared, see shared-event-reads.ts).
           const max = options.maxOperationsPerCaller;
           if (max !== undefined && runningOperationsOf(subscriber.caller.subject) > max) {
             return [
@@ -247,6 +252,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           caller,
           apiKey,
           environment,
+          readGroup: readGroupOf(caller, apiKey),
           queues: new AwaitableSet(),
           expiry: undefined,
         };
@@ -270,7 +276,8 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         // onConnect refused every connection without one; graphql-ws sends nothing before that.
         if (subscriber === undefined)
           throw new Error('graphql-ws operation without an authenticated subscriber');
-        const { caller, apiKey } = subscriber;
+        const { caller, apiKey, readGroup } = subscriber;
+        const createEventContext = () => options.createContext({ caller, apiKey });
         const live: LiveSession = {
           environment: subscriber.environment,
           async openQueue(accept) {
@@ -290,7 +297,8 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
             subscriber.queues.add(queue);
             return queue;
           },
-          createEventContext: () => options.createContext({ caller, apiKey }),
+          createEventContext,
+          eventContext: (event) => sharedReads.contextFor(event.id, readGroup, createEventContext),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
         };
         return { ...options.createContext({ caller, apiKey }), live };

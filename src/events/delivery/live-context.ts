@@ -1,6 +1,7 @@
 /**
  * What a subscription resolver needs beyond an ordinary operation's context: the subscriber's
- * environment, its bounded event queue, and fresh per-event contexts with its credentials. Only
+ * environment, its bounded event queue, and fresh per-event contexts with its credentials (shared
+ * by the subscribers that read alike). Only
  * graphql-ws operations carry it; an HTTP request has none.
  */
 import { GraphQLError } from 'graphql';
@@ -14,8 +15,14 @@ export interface LiveSession {
   readonly environment: PlatformEnvironment;
   /** Opens the subscriber's bounded queue on its environment's events; resolves once it listens. */
   openQueue(accept: (event: PlatformEvent) => boolean): Promise<SubscriberQueue>;
-  /** A new context with the subscriber's credentials and empty loaders: one per event, so reads are fresh. */
+  /** A new context with the subscriber's credentials and empty loaders, for its own replay reads. */
   createEventContext(): GraphContext;
+  /**
+   * The context `event` is read and executed with: fresh loaders, the subscriber's credentials,
+   * shared with the subscribers that read alike (same upstream key, same scope), so they make one
+   * read of each resource per event between them (`shared-event-reads.ts`).
+   */
+  eventContext(event: PlatformEvent): GraphContext;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
   readonly observer?: LiveObserver;
 }

@@ -1,6 +1,7 @@
 /**
  * One subscription's stream: changes replayed from a list (when asked with `since`), then live
- * events from the subscriber's bounded queue, each turned into a payload read with a fresh context.
+ * events from the subscriber's bounded queue, each turned into a payload read with a fresh context
+ * (one per event, shared by the subscribers that read alike).
  */
 import type { GraphContext } from '../../graph/context.ts';
 import type { LiveSession } from './live-context.ts';
@@ -9,7 +10,13 @@ import { pullThrough, SKIP } from './push-pull-queue.ts';
 
 /** What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`. */
 export type LiveDelivery =
-  | { kind: 'change'; context: GraphContext; payload: unknown }
+  | {
+      kind: 'change';
+      context: GraphContext;
+      payload: unknown;
+      /** The live event it came from; absent for a replayed change (its context is the subscriber's own). */
+      eventId?: string;
+    }
   | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
   | { kind: 'revoked' };
 
@@ -86,11 +93,11 @@ export async function openLiveStream<P>(
       const covered = replayedUpTo.get(event.data.resourceId);
       if (covered !== undefined && Date.parse(event.occurredAt) <= covered) return SKIP;
 
-      const context = live.createEventContext();
+      const context = live.eventContext(event);
       const payload = await feed.toPayload(event, context);
       if (payload === DROP) return SKIP;
       live.observer?.delivered(event);
-      return { kind: 'change', context, payload };
+      return { kind: 'change', context, payload, eventId: event.id };
     },
     { first: replayed },
   );

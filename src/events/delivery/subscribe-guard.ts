@@ -41,6 +41,7 @@ export function createSubscribeGuard(
   options: SubscribeGuardOptions,
 ): (payload: SubscribePayload, runningOnConnection: number) => ExecutionArgs | readonly GraphQLError[] {
   const rules = [...specifiedRules, ...options.validationRules];
+  const validDocuments = createDocumentMemo();
   return (payload, runningOnConnection) => {
     if (runningOnConnection > options.maxSubscriptionsPerConnection) {
       return [
@@ -56,6 +57,8 @@ export function createSubscribeGuard(
         ),
       ];
     }
+    const known = validDocuments.get(payload.query);
+    if (known !== undefined) return accept(known, payload);
     let document: DocumentNode;
     try {
       document = parse(payload.query, { maxTokens: options.maxTokens });
@@ -71,6 +74,15 @@ export function createSubscribeGuard(
     }
     const invalid = validate(options.schema, document, rules);
     if (invalid.length > 0) return invalid;
+    validDocuments.remember(payload.query, document);
+    return accept(document, payload);
+  };
+
+  /** What is checked per subscribe, since it depends on the variables: then the execution arguments. */
+  function accept(
+    document: DocumentNode,
+    payload: SubscribePayload,
+  ): ExecutionArgs | readonly GraphQLError[] {
     const operation = getOperationAST(document, payload.operationName);
     const variables = payload.variables ?? undefined;
     if (operation) {
@@ -85,5 +97,38 @@ export function createSubscribeGuard(
       operationName: payload.operationName,
       variableValues: variables,
     };
+  }
+}
+
+/** Documents kept: enough for every subscription an app ships, bounded against a stream of new ones. */
+const MAX_KEPT_DOCUMENTS = 128;
+/** Longer texts are parsed each time rather than kept. */
+const MAX_KEPT_DOCUMENT_LENGTH = 16 * 1024;
+
+/**
+ * Valid documents by their text. Thousands of subscribers send the same few subscriptions: each
+ * text is parsed and validated once, and every subscriber of it runs the same document object,
+ * which is also what lets them share each event's execution (`execute-live-event.ts`).
+ */
+function createDocumentMemo() {
+  const documents = new Map<string, DocumentNode>();
+  return {
+    get(text: string): DocumentNode | undefined {
+      const document = documents.get(text);
+      if (document !== undefined) {
+        // Most recently used last, so the oldest unused one is dropped first.
+        documents.delete(text);
+        documents.set(text, document);
+      }
+      return document;
+    },
+    remember(text: string, document: DocumentNode): void {
+      if (text.length > MAX_KEPT_DOCUMENT_LENGTH) return;
+      documents.set(text, document);
+      if (documents.size > MAX_KEPT_DOCUMENTS) {
+        const oldest = documents.keys().next().value;
+        if (oldest !== undefined) documents.delete(oldest);
+      }
+    },
   };
 }

@@ -44,13 +44,61 @@ export interface PubSubEventBusOptions {
   closeEngine?: () => Promise<void>;
 }
 
-/** An {@link EventBus} over any graphql-subscriptions engine (in-memory `PubSub`, `RedisPubSub`). */
+/**
+ * An {@link EventBus} over any graphql-subscriptions engine (in-memory `PubSub`, `RedisPubSub`).
+ *
+ * The engine is subscribed once per environment and process, not once per subscriber: what
+ * arrives is checked once, then handed to every local listener in turn. Ten thousand subscribers
+ * cost one Redis subscription and one parse of each event, not ten thousand of each.
+ */
 export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
   const { engine, logger } = options;
   const prefix = options.channelPrefix ?? 'facade:';
   const channelOf = (environment: PlatformEnvironment): string => `${prefix}events:${environment}`;
-  const active = new Set<number>();
+  // Per environment: the local listeners, and the engine subscription feeding them (once active).
+  const channels = new Map<
+    PlatformEnvironment,
+    { listeners: Set<(event: PlatformEvent) => void>; engineSubscription: Promise<number> }
+  >();
   let closed = false;
+
+  const deliver = (environment: PlatformEnvironment, message: unknown) => {
+    // What arrives through Redis was written by another process: check it like any input.
+    const parsed = toPlatformEvent(message);
+    if (!parsed.ok || parsed.event.environment !== environment) {
+      logger.warn('dropped a malformed message from the event bus', {
+        channel: channelOf(environment),
+        reason: parsed.ok ? 'environment does not match the channel' : parsed.message,
+      });
+      return;
+    }
+    for (const listener of channels.get(environment)?.listeners ?? []) {
+      try {
+        listener(parsed.event);
+      } catch (error) {
+        // A throwing listener would stop the loop and starve the other subscribers.
+        logger.error('an event listener threw', { error: String(error) });
+      }
+    }
+  };
+
+  const channelFor = (environment: PlatformEnvironment) => {
+    let channel = channels.get(environment);
+    if (channel === undefined) {
+      const engineSubscription = engine.subscribe(
+        channelOf(environment),
+        (message: unknown) => deliver(environment, message),
+        {},
+      );
+      channel = { listeners: new Set(), engineSubscription };
+      channels.set(environment, channel);
+      // A failed subscription is retried by the next subscriber rather than remembered.
+      engineSubscription.catch(() => {
+        if (channels.get(environment) === channel) channels.delete(environment);
+      });
+    }
+    return channel;
+  };
 
   return {
     async publish(event) {
@@ -60,39 +108,29 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
 
     async subscribe(environment, onEvent) {
       if (closed) throw new Error('the event bus is closed');
-      const subscriptionId = await engine.subscribe(
-        channelOf(environment),
-        (message: unknown) => {
-          // What arrives through Redis was written by another process: check it like any input.
-          const parsed = toPlatformEvent(message);
-          if (!parsed.ok || parsed.event.environment !== environment) {
-            logger.warn('dropped a malformed message from the event bus', {
-              channel: channelOf(environment),
-              reason: parsed.ok ? 'environment does not match the channel' : parsed.message,
-            });
-            return;
-          }
-          try {
-            onEvent(parsed.event);
-          } catch (error) {
-            // A throwing listener would stop the engine's loop and starve the other subscribers.
-            logger.error('an event listener threw', { error: String(error) });
-          }
-        },
-        {},
-      );
-      active.add(subscriptionId);
+      const channel = channelFor(environment);
+      await channel.engineSubscription;
+      // Each call is its own listener, even for the same function: its own unsubscribe removes it.
+      const listener = (event: PlatformEvent) => onEvent(event);
+      channel.listeners.add(listener);
       return () => {
-        if (!active.delete(subscriptionId)) return;
-        engine.unsubscribe(subscriptionId);
+        channel.listeners.delete(listener);
       };
     },
 
     async close() {
       if (closed) return;
       closed = true;
-      for (const subscriptionId of active) engine.unsubscribe(subscriptionId);
-      active.clear();
+      const subscriptions = [...channels.values()];
+      channels.clear();
+      for (const channel of subscriptions) {
+        channel.listeners.clear();
+        try {
+          engine.unsubscribe(await channel.engineSubscription);
+        } catch {
+          // Never subscribed: nothing to end.
+        }
+      }
       await options.closeEngine?.();
     },
   };

@@ -1,0 +1,165 @@
+/**
+ * One upstream read per event per group of subscribers that read alike (the same upstream key and
+ * the same scope), counted at the emulator: many subscribers of one group cost what one costs,
+ * each group reads for itself, and every subscriber still receives its own payload.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
+import { upstreamEvent, waitFor } from './support/events.ts';
+import { postSignedEvent, useLiveStack, type Received } from './support/live-stack.ts';
+
+const secret = generateWebhookSecret();
+const stack = useLiveStack({ WEBHOOK_SECRETS: secret });
+
+const ACCOUNT_WITH_FEES = `subscription {
+  accountChanged(customerId: "cus_acme") {
+    accountId
+    account { id balances { available } fees { breakdown { developer { bips } } } }
+  }
+}`;
+const ACCOUNT_ID_ONLY =
+  'subscription { accountChanged(customerId: "cus_acme") { accountId account { id } } }';
+
+async function upstreamCalls(): Promise<{ total: number; byRoute: Record<string, number> }> {
+  return (await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json()) as {
+    total: number;
+    byRoute: Record<string, number>;
+  };
+}
+
+async function resetUpstreamCalls(): Promise<void> {
+  await fetch(`${stack.emulator.url}/_emulator/requests`, { method: 'DELETE' });
+}
+
+/** Posts an `account.updated` of acme's ETH account and waits until every subscription has it. */
+async function accountUpdated(subscriptions: Received[]): Promise<void> {
+  const before = subscriptions.map((subscription) => subscription.data.length);
+  const event = upstreamEvent({
+    type: 'account.updated',
+    environment: 'sandbox',
+    customerId: 'cus_acme',
+    resourceType: 'account',
+    resourceId: 'acc_acme_eth',
+  });
+  expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
+  await waitFor(
+    () => subscriptions.every((subscription, index) => subscription.data.length > before[index]!),
+    'the event on every subscription',
+  );
+}
+
+/** Every subscription a test starts, stopped after it so the next test's counts are its own. */
+const running: (Received & { stop(): void })[] = [];
+let started = 0;
+function subscribe(connectionParams: Record<string, unknown>, query: string) {
+  const subscription = stack.connect(connectionParams).subscribe(query);
+  running.push(subscription);
+  started += 1;
+  return subscription;
+}
+afterEach(async () => {
+  for (const subscription of running.splice(0)) subscription.stop();
+  const completed = () =>
+    stack.facade.logs.filter((line) => line.includes('"msg":"subscription completed"')).length;
+  await waitFor(() => completed() === started, 'every subscription to complete');
+});
+
+const bearerOf = async (token: Promise<string>) => ({ Authorization: `Bearer ${await token}` });
+
+describe('subscribers that read alike share each event’s reads', () => {
+  test('five subscriptions in two groups make the reads of two, and each receives the whole payload', async () => {
+    const operator = await bearerOf(tokenFor('operator'));
+    const acme = await bearerOf(tokenFor('acme'));
+    const operators = [1, 2, 3].map(() => subscribe(operator, ACCOUNT_WITH_FEES));
+    const acmes = [1, 2].map(() => subscribe(acme, ACCOUNT_WITH_FEES));
+    await stack.subscriptionsStarted(5);
+    await resetUpstreamCalls();
+
+    await accountUpdated([...operators, ...acmes]);
+
+    // The account (its fees come with it), once for the operators' group and once for acme's.
+    expect((await upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+    });
+    const payloads = [...operators, ...acmes].map((subscription) => subscription.data.at(-1));
+    for (const payload of payloads) {
+      expect(payload).toMatchObject({
+        accountChanged: {
+          accountId: 'acc_acme_eth',
+          account: {
+            id: 'acc_acme_eth',
+            balances: expect.any(Array),
+            fees: { breakdown: expect.any(Object) },
+          },
+        },
+      });
+      expect(payload).toEqual(payloads[0]);
+    }
+    for (const subscription of [...operators, ...acmes]) expect(subscription.errors).toEqual([]);
+  });
+
+  test('callers with other subjects but the same scope share; a wider scope reads for itself', async () => {
+    // Two different subjects scoped to cus_acme alone, and one scoped to two customers.
+    // (The first two have the scope of the `acme` test client too: one group with it.)
+    const first = await bearerOf(issuerSignedToken({ sub: 'acme-user-1', customer_ids: ['cus_acme'] }));
+    const second = await bearerOf(issuerSignedToken({ sub: 'acme-user-2', customer_ids: ['cus_acme'] }));
+    const wider = await bearerOf(
+      issuerSignedToken({ sub: 'acme-and-globex', customer_ids: ['cus_acme', 'cus_globex'] }),
+    );
+    const subscriptions = [
+      subscribe(first, ACCOUNT_ID_ONLY),
+      subscribe(second, ACCOUNT_ID_ONLY),
+      subscribe(wider, ACCOUNT_ID_ONLY),
+    ];
+    await stack.subscriptionsStarted(3);
+    await resetUpstreamCalls();
+
+    await accountUpdated(subscriptions);
+
+    expect(await upstreamCalls()).toMatchObject({
+      total: 2,
+      byRoute: { 'GET /v3/customers/{customerId}/accounts/{accountId}': 2 },
+    });
+    for (const subscription of subscriptions) {
+      expect(subscription.data.at(-1)).toEqual({
+        accountChanged: { accountId: 'acc_acme_eth', account: { id: 'acc_acme_eth' } },
+      });
+    }
+  });
+
+  test('different documents in one group share the reads, each getting its own selection', async () => {
+    const operator = await bearerOf(tokenFor('operator'));
+    const full = subscribe(operator, ACCOUNT_WITH_FEES);
+    const idOnly = subscribe(operator, ACCOUNT_ID_ONLY);
+    await stack.subscriptionsStarted(2);
+    await resetUpstreamCalls();
+
+    await accountUpdated([full, idOnly]);
+
+    expect((await upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 1,
+    });
+    expect(idOnly.data.at(-1)).toEqual({
+      accountChanged: { accountId: 'acc_acme_eth', account: { id: 'acc_acme_eth' } },
+    });
+    expect(full.data.at(-1)).toMatchObject({ accountChanged: { account: { fees: expect.any(Object) } } });
+  });
+
+  test('each event is read afresh: a second event makes its own reads', async () => {
+    const operator = await bearerOf(tokenFor('operator'));
+    const subscriptions = [1, 2].map(() => subscribe(operator, ACCOUNT_ID_ONLY));
+    await stack.subscriptionsStarted(2);
+    await resetUpstreamCalls();
+
+    await accountUpdated(subscriptions);
+    await accountUpdated(subscriptions);
+
+    expect((await upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+    });
+    for (const subscription of subscriptions) {
+      expect(subscription.data).toHaveLength(2);
+    }
+  });
+});
