@@ -23,6 +23,7 @@ describe('shutdown', () => {
       const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available pending } } }
     }`);
+      // A child process: only its output tells when the subscription listens (no lifecycle hook here).
       await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
 
       const topUp = await fetch(`${emulatorUrl}/v3/sandbox/accounts/acc_ada_sol/topup`, {

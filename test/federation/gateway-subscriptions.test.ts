@@ -108,10 +108,8 @@ describe('subscriptions through Hive Gateway', () => {
       }`,
     );
     try {
-      await waitFor(
-        () => stack.logs().some((line) => line.includes('"msg":"subscription started"')),
-        'the gateway to subscribe at the facade',
-      );
+      // The gateway has subscribed at the facade, which listens from here on.
+      await stack.subscriptionsStarted(1);
       const topUp = await fetch(`${stack.emulatorUrl}/v3/sandbox/accounts/acc_acme_eth/topup`, {
         method: 'POST',
         headers: {

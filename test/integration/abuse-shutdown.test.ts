@@ -21,6 +21,7 @@ describe('shutdown without resets', () => {
       const live = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       processes.keep(live);
       const subscription = live.subscribe('subscription { accountChanged(customerId: "cus_ada") { type } }');
+      // A child process: only its output tells when the subscription listens (no lifecycle hook here).
       await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
 
       // Both upstream calls stall: only the shutdown can end them.

@@ -106,7 +106,8 @@ describe('the topology', () => {
     }`);
     const metricsB = `${twin.urls['facade-b-metrics']}/metrics`;
     const metricsA = `${twin.urls['facade-a-metrics']}/metrics`;
-    // facade-b's own metrics say when the subscription is running.
+    // facade-b's own metrics say when the subscription is running (a child process: no lifecycle
+    // hook to wait on).
     let subscriptions = 0;
     await waitFor(
       () => subscriptions === 1,

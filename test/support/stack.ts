@@ -7,6 +7,8 @@ import { createEmulator } from '../../emulator/index.ts';
 import { createApp, type App, type AppDependencies } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
+import type { OperationCompleted } from '../../src/observability/lifecycle.ts';
+import { watchLifecycle, type LifecycleWatch } from './harness/lifecycle-watch.ts';
 import { bearer, issuerEnv, type TestCallerName } from './tokens.ts';
 
 export type EmulatorOptions = NonNullable<Parameters<typeof createEmulator>[0]>;
@@ -98,6 +100,12 @@ export interface Stack {
   clearFaults(): Promise<void>;
   /** Every line the facade logged so far (JSON strings). */
   logs(): readonly string[];
+  /** The facade's lifecycle hooks, counted since it started. */
+  lifecycle: LifecycleWatch;
+  /** Resolves once `count` subscriptions have started on the facade since it started. */
+  subscriptionsStarted(count: number): Promise<void>;
+  /** The next HTTP operation the facade completes from now on (that `matching` accepts). */
+  nextOperationCompleted(matching?: (operation: OperationCompleted) => boolean): Promise<OperationCompleted>;
   close(): Promise<void>;
 }
 
@@ -135,6 +143,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       log: 'audit',
     });
     app = await createApp(config, { auditLogger, ...options.app, logger });
+    const lifecycle = watchLifecycle(app.lifecycle);
     const listening = await app.listen(0, '127.0.0.1');
     const facadeUrl = listening.url;
     const graphqlUrl = `${facadeUrl}/graphql`;
@@ -198,8 +207,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         await control('DELETE', '/_emulator/faults');
       },
       logs: () => lines,
+      lifecycle,
+      subscriptionsStarted: (count) =>
+        lifecycle.reached('subscriptionStarted', count, `${count} subscription(s) to start`),
+      nextOperationCompleted: (matching) => lifecycle.next('operationCompleted', matching),
       async close() {
         await started.close();
+        lifecycle.close();
         await emulator.close();
       },
     };

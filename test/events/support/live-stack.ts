@@ -10,8 +10,8 @@ import { createApp, type App } from '../../../src/app.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { facadeTestEnv, SANDBOX_KEY } from '../../support/stack.ts';
+import { watchLifecycle, type LifecycleWatch } from '../../support/harness/lifecycle-watch.ts';
 import { tokenFor } from '../../support/tokens.ts';
-import { waitFor } from './events.ts';
 
 // Response bodies and results are asserted with toMatchObject; a loose type keeps the tests readable.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -62,8 +62,12 @@ export interface RunningFacade {
   wsUrl: string;
   webhookUrl: string;
   logs: string[];
+  /** The facade's lifecycle hooks, counted since it started. */
+  lifecycle: LifecycleWatch;
   /** Resolves once `count` subscriptions have started on this facade since it started. */
   subscriptionsStarted(count: number): Promise<void>;
+  /** Resolves once `count` subscriptions have completed on this facade since it started. */
+  subscriptionsCompleted(count: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -78,16 +82,23 @@ export async function startFacade(
     logger: createLogger({ level: 'debug', write: (line) => logs.push(line) }),
     auditLogger: createLogger({ level: 'info', write: (line) => logs.push(line) }).child({ log: 'audit' }),
   });
+  const lifecycle = watchLifecycle(app.lifecycle);
   const { url } = await app.listen(0, '127.0.0.1');
-  const started = () => logs.filter((line) => line.includes('"msg":"subscription started"')).length;
   return {
     app,
     url,
     wsUrl: `${url.replace(/^http/, 'ws')}/graphql`,
     webhookUrl: `${url}/webhooks/platform`,
     logs,
-    subscriptionsStarted: (count) => waitFor(() => started() >= count, `${count} subscription(s) to start`),
-    close: () => app.close(),
+    lifecycle,
+    subscriptionsStarted: (count) =>
+      lifecycle.reached('subscriptionStarted', count, `${count} subscription(s) to start`),
+    subscriptionsCompleted: (count) =>
+      lifecycle.reached('subscriptionCompleted', count, `${count} subscription(s) to complete`),
+    async close() {
+      await app.close();
+      lifecycle.close();
+    },
   };
 }
 
@@ -102,6 +113,8 @@ export interface LiveStack {
   connect(connectionParams?: Record<string, unknown>): LiveClient;
   /** Resolves once `more` subscriptions have started on the facade since the last call. */
   subscriptionsStarted(more: number): Promise<void>;
+  /** Resolves once `more` subscriptions have completed on the facade since the last call. */
+  subscriptionsCompleted(more: number): Promise<void>;
 }
 
 /**
@@ -113,6 +126,7 @@ export function useLiveStack(env: Record<string, string> = {}): LiveStack {
   let facade: RunningFacade | undefined;
   const clients: LiveClient[] = [];
   let started = 0;
+  let completed = 0;
 
   // Connections are the operator's unless a test brings its own `connection_init` payload.
   let operatorParams: Record<string, unknown> | undefined;
@@ -146,6 +160,10 @@ export function useLiveStack(env: Record<string, string> = {}): LiveStack {
     async subscriptionsStarted(more) {
       started += more;
       await running(facade, 'facade').subscriptionsStarted(started);
+    },
+    async subscriptionsCompleted(more) {
+      completed += more;
+      await running(facade, 'facade').subscriptionsCompleted(completed);
     },
   };
 }
