@@ -7,11 +7,12 @@
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { tokenFor } from '../support/tokens.ts';
-import { upstreamEvent, waitFor } from './support/events.ts';
-import { postSignedEvent, useLiveStack } from './support/live-stack.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const secret = generateWebhookSecret();
-const stack = useLiveStack({ WEBHOOK_SECRETS: secret, RATE_LIMIT_SUBSCRIPTIONS: '2' });
+const stack = useStack({ env: { WEBHOOK_SECRETS: secret, RATE_LIMIT_SUBSCRIPTIONS: '2' } });
 
 const ACCOUNT_CHANGED = 'subscription { accountChanged(customerId: "cus_acme") { accountId } }';
 

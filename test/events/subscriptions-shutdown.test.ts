@@ -5,8 +5,9 @@
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
 import { useNpmStart } from '../support/npm-start.ts';
-import { waitFor } from './support/events.ts';
-import { connectLive, SANDBOX_KEY } from './support/live-stack.ts';
+import { SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { connectLive } from '../support/harness/live-client.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const processes = useNpmStart();
 

@@ -12,8 +12,8 @@ import { gatewayConfig } from '../../deploy/gateway.config.ts';
 import { gatewayTransports } from '../../deploy/graphql-ws-transport.ts';
 import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
 import { composeSupergraph, loadRepositorySubgraphs } from '../../scripts/compose-supergraph.ts';
-import { waitFor } from '../events/support/events.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { type Stack, startStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { bearer } from '../support/tokens.ts';
 
 let stack: Stack;

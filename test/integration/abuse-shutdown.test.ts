@@ -5,9 +5,9 @@
  */
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
-import { waitFor } from '../events/support/events.ts';
+import { connectLive } from '../support/harness/live-client.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { useNpmStart } from '../support/npm-start.ts';
-import { connectLive } from '../events/support/live-stack.ts';
 
 const processes = useNpmStart();
 

@@ -6,31 +6,31 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import type { LifecycleEventName, LifecycleEvents } from '../../src/observability/lifecycle.ts';
-import { connectLive, postSignedEvent, type LiveClient } from '../events/support/live-stack.ts';
-import { upstreamEvent, waitFor } from '../events/support/events.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import type { RunningFacade } from '../support/harness/facade.ts';
+import { startStack, type Stack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { tokenFor } from '../support/tokens.ts';
 
 const secret = generateWebhookSecret();
-let first: Stack;
-let second: Stack;
-const clients: LiveClient[] = [];
+let stack: Stack;
+// Two facades in this process, as replicas are in a test.
+let first: RunningFacade;
+let second: RunningFacade;
 
 beforeAll(async () => {
-  first = await startStack({ env: { WEBHOOK_SECRETS: secret } });
-  second = await startStack({ env: { WEBHOOK_SECRETS: secret } });
+  stack = await startStack({ facades: 2, env: { WEBHOOK_SECRETS: secret } });
+  [first, second] = stack.facades as [RunningFacade, RunningFacade];
 });
 
 afterAll(async () => {
-  await Promise.all(clients.map((client) => client.dispose()));
-  await first?.close();
-  await second?.close();
+  await stack?.close();
 });
 
-/** Every `event` message of `stack`'s app from now until `stop()`. */
-function record<E extends LifecycleEventName>(stack: Stack, event: E) {
+/** Every `event` message of `facade`'s app from now until `stop()`. */
+function record<E extends LifecycleEventName>(facade: RunningFacade, event: E) {
   const messages: LifecycleEvents[E][] = [];
-  const stop = stack.app.lifecycle.on(event, (message) => messages.push(message));
+  const stop = facade.app.lifecycle.on(event, (message) => messages.push(message));
   return { messages, stop };
 }
 
@@ -128,10 +128,7 @@ describe('graphql-ws and webhooks', () => {
     const completed = record(first, 'subscriptionCompleted');
     const published = record(first, 'webhookEventPublished');
     try {
-      const client = connectLive(`${first.facadeUrl.replace(/^http/, 'ws')}/graphql`, {
-        Authorization: `Bearer ${await tokenFor('acme')}`,
-      });
-      clients.push(client);
+      const client = first.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
       const received = client.subscribe(
         'subscription AcmeEvents { events(customerId: "cus_acme") { eventId } }',
       );
@@ -148,7 +145,7 @@ describe('graphql-ws and webhooks', () => {
         resourceType: 'capability',
         resourceId: 'cap_acme_wire',
       });
-      expect((await postSignedEvent(`${first.facadeUrl}/webhooks/platform`, secret, event)).status).toBe(200);
+      expect((await postSignedEvent(first.webhookUrl, secret, event)).status).toBe(200);
       expect(published.messages).toEqual([
         {
           eventId: event.id,
@@ -163,7 +160,7 @@ describe('graphql-ws and webhooks', () => {
       await waitFor(() => completed.messages.length === 1, 'the subscription to complete');
       expect(completed.messages).toEqual([{ subscriptionId: started.messages[0]!.subscriptionId }]);
       // A duplicate delivery is acknowledged, not published again.
-      expect((await postSignedEvent(`${first.facadeUrl}/webhooks/platform`, secret, event)).status).toBe(200);
+      expect((await postSignedEvent(first.webhookUrl, secret, event)).status).toBe(200);
       expect(published.messages).toHaveLength(1);
     } finally {
       started.stop();

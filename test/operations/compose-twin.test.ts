@@ -12,10 +12,10 @@ import {
   TWIN_SERVICES,
   type ComposeTwin,
 } from '../../scripts/compose-twin.ts';
-import { waitFor } from '../events/support/events.ts';
-import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
-import { requireRedisUrl, uniqueRedisPrefix } from '../events/support/redis.ts';
-import { postGraphQL } from '../federation/federation-stack.ts';
+import { postGraphQL } from '../support/harness/federation.ts';
+import { connectLive, type LiveClient } from '../support/harness/live-client.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { deltas, scrape, valueOf } from '../support/metrics.ts';
 
 let twin: ComposeTwin;

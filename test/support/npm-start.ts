@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
-import { waitFor } from '../events/support/events.ts';
+import { waitFor } from './harness/wait.ts';
 import { demoToken, loggedIssuer } from './demo-token.ts';
 
 export interface NpmStart {

@@ -3,14 +3,14 @@
  * both on port 0, and the supergraph composed from this repository's SDL with their real URLs.
  * Gateways (Apollo Gateway, Hive Gateway) are started over it by `gateways.ts`.
  */
-import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
+import { createSupportNotesServer } from '../../../examples/support-notes/server.ts';
 import {
   composeSupergraph,
   loadRepositorySubgraphs,
   withoutEdgeAuthorization,
-} from '../../scripts/compose-supergraph.ts';
-import { startStack, type Stack } from '../support/stack.ts';
-import { bearer } from '../support/tokens.ts';
+} from '../../../scripts/compose-supergraph.ts';
+import { bearer } from '../tokens.ts';
+import { startStack, type Stack } from './stack.ts';
 
 export type FederationStack = {
   /** The emulator and the facade (the `platform` subgraph). */
