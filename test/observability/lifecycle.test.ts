@@ -122,6 +122,24 @@ describe('operations over HTTP', () => {
   });
 });
 
+describe('the harness waiting on the hooks', () => {
+  test('nextOperationCompleted resolves with the operation the facade completes next', async () => {
+    const completed = second.nextOperationCompleted((operation) => operation.operationName === 'Waited');
+    const result = await second.query('query Waited { apiStatus { reachable } }', undefined, {
+      'x-request-id': 'lifecycle-waited',
+    });
+    expect(result.status).toBe(200);
+    expect(await completed).toEqual({
+      requestId: 'lifecycle-waited',
+      operationName: 'Waited',
+      status: 200,
+      outcome: 'success',
+      errorCodes: [],
+      durationMs: expect.any(Number),
+    });
+  });
+});
+
 describe('graphql-ws and webhooks', () => {
   test('a subscription is told started once it listens, and completed when the client stops it', async () => {
     const started = record(first, 'subscriptionStarted');
