@@ -10,7 +10,7 @@ import {
   withoutEdgeAuthorization,
 } from '../../../scripts/compose-supergraph.ts';
 import { bearer } from '../tokens.ts';
-import { startStack, type Stack } from './stack.ts';
+import { startStack, type Stack, type StackOptions } from './stack.ts';
 
 export type FederationStack = {
   /** The emulator and the facade (the `platform` subgraph). */
@@ -24,9 +24,12 @@ export type FederationStack = {
   close(): Promise<void>;
 };
 
-/** Starts both subgraphs and composes their supergraph. Always `close()` it (afterAll). */
-export async function startFederationStack(): Promise<FederationStack> {
-  const stack = await startStack();
+/**
+ * Starts both subgraphs (the stack with `options`) and composes their supergraph. Always `close()`
+ * it (afterAll).
+ */
+export async function startFederationStack(options: StackOptions = {}): Promise<FederationStack> {
+  const stack = await startStack(options);
   const supportNotes = createSupportNotesServer();
   try {
     const { url: supportNotesUrl } = await supportNotes.listen(0);
