@@ -53,6 +53,8 @@ import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { Metrics } from './observability/metrics.ts';
+import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
+import { createLifecyclePlugin } from './observability/lifecycle-plugin.ts';
 import { createObservability } from './observability/observability.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
@@ -102,6 +104,12 @@ export interface App {
   readonly logger: Logger;
   /** Prometheus metrics (served on `/metrics`); e.g. `metrics.rateLimitRefusals.inc({ bucket })`. */
   readonly metrics: Metrics;
+  /**
+   * Operations started and completed (HTTP), graphql-ws operations started and completed, webhook
+   * events published: `app.lifecycle.on('subscriptionStarted', listener)`. See
+   * src/observability/lifecycle.ts.
+   */
+  readonly lifecycle: Lifecycle;
   /** Builds an operation's context the way `/graphql` does (for graphql-ws and webhook reads). */
   createContext(input: ContextInput): GraphContext;
   /** Runs `hook` during `close()`, after HTTP has drained and before upstream connections close. */
@@ -154,6 +162,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
     );
   }
+  // What tests and embedding code listen to (app.lifecycle); costs nothing while nobody does.
+  const lifecycle = createLifecycle(logger.child({ component: 'lifecycle' }));
   // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
   const observability = createObservability({
     config: config.metrics,
@@ -237,6 +247,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     upstreamClient,
     logger,
     onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    lifecycle,
     liveObserver: {
       delivered: (event) =>
         metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
@@ -287,6 +298,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       createOperationLimitsPlugin({ maxCost: config.queryLimits.maxCost }),
       createJsonStatusPlugin<GraphContext>(),
       createOperationLoggingPlugin<GraphContext>(logger),
+      createLifecyclePlugin<GraphContext>(lifecycle),
       ...observability.plugins,
       events.apolloPlugin,
       ...(deps.plugins ?? []),
@@ -402,6 +414,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     upstreamClient,
     logger,
     metrics,
+    lifecycle,
     createContext,
     onClose(hook) {
       closeHooks.push(hook);

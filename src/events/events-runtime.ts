@@ -34,6 +34,7 @@ import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
 import type { LiveObserver } from './delivery/live-context.ts';
+import type { LifecycleEmitter } from '../observability/lifecycle.ts';
 import {
   createWebhookRouter,
   type WebhookDeliveryOutcome,
@@ -66,6 +67,8 @@ export interface EventsRuntimeOptions {
   onWebhookDelivery?: (outcome: WebhookDeliveryOutcome) => void;
   /** Told about deliveries to subscribers and queue overflows (metrics). */
   liveObserver?: LiveObserver;
+  /** Told when a webhook event is published and when a graphql-ws operation starts and completes. */
+  lifecycle?: LifecycleEmitter;
 }
 
 /** The parts of the app the event pipeline plugs into. */
@@ -110,7 +113,7 @@ export type RedisCheck = { reachable: true } | { reachable: false; reason: strin
 
 /** Builds the event pipeline; nothing is mounted or registered until `attach` and `start`. */
 export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntime {
-  const { config, upstreamClient } = options;
+  const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
   const { bus, dedup, redis } = createStores(config, logger);
   let secrets: readonly string[] = config.webhooks.secrets;
@@ -143,6 +146,19 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         maxBodyBytes: config.webhooks.maxBodyBytes,
         toleranceSeconds: config.webhooks.toleranceSeconds,
         ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
+        ...(lifecycle === undefined
+          ? {}
+          : {
+              onPublished: (event) => {
+                if (!lifecycle.observed('webhookEventPublished')) return;
+                lifecycle.emit('webhookEventPublished', {
+                  eventId: event.id,
+                  type: event.type,
+                  environment: event.environment,
+                  customerId: event.data.customerId,
+                });
+              },
+            }),
       });
       host.routes.use(WEBHOOK_PATH, webhooks.router);
       websocket = attachGraphQLWebSocket({
@@ -166,6 +182,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         formatError: host.formatError,
         logger,
         ...(options.liveObserver === undefined ? {} : { observer: options.liveObserver }),
+        ...(lifecycle === undefined ? {} : { lifecycle }),
       });
     },
 

@@ -6,11 +6,12 @@
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { describe, expect, test } from 'vitest';
 import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
-import { upstreamEvent, waitFor } from './support/events.ts';
-import { postSignedEvent, useLiveStack } from './support/live-stack.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const secret = generateWebhookSecret();
-const stack = useLiveStack({ WEBHOOK_SECRETS: secret });
+const stack = useStack({ env: { WEBHOOK_SECRETS: secret } });
 
 const bearer = async (caller: 'acme' | 'nobody' | 'operator') => ({
   Authorization: `Bearer ${await tokenFor(caller)}`,

@@ -8,16 +8,14 @@
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { tokenFor } from '../support/tokens.ts';
-import { upstreamEvent, waitFor } from './support/events.ts';
-import { postSignedEvent, useLiveStack } from './support/live-stack.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const secret = generateWebhookSecret();
-const stack = useLiveStack({ WEBHOOK_SECRETS: secret, RATE_LIMIT_SUBSCRIPTIONS: '2' });
+const stack = useStack({ env: { WEBHOOK_SECRETS: secret, RATE_LIMIT_SUBSCRIPTIONS: '2' } });
 
 const ACCOUNT_CHANGED = 'subscription { accountChanged(customerId: "cus_acme") { accountId } }';
-
-const logged = (message: string) =>
-  stack.facade.logs.filter((line) => line.includes(`"msg":"${message}"`)).length;
 
 async function upstreamTotal(): Promise<number> {
   const calls = (await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json()) as { total: number };
@@ -34,7 +32,7 @@ describe('a caller over its running-subscription cap', () => {
 
     const third = firstConnection.subscribe(ACCOUNT_CHANGED);
     await waitFor(
-      () => third.errors.length > 0 || logged('subscription started') >= 3,
+      () => third.errors.length > 0 || stack.facade.lifecycle.count('subscriptionStarted') >= 3,
       'the third subscribe',
     );
     expect(third.errors).toEqual([
@@ -67,7 +65,7 @@ describe('a caller over its running-subscription cap', () => {
 
     // Once one ends, the caller may start another.
     first.stop();
-    await waitFor(() => logged('subscription completed') >= 1, 'the first subscription to complete');
+    await stack.subscriptionsCompleted(1);
     const again = firstConnection.subscribe(ACCOUNT_CHANGED);
     await stack.subscriptionsStarted(1);
     expect(again.errors).toEqual([]);

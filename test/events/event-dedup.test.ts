@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/fan-out/event-dedup.ts';
 import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
 import { createRedisEventDeduplicator } from '../../src/events/fan-out/redis-event-dedup.ts';
-import { waitFor } from './support/events.ts';
-import { connectRedis, uniqueRedisPrefix } from './support/redis.ts';
+import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 type Factory = (options?: EventDeduplicatorOptions) => EventDeduplicator;
 

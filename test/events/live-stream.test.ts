@@ -17,7 +17,7 @@ import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts
 import { openSubscriberQueue, type SubscriberQueue } from '../../src/events/delivery/subscriber-queue.ts';
 import type { GraphContext } from '../../src/graph/context.ts';
 import { createLogger } from '../../src/logger.ts';
-import { makeEvent } from './support/events.ts';
+import { makeEvent } from '../support/harness/events.ts';
 
 type Change = { source: 'replay' | 'live'; resourceId: string; at: string; eventId?: string };
 

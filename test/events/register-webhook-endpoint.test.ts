@@ -7,12 +7,8 @@ import {
 } from '../../src/events/receiving/register-webhook-endpoint.ts';
 import { SUBSCRIBED_EVENT_KINDS } from '../../src/events/receiving/event-kinds.ts';
 import { createLogger } from '../../src/logger.ts';
-import {
-  startEmulator,
-  startFacade,
-  type RunningEmulator,
-  type RunningFacade,
-} from './support/live-stack.ts';
+import { type RunningEmulator, startEmulator } from '../support/harness/emulator.ts';
+import { type RunningFacade, startFacade } from '../support/harness/facade.ts';
 
 // The upstream side is a small in-memory stand-in here, to pin down each decision and the exact calls
 // made; test/events/subscriptions.test.ts registers against the real emulator.
@@ -168,9 +164,7 @@ describe('registration at start against the emulator', () => {
     ).toBe(200);
 
     const facade = await startFacade(emulator.url, {
-      WEBHOOK_REGISTER: 'true',
-      WEBHOOK_PUBLIC_URL: url,
-      WEBHOOK_SECRETS: secret,
+      env: { WEBHOOK_REGISTER: 'true', WEBHOOK_PUBLIC_URL: url, WEBHOOK_SECRETS: secret },
     });
     running.push(facade);
 
@@ -181,7 +175,7 @@ describe('registration at start against the emulator', () => {
     expect(atUrl).toHaveLength(1);
     expect(atUrl[0]).toMatchObject({ id, status: 'active' });
     expect([...atUrl[0]!.events].sort()).toEqual([...SUBSCRIBED_EVENT_KINDS].sort());
-    const log = facade.logs.join('\n');
+    const log = facade.logs().join('\n');
     expect(log).toMatch(/reusing the webhook endpoint registered before/);
     expect(log).not.toContain(secret.slice('whsec_'.length));
   });

@@ -4,8 +4,9 @@ import { openRedisConnection } from '../../src/events/fan-out/redis-connection.t
 import { createRedisEventBus } from '../../src/events/fan-out/redis-event-bus.ts';
 import { openSubscriberQueue, type QueueItem } from '../../src/events/delivery/subscriber-queue.ts';
 import { createLogger } from '../../src/logger.ts';
-import { makeEvent, waitFor } from './support/events.ts';
-import { requireRedisUrl, uniqueRedisPrefix } from './support/redis.ts';
+import { makeEvent } from '../support/harness/events.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const logger = createLogger({ level: 'silent' });
 const opened: EventBus[] = [];

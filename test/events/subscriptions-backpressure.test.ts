@@ -1,17 +1,19 @@
 import { describe, expect, test } from 'vitest';
 import { parseExposition, valueOf } from '../support/metrics.ts';
-import { waitFor } from './support/events.ts';
-import { useLiveStack } from './support/live-stack.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const QUEUE_LIMIT = 2;
 // How long the slow subscriber's stalled read lasts: the facade's upstream timeout.
 const STALL_MS = 6_000;
 
-const stack = useLiveStack({
-  WEBHOOK_REGISTER: 'true',
-  SUBSCRIPTION_QUEUE_LIMIT: String(QUEUE_LIMIT),
-  UPSTREAM_HEADERS_TIMEOUT_MS: String(STALL_MS),
-  UPSTREAM_RETRY_MAX_ATTEMPTS: '1',
+const stack = useStack({
+  env: {
+    WEBHOOK_REGISTER: 'true',
+    SUBSCRIPTION_QUEUE_LIMIT: String(QUEUE_LIMIT),
+    UPSTREAM_HEADERS_TIMEOUT_MS: String(STALL_MS),
+    UPSTREAM_RETRY_MAX_ATTEMPTS: '1',
+  },
 });
 
 describe('slow subscribers', () => {

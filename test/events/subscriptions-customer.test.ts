@@ -6,10 +6,10 @@
  */
 import { describe, expect, test } from 'vitest';
 import { tokenFor } from '../support/tokens.ts';
-import { waitFor } from './support/events.ts';
-import { useLiveStack } from './support/live-stack.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
-const stack = useLiveStack({ WEBHOOK_REGISTER: 'true' });
+const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
 
 const CUSTOMER_READ = 'GET /v3/customers/{customerId}';
 

@@ -1,15 +1,17 @@
 import { signWebhook, generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { describe, expect, test } from 'vitest';
 import { tokenFor } from '../support/tokens.ts';
-import { upstreamEvent, waitFor } from './support/events.ts';
-import { LIVE_KEY, postSignedEvent, SANDBOX_KEY, useLiveStack } from './support/live-stack.ts';
+import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 // Deliveries are signed here with a secret the facade is configured with (WEBHOOK_SECRETS), so a
 // test controls exactly what arrives and when; the resources they name are real emulator records,
 // read by the facade with each subscriber's own key.
 const secret = generateWebhookSecret();
 // Server-side callers may bring their own platform key (one per environment below).
-const stack = useLiveStack({ WEBHOOK_SECRETS: secret, AUTH_ALLOW_CALLER_API_KEY: 'true' });
+const stack = useStack({ env: { WEBHOOK_SECRETS: secret, AUTH_ALLOW_CALLER_API_KEY: 'true' } });
 
 const ACCOUNT_CHANGED = `subscription {
   accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { id } }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { useLiveStack } from './support/live-stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
-const stack = useLiveStack({ QUERY_MAX_DEPTH: '4' });
+const stack = useStack({ env: { QUERY_MAX_DEPTH: '4' } });
 
 describe('query limits over graphql-ws', () => {
   test('a subscription nested deeper than the limit is refused before it starts, with no upstream call', async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { waitFor } from './support/events.ts';
-import { useLiveStack } from './support/live-stack.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
-const stack = useLiveStack({ WEBHOOK_REGISTER: 'true' });
+const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
 
 async function createParty(lastName: string): Promise<string> {
   const created = await stack.emulator.rest('POST', '/v3/customers/cus_globex/related-parties', {

@@ -1,44 +1,32 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { tokenFor } from '../support/tokens.ts';
-import { upstreamEvent, waitFor } from './support/events.ts';
-import {
-  connectLive,
-  postSignedEvent,
-  startEmulator,
-  startFacade,
-  type LiveClient,
-  type RunningEmulator,
-  type RunningFacade,
-} from './support/live-stack.ts';
-import { requireRedisUrl, uniqueRedisPrefix } from './support/redis.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import type { RunningEmulator } from '../support/harness/emulator.ts';
+import type { RunningFacade } from '../support/harness/facade.ts';
+import { startStack, type Stack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
+let stack: Stack;
 let emulator: RunningEmulator;
 let first: RunningFacade;
 let second: RunningFacade;
-const clients: LiveClient[] = [];
 // Also accepted by both replicas, so a test can deliver to one of them only.
 const testSecret = generateWebhookSecret();
 
 beforeAll(async () => {
-  const shared = {
-    REDIS_URL: requireRedisUrl(),
-    REDIS_KEY_PREFIX: uniqueRedisPrefix(),
-    WEBHOOK_REGISTER: 'true',
-    WEBHOOK_SECRETS: testSecret,
-  };
-  emulator = await startEmulator();
   // Each replica registers its own URL, so the upstream delivers every event to both: the shared
   // de-duplication store must let only one of them publish it.
-  first = await startFacade(emulator.url, shared);
-  second = await startFacade(emulator.url, shared);
+  stack = await startStack({
+    facades: 2,
+    redis: true,
+    env: { WEBHOOK_REGISTER: 'true', WEBHOOK_SECRETS: testSecret },
+  });
+  ({ emulator } = stack);
+  [first, second] = stack.facades as [RunningFacade, RunningFacade];
 });
 
 afterAll(async () => {
-  await Promise.all(clients.map((client) => client.dispose()));
-  await second?.close();
-  await first?.close();
-  await emulator?.close();
+  await stack?.close();
 });
 
 /**
@@ -56,8 +44,7 @@ async function publishMarker(
 
 describe('two facade instances sharing one Redis', () => {
   test('a webhook received by the instances reaches a subscriber of the other exactly once', async () => {
-    const client = connectLive(second.wsUrl, { Authorization: `Bearer ${await tokenFor('operator')}` });
-    clients.push(client);
+    const client = second.connect();
     const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_polygon") { eventId account { balances { available } } }
     }`);
@@ -101,8 +88,7 @@ describe('two facade instances sharing one Redis', () => {
   });
 
   test('a webhook received by one instance only reaches a subscriber of the other, once', async () => {
-    const client = connectLive(second.wsUrl, { Authorization: `Bearer ${await tokenFor('operator')}` });
-    clients.push(client);
+    const client = second.connect();
     const received = client.subscribe(
       `subscription { events(customerId: "cus_globex") { eventId resourceId } }`,
     );

@@ -5,8 +5,9 @@
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
 import { useNpmStart } from '../support/npm-start.ts';
-import { waitFor } from './support/events.ts';
-import { connectLive, SANDBOX_KEY } from './support/live-stack.ts';
+import { SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { connectLive } from '../support/harness/live-client.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const processes = useNpmStart();
 
@@ -23,6 +24,7 @@ describe('shutdown', () => {
       const received = client.subscribe(`subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available pending } } }
     }`);
+      // A child process: only its output tells when the subscription listens (no lifecycle hook here).
       await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
 
       const topUp = await fetch(`${emulatorUrl}/v3/sandbox/accounts/acc_ada_sol/topup`, {

@@ -7,12 +7,14 @@ import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
 import { fragmentFanOut, nestedSelections } from '../support/hostile-documents.ts';
 import { tokenFor } from '../support/tokens.ts';
-import { useLiveStack } from './support/live-stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
-const stack = useLiveStack({
-  GRAPHQL_WS_MAX_PAYLOAD_BYTES: '4096',
-  GRAPHQL_WS_MAX_SUBSCRIPTIONS: '3',
-  GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '300',
+const stack = useStack({
+  env: {
+    GRAPHQL_WS_MAX_PAYLOAD_BYTES: '4096',
+    GRAPHQL_WS_MAX_SUBSCRIPTIONS: '3',
+    GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '300',
+  },
 });
 
 async function upstreamTotal(): Promise<number> {

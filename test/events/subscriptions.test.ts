@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { waitFor } from './support/events.ts';
-import { useLiveStack } from './support/live-stack.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 // With no WEBHOOK_PUBLIC_URL the facade registers its own loopback URL, as `npm start` does.
-const stack = useLiveStack({ WEBHOOK_REGISTER: 'true' });
+const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
 
 describe('live subscriptions against the emulator', () => {
   test('registers its webhook endpoint with the upstream at start, secret kept out of the logs', async () => {
@@ -13,8 +13,8 @@ describe('live subscriptions against the emulator', () => {
     );
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ status: 'active', events: expect.arrayContaining(['account.updated']) });
-    expect(stack.facade.logs.join('\n')).toMatch(/registered a webhook endpoint/);
-    expect(stack.facade.logs.join('\n')).not.toMatch(/whsec_/);
+    expect(stack.facade.logs().join('\n')).toMatch(/registered a webhook endpoint/);
+    expect(stack.facade.logs().join('\n')).not.toMatch(/whsec_/);
   });
 
   test('a sandbox top-up produces accountChanged with the new balance and nested fields', async () => {
@@ -99,7 +99,7 @@ describe('live subscriptions against the emulator', () => {
 
 describe("a facade that has not yet learnt its key's environment", () => {
   // A facade of its own: the environment of a key is learnt once, at its first connection.
-  const fresh = useLiveStack();
+  const fresh = useStack();
 
   test('closes with 1013 (try again later) when the upstream cannot check the key', async () => {
     await fetch(`${fresh.emulator.url}/_emulator/faults`, {

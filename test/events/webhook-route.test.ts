@@ -13,8 +13,9 @@ import { createRedisEventBus } from '../../src/events/fan-out/redis-event-bus.ts
 import { createRedisEventDeduplicator } from '../../src/events/fan-out/redis-event-dedup.ts';
 import { createWebhookRouter, type WebhookRouterOptions } from '../../src/events/receiving/webhook-route.ts';
 import { createLogger } from '../../src/logger.ts';
-import { makeEvent, waitFor } from './support/events.ts';
-import { requireRedisUrl, uniqueRedisPrefix } from './support/redis.ts';
+import { makeEvent } from '../support/harness/events.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -2,8 +2,8 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { composeSupergraph } from '../../scripts/compose-supergraph.ts';
 import { tokenFor } from '../support/tokens.ts';
-import { postGraphQL, startFederationStack, type FederationStack } from './federation-stack.ts';
-import { startApolloGateway, type RunningGateway } from './gateways.ts';
+import { type FederationStack, postGraphQL, startFederationStack } from '../support/harness/federation.ts';
+import { type RunningGateway, startApolloGateway } from '../support/harness/gateways.ts';
 
 const ACCOUNT_READ = 'GET /v3/customers/{customerId}/accounts/{accountId}';
 const CUSTOMER_READ = 'GET /v3/customers/{customerId}';

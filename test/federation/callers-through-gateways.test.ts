@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { bearer } from '../support/tokens.ts';
-import { postGraphQL, startFederationStack, type FederationStack } from './federation-stack.ts';
-import { startApolloGateway, startHiveGateway, type RunningGateway } from './gateways.ts';
+import { type FederationStack, postGraphQL, startFederationStack } from '../support/harness/federation.ts';
+import { type RunningGateway, startApolloGateway, startHiveGateway } from '../support/harness/gateways.ts';
 
 const NOTES_OF = `query ($customerId: ID!) {
   supportNotes(customerId: $customerId) { id customer { id displayName } }

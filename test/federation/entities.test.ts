@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startStack, type Stack } from '../support/stack.ts';
+import { type Stack, startStack } from '../support/harness/stack.ts';
 
 /** What a gateway sends the facade to resolve entities: one `_entities` call, many representations. */
 const ENTITIES = /* GraphQL */ `

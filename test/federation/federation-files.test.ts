@@ -14,7 +14,7 @@ import {
   loadRepositorySubgraphs,
   SUPPORT_NOTES_SUBGRAPH_NAME,
 } from '../../scripts/compose-supergraph.ts';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

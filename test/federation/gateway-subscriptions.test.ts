@@ -10,29 +10,26 @@ import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayConfig } from '../../deploy/gateway.config.ts';
 import { gatewayTransports } from '../../deploy/graphql-ws-transport.ts';
-import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
-import { composeSupergraph, loadRepositorySubgraphs } from '../../scripts/compose-supergraph.ts';
-import { waitFor } from '../events/support/events.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { type FederationStack, startFederationStack } from '../support/harness/federation.ts';
+import type { Stack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { bearer } from '../support/tokens.ts';
 
+let federation: FederationStack;
 let stack: Stack;
-const supportNotes = createSupportNotesServer();
 let gatewayServer: Server;
 let disposeGateway: () => Promise<void>;
 let gatewayUrl: string;
 
 beforeAll(async () => {
   // The emulator delivers its webhooks to the facade, as in compose.yaml.
-  stack = await startStack({ env: { WEBHOOK_REGISTER: 'true' } });
-  const { url: supportNotesUrl } = await supportNotes.listen(0);
-  const { supergraphSdl } = composeSupergraph(
-    loadRepositorySubgraphs({ facadeUrl: stack.graphqlUrl, supportNotesUrl }),
-  );
+  federation = await startFederationStack({ env: { WEBHOOK_REGISTER: 'true' } });
+  ({ stack } = federation);
+  // compose's own Hive Gateway configuration, with its graphql-ws transport to the facade.
   const runtime = createGatewayRuntime({
     ...gatewayConfig,
     transports: gatewayTransports,
-    supergraph: supergraphSdl,
+    supergraph: federation.supergraphSdl,
     logging: false,
   });
   disposeGateway = async () => {
@@ -47,8 +44,7 @@ afterAll(async () => {
   await disposeGateway?.();
   gatewayServer?.closeAllConnections();
   await new Promise<void>((resolve) => (gatewayServer ? gatewayServer.close(() => resolve()) : resolve()));
-  await supportNotes.close();
-  await stack?.close();
+  await federation?.close();
 });
 
 /** Subscribes at `url` over server-sent events and collects each `next` payload until aborted. */
@@ -108,10 +104,8 @@ describe('subscriptions through Hive Gateway', () => {
       }`,
     );
     try {
-      await waitFor(
-        () => stack.logs().some((line) => line.includes('"msg":"subscription started"')),
-        'the gateway to subscribe at the facade',
-      );
+      // The gateway has subscribed at the facade, which listens from here on.
+      await stack.subscriptionsStarted(1);
       const topUp = await fetch(`${stack.emulatorUrl}/v3/sandbox/accounts/acc_acme_eth/topup`, {
         method: 'POST',
         headers: {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { postGraphQL, startFederationStack, type FederationStack } from './federation-stack.ts';
-import { startHiveGateway, type RunningGateway } from './gateways.ts';
+import { type FederationStack, postGraphQL, startFederationStack } from '../support/harness/federation.ts';
+import { type RunningGateway, startHiveGateway } from '../support/harness/gateways.ts';
 
 describe('the same supergraph under Hive Gateway', () => {
   let federation: FederationStack;

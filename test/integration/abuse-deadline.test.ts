@@ -3,7 +3,7 @@
  * out are cancelled, their fields answer UPSTREAM_TIMEOUT, and what was answered in time is kept.
  */
 import { describe, expect, test } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '1500' } });
 

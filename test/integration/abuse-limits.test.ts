@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { bearer } from '../support/tokens.ts';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 import {
   fragmentFanOut,
   introspectionAliases,

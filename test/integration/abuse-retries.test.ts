@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
-import { type Stack, useStack } from '../support/stack.ts';
+import { type Stack, useStack } from '../support/harness/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
 const stack = useStack({ env: { OPERATION_TIMEOUT_MS: '2000' } });

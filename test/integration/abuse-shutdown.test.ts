@@ -5,9 +5,9 @@
  */
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
-import { waitFor } from '../events/support/events.ts';
+import { connectLive } from '../support/harness/live-client.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { useNpmStart } from '../support/npm-start.ts';
-import { connectLive } from '../events/support/live-stack.ts';
 
 const processes = useNpmStart();
 
@@ -21,6 +21,7 @@ describe('shutdown without resets', () => {
       const live = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` });
       processes.keep(live);
       const subscription = live.subscribe('subscription { accountChanged(customerId: "cus_ada") { type } }');
+      // A child process: only its output tells when the subscription listens (no lifecycle hook here).
       await waitFor(() => logged('subscription started').length === 1, 'the subscription to start');
 
       // Both upstream calls stall: only the shutdown can end them.

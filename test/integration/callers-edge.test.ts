@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { WebSocket as WsClient } from 'ws';
-import { requireRedisUrl, uniqueRedisPrefix } from '../events/support/redis.ts';
-import { startStack, useStack, type Stack } from '../support/stack.ts';
+import type { RunningFacade } from '../support/harness/facade.ts';
+import { type Stack, startStack, useStack } from '../support/harness/stack.ts';
 import { bearer, tokenFor } from '../support/tokens.ts';
 
 const APP_ORIGIN = 'https://app.example.com';
@@ -112,20 +112,15 @@ describe('rate limits', () => {
 });
 
 describe('rate limits shared by two replicas through Redis', () => {
-  let first: Stack;
-  let second: Stack;
+  let replicas: Stack;
+  let first: RunningFacade;
+  let second: RunningFacade;
   beforeAll(async () => {
-    const env = {
-      RATE_LIMIT_REQUESTS: '3',
-      REDIS_URL: requireRedisUrl(),
-      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
-    };
-    first = await startStack({ env });
-    second = await startStack({ env });
+    replicas = await startStack({ facades: 2, redis: true, env: { RATE_LIMIT_REQUESTS: '3' } });
+    [first, second] = replicas.facades as [RunningFacade, RunningFacade];
   });
   afterAll(async () => {
-    await first?.close();
-    await second?.close();
+    await replicas?.close();
   });
 
   test('a caller’s budget spent on one replica is spent on the other', async () => {

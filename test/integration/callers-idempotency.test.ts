@@ -5,7 +5,8 @@
  * was used. A caller's own retries still replay, and its own misuse of a key is still refused.
  */
 import { describe, expect, test } from 'vitest';
-import { useStack, type GraphQLResult } from '../support/stack.ts';
+import type { GraphQLResult } from '../support/harness/facade.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { WebSocket as WsClient } from 'ws';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
 const INTROSPECTION = '{ __schema { queryType { name } } }';

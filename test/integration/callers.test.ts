@@ -8,7 +8,8 @@ import { importJWK, type JWTPayload } from 'jose';
 import { describe, expect, inject, test } from 'vitest';
 import { DEMO_SIGNING_KEY, DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
 import { keyConfusionToken, signToken, unsignedToken, createTestKey } from '../support/issuer.ts';
-import { useStack, type GraphQLResult } from '../support/stack.ts';
+import type { GraphQLResult } from '../support/harness/facade.ts';
+import { useStack } from '../support/harness/stack.ts';
 import { issuerSignedToken, tokenClaims } from '../support/tokens.ts';
 
 const stack = useStack();

@@ -16,7 +16,7 @@ import {
 import { createFormatError } from '../../src/errors/format-error.ts';
 import type { RateLimitsConfig } from '../../src/http/edge-config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { connectRedis, uniqueRedisPrefix } from '../events/support/redis.ts';
+import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
 
 const logLines: string[] = [];
 const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });

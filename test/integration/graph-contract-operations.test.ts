@@ -4,7 +4,7 @@
  * the upstream calls it makes counted.
  */
 import { describe, expect, it } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

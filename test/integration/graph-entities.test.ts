@@ -3,7 +3,7 @@
  * resolve through the loaders (one upstream read per distinct entity, however many times named).
  */
 import { describe, expect, it } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

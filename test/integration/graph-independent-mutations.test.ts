@@ -4,7 +4,7 @@
  * client retry the whole document without executing anything twice.
  */
 import { describe, expect, it } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

@@ -3,7 +3,7 @@
  * account are walked in the same query, each target read once through the operation's loaders.
  */
 import { describe, expect, it } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

@@ -4,7 +4,7 @@
  * the record itself has not answered yet, and what a missing record costs.
  */
 import { describe, expect, it } from 'vitest';
-import { useStack, type Stack } from '../support/stack.ts';
+import { type Stack, useStack } from '../support/harness/stack.ts';
 
 const DASHBOARD = /* GraphQL */ `
   query Dashboard($id: ID!) {

@@ -3,7 +3,8 @@
  * contract through GraphQL: a retried mutation replays, a reused key with other input conflicts.
  */
 import { describe, expect, it } from 'vitest';
-import { type GraphQLResult, useStack } from '../support/stack.ts';
+import type { GraphQLResult } from '../support/harness/facade.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

@@ -3,7 +3,7 @@
  * scalars' input validation, through real HTTP against the emulator.
  */
 import { describe, expect, it } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

@@ -3,7 +3,7 @@
  * which upstream requests it cost (the emulator counts them by route).
  */
 import { describe, expect, it } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const stack = useStack();
 

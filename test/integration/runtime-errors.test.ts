@@ -4,7 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { type GraphQLResult, READ_ONLY_KEY, useStack } from '../support/stack.ts';
+import { READ_ONLY_KEY } from '../support/harness/emulator.ts';
+import type { GraphQLResult } from '../support/harness/facade.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const CREATE_RELATED_PARTY = /* GraphQL */ `
   mutation CreateRelatedParty($input: CreateRelatedPartyInput!) {

@@ -3,7 +3,7 @@
  * browsers, liveness and readiness, and JSON answers for everything that is not GraphQL.
  */
 import { describe, expect, test } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
 const CUSTOMER_QUERY = '{ customer(id: "cus_acme") { id displayName } }';

@@ -8,7 +8,7 @@ import { GraphQLError } from 'graphql';
 import { describe, expect, test } from 'vitest';
 import type { GraphContext } from '../../src/graph/context.ts';
 import { getCustomer } from '../../src/upstream/customers.ts';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 function createFailingSchema() {
   return makeExecutableSchema<GraphContext>({

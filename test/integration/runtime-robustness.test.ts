@@ -3,7 +3,7 @@
  */
 import { getIntrospectionQuery } from 'graphql';
 import { describe, expect, test } from 'vitest';
-import { useStack } from '../support/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
 const stack = useStack({ env: { QUERY_MAX_DEPTH: '12', QUERY_MAX_COST: '5000' } });

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { READ_ONLY_KEY, SANDBOX_KEY, useStack } from '../support/stack.ts';
+import { READ_ONLY_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { useStack } from '../support/harness/stack.ts';
 
 const CUSTOMER_ROUTE = 'GET /v3/customers/{customerId}';
 const CREATE_PARTY_ROUTE = 'POST /v3/customers/{customerId}/related-parties';

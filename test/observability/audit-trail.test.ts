@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { apiKeyId } from '../../src/observability/audit-trail.ts';
 import { createLogger } from '../../src/logger.ts';
-import { READ_ONLY_KEY, SANDBOX_KEY, useStack } from '../support/stack.ts';
+import { READ_ONLY_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { useStack } from '../support/harness/stack.ts';
 import { tokenFor } from '../support/tokens.ts';
 
 const auditLines: string[] = [];

@@ -7,10 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { createOperationNameBound } from '../../src/observability/metrics.ts';
 import { createRouteMatcher } from '../../src/upstream/route-template.ts';
-import { postSignedEvent } from '../events/support/live-stack.ts';
-import { upstreamEvent } from '../events/support/events.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { startStack, useStack } from '../support/harness/stack.ts';
 import { deltas, scrape, valueOf } from '../support/metrics.ts';
-import { startStack, useStack } from '../support/stack.ts';
 
 const SECRET = generateWebhookSecret();
 const stack = useStack({ env: { WEBHOOK_SECRETS: SECRET, METRICS_MAX_OPERATION_NAMES: '4' } });

@@ -3,8 +3,8 @@
  * does not, and no word about Redis when the facade uses none.
  */
 import { describe, expect, it } from 'vitest';
-import { requireRedisUrl, uniqueRedisPrefix } from '../events/support/redis.ts';
-import { startStack } from '../support/stack.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { startStack } from '../support/harness/stack.ts';
 
 async function readiness(env: Record<string, string>) {
   const stack = await startStack({ env });

@@ -12,10 +12,10 @@ import {
   TWIN_SERVICES,
   type ComposeTwin,
 } from '../../scripts/compose-twin.ts';
-import { waitFor } from '../events/support/events.ts';
-import { connectLive, type LiveClient } from '../events/support/live-stack.ts';
-import { requireRedisUrl, uniqueRedisPrefix } from '../events/support/redis.ts';
-import { postGraphQL } from '../federation/federation-stack.ts';
+import { postGraphQL } from '../support/harness/federation.ts';
+import { connectLive, type LiveClient } from '../support/harness/live-client.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { deltas, scrape, valueOf } from '../support/metrics.ts';
 
 let twin: ComposeTwin;
@@ -106,7 +106,8 @@ describe('the topology', () => {
     }`);
     const metricsB = `${twin.urls['facade-b-metrics']}/metrics`;
     const metricsA = `${twin.urls['facade-a-metrics']}/metrics`;
-    // facade-b's own metrics say when the subscription is running.
+    // facade-b's own metrics say when the subscription is running (a child process: no lifecycle
+    // hook to wait on).
     let subscriptions = 0;
     await waitFor(
       () => subscriptions === 1,

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
-import { waitFor } from '../events/support/events.ts';
+import { waitFor } from './harness/wait.ts';
 import { demoToken, loggedIssuer } from './demo-token.ts';
 
 export interface NpmStart {
@@ -58,6 +58,8 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
   createInterface({ input: child.stdout! }).on('line', (line) =>
     lines.push(JSON.parse(line) as Record<string, unknown>),
   );
+  // A child process's app cannot be watched through `app.lifecycle` (test/support/harness/
+  // lifecycle-watch.ts): its log lines are what tells a test when something happened.
   const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
   await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
   return {

@@ -1,7 +1,7 @@
 /**
  * Vitest global setup: one real Redis (Debian's redis-server) on a free loopback port for the whole
  * run, without persistence, stopped at teardown. Tests read its URL with `inject('redisUrl')`
- * (see `test/events/support/redis.ts`, which fails loudly when it is missing).
+ * (see `test/support/harness/redis.ts`, which fails loudly when it is missing).
  *
  * A missing redis-server does not fail the whole run here: tests that do not need Redis still run,
  * and every test that does fails with `redisUnavailable` as its message.

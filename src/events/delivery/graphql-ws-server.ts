@@ -4,7 +4,13 @@
  */
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type ValidationRule } from 'graphql';
+import {
+  getOperationAST,
+  GraphQLError,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
 import type { Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type VerifyClientCallbackAsync } from 'ws';
@@ -12,6 +18,7 @@ import type { Authentication, Credentials } from '../../auth/authenticate.ts';
 import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { Logger } from '../../logger.ts';
+import type { LifecycleEmitter } from '../../observability/lifecycle.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import type { WebSocketLimits } from '../config.ts';
 import type { EventBus } from '../fan-out/event-bus.ts';
@@ -90,6 +97,8 @@ export interface GraphQLWebSocketOptions {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** Told about deliveries and overflows (metrics). */
   observer?: LiveObserver;
+  /** Told when an operation starts listening and when it completes (`app.lifecycle`). */
+  lifecycle?: LifecycleEmitter;
 }
 
 /** A running graphql-ws endpoint. */
@@ -326,16 +335,26 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
               : error;
           return options.formatError(tagged.toJSON(), tagged);
         }),
-      // Logged once the operation listens (its queue subscribed, any replay read): from here on no
-      // change is missed, which is what a client or a test waits for before making one.
-      onOperation: (ctx, id) => {
+      // Logged and told to the lifecycle once the operation listens (its queue subscribed, any replay
+      // read): from here on no change is missed, which is what a client or a test waits for before
+      // making one.
+      onOperation: (ctx, id, _payload, args) => {
         const key = operationKey(ctx, id);
         operations.add(key);
         logger.debug('subscription started', { subscription: key });
+        if (options.lifecycle?.observed('subscriptionStarted')) {
+          options.lifecycle.emit('subscriptionStarted', {
+            subscriptionId: key,
+            operationName: getOperationAST(args.document, args.operationName)?.name?.value ?? null,
+            subject: (ctx.extra as ConnectionExtra).subscriber?.caller.subject ?? '',
+          });
+        }
       },
       onComplete: (ctx, id) => {
         const key = operationKey(ctx, id);
-        if (operations.delete(key)) logger.debug('subscription completed', { subscription: key });
+        if (!operations.delete(key)) return;
+        logger.debug('subscription completed', { subscription: key });
+        options.lifecycle?.emit('subscriptionCompleted', { subscriptionId: key });
       },
     },
     wsServer,

@@ -6,7 +6,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { EventBus } from '../fan-out/event-bus.ts';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
 import type { Logger } from '../../logger.ts';
-import { parsePlatformEvent } from './platform-event.ts';
+import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
 import { verifyWebhook } from './verify-webhook.ts';
 
 /** Default cap of a webhook body; the upstream's own request cap is the same 1 MiB. */
@@ -30,6 +30,8 @@ export interface WebhookRouterOptions {
   now?: () => number;
   /** Told how each delivery was answered (metrics). Must not throw. */
   onDelivery?: (outcome: WebhookDeliveryOutcome) => void;
+  /** Told of each event this route published, before the delivery is acknowledged. Must not throw. */
+  onPublished?: (event: PlatformEvent) => void;
 }
 
 /**
@@ -152,6 +154,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         error: String(error),
       });
     });
+    options.onPublished?.(event);
     outcome('accepted');
     response.status(200).json({ received: true, eventId: event.id, duplicate: false });
   }

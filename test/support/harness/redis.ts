@@ -1,3 +1,7 @@
+/**
+ * The run's real Redis for the tests (started once by test/support/redis-global-setup.ts): its URL,
+ * a key prefix per test so tests never meet in it, and plain connections.
+ */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';

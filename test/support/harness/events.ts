@@ -1,3 +1,8 @@
+/**
+ * Upstream events for the tests: well-formed envelopes as the emulator would send them, and their
+ * Standard Webhooks delivery, signed, to a facade's webhook route.
+ */
+import { signWebhook } from '../../../emulator/webhooks/signature.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/receiving/platform-event.ts';
 
 let sequence = 0;
@@ -14,25 +19,6 @@ export function makeEvent(overrides: Partial<PlatformEvent> & { customerId?: str
     data: { customerId, resourceType: 'account', resourceId: 'acc_1', object: { id: 'acc_1' } },
     ...rest,
   };
-}
-
-/**
- * Resolves when `condition` holds, polling (running `refresh` before each check when given);
- * rejects with `message` after `timeoutMs`.
- */
-export async function waitFor(
-  condition: () => boolean,
-  message: string,
-  timeoutMs = 10_000,
-  refresh?: () => Promise<void>,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    await refresh?.();
-    if (condition()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting: ${message}`);
-    await new Promise((resolve) => setTimeout(resolve, refresh === undefined ? 10 : 50));
-  }
 }
 
 /** A fresh upstream-shaped event about a real resource, happening now. */
@@ -57,4 +43,21 @@ export function upstreamEvent(
       object: fields.object ?? { id: fields.resourceId },
     },
   };
+}
+
+/** A Standard Webhooks delivery of `event`, signed with `secret`, posted to `url`. */
+export async function postSignedEvent(url: string, secret: string, event: object & { id: string }) {
+  const body = JSON.stringify(event);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
+    },
+    body,
+  });
+  return { status: response.status, body: await response.json().catch(() => undefined) };
 }

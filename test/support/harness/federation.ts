@@ -3,14 +3,14 @@
  * both on port 0, and the supergraph composed from this repository's SDL with their real URLs.
  * Gateways (Apollo Gateway, Hive Gateway) are started over it by `gateways.ts`.
  */
-import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
+import { createSupportNotesServer } from '../../../examples/support-notes/server.ts';
 import {
   composeSupergraph,
   loadRepositorySubgraphs,
   withoutEdgeAuthorization,
-} from '../../scripts/compose-supergraph.ts';
-import { startStack, type Stack } from '../support/stack.ts';
-import { bearer } from '../support/tokens.ts';
+} from '../../../scripts/compose-supergraph.ts';
+import { bearer } from '../tokens.ts';
+import { startStack, type Stack, type StackOptions } from './stack.ts';
 
 export type FederationStack = {
   /** The emulator and the facade (the `platform` subgraph). */
@@ -24,9 +24,12 @@ export type FederationStack = {
   close(): Promise<void>;
 };
 
-/** Starts both subgraphs and composes their supergraph. Always `close()` it (afterAll). */
-export async function startFederationStack(): Promise<FederationStack> {
-  const stack = await startStack();
+/**
+ * Starts both subgraphs (the stack with `options`) and composes their supergraph. Always `close()`
+ * it (afterAll).
+ */
+export async function startFederationStack(options: StackOptions = {}): Promise<FederationStack> {
+  const stack = await startStack(options);
   const supportNotes = createSupportNotesServer();
   try {
     const { url: supportNotesUrl } = await supportNotes.listen(0);
