@@ -8,8 +8,9 @@ import { createPubSubEventBus, type EventBus } from '../../src/events/fan-out/ev
 import { createRedisEventBus } from '../../src/events/fan-out/redis-event-bus.ts';
 import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
 import { createLogger } from '../../src/logger.ts';
-import { makeEvent, waitFor } from './support/events.ts';
-import { connectRedis, uniqueRedisPrefix } from './support/redis.ts';
+import { makeEvent } from '../support/harness/events.ts';
+import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const logger = createLogger({ level: 'silent' });
 const buses: EventBus[] = [];

@@ -6,11 +6,13 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
-import { upstreamEvent, waitFor } from './support/events.ts';
-import { postSignedEvent, useLiveStack, type Received } from './support/live-stack.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import type { Received } from '../support/harness/live-client.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const secret = generateWebhookSecret();
-const stack = useLiveStack({ WEBHOOK_SECRETS: secret });
+const stack = useStack({ env: { WEBHOOK_SECRETS: secret } });
 
 const ACCOUNT_WITH_FEES = `subscription {
   accountChanged(customerId: "cus_acme") {
@@ -20,17 +22,6 @@ const ACCOUNT_WITH_FEES = `subscription {
 }`;
 const ACCOUNT_ID_ONLY =
   'subscription { accountChanged(customerId: "cus_acme") { accountId account { id } } }';
-
-async function upstreamCalls(): Promise<{ total: number; byRoute: Record<string, number> }> {
-  return (await (await fetch(`${stack.emulator.url}/_emulator/requests`)).json()) as {
-    total: number;
-    byRoute: Record<string, number>;
-  };
-}
-
-async function resetUpstreamCalls(): Promise<void> {
-  await fetch(`${stack.emulator.url}/_emulator/requests`, { method: 'DELETE' });
-}
 
 /** Posts an `account.updated` of acme's ETH account and waits until every subscription has it. */
 async function accountUpdated(subscriptions: Received[]): Promise<void> {
@@ -51,18 +42,15 @@ async function accountUpdated(subscriptions: Received[]): Promise<void> {
 
 /** Every subscription a test starts, stopped after it so the next test's counts are its own. */
 const running: (Received & { stop(): void })[] = [];
-let started = 0;
 function subscribe(connectionParams: Record<string, unknown>, query: string) {
   const subscription = stack.connect(connectionParams).subscribe(query);
   running.push(subscription);
-  started += 1;
   return subscription;
 }
 afterEach(async () => {
-  for (const subscription of running.splice(0)) subscription.stop();
-  const completed = () =>
-    stack.facade.logs.filter((line) => line.includes('"msg":"subscription completed"')).length;
-  await waitFor(() => completed() === started, 'every subscription to complete');
+  const stopping = running.splice(0);
+  for (const subscription of stopping) subscription.stop();
+  await stack.subscriptionsCompleted(stopping.length);
 });
 
 const bearerOf = async (token: Promise<string>) => ({ Authorization: `Bearer ${await token}` });
@@ -74,12 +62,12 @@ describe('subscribers that read alike share each event’s reads', () => {
     const operators = [1, 2, 3].map(() => subscribe(operator, ACCOUNT_WITH_FEES));
     const acmes = [1, 2].map(() => subscribe(acme, ACCOUNT_WITH_FEES));
     await stack.subscriptionsStarted(5);
-    await resetUpstreamCalls();
+    await stack.resetUpstreamCalls();
 
     await accountUpdated([...operators, ...acmes]);
 
     // The account (its fees come with it), once for the operators' group and once for acme's.
-    expect((await upstreamCalls()).byRoute).toEqual({
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
       'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
     });
     const payloads = [...operators, ...acmes].map((subscription) => subscription.data.at(-1));
@@ -113,11 +101,11 @@ describe('subscribers that read alike share each event’s reads', () => {
       subscribe(wider, ACCOUNT_ID_ONLY),
     ];
     await stack.subscriptionsStarted(3);
-    await resetUpstreamCalls();
+    await stack.resetUpstreamCalls();
 
     await accountUpdated(subscriptions);
 
-    expect(await upstreamCalls()).toMatchObject({
+    expect(await stack.upstreamCalls()).toMatchObject({
       total: 2,
       byRoute: { 'GET /v3/customers/{customerId}/accounts/{accountId}': 2 },
     });
@@ -133,11 +121,11 @@ describe('subscribers that read alike share each event’s reads', () => {
     const full = subscribe(operator, ACCOUNT_WITH_FEES);
     const idOnly = subscribe(operator, ACCOUNT_ID_ONLY);
     await stack.subscriptionsStarted(2);
-    await resetUpstreamCalls();
+    await stack.resetUpstreamCalls();
 
     await accountUpdated([full, idOnly]);
 
-    expect((await upstreamCalls()).byRoute).toEqual({
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
       'GET /v3/customers/{customerId}/accounts/{accountId}': 1,
     });
     expect(idOnly.data.at(-1)).toEqual({
@@ -150,12 +138,12 @@ describe('subscribers that read alike share each event’s reads', () => {
     const operator = await bearerOf(tokenFor('operator'));
     const subscriptions = [1, 2].map(() => subscribe(operator, ACCOUNT_ID_ONLY));
     await stack.subscriptionsStarted(2);
-    await resetUpstreamCalls();
+    await stack.resetUpstreamCalls();
 
     await accountUpdated(subscriptions);
     await accountUpdated(subscriptions);
 
-    expect((await upstreamCalls()).byRoute).toEqual({
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
       'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
     });
     for (const subscription of subscriptions) {
