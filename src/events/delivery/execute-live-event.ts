@@ -19,15 +19,16 @@ export async function subscribeWithEventContexts(
   if (!isAsyncIterable(source)) return source;
 
   // Each delivery executes when it is pulled; stopping the stream stops the source at once.
-  return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> =>
-    Promise.resolve(
+  return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> => {
+    const run = async () =>
       execute({
         ...args,
         rootValue: delivery,
         contextValue: isChange(delivery) ? delivery.context : args.contextValue,
-      }),
-    ),
-  );
+      });
+    // With tracing on, the execution (nested reads included) is the end of the delivery's span.
+    return (isChange(delivery) ? delivery.traced?.finish(run) : undefined) ?? run();
+  });
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

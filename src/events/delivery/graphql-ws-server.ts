@@ -4,7 +4,13 @@
  */
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type ValidationRule } from 'graphql';
+import {
+  getOperationAST,
+  GraphQLError,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
 import type { Context } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer, type VerifyClientCallbackAsync } from 'ws';
@@ -265,7 +271,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         (ctx.extra as ConnectionExtra).subscriber = subscriber;
         return true;
       },
-      context: (ctx): LiveGraphContext => {
+      context: (ctx, _id, _payload, args): LiveGraphContext => {
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
         // onConnect refused every connection without one; graphql-ws sends nothing before that.
         if (subscriber === undefined)
@@ -292,6 +298,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           },
           createEventContext: () => options.createContext({ caller, apiKey }),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
+          operationName: getOperationAST(args.document, args.operationName)?.name?.value,
         };
         return { ...options.createContext({ caller, apiKey }), live };
       },

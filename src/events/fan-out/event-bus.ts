@@ -9,6 +9,12 @@ import {
   type PlatformEvent,
 } from '../receiving/platform-event.ts';
 import type { Logger } from '../../logger.ts';
+import {
+  readEventTraceContext,
+  TRACE_CONTEXT_MEMBER,
+  type EventTraceContext,
+  type EventTracer,
+} from '../event-tracing.ts';
 
 /**
  * Fan-out of verified upstream events to every subscriber of every replica.
@@ -18,6 +24,11 @@ import type { Logger } from '../../logger.ts';
  * other environment cannot reach it, whatever the filters above do. Filtering by customer, resource
  * and kind happens in the subscriber, which needs the whole event anyway; one channel per kind would
  * multiply Redis subscriptions for `events(types: [...])` and gain nothing.
+ *
+ * A message is the event's JSON, with, when tracing is on, the W3C trace context of its publish
+ * span beside the event's own members (`traceContext`, see `../event-tracing.ts`): a replica that
+ * does not read it still reads the event, and a message without it (or with a garbled one) is
+ * delivered all the same.
  */
 export interface EventBus {
   /** Hands `event` to every subscriber of its environment. Resolves once the pub/sub accepted it. */
@@ -25,11 +36,15 @@ export interface EventBus {
   /**
    * Calls `onEvent` for every event of `environment` published from now on. Resolves once the
    * subscription is active, so what is published after that is not missed. `onEvent` must not throw
-   * or block: the listener of one subscriber is called in line with the others.
+   * or block: the listener of one subscriber is called in line with the others. With a tracer,
+   * `published` is the trace context the message carried (undefined when none, or not well formed).
    *
    * @returns A function that ends this subscription; calling it twice is harmless.
    */
-  subscribe(environment: PlatformEnvironment, onEvent: (event: PlatformEvent) => void): Promise<() => void>;
+  subscribe(
+    environment: PlatformEnvironment,
+    onEvent: (event: PlatformEvent, published?: EventTraceContext) => void,
+  ): Promise<() => void>;
   /** Ends every subscription and releases connections. */
   close(): Promise<void>;
 }
@@ -42,11 +57,13 @@ export interface PubSubEventBusOptions {
   logger: Logger;
   /** Releases what the engine holds (Redis connections). */
   closeEngine?: () => Promise<void>;
+  /** Traces each publication and carries its context (tracing on); absent, messages are bare events. */
+  tracer?: EventTracer;
 }
 
 /** An {@link EventBus} over any graphql-subscriptions engine (in-memory `PubSub`, `RedisPubSub`). */
 export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
-  const { engine, logger } = options;
+  const { engine, logger, tracer } = options;
   const prefix = options.channelPrefix ?? 'facade:';
   const channelOf = (environment: PlatformEnvironment): string => `${prefix}events:${environment}`;
   const active = new Set<number>();
@@ -55,7 +72,14 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
   return {
     async publish(event) {
       if (closed) throw new Error('the event bus is closed');
-      await engine.publish(channelOf(event.environment), event);
+      const channel = channelOf(event.environment);
+      if (tracer === undefined) return engine.publish(channel, event);
+      await tracer.publish(event, channel, (carried) =>
+        engine.publish(
+          channel,
+          carried === undefined ? event : { ...event, [TRACE_CONTEXT_MEMBER]: carried },
+        ),
+      );
     },
 
     async subscribe(environment, onEvent) {
@@ -72,8 +96,13 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
             });
             return;
           }
+          // Only a tracer reads the trace context; a garbled one is dropped, the event delivered.
+          const published =
+            tracer === undefined
+              ? undefined
+              : readEventTraceContext((message as Record<string, unknown>)[TRACE_CONTEXT_MEMBER]);
           try {
-            onEvent(parsed.event);
+            onEvent(parsed.event, published);
           } catch (error) {
             // A throwing listener would stop the engine's loop and starve the other subscribers.
             logger.error('an event listener threw', { error: String(error) });
@@ -99,6 +128,6 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
 }
 
 /** The default {@link EventBus}: graphql-subscriptions' in-memory `PubSub`, for a single replica. */
-export function createMemoryEventBus(logger: Logger): EventBus {
-  return createPubSubEventBus({ engine: new PubSub(), logger });
+export function createMemoryEventBus(logger: Logger, tracer?: EventTracer): EventBus {
+  return createPubSubEventBus({ engine: new PubSub(), logger, ...(tracer === undefined ? {} : { tracer }) });
 }
