@@ -258,6 +258,31 @@ describe('an event from webhook to subscribers', () => {
     ]);
     acme.stop();
   });
+
+  test('an event the subscription’s replay already showed makes a delivery span with outcome skipped, and no read', async () => {
+    const replaying = stack
+      .connect(await bearer('operator'))
+      .subscribe(
+        `subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth", since: "2001-01-01T00:00:00Z") { eventId replayed } }`,
+      );
+    await stack.subscriptionsStarted(1);
+    await waitFor(() => replaying.data.length === 1, 'the replayed account');
+    expect(replaying.data[0].accountChanged.replayed).toBe(true);
+
+    // A change older than the replayed record: the replay showed that state already.
+    const older = { ...accountUpdated('cus_acme', 'acc_acme_eth'), occurredAt: '2001-06-01T00:00:00.000Z' };
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, older)).status).toBe(200);
+    const marker = accountUpdated('cus_acme', 'acc_acme_eth');
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, marker)).status).toBe(200);
+    await waitFor(() => replaying.data.length === 2, 'the marker');
+    expect(replaying.data[1]).toEqual({ accountChanged: { eventId: marker.id, replayed: false } });
+
+    await waitFor(() => eventSpans(older.id).deliveries.length === 1, 'the skipped delivery span');
+    const [skipped] = eventSpans(older.id).deliveries;
+    expect(skipped!.attributes['facade.delivery.outcome']).toBe('skipped');
+    expect(upstreamCallsUnder(skipped!)).toEqual([]);
+    replaying.stop();
+  });
 });
 
 describe('two replicas sharing Redis', () => {
