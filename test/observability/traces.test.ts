@@ -17,6 +17,7 @@ import { createEmulator } from '../../emulator/index.ts';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { upstreamEvent, waitFor } from '../events/support/events.ts';
 import { connectLive, postSignedEvent } from '../events/support/live-stack.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../events/support/redis.ts';
 import { facadeTestEnv, SANDBOX_KEY } from '../support/stack.ts';
 import { tokenFor } from '../support/tokens.ts';
 import {
@@ -358,12 +359,15 @@ describe('traces', () => {
     );
   });
 
-  test('a webhook: its receipt under the HTTP server span, the publish under it, the subscriber’s delivery a trace of its own linked to the publish', async () => {
+  test('a webhook: its receipt under the HTTP server span, the publish under it (Redis’s under that), the subscriber’s delivery a trace of its own linked to the publish', async () => {
     const secret = generateWebhookSecret();
     const facade = await startFacade(proxy.url, {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       WEBHOOK_SECRETS: secret,
+      // Through Redis, as between replicas: the trace context rides in the message.
+      REDIS_URL: requireRedisUrl(),
+      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
       // The line that says a subscription listens is a debug line.
       LOG_LEVEL: 'debug',
     });
@@ -408,6 +412,13 @@ describe('traces', () => {
       receipt!.traceId,
       receipt!.spanId,
     ]);
+
+    // The Redis PUBLISH that carried it is the publish span's child.
+    expect(
+      receiptTrace
+        .filter((span) => span.parentSpanId === publish!.spanId)
+        .map((span) => [span.scope, span.name]),
+    ).toEqual([['@opentelemetry/instrumentation-ioredis', 'publish']]);
 
     const [delivery, ...otherDeliveries] = ofEvent('deliver event');
     expect(otherDeliveries).toEqual([]);
