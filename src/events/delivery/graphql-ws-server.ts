@@ -298,7 +298,10 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           },
           createEventContext: () => options.createContext({ caller, apiKey }),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
-          operationName: getOperationAST(args.document, args.operationName)?.name?.value,
+          // For delivery spans only: with tracing off, not even looked up.
+          ...(options.observer?.traceDelivery === undefined
+            ? {}
+            : { operationName: getOperationAST(args.document, args.operationName)?.name?.value }),
         };
         return { ...options.createContext({ caller, apiKey }), live };
       },
