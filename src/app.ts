@@ -253,6 +253,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
       overflowed: () => metrics.subscriberQueueOverflows.inc(),
     },
+    ...(tracing === undefined ? {} : { tracer: tracing.events }),
   });
 
   const app = express();

@@ -19,6 +19,7 @@ import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
+import type { EventTracer } from './event-tracing.ts';
 import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
 import type { EventDeduplicator } from './fan-out/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
@@ -69,6 +70,11 @@ export interface EventsRuntimeOptions {
   liveObserver?: LiveObserver;
   /** Told when a webhook event is published and when a graphql-ws operation starts and completes. */
   lifecycle?: LifecycleEmitter;
+  /**
+   * With tracing on: spans of each webhook's receipt, its publish (whose context travels with the
+   * event) and its delivery to each subscriber. Absent, nothing of the kind is built.
+   */
+  tracer?: EventTracer;
 }
 
 /** The parts of the app the event pipeline plugs into. */
@@ -115,7 +121,17 @@ export type RedisCheck = { reachable: true } | { reachable: false; reason: strin
 export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntime {
   const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
-  const { bus, dedup, redis } = createStores(config, logger);
+  const { tracer } = options;
+  const { bus, dedup, redis } = createStores(config, logger, tracer);
+  // Delivery spans are opened where the metrics hear of deliveries.
+  const liveObserver: LiveObserver | undefined =
+    tracer === undefined
+      ? options.liveObserver
+      : {
+          delivered: (event) => options.liveObserver?.delivered(event),
+          overflowed: () => options.liveObserver?.overflowed(),
+          traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
+        };
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;
@@ -159,6 +175,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
                 });
               },
             }),
+        ...(tracer === undefined ? {} : { tracer }),
       });
       host.routes.use(WEBHOOK_PATH, webhooks.router);
       websocket = attachGraphQLWebSocket({
@@ -181,7 +198,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         queueLimit: config.subscriberQueueLimit,
         formatError: host.formatError,
         logger,
-        ...(options.liveObserver === undefined ? {} : { observer: options.liveObserver }),
+        ...(liveObserver === undefined ? {} : { observer: liveObserver }),
         ...(lifecycle === undefined ? {} : { lifecycle }),
       });
     },
@@ -256,10 +273,14 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
 function createStores(
   config: EventsConfig,
   logger: Logger,
+  tracer: EventTracer | undefined,
 ): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis } {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
   if (config.redisUrl === undefined) {
-    return { bus: createMemoryEventBus(logger), dedup: createMemoryEventDeduplicator({ retentionMs }) };
+    return {
+      bus: createMemoryEventBus(logger, tracer),
+      dedup: createMemoryEventDeduplicator({ retentionMs }),
+    };
   }
   // Two connections: one in subscriber mode can run nothing else, so PUBLISH and the
   // de-duplication commands share the other. The bus quits both on close.
@@ -267,7 +288,13 @@ function createStores(
   const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
   return {
     redis: publisher,
-    bus: createRedisEventBus({ publisher, subscriber, channelPrefix: config.redisKeyPrefix, logger }),
+    bus: createRedisEventBus({
+      publisher,
+      subscriber,
+      channelPrefix: config.redisKeyPrefix,
+      logger,
+      ...(tracer === undefined ? {} : { tracer }),
+    }),
     dedup: createRedisEventDeduplicator({ client: publisher, keyPrefix: config.redisKeyPrefix, retentionMs }),
   };
 }

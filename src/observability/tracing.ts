@@ -6,6 +6,8 @@
  * The SDK itself is started by `tracing-entry.ts` before the app is imported; this module only
  * talks to the OpenTelemetry API, which hands it that SDK's tracer (or no-ops without one).
  *
+ * The spans of an event's way from the webhook to each subscriber are `event-tracing.ts`'s.
+ *
  * An upstream call's span carries the method, the contract's route template (never the path with
  * ids), the status, the attempts and retries, the request id sent as `X-Request-Id` and the
  * upstream's correlation id. Never a header value, a key or a body.
@@ -20,6 +22,7 @@ import {
   TraceFlags,
   type Tracer,
 } from '@opentelemetry/api';
+import type { EventTracer } from '../events/event-tracing.ts';
 import type { UpstreamTracer } from '../upstream/client.ts';
 import {
   UpstreamCallLimitError,
@@ -28,6 +31,7 @@ import {
   UpstreamUnavailableError,
 } from '../upstream/errors.ts';
 import { createRouteMatcher } from '../upstream/route-template.ts';
+import { createEventTracer } from './event-tracing.ts';
 import { traceSampling, unsampledParentsStayUnsampled } from './tracing-config.ts';
 
 /** The instrumentation scope of the facade's own spans. */
@@ -43,6 +47,8 @@ export const UPSTREAM_SPAN_ATTRIBUTES = {
 export interface Tracing {
   /** Plug into `createUpstreamClient({ tracer })`. */
   readonly upstreamTracer: UpstreamTracer;
+  /** Plug into `createEventsRuntime({ tracer })`: webhook receipt, publish, delivery spans. */
+  readonly events: EventTracer;
   /** The trace id of the current operation, if any (for log and audit lines). */
   traceId(): string | undefined;
   /** Exports the spans still buffered (at shutdown, before the process exits). */
@@ -63,6 +69,7 @@ export function createTracing(env: Readonly<Record<string, string | undefined>> 
   const rootsSampled = traceSampling(env) === 'roots';
 
   return {
+    events: createEventTracer({ tracer, rootsSampled, unsampledParentsStayUnsampled: skipUnsampled }),
     upstreamTracer: {
       startCall(call, request) {
         const active = context.active();

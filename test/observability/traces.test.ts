@@ -14,10 +14,20 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createEmulator } from '../../emulator/index.ts';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import { facadeTestEnv } from '../support/harness/facade.ts';
+import { connectLive } from '../support/harness/live-client.ts';
+import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { tokenFor } from '../support/tokens.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.ts';
+import {
+  OTLP_SPAN_KIND,
+  startOtlpReceiver,
+  type OtlpReceiver,
+  type ReceivedSpan,
+} from './support/otlp-receiver.ts';
 import { startRecordingProxy, type RecordingProxy } from './support/recording-proxy.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -74,7 +84,7 @@ const SAMPLED_BY_CALLER_TRACE_ID = '5cf92f3577b34da6a3ce929d0e0e4737';
  * do, and the API without an SDK is a set of no-ops that patch nothing.
  */
 const OPENTELEMETRY_MODULE =
-  /@opentelemetry\/(?!api\/)|import-in-the-middle|require-in-the-middle|\/src\/observability\/tracing(-entry)?\.ts$/;
+  /@opentelemetry\/(?!api\/)|import-in-the-middle|require-in-the-middle|\/src\/observability\/(event-)?tracing(-entry)?\.ts$/;
 
 interface Facade {
   url: string;
@@ -349,6 +359,95 @@ describe('traces', () => {
     expect(new Set(sampledRequests.map((request) => request.traceparent?.split('-')[2]))).toEqual(
       new Set(upstream.map((span) => span.spanId)),
     );
+  });
+
+  test('a webhook: its receipt under the HTTP server span, the publish under it (Redis’s under that), the subscriber’s delivery a trace of its own linked to the publish', async () => {
+    const secret = generateWebhookSecret();
+    const facade = await startFacade(proxy.url, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      WEBHOOK_SECRETS: secret,
+      // Through Redis, as between replicas: the trace context rides in the message.
+      REDIS_URL: requireRedisUrl(),
+      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
+      // The line that says a subscription listens is a debug line.
+      LOG_LEVEL: 'debug',
+    });
+    const client = connectLive(facade.url.replace(/^http/, 'ws'), {
+      Authorization: `Bearer ${await tokenFor('operator')}`,
+    });
+    const received = client.subscribe(`subscription Watch { events(customerId: "cus_acme") { eventId } }`);
+    await waitFor(() => facade.lines.some((line) => line.msg === 'subscription started'), 'the subscription');
+    proxy.requests.length = 0;
+    receiver.spans.length = 0;
+
+    const event = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_acme_eth',
+    });
+    expect(
+      (await postSignedEvent(new URL('/webhooks/platform', facade.url).href, secret, event)).status,
+    ).toBe(200);
+    await waitFor(() => received.data.length === 1, 'the event');
+    expect(received.data).toEqual([{ events: { eventId: event.id } }]);
+    const deliveryRequests = [...proxy.requests];
+    await client.dispose();
+    await facade.stop();
+
+    const ofEvent = (name: string) =>
+      receiver.spans.filter((span) => span.name === name && span.attributes['facade.event.id'] === event.id);
+    const [receipt, ...otherReceipts] = ofEvent('receive webhook');
+    expect(otherReceipts).toEqual([]);
+    expect(receipt!.attributes).toMatchObject({ 'facade.webhook.outcome': 'accepted' });
+    const receiptTrace = receiver.spans.filter((span) => span.traceId === receipt!.traceId);
+    const server = ancestorsOf(receipt!, receiptTrace).find((span) => span.kind === OTLP_SPAN_KIND.server);
+    expect(server?.scope).toBe('@opentelemetry/instrumentation-http');
+    expect(server?.attributes['url.path'] ?? server?.attributes['http.target']).toBe('/webhooks/platform');
+
+    const [publish, ...otherPublishes] = ofEvent('publish event');
+    expect(otherPublishes).toEqual([]);
+    expect([publish!.kind, publish!.traceId, publish!.parentSpanId]).toEqual([
+      OTLP_SPAN_KIND.producer,
+      receipt!.traceId,
+      receipt!.spanId,
+    ]);
+
+    // The Redis PUBLISH that carried it is the publish span's child.
+    expect(
+      receiptTrace
+        .filter((span) => span.parentSpanId === publish!.spanId)
+        .map((span) => [span.scope, span.name]),
+    ).toEqual([['@opentelemetry/instrumentation-ioredis', 'publish']]);
+
+    const [delivery, ...otherDeliveries] = ofEvent('deliver event');
+    expect(otherDeliveries).toEqual([]);
+    expect(delivery!.kind).toBe(OTLP_SPAN_KIND.consumer);
+    expect(delivery!.parentSpanId).toBeUndefined();
+    expect(delivery!.traceId).not.toBe(receipt!.traceId);
+    expect(delivery!.links).toEqual([{ traceId: publish!.traceId, spanId: publish!.spanId }]);
+    expect(delivery!.attributes).toMatchObject({
+      'facade.delivery.outcome': 'delivered',
+      'graphql.operation.name': 'Watch',
+    });
+    // The subscriber's read: a child of the delivery span, its trace sent upstream.
+    const deliveryTrace = receiver.spans.filter((span) => span.traceId === delivery!.traceId);
+    const reads = deliveryTrace.filter(
+      (span) => span.scope === 'platform-graphql-facade' && span !== delivery,
+    );
+    expect(reads.map((span) => span.name)).toEqual(['GET /v3/customers/{customerId}/accounts/{accountId}']);
+    expect(ancestorsOf(reads[0]!, deliveryTrace)).toContain(delivery);
+    expect(deliveryRequests.map((request) => request.traceparent)).toEqual([
+      `00-${delivery!.traceId}-${reads[0]!.spanId}-01`,
+    ]);
+    for (const span of [...receiptTrace, ...deliveryTrace]) {
+      for (const value of Object.values(span.attributes)) {
+        expect(String(value)).not.toContain(secret);
+        expect(String(value)).not.toContain(SANDBOX_KEY);
+      }
+    }
   });
 
   test('with tracing off, not one OpenTelemetry module is loaded and log lines carry no trace id', async () => {

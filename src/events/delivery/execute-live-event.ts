@@ -55,24 +55,18 @@ export async function subscribeWithEventContexts(
 
   // Each delivery executes when it is pulled; stopping the stream stops the source at once.
   return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> => {
-    if (!isChange(delivery)) return Promise.resolve(execute({ ...args, rootValue: delivery }));
     const run = () =>
-      Promise.resolve(execute({ ...args, rootValue: delivery, contextValue: delivery.context }));
-    if (operationKey === undefined || delivery.eventId === undefined) return run();
-    // The payload of a change depends only on the event, the operation and what the context
-    // reads: with the same three, another subscriber's result is this one's.
-    let executions = executionsByContext.get(delivery.context);
-    if (executions === undefined) {
-      executions = new Map();
-      executionsByContext.set(delivery.context, executions);
-    }
-    const key = `${delivery.eventId}\n${operationKey}`;
-    let result = executions.get(key);
-    if (result === undefined) {
-      result = run();
-      executions.set(key, result);
-    }
-    return result;
+      Promise.resolve(
+        execute({
+          ...args,
+          rootValue: delivery,
+          contextValue: isChange(delivery) ? delivery.context : args.contextValue,
+        }),
+      );
+    if (!isChange(delivery)) return run();
+    const shared = () => sharedExecution(delivery, operationKey, run);
+    // With tracing on, the execution (nested reads included) is the end of the delivery's span.
+    return delivery.traced?.finish(shared) ?? shared();
   });
 }
 
@@ -82,4 +76,29 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
 
 function isChange(value: unknown): value is Extract<LiveDelivery, { kind: 'change' }> {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'change';
+}
+
+/**
+ * The execution of a change: another subscriber's, when it ran the same operation on the same
+ * event with the same shared context; else `run()`, kept for the next. The payload of a change
+ * depends only on the event, the operation and what the context reads.
+ */
+function sharedExecution(
+  delivery: Extract<LiveDelivery, { kind: 'change' }>,
+  operationKey: string | undefined,
+  run: () => Promise<ExecutionResult>,
+): Promise<ExecutionResult> {
+  if (operationKey === undefined || delivery.eventId === undefined) return run();
+  let executions = executionsByContext.get(delivery.context);
+  if (executions === undefined) {
+    executions = new Map();
+    executionsByContext.set(delivery.context, executions);
+  }
+  const key = `${delivery.eventId}\n${operationKey}`;
+  let result = executions.get(key);
+  if (result === undefined) {
+    result = run();
+    executions.set(key, result);
+  }
+  return result;
 }

@@ -280,7 +280,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         (ctx.extra as ConnectionExtra).subscriber = subscriber;
         return true;
       },
-      context: (ctx): LiveGraphContext => {
+      context: (ctx, _id, _payload, args): LiveGraphContext => {
         const subscriber = (ctx.extra as ConnectionExtra).subscriber;
         // onConnect refused every connection without one; graphql-ws sends nothing before that.
         if (subscriber === undefined)
@@ -309,6 +309,10 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           createEventContext,
           eventContext: (event) => sharedReads.contextFor(event.id, readGroup, createEventContext),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
+          // For delivery spans only: with tracing off, not even looked up.
+          ...(options.observer?.traceDelivery === undefined
+            ? {}
+            : { operationName: getOperationAST(args.document, args.operationName)?.name?.value }),
         };
         return { ...options.createContext({ caller, apiKey }), live };
       },

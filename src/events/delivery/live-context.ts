@@ -6,6 +6,7 @@
  */
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
+import type { EventTracer } from '../event-tracing.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
@@ -25,12 +26,16 @@ export interface LiveSession {
   eventContext(event: PlatformEvent): GraphContext;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
   readonly observer?: LiveObserver;
+  /** The subscription operation's name, when its document names it (delivery spans carry it). */
+  readonly operationName?: string;
 }
 
 /** Hooks for what watches deliveries without changing them. Must not throw. */
 export interface LiveObserver {
   delivered(event: PlatformEvent): void;
   overflowed(): void;
+  /** With tracing on: opens the span of one event's delivery to this subscriber. */
+  traceDelivery?: EventTracer['deliver'];
 }
 
 /** The context of an operation received over graphql-ws. */

@@ -4,11 +4,15 @@
  * (one per event, shared by the subscribers that read alike).
  */
 import type { GraphContext } from '../../graph/context.ts';
+import type { DeliveryTrace } from '../event-tracing.ts';
 import type { LiveSession } from './live-context.ts';
 import type { PlatformEvent } from '../receiving/platform-event.ts';
 import { pullThrough, SKIP } from './push-pull-queue.ts';
 
-/** What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`. */
+/**
+ * What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`
+ * (and, with tracing on, under the delivery's span `traced`, which it ends).
+ */
 export type LiveDelivery =
   | {
       kind: 'change';
@@ -16,6 +20,7 @@ export type LiveDelivery =
       payload: unknown;
       /** The live event it came from; absent for a replayed change (its context is the subscriber's own). */
       eventId?: string;
+      traced?: DeliveryTrace;
     }
   | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
   | { kind: 'revoked' };
@@ -90,14 +95,25 @@ export async function openLiveStream<P>(
       if (item.kind === 'overflow') live.observer?.overflowed();
       if (item.kind !== 'event') return { ...item };
       const event = item.event;
+      // With tracing on: this delivery's span (a trace of its own, linked to the publish).
+      const traced = live.observer?.traceDelivery?.(event, item.published, live.operationName);
       const covered = replayedUpTo.get(event.data.resourceId);
-      if (covered !== undefined && Date.parse(event.occurredAt) <= covered) return SKIP;
+      if (covered !== undefined && Date.parse(event.occurredAt) <= covered) {
+        traced?.end('skipped');
+        return SKIP;
+      }
 
       const context = live.eventContext(event);
-      const payload = await feed.toPayload(event, context);
-      if (payload === DROP) return SKIP;
+      const read = () => feed.toPayload(event, context);
+      const payload = await (traced === undefined ? read() : traced.run(read));
+      if (payload === DROP) {
+        traced?.end('dropped');
+        return SKIP;
+      }
       live.observer?.delivered(event);
-      return { kind: 'change', context, payload, eventId: event.id };
+      return traced === undefined
+        ? { kind: 'change', context, payload, eventId: event.id }
+        : { kind: 'change', context, payload, eventId: event.id, traced };
     },
     { first: replayed },
   );

@@ -3,6 +3,7 @@
  * step between the fan-out, which must never wait for a subscriber, and a subscriber that reads at
  * its own pace.
  */
+import type { EventTraceContext } from '../event-tracing.ts';
 import type { EventBus } from '../fan-out/event-bus.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import { createPushPullQueue } from './push-pull-queue.ts';
@@ -22,7 +23,8 @@ export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
  * receives what it missed.
  */
 export type QueueItem =
-  | { kind: 'event'; event: PlatformEvent }
+  /** `published`: the trace context of the event's publish span, when tracing carried one. */
+  | { kind: 'event'; event: PlatformEvent; published?: EventTraceContext }
   | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
   /** The subscriber's credentials expired: nothing more is delivered. */
   | { kind: 'revoked' };
@@ -87,10 +89,10 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     items.push(notice);
   }
 
-  function onEvent(event: PlatformEvent): void {
+  function onEvent(event: PlatformEvent, published?: EventTraceContext): void {
     if (items.ended || closing || !accept(event)) return;
     if (items.waiting.length < limit) {
-      items.push({ kind: 'event', event });
+      items.push(published === undefined ? { kind: 'event', event } : { kind: 'event', event, published });
       return;
     }
     // Overflow: give up the backlog for one precise notice the subscriber can recover from.

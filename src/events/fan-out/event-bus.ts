@@ -9,6 +9,12 @@ import {
   type PlatformEvent,
 } from '../receiving/platform-event.ts';
 import type { Logger } from '../../logger.ts';
+import {
+  readEventTraceContext,
+  TRACE_CONTEXT_MEMBER,
+  type EventTraceContext,
+  type EventTracer,
+} from '../event-tracing.ts';
 
 /**
  * Fan-out of verified upstream events to every subscriber of every replica.
@@ -18,6 +24,11 @@ import type { Logger } from '../../logger.ts';
  * other environment cannot reach it, whatever the filters above do. Filtering by customer, resource
  * and kind happens in the subscriber, which needs the whole event anyway; one channel per kind would
  * multiply Redis subscriptions for `events(types: [...])` and gain nothing.
+ *
+ * A message is the event's JSON, with, when tracing is on, the W3C trace context of its publish
+ * span beside the event's own members (`traceContext`, see `../event-tracing.ts`): a replica that
+ * does not read it still reads the event, and a message without it (or with a garbled one) is
+ * delivered all the same.
  */
 export interface EventBus {
   /** Hands `event` to every subscriber of its environment. Resolves once the pub/sub accepted it. */
@@ -25,11 +36,15 @@ export interface EventBus {
   /**
    * Calls `onEvent` for every event of `environment` published from now on. Resolves once the
    * subscription is active, so what is published after that is not missed. `onEvent` must not throw
-   * or block: the listener of one subscriber is called in line with the others.
+   * or block: the listener of one subscriber is called in line with the others. With a tracer,
+   * `published` is the trace context the message carried (undefined when none, or not well formed).
    *
    * @returns A function that ends this subscription; calling it twice is harmless.
    */
-  subscribe(environment: PlatformEnvironment, onEvent: (event: PlatformEvent) => void): Promise<() => void>;
+  subscribe(
+    environment: PlatformEnvironment,
+    onEvent: (event: PlatformEvent, published?: EventTraceContext) => void,
+  ): Promise<() => void>;
   /** Ends every subscription and releases connections. */
   close(): Promise<void>;
 }
@@ -42,7 +57,12 @@ export interface PubSubEventBusOptions {
   logger: Logger;
   /** Releases what the engine holds (Redis connections). */
   closeEngine?: () => Promise<void>;
+  /** Traces each publication and carries its context (tracing on); absent, messages are bare events. */
+  tracer?: EventTracer;
 }
+
+/** A local listener of the bus: the event, and the trace context its message carried. */
+type BusListener = (event: PlatformEvent, published?: EventTraceContext) => void;
 
 /**
  * An {@link EventBus} over any graphql-subscriptions engine (in-memory `PubSub`, `RedisPubSub`).
@@ -52,13 +72,13 @@ export interface PubSubEventBusOptions {
  * cost one Redis subscription and one parse of each event, not ten thousand of each.
  */
 export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
-  const { engine, logger } = options;
+  const { engine, logger, tracer } = options;
   const prefix = options.channelPrefix ?? 'facade:';
   const channelOf = (environment: PlatformEnvironment): string => `${prefix}events:${environment}`;
   // Per environment: the local listeners, and the engine subscription feeding them (once active).
   const channels = new Map<
     PlatformEnvironment,
-    { listeners: Set<(event: PlatformEvent) => void>; engineSubscription: Promise<number> }
+    { listeners: Set<BusListener>; engineSubscription: Promise<number> }
   >();
   let closed = false;
 
@@ -72,9 +92,14 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
       });
       return;
     }
+    // Only a tracer reads the trace context; a garbled one is dropped, the event delivered.
+    const published =
+      tracer === undefined
+        ? undefined
+        : readEventTraceContext((message as Record<string, unknown>)[TRACE_CONTEXT_MEMBER]);
     for (const listener of channels.get(environment)?.listeners ?? []) {
       try {
-        listener(parsed.event);
+        listener(parsed.event, published);
       } catch (error) {
         // A throwing listener would stop the loop and starve the other subscribers.
         logger.error('an event listener threw', { error: String(error) });
@@ -103,7 +128,14 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
   return {
     async publish(event) {
       if (closed) throw new Error('the event bus is closed');
-      await engine.publish(channelOf(event.environment), event);
+      const channel = channelOf(event.environment);
+      if (tracer === undefined) return engine.publish(channel, event);
+      await tracer.publish(event, channel, (carried) =>
+        engine.publish(
+          channel,
+          carried === undefined ? event : { ...event, [TRACE_CONTEXT_MEMBER]: carried },
+        ),
+      );
     },
 
     async subscribe(environment, onEvent) {
@@ -111,7 +143,7 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
       const channel = channelFor(environment);
       await channel.engineSubscription;
       // Each call is its own listener, even for the same function: its own unsubscribe removes it.
-      const listener = (event: PlatformEvent) => onEvent(event);
+      const listener: BusListener = (event, published) => onEvent(event, published);
       channel.listeners.add(listener);
       return () => {
         channel.listeners.delete(listener);
@@ -137,6 +169,6 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
 }
 
 /** The default {@link EventBus}: graphql-subscriptions' in-memory `PubSub`, for a single replica. */
-export function createMemoryEventBus(logger: Logger): EventBus {
-  return createPubSubEventBus({ engine: new PubSub(), logger });
+export function createMemoryEventBus(logger: Logger, tracer?: EventTracer): EventBus {
+  return createPubSubEventBus({ engine: new PubSub(), logger, ...(tracer === undefined ? {} : { tracer }) });
 }

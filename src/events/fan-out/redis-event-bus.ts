@@ -6,6 +6,7 @@ import { RedisPubSub } from 'graphql-redis-subscriptions';
 import type { Redis } from 'ioredis';
 import { createPubSubEventBus, type EventBus } from './event-bus.ts';
 import type { Logger } from '../../logger.ts';
+import type { EventTracer } from '../event-tracing.ts';
 
 /** Options of {@link createRedisEventBus}. */
 export interface RedisEventBusOptions {
@@ -16,6 +17,8 @@ export interface RedisEventBusOptions {
   /** Channel name prefix shared by every replica of one deployment. Default `facade:`. */
   channelPrefix?: string;
   logger: Logger;
+  /** Traces each publication and carries its context to the other replicas (tracing on). */
+  tracer?: EventTracer;
 }
 
 /**
@@ -28,6 +31,7 @@ export function createRedisEventBus(options: RedisEventBusOptions): EventBus {
     engine,
     logger: options.logger,
     ...(options.channelPrefix === undefined ? {} : { channelPrefix: options.channelPrefix }),
+    ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     closeEngine: async () => {
       await engine.close().catch(() => undefined);
     },

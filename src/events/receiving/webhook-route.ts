@@ -6,6 +6,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { EventBus } from '../fan-out/event-bus.ts';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
 import type { Logger } from '../../logger.ts';
+import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
 import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
 import { verifyWebhook } from './verify-webhook.ts';
 
@@ -32,6 +33,8 @@ export interface WebhookRouterOptions {
   onDelivery?: (outcome: WebhookDeliveryOutcome) => void;
   /** Told of each event this route published, before the delivery is acknowledged. Must not throw. */
   onPublished?: (event: PlatformEvent) => void;
+  /** With tracing on: a receipt span per POST, the publish under it. */
+  tracer?: EventTracer;
 }
 
 /**
@@ -72,13 +75,28 @@ export interface WebhookRouter {
 export function createWebhookRouter(options: WebhookRouterOptions): WebhookRouter {
   const { dedup, bus, logger } = options;
   const now = options.now ?? Date.now;
-  const outcome = options.onDelivery ?? (() => undefined);
+  const onDelivery = options.onDelivery ?? (() => undefined);
+  const { tracer } = options;
   const router = express.Router();
   let accepting = true;
+
+  /** The receipt span of `response`'s delivery (tracing on and recorded), ended once it is answered. */
+  const receiptOf = (response: Response): WebhookReceiptTrace | undefined =>
+    (response.locals as { receipt?: WebhookReceiptTrace }).receipt;
+  const reportTo = (response: Response) => (delivery: WebhookDeliveryOutcome) => {
+    onDelivery(delivery);
+    receiptOf(response)?.outcome(delivery);
+  };
 
   router.post(
     '/',
     (request: Request, response: Response, next: NextFunction) => {
+      const receipt = tracer?.startReceipt();
+      if (receipt !== undefined) {
+        (response.locals as { receipt?: WebhookReceiptTrace }).receipt = receipt;
+        response.once('close', () => receipt.end());
+      }
+      const outcome = reportTo(response);
       if (accepting) return next();
       outcome('unavailable');
       response.setHeader('Retry-After', '5');
@@ -87,11 +105,14 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     // Every content type is read raw: the signature covers the exact bytes, whatever they claim to be.
     express.raw({ type: () => true, limit: options.maxBodyBytes ?? DEFAULT_WEBHOOK_MAX_BODY_BYTES }),
     (request: Request, response: Response, next: NextFunction) => {
-      receive(request, response).catch(next);
+      const receipt = receiptOf(response);
+      const receiving = () => receive(request, response);
+      (receipt === undefined ? receiving() : receipt.run(receiving)).catch(next);
     },
   );
 
   async function receive(request: Request, response: Response): Promise<void> {
+    const outcome = reportTo(response);
     const rawBody: Buffer = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const verification = verifyWebhook({
       headers: request.headers,
@@ -120,6 +141,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
       return;
     }
 
+    receiptOf(response)?.event(event);
     const claim = await dedup.claim(event.id);
     if (claim === 'seen') {
       outcome('duplicate');
@@ -161,6 +183,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
 
   router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
     if (response.headersSent) return next(error);
+    const outcome = reportTo(response);
     const status = (error as { status?: unknown; type?: unknown } | null)?.status;
     const type = (error as { type?: unknown } | null)?.type;
     if (status === 413 || type === 'entity.too.large') {

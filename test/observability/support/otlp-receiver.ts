@@ -13,8 +13,15 @@ export interface ReceivedSpan {
   spanId: string;
   parentSpanId: string | undefined;
   name: string;
+  /** OTLP's span kind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
+  kind: number;
+  /** The spans this one links to (trace and span ids). */
+  links: { traceId: string; spanId: string }[];
   attributes: Record<string, string | number | boolean>;
 }
+
+/** OTLP's numbers for the span kinds. */
+export const OTLP_SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
 export interface OtlpReceiver {
   /** The base URL to give as `OTEL_EXPORTER_OTLP_ENDPOINT`. */
@@ -39,6 +46,8 @@ interface OtlpExport {
         spanId: string;
         parentSpanId?: string;
         name: string;
+        kind?: number;
+        links?: { traceId: string; spanId: string }[];
         attributes?: { key: string; value: OtlpAnyValue }[];
       }[];
     }[];
@@ -66,6 +75,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               spanId: span.spanId,
               parentSpanId: span.parentSpanId === '' ? undefined : span.parentSpanId,
               name: span.name,
+              kind: span.kind ?? 0,
+              links: (span.links ?? []).map(({ traceId, spanId }) => ({ traceId, spanId })),
               attributes: Object.fromEntries(
                 (span.attributes ?? []).map(({ key, value }) => [key, plain(value)]),
               ),
