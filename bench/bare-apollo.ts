@@ -11,7 +11,7 @@ import express from 'express';
 
 const port = Number(process.env.PORT);
 if (!Number.isInteger(port) || port < 1)
-  throw new Error(`PORT must be a port number; got "${process.env.PORT}".`);
+  throw new Error(`PORT must be a port number; got "${String(process.env.PORT)}".`);
 
 const app = express();
 const httpServer = http.createServer(app);

@@ -141,7 +141,9 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   });
   // Koa prints every 500 to stderr unless silenced; the token endpoint's answers say enough.
   provider.silent = true;
-  server.on('request', provider.callback());
+  // Koa answers a failure of its own (ctx.onerror), so the handler's promise never rejects.
+  const handleRequest = provider.callback();
+  server.on('request', (request, response) => void handleRequest(request, response));
 
   // Its own connections, closed with it: a pooled socket to a closed issuer would fail the next
   // token request of an issuer restarted on the same port.

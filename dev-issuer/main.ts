@@ -9,11 +9,10 @@
 import { DEFAULT_AUDIENCE, startDevIssuer } from './index.ts';
 
 async function main(): Promise<void> {
-  const port = Number(process.env['DEV_ISSUER_PORT'] ?? 4100);
+  const portText = process.env['DEV_ISSUER_PORT'] ?? '4100';
+  const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(
-      `DEV_ISSUER_PORT must be a port number from 0 to 65535; got "${process.env['DEV_ISSUER_PORT']}".`,
-    );
+    throw new Error(`DEV_ISSUER_PORT must be a port number from 0 to 65535; got "${portText}".`);
   }
   const issuer = await startDevIssuer({
     port,

@@ -43,14 +43,15 @@ export type Emulator = {
 };
 
 const CONSOLE_ERRORS: EmulatorLogger = {
-  info: () => {},
+  info: () => undefined,
   warn: (message, fields) => console.warn(message, fields ?? ''),
   error: (message, fields) => console.error(message, fields ?? ''),
 };
 
 /** Builds an emulator with its own store, webhook dispatcher and HTTP server. Nothing listens yet. */
 export function createEmulator(options: EmulatorOptions = {}): Emulator {
-  const data = options.data ?? 'demo';
+  // Checked, not trusted: JavaScript callers pass anything.
+  const data: unknown = options.data ?? 'demo';
   if (data !== 'demo' && data !== 'empty')
     throw new RangeError(`data must be "demo" or "empty"; got ${String(data)}`);
   const logger = options.logger ?? CONSOLE_ERRORS;

@@ -20,15 +20,20 @@ function readConfig(env: NodeJS.ProcessEnv): {
   data: DataSet;
   apiKeys?: ApiKeyConfig[];
 } {
-  const port = Number(env.EMULATOR_PORT ?? 4010);
+  const portText = env.EMULATOR_PORT ?? '4010';
+  const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`EMULATOR_PORT must be a port number from 0 to 65535; got "${env.EMULATOR_PORT}".`);
+    throw new Error(`EMULATOR_PORT must be a port number from 0 to 65535; got "${portText}".`);
   }
   const data = env.EMULATOR_DATA ?? 'demo';
   if (data !== 'demo' && data !== 'empty')
     throw new Error(`EMULATOR_DATA must be "demo" or "empty"; got "${data}".`);
-  const config = { port, host: env.EMULATOR_HOST ?? '127.0.0.1', data: data as DataSet };
-  return env.EMULATOR_API_KEYS ? { ...config, apiKeys: parseApiKeys(env.EMULATOR_API_KEYS) } : config;
+  return {
+    port,
+    host: env.EMULATOR_HOST ?? '127.0.0.1',
+    data,
+    ...(env.EMULATOR_API_KEYS ? { apiKeys: parseApiKeys(env.EMULATOR_API_KEYS) } : {}),
+  };
 }
 
 function parseApiKeys(json: string): ApiKeyConfig[] {

@@ -17,7 +17,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildSubgraphSchema, printSubgraphSchema } from '@apollo/subgraph';
-import { CriticalityLevel, diff, type Change } from '@graphql-inspector/core';
+import { CriticalityLevel, diff, type Change, type TypeOfChangeType } from '@graphql-inspector/core';
 import { buildSchema, type DocumentNode } from 'graphql';
 import { loadTypeDefs } from '../src/graph/schema.ts';
 
@@ -99,7 +99,7 @@ export function readAcknowledgedChanges(path = ACKNOWLEDGED_BREAKING_CHANGES): A
   });
 }
 
-function describe(change: Change): string {
+function describe(change: Change<TypeOfChangeType>): string {
   return `  [${change.type}] ${change.path ?? ''}: ${change.message}`;
 }
 

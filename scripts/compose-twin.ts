@@ -36,11 +36,37 @@ export interface ComposeService {
   volumes?: string[];
 }
 
-/** Reads and parses compose.yaml (YAML merge keys resolved). */
+/** A service as YAML gives it: an unquoted value (`PORT: 4000`) is a number or a boolean. */
+interface ParsedComposeService extends Omit<ComposeService, 'command' | 'environment'> {
+  command?: unknown[];
+  environment?: Record<string, unknown>;
+}
+
+/**
+ * Reads and parses compose.yaml (YAML merge keys resolved), with command parts and environment
+ * values as the text a process gets.
+ */
 export function readComposeFile(path = join(ROOT, 'compose.yaml')): {
   services: Record<string, ComposeService>;
 } {
-  return parse(readFileSync(path, 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+  const parsed = parse(readFileSync(path, 'utf8'), { merge: true }) as {
+    services: Record<string, ParsedComposeService>;
+  };
+  const services: Record<string, ComposeService> = {};
+  for (const [name, { command, environment, ...service }] of Object.entries(parsed.services)) {
+    services[name] = {
+      ...service,
+      ...(command === undefined ? {} : { command: command.map(String) }),
+      ...(environment === undefined
+        ? {}
+        : {
+            environment: Object.fromEntries(
+              Object.entries(environment).map(([key, value]) => [key, String(value)]),
+            ),
+          }),
+    };
+  }
+  return { services };
 }
 
 /** Services the twin runs as processes, in start order (the gateway and Redis are handled apart). */
@@ -115,7 +141,9 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       if (port !== undefined) addresses.set(`${service}:${port}`, await freePort());
       if (environment.METRICS_PORT !== undefined) metricsPorts.set(service, await freePort());
     }
-    const facadeAPort = addresses.get(`facade-a:${compose.services['facade-a']!.environment?.PORT}`)!;
+    const facadeAPortText = compose.services['facade-a']!.environment?.PORT;
+    if (facadeAPortText === undefined) throw new Error('compose.yaml gives service "facade-a" no PORT');
+    const facadeAPort = addresses.get(`facade-a:${facadeAPortText}`)!;
     const rewrite = (value: string): string => {
       let result = value.replace(/redis:\/\/redis:\d+/g, options.redisUrl);
       result = result.replace(new RegExp(`//${PLATFORM_ALIAS}:\\d+`, 'g'), `//127.0.0.1:${facadeAPort}`);
@@ -134,7 +162,7 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
         else if (name === 'METRICS_PORT') environment[name] = String(metricsPorts.get(service));
         else if (PORT_VARIABLES.includes(name))
           environment[name] = String(addresses.get(`${service}:${value}`));
-        else environment[name] = rewrite(String(value));
+        else environment[name] = rewrite(value);
       }
       if (declared.REDIS_URL !== undefined)
         environment.REDIS_KEY_PREFIX = options.redisKeyPrefix ?? `twin:${process.pid}:`;
@@ -144,9 +172,14 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       if (environment.METRICS_PORT !== undefined)
         urls[`${service}-metrics`] = `http://127.0.0.1:${environment.METRICS_PORT}`;
     }
+    const urlOf = (service: string): string => {
+      const url = urls[service];
+      if (url === undefined) throw new Error(`compose.yaml gives service "${service}" no port`);
+      return url;
+    };
 
     const run = (service: string): ChildProcess => {
-      const command = (compose.services[service]!.command ?? []).map((part) => rewrite(String(part)));
+      const command = (compose.services[service]!.command ?? []).map((part) => rewrite(part));
       if (command.length === 0) throw new Error(`compose.yaml gives service "${service}" no command`);
       const child = spawn(command[0]!, command.slice(1), {
         cwd: ROOT,
@@ -167,8 +200,8 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
           options.onLine?.(service, line);
         }
       };
-      child.stdout?.on('data', collect);
-      child.stderr?.on('data', collect);
+      child.stdout.on('data', collect);
+      child.stderr.on('data', collect);
       children.push({ service, child });
       return child;
     };
@@ -176,9 +209,9 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     // 2. The emulator, then the replicas and the example subgraph, then the supergraph from them.
     run('emulator');
     run('dev-issuer');
-    await waitUntil(() => answers(`${urls.emulator}/_emulator/health`), 'the emulator to answer');
+    await waitUntil(() => answers(`${urlOf('emulator')}/_emulator/health`), 'the emulator to answer');
     await waitUntil(
-      () => answers(`${urls['dev-issuer']}/.well-known/openid-configuration`),
+      () => answers(`${urlOf('dev-issuer')}/.well-known/openid-configuration`),
       'the OpenID provider to answer',
     );
     for (const service of ['facade-a', 'facade-b'] as const) run(service);
@@ -190,13 +223,13 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       );
     }
     await waitUntil(
-      () => answers(`${urls['support-notes']}/.well-known/apollo/server-health`, true),
+      () => answers(`${urlOf('support-notes')}/.well-known/apollo/server-health`, true),
       'support-notes to answer',
     );
     const composer = run('supergraph');
     const [code] = (await once(composer, 'exit')) as [number | null];
     if (code !== 0)
-      throw new Error(`the supergraph service failed (${code}):\n${output.supergraph!.join('\n')}`);
+      throw new Error(`the supergraph service failed (${String(code)}):\n${output.supergraph!.join('\n')}`);
 
     // 3. The gateway over the file the supergraph service wrote, with compose's gateway config.
     const gatewayCommand = compose.services.gateway!.command ?? [];
@@ -211,7 +244,7 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     disposeGateway = async () => {
       await runtime.dispose();
     };
-    const server = createServer(runtime);
+    const server = createServer(runtime.requestListener);
     gatewayServer = server;
     await new Promise<void>((done, fail) => {
       server.once('error', fail);

@@ -58,7 +58,7 @@ export type DomainContextOptions = {
 };
 
 /** The context plus the means to cancel everything it scheduled. */
-export type DomainRuntime = { context: DomainContext; cancelScheduled(): void };
+export type DomainRuntime = { context: DomainContext; cancelScheduled: () => void };
 
 /** Builds the shared context of all domain handlers. */
 export function createDomainContext(options: DomainContextOptions): DomainRuntime {

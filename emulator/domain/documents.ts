@@ -19,7 +19,7 @@ export function documentHandlers(context: DomainContext): RouteHandlers {
     const env = context.env(environment);
     requireCustomer(env, customerId, 'customer_not_found');
     const document = env.documents.get(documentId);
-    if (!document || document.customerId !== customerId || document.archivedAt !== null) {
+    if (document?.customerId !== customerId || document.archivedAt !== null) {
       throw notFound('document', documentId);
     }
     return document;

@@ -35,7 +35,7 @@ export function quoteHandlers(context: DomainContext): RouteHandlers {
         );
       }
       const source = env.accounts.get(quote.sourceAccountId);
-      if (!source || source.archivedAt !== null) {
+      if (source?.archivedAt !== null) {
         throw stateConflict(
           'account_archived',
           `The source account ${quote.sourceAccountId} of quote ${quote.id} is archived.`,

@@ -59,7 +59,7 @@ export function relatedPartyHandlers(context: DomainContext): RouteHandlers {
     requireCustomer(env, customerId, 'customer_not_found');
     const party = env.relatedParties.get(partyId);
     // Archived parties are gone for every read, like parties that never existed.
-    if (!party || party.customerId !== customerId || party.archivedAt !== null)
+    if (party?.customerId !== customerId || party.archivedAt !== null)
       throw notFound('related party', partyId);
     return party;
   }

@@ -27,7 +27,7 @@ type CreateRuleBody = {
 function ruleBodyErrors(env: EnvironmentStore, customer: CustomerRecord, body: CreateRuleBody): FieldError[] {
   const errors: FieldError[] = [];
   const trigger = env.accounts.get(body.trigger.accountId);
-  if (!trigger || trigger.customerId !== customer.id) {
+  if (trigger?.customerId !== customer.id) {
     errors.push({
       pointer: '/trigger/accountId',
       code: 'not_found',
@@ -62,7 +62,7 @@ function ruleBodyErrors(env: EnvironmentStore, customer: CustomerRecord, body: C
     });
   } else if (account) {
     const target = env.accounts.get(account.accountId);
-    if (!target || target.customerId !== customer.id) {
+    if (target?.customerId !== customer.id) {
       errors.push({
         pointer: '/action/account/accountId',
         code: 'not_found',
@@ -83,7 +83,7 @@ function ruleBodyErrors(env: EnvironmentStore, customer: CustomerRecord, body: C
     }
   } else if (destination) {
     const recipient = env.recipients.get(destination.recipientId);
-    if (!recipient || recipient.customerId !== customer.id) {
+    if (recipient?.customerId !== customer.id) {
       errors.push({
         pointer: '/action/destination/recipientId',
         code: 'not_found',

@@ -38,7 +38,7 @@ export function taskHandlers(context: DomainContext): RouteHandlers {
       const task = requireOwned(env.tasks, customer.id, pathParam(request, 'taskId'), 'task');
       const submissionId = pathParam(request, 'submissionId');
       const submission = env.taskSubmissions.get(submissionId);
-      if (!submission || submission.taskId !== task.id) throw notFound('task submission', submissionId);
+      if (submission?.taskId !== task.id) throw notFound('task submission', submissionId);
       return dataResponse(presentTaskSubmission(env)(submission));
     },
   };

@@ -13,7 +13,7 @@ export function issuedWalletAddress(network: string, accountId: string): string 
     let value = BigInt(`0x${digest.toString('hex')}`);
     let encoded = '';
     while (value > 0n) {
-      encoded = BASE58_ALPHABET[Number(value % 58n)] + encoded;
+      encoded = BASE58_ALPHABET.charAt(Number(value % 58n)) + encoded;
       value /= 58n;
     }
     return encoded.padStart(44, '1');

@@ -67,7 +67,7 @@ export function paginate<T extends Listable>(
  */
 export function firstMillisecondAtOrAfter(timestamp: string): number {
   const leapSecond = /^(.*T\d{2}:\d{2}:)60(.*)$/i.exec(timestamp);
-  if (leapSecond) return firstMillisecondAtOrAfter(`${leapSecond[1]}59${leapSecond[2]}`) + 1000;
+  if (leapSecond) return firstMillisecondAtOrAfter(`${leapSecond[1] ?? ''}59${leapSecond[2] ?? ''}`) + 1000;
   const millis = Date.parse(timestamp);
   const beyondMillis = /\.\d{3}(\d+)/.exec(timestamp)?.[1];
   return beyondMillis !== undefined && /[1-9]/.test(beyondMillis) ? millis + 1 : millis;
@@ -78,9 +78,9 @@ export function firstMillisecondAtOrAfter(timestamp: string): number {
  * Handlers that list by request can pass this as `paginate`'s `listIdentity`.
  */
 export function listIdentityOf(request: Pick<EmulatorRequest, 'route' | 'environment' | 'params'>): string {
-  const params = Object.keys(request.params)
-    .sort()
-    .map((name) => `${name}=${request.params[name]}`)
+  const params = Object.entries(request.params)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, value]) => `${name}=${value}`)
     .join('&');
   return `${request.environment} ${request.route}?${params}`;
 }

@@ -47,7 +47,7 @@ export type EmulatorHttpOptions = {
 export type EmulatorHttp = {
   listener: RequestListener;
   /** For the server's `clientError` event: a request Node could not parse, answered as a problem. */
-  clientError(error: NodeJS.ErrnoException, socket: Duplex): void;
+  clientError: (error: NodeJS.ErrnoException, socket: Duplex) => void;
   requestLog: RequestLog;
   faults: FaultInjector;
   idempotency: IdempotencyStore;
@@ -246,7 +246,7 @@ async function handleApi(context: ApiContext, exchange: Exchange): Promise<void>
       claim = outcome.claim;
     }
 
-    const interrupted = await injectFaults(context.faults, operation, request, response);
+    const interrupted = await injectFaults(context.faults, operation, request);
     if (interrupted) {
       // The request never completed, so the identical retry must run again.
       claim?.release();
@@ -348,7 +348,6 @@ async function injectFaults(
   faults: FaultInjector,
   operation: ContractOperation,
   request: IncomingMessage,
-  response: ServerResponse,
 ): Promise<boolean> {
   const latency = faults.latencyMs();
   // Unreferenced, so a pending delay never keeps a closing process alive.
@@ -373,7 +372,6 @@ async function injectFaults(
       return true;
     case 'stall':
       // Never answer: the client times out, or closing the emulator destroys the connection.
-      void response;
       return true;
   }
 }

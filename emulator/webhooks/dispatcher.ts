@@ -146,11 +146,11 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions = {}):
       let delivery: Delivery;
       try {
         delivery = {
-          endpointId: String(endpoint.id),
-          url: String(endpoint.url),
-          secret: String(endpoint.secret),
-          eventId: String(event.id),
-          eventType: String(event.type),
+          endpointId: endpoint.id,
+          url: endpoint.url,
+          secret: endpoint.secret,
+          eventId: event.id,
+          eventType: event.type,
           body: JSON.stringify(event),
           attempts: 0,
           retryTimer: undefined,
@@ -158,9 +158,9 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions = {}):
         };
       } catch (error) {
         recorded.push({
-          endpointId: String(endpoint?.id),
-          eventId: String(event?.id),
-          eventType: String(event?.type),
+          endpointId: endpoint.id,
+          eventId: event.id,
+          eventType: event.type,
           attempt: 0,
           error: `event could not be serialised: ${errorMessage(error)}`,
           at: new Date(now()).toISOString(),

@@ -4,7 +4,7 @@
  * caller. Decided before Apollo parses or validates anything, so an anonymous request reaches
  * neither the upstream nor a validation message that describes the schema.
  */
-import { Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
+import { Kind, OperationTypeNode, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
 
 /** Tokens an anonymous document may have: `_service { sdl }` and introspection queries fit. */
 const MAX_ANONYMOUS_TOKENS = 2_000;
@@ -29,7 +29,7 @@ export function isAnonymousDocument(query: unknown, allowIntrospection: boolean)
     if (definition.kind === Kind.FRAGMENT_DEFINITION) return allowIntrospection;
     return (
       definition.kind === Kind.OPERATION_DEFINITION &&
-      definition.operation === 'query' &&
+      definition.operation === OperationTypeNode.QUERY &&
       rootFieldsWithin(definition.selectionSet, allowed, allowIntrospection)
     );
   });

@@ -81,7 +81,7 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
       assertRateKey(key);
       return ALLOWED;
     };
-    return { consume: allowAll, check: allowAll, close: async () => {} };
+    return { consume: allowAll, check: allowAll, close: () => Promise.resolve() };
   }
   const logger = options.logger.child({ component: 'rate-limits' });
   const build = (name: string, points: number): Limiter =>
@@ -125,7 +125,7 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
       }
     },
     // Nothing to release: memory counters expire on unref'd timers, the Redis connection is the caller's.
-    async close() {},
+    close: () => Promise.resolve(),
   };
 }
 

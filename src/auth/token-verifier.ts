@@ -182,7 +182,9 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       } catch {
         throw new AuthenticationError('malformed');
       }
-      if (header.typ !== undefined && !ACCEPTED_TYPES.has(String(header.typ).toLowerCase())) {
+      // The header is the token's own JSON, whatever jose's types say: `typ` may be any value.
+      const type: unknown = header.typ;
+      if (type !== undefined && (typeof type !== 'string' || !ACCEPTED_TYPES.has(type.toLowerCase()))) {
         throw new AuthenticationError('wrong_type');
       }
 
@@ -409,7 +411,7 @@ function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
   return Object.freeze({
     via: 'token',
     subject: sub,
-    clientId: clientId as string | undefined,
+    clientId,
     roles: Object.freeze(roles),
     operator,
     scope,

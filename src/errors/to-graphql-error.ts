@@ -26,9 +26,12 @@ export interface ToGraphQLErrorOptions {
 /** A field error of an upstream problem, with the GraphQL input path it names (when known). */
 export type GraphQLFieldError = FieldError & { path?: InputPath };
 
-/** `statusReason` as the schema's typed fields spell it: `actor` is the `StatusReasonActor` enum name. */
+/**
+ * `statusReason` as the schema's typed fields spell it: `actor` is the `StatusReasonActor` enum name
+ * (a key of `STATUS_REASON_ACTOR_VALUES`), or the upstream's value as it came when outside that set.
+ */
 export type GraphQLStatusReason = Omit<NonNullable<Problem['statusReason']>, 'actor'> & {
-  actor: keyof typeof STATUS_REASON_ACTOR_VALUES | string;
+  actor: string;
 };
 
 /**

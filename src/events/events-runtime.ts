@@ -50,7 +50,7 @@ export interface EventsRuntimeOptions {
   /** The environment of each upstream key, remembered: a connection costs no upstream call. */
   keyEnvironments: KeyEnvironments;
   /** Who is connecting over graphql-ws: the authenticator HTTP requests use. */
-  authenticate(credentials: Credentials): Promise<Authentication>;
+  authenticate: (credentials: Credentials) => Promise<Authentication>;
   /** Counts a failed authentication of a connection's address; see `graphql-ws-server.ts`. */
   failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
   /**
@@ -88,9 +88,9 @@ export interface EventsHost {
   maxTokens: number;
   /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as HTTP applies it. */
   maxCost: number;
-  createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
+  createContext: (input: { caller: Caller; apiKey: string | undefined }) => GraphContext;
   /** The error formatting HTTP responses use. */
-  formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
+  formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
 }
 
 /** The event pipeline of one process, as the app mounts, starts and stops it. */

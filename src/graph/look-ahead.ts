@@ -161,7 +161,7 @@ const OWNING_CUSTOMER = {
 } as const;
 
 function asChild<PK, A, V>(read: KeyedRead<PK, A, V>): ChildRead<PK> {
-  return { kind: 'read', read: read as unknown as KeyedRead<PK, never, unknown> };
+  return { kind: 'read', read };
 }
 
 /**

@@ -5,7 +5,7 @@
  * budget, lowered to what its cost can need.
  */
 import type { ApolloServerPlugin } from '@apollo/server';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, OperationTypeNode } from 'graphql';
 import { capCallBudget } from '../upstream/call-budget.ts';
 import type { GraphContext } from './context.ts';
 import { findEmptyIdLiteral, findMalformedVariable } from './input-strings.ts';
@@ -31,7 +31,7 @@ export function createOperationLimitsPlugin(
           if (!operation) return;
           // Apollo Server would answer a subscription over HTTP with a 200 and an execution error;
           // it is the client's mistake of transport, so it is refused as a bad request.
-          if (operation.operation === 'subscription') {
+          if (operation.operation === OperationTypeNode.SUBSCRIPTION) {
             throw new GraphQLError(
               'Subscriptions are served over WebSocket (the graphql-transport-ws protocol) on /graphql, not over HTTP: connect with a graphql-ws client.',
               { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },

@@ -18,6 +18,7 @@ import {
   isInterfaceType,
   isObjectType,
   Kind,
+  OperationTypeNode,
   TypeMetaFieldDef,
   type ASTVisitor,
   type DocumentNode,
@@ -192,9 +193,9 @@ export function measureOperation(
   variables: Readonly<Record<string, unknown>> | undefined,
 ): OperationMeasure {
   const root =
-    operation.operation === 'query'
+    operation.operation === OperationTypeNode.QUERY
       ? schema.getQueryType()
-      : operation.operation === 'mutation'
+      : operation.operation === OperationTypeNode.MUTATION
         ? schema.getMutationType()
         : schema.getSubscriptionType();
   if (!root) return { cost: 0, depth: 0 };
@@ -226,7 +227,7 @@ export function measureOperation(
         inner = fieldMeasure(selection, parentType, multiplier);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         const typeName = selection.typeCondition?.name.value;
-        const type = (typeName && schema.getType(typeName)) || parentType;
+        const type = (typeName === undefined ? undefined : schema.getType(typeName)) ?? parentType;
         inner = selectionsMeasure(selection.selectionSet, type, multiplier);
       } else {
         const fragment = fragmentMeasure(selection.name.value, parentType);

@@ -40,11 +40,11 @@ type CustomerRecordType = {
  */
 export function customerRecordByArgs<T extends CustomerRecordType>(type: T) {
   return (_parent: unknown, { customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
-    readRecord(type, { customerId, id } as RecordTypes[T]['key'], context, info);
+    readRecord(type, { customerId, id }, context, info);
 }
 
 /** `__resolveReference` of a customer's record: its federation key is `customerId id`. */
 export function customerRecordReference<T extends CustomerRecordType>(type: T) {
   return ({ customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
-    readRecord(type, { customerId, id } as RecordTypes[T]['key'], context, info);
+    readRecord(type, { customerId, id }, context, info);
 }

@@ -49,7 +49,7 @@ export function mergeResolverMaps(maps: readonly Resolvers[]): Resolvers {
       }
     }
   }
-  return merged as Resolvers;
+  return merged;
 }
 
 /** Builds the subgraph schema. Call it once per process and share the result. */

@@ -41,7 +41,7 @@ export const webhookResolvers: Resolvers = {
       // The signing secret leaves the facade in this payload only: the endpoint record (which the
       // loaders cache and every other field reads) never holds it, and nothing logs a payload.
       const { secret, ...endpoint } = result.data;
-      return { ...remember({ ...result, data: endpoint }, context), signingSecret: secret ?? null };
+      return { ...remember({ ...result, data: endpoint }, context), signingSecret: secret };
     },
     updateWebhookEndpoint: async (_parent, { input }, context) => {
       const { body, idempotencyKey } = splitInput(input, ['webhookEndpointId']);

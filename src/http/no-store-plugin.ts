@@ -3,10 +3,10 @@
  * for a schema without `@cacheControl` hints, without that plugin's per-field hook: a
  * `willResolveField` anywhere makes Apollo wrap and instrument every resolver of the schema.
  */
-import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { ApolloServerPlugin } from '@apollo/server';
 
 /** Builds the plugin; install it together with `ApolloServerPluginCacheControlDisabled()`. */
-export function createNoStorePlugin(): ApolloServerPlugin<BaseContext> {
+export function createNoStorePlugin(): ApolloServerPlugin {
   return {
     async requestDidStart() {
       return {

@@ -10,7 +10,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { ApolloServerPlugin } from '@apollo/server';
-import { Kind, type DocumentNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import {
+  Kind,
+  OperationTypeNode,
+  type DocumentNode,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
 import type { Logger } from '../logger.ts';
 import type { UpstreamCallReport, UpstreamObserver } from '../upstream/client.ts';
 import type { UpstreamCredentials } from '../upstream/credentials.ts';
@@ -139,7 +145,8 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
       async requestDidStart() {
         return {
           async didResolveOperation({ operation, document, contextValue }) {
-            if (operation?.operation !== 'mutation' || contextValue?.upstream === undefined) return;
+            if (operation?.operation !== OperationTypeNode.MUTATION) return;
+            if (contextValue.upstream === undefined) return;
             operations.set(contextValue.upstream, {
               name: operation.name?.value ?? null,
               fields: rootFieldNames(operation, document),

@@ -19,7 +19,7 @@ export function createLifecyclePlugin<TContext extends LifecycleContext>(
       const started = performance.now();
       if (lifecycle.observed('operationStarted')) {
         lifecycle.emit('operationStarted', {
-          requestId: contextValue?.upstream?.requestId ?? '',
+          requestId: contextValue.upstream?.requestId ?? '',
           operationName: request.operationName ?? null,
         });
       }
@@ -35,11 +35,14 @@ export function createLifecyclePlugin<TContext extends LifecycleContext>(
                 ? 'partial'
                 : 'failure';
           lifecycle.emit('operationCompleted', {
-            requestId: context?.upstream?.requestId ?? '',
+            requestId: context.upstream?.requestId ?? '',
             operationName: operationName ?? null,
             status: response.http.status ?? 200,
             outcome,
-            errorCodes: errors.map((error) => String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR')),
+            errorCodes: errors.map((error) => {
+              const code = error.extensions?.code;
+              return typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR';
+            }),
             durationMs: Math.round(performance.now() - started),
           });
         },

@@ -38,7 +38,7 @@ export function createMetricsPlugin<TContext extends MeasurableContext>(
           metrics.operationDuration.observe(labels, (performance.now() - started) / 1000);
 
           const byOperation = { operation_name: operationName, operation_type: operationType };
-          const stats = contextValue?.loaderStats;
+          const stats = contextValue.loaderStats;
           if (stats !== undefined && stats.loads > 0) {
             metrics.loaderLoads.inc({ ...byOperation, result: 'miss' }, stats.misses);
             metrics.loaderLoads.inc(
@@ -46,7 +46,7 @@ export function createMetricsPlugin<TContext extends MeasurableContext>(
               Math.max(0, stats.loads - stats.misses),
             );
           }
-          const budget = contextValue?.upstream?.callBudget;
+          const budget = contextValue.upstream?.callBudget;
           if (budget !== undefined && budget.remaining < budget.limit) {
             metrics.operationUpstreamCalls.inc(byOperation, budget.limit - budget.remaining);
           }

@@ -67,10 +67,7 @@ export function createObservability(options: ObservabilityOptions): Observabilit
         for (const observer of observers) observer.call?.(report);
       },
     },
-    plugins: [
-      createMetricsPlugin(metrics) as ApolloServerPlugin<MeasurableContext & AuditableContext>,
-      audit.plugin,
-    ],
+    plugins: [createMetricsPlugin<MeasurableContext & AuditableContext>(metrics), audit.plugin],
     mount(app) {
       if (options.config.port === undefined) app.get(METRICS_PATH, metrics.handler());
     },

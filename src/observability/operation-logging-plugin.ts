@@ -25,7 +25,7 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
             errorCodes.push(toGraphQLError(error).extensions.code);
             if (isUnexpectedError(error)) {
               logger.error('unexpected error', {
-                requestId: contextValue.upstream?.requestId,
+                requestId: contextValue.upstream.requestId,
                 path: error.path,
                 error: error.originalError ?? error,
               });
@@ -35,7 +35,7 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
         async willSendResponse({ operationName, contextValue, response }) {
           logger.info('graphql operation', {
             operationName: operationName ?? null,
-            requestId: contextValue.upstream?.requestId,
+            requestId: contextValue.upstream.requestId,
             status: response.http.status ?? 200,
             durationMs: Math.round(performance.now() - started),
             errorCodes,

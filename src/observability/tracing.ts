@@ -55,8 +55,11 @@ export interface Tracing {
   flush(): Promise<void>;
 }
 
+/** The `end` of a call without a span: there is nothing to end. */
+const endNothing = (): void => undefined;
+
 /** What a call in an unsampled trace gets: the trace sent upstream as it is, no span. */
-const UNSAMPLED_CALL = { headers: {}, end() {} };
+const UNSAMPLED_CALL = { headers: {}, end: endNothing };
 
 /**
  * Builds the app's tracing hooks over the globally registered tracer provider. `env` tells which
@@ -84,7 +87,7 @@ export function createTracing(env: Readonly<Record<string, string | undefined>> 
           if (!isSpanContextValid(parent)) return UNSAMPLED_CALL;
           const headers: Record<string, string> = {};
           propagation.inject(active, headers);
-          return { headers, end() {} };
+          return { headers, end: endNothing };
         }
         const { template } = routeOf(request.path);
         const span = tracer.startSpan(

@@ -11,7 +11,8 @@ import type { MutationResult, Page, PageParams } from './types.ts';
 /** GETs `path` and returns the record inside its `{data}` envelope. */
 export async function readRecord<T>(up: UpstreamContext, path: string): Promise<T> {
   const response = await up.client.send(up, { method: 'GET', path });
-  return unwrapData<T>(response.body, up.requestId);
+  // The contract says what `data` holds for `path`; the caller names it.
+  return unwrapData(response.body, up.requestId) as T;
 }
 
 /** GETs one page of a list at `path`. */
@@ -53,7 +54,11 @@ export async function sendEffect<T>(
     callerIdempotencyKey: idempotencyKey,
     ...(actingFor === undefined ? {} : { actingFor }),
   });
-  return { data: unwrapData<T>(response.body, up.requestId), idempotencyKey, replayed: response.replayed };
+  return {
+    data: unwrapData(response.body, up.requestId) as T,
+    idempotencyKey,
+    replayed: response.replayed,
+  };
 }
 
 /** Longest Idempotency-Key the upstream accepts (the contract's limits table). */
@@ -71,9 +76,9 @@ function upstreamIdempotencyKey(up: UpstreamContext, key: string): string {
   return createHash('sha256').update(`${up.idempotencyOwner}\n${key}`).digest('base64url');
 }
 
-function unwrapData<T>(body: unknown, requestId: string): T {
+function unwrapData(body: unknown, requestId: string): unknown {
   if (typeof body !== 'object' || body === null || !('data' in body)) {
     throw new UpstreamUnavailableError('invalid_response', requestId);
   }
-  return body.data as T;
+  return body.data;
 }

@@ -8,7 +8,11 @@ import type { components } from '../generated/upstream-api.ts';
 type Schemas = components['schemas'];
 
 export type Customer = Schemas['Customer'];
-export type Account = Schemas['Account'];
+/**
+ * The contract lists `fees` as required, but the facade reads a record without them from the fees
+ * endpoint instead (`Account.fees`), so the type does not promise them.
+ */
+export type Account = Omit<Schemas['Account'], 'fees'> & Partial<Pick<Schemas['Account'], 'fees'>>;
 export type AccountDetails = Schemas['AccountDetails'];
 export type Balance = Schemas['Balance'];
 export type AccountFees = Schemas['AccountFees'];

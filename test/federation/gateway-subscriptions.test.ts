@@ -35,7 +35,7 @@ beforeAll(async () => {
   disposeGateway = async () => {
     await runtime.dispose();
   };
-  gatewayServer = createServer(runtime);
+  gatewayServer = createServer(runtime.requestListener);
   await new Promise<void>((resolve) => gatewayServer.listen(0, '127.0.0.1', resolve));
   gatewayUrl = `http://127.0.0.1:${(gatewayServer.address() as AddressInfo).port}${runtime.graphqlEndpoint}`;
 });

@@ -52,6 +52,8 @@ describe('createLifecycle', () => {
     lifecycle.on('subscriptionCompleted', () => {
       throw new Error('thrown by a listener');
     });
+    // Deliberately a listener that rejects: the lifecycle must log it, not leave it unhandled.
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises
     lifecycle.on('subscriptionCompleted', async () => {
       await Promise.resolve();
       throw new Error('rejected by a listener');

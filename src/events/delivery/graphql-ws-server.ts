@@ -199,10 +199,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
             ];
           }
           if (options.admitSubscription !== undefined) {
-            const refusal = await options.admitSubscription(
-              subscriber.caller,
-              payload as SubscribePayloadLike,
-            );
+            const refusal = await options.admitSubscription(subscriber.caller, payload);
             if (refusal !== undefined) return [refusal];
           }
         }
@@ -417,7 +414,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       })();
       const timeout = new AbortController();
       const timedOut = sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timeout.signal });
-      await Promise.race([disposed, timedOut.catch(() => {})]);
+      await Promise.race([disposed, timedOut.catch(() => undefined)]);
       timeout.abort();
       for (const client of wsServer.clients) client.terminate();
       await disposed;

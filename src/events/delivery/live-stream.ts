@@ -39,7 +39,7 @@ export const DROP = Symbol('drop');
 /** What one subscription field listens to and how it turns an event into its payload. */
 export interface ChangeFeed<P> {
   /** Cheap filter applied before queueing (customer, resource, kind). Must not throw. */
-  accept(event: PlatformEvent): boolean;
+  accept: (event: PlatformEvent) => boolean;
   /**
    * The payload of `event`, reading the resource as it is now with `context` (fresh loaders, the
    * subscriber's credentials). {@link DROP} when the upstream refuses the subscriber that read.

@@ -192,7 +192,7 @@ export interface ChangeSubscription {
  * replay context's loader for the replayed selections.
  */
 async function readSubscribedCustomer(context: GraphContext, customerId: string): Promise<ListedRecord> {
-  return (await context.loaders.customer.load(customerId)) as ListedRecord;
+  return await context.loaders.customer.load(customerId);
 }
 
 /** Whether `record` changed at or after `since` (the upstream's updated-since is inclusive too). */
@@ -417,7 +417,12 @@ async function readAllSince<R>(
   }
 }
 
-/** The payload of a delivery, or the error that ends an overflowed or revoked subscription. */
+/**
+ * The payload of a delivery, or the error that ends an overflowed or revoked subscription. Generic
+ * in its result alone, so one function is the `resolve` of every subscription field, each typed by
+ * graphql-codegen with its own payload.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- see above
 export function payloadOf<T>(delivery: unknown): T {
   const item = delivery as LiveDelivery | undefined;
   // The stream's payloads are built by this file's feeds for the field being resolved.
@@ -449,14 +454,18 @@ export function payloadOf<T>(delivery: unknown): T {
 
 /** The resource of a payload, or, when it could not be read, its read error at the field. */
 export function resourceOf<T>(payload: object, resource: T): T {
-  const error = (payload as { [READ_ERROR]?: unknown })[READ_ERROR];
+  const error = (payload as { [READ_ERROR]?: Error })[READ_ERROR];
   if (error !== undefined) throw error;
   return resource;
 }
 
 /** The part of a payload that carries `hydrated`'s read error, if any. */
-function readErrorOf(hydrated: { error?: unknown }): { [READ_ERROR]?: unknown } {
-  return hydrated.error === undefined ? {} : { [READ_ERROR]: hydrated.error };
+function readErrorOf(hydrated: { error?: unknown }): { [READ_ERROR]?: Error } {
+  const { error } = hydrated;
+  if (error === undefined) return {};
+  return {
+    [READ_ERROR]: error instanceof Error ? error : new Error('the resource read failed', { cause: error }),
+  };
 }
 
 /** The GraphQL type of an `EventResource`, from the event's `resourceType` the payload tagged it with. */

@@ -75,7 +75,8 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   };
   /** Set once an overflow or a revocation stopped the listening: what is queued is the last item. */
   let closing = false;
-  let stopListening: () => void = () => {};
+  /** Nothing to stop until the bus listens for this queue. */
+  let stopListening: () => void = () => undefined;
   const items = createPushPullQueue<QueueItem>({
     onEnd: () => stopListening(),
     endsAfter: (item) => item.kind !== 'event',

@@ -51,7 +51,8 @@ export interface EventBus {
 
 /** Options of {@link createPubSubEventBus}. */
 export interface PubSubEventBusOptions {
-  engine: PubSubEngine;
+  /** What the bus uses of an engine: `RedisPubSub` implements graphql-subscriptions' class, not extends it. */
+  engine: Pick<PubSubEngine, 'publish' | 'subscribe' | 'unsubscribe'>;
   /** Channel name prefix, so deployments sharing one Redis stay apart. Default `facade:`. */
   channelPrefix?: string;
   logger: Logger;

@@ -97,7 +97,10 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         response.once('close', () => receipt.end());
       }
       const outcome = reportTo(response);
-      if (accepting) return next();
+      if (accepting) {
+        next();
+        return;
+      }
       outcome('unavailable');
       response.setHeader('Retry-After', '5');
       sendProblem(response, 503, 'Shutting down', 'this instance no longer accepts webhooks');
@@ -182,7 +185,10 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   }
 
   router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
-    if (response.headersSent) return next(error);
+    if (response.headersSent) {
+      next(error);
+      return;
+    }
     const outcome = reportTo(response);
     const status = (error as { status?: unknown; type?: unknown } | null)?.status;
     const type = (error as { type?: unknown } | null)?.type;

@@ -68,7 +68,7 @@ export async function startHiveGateway(supergraphSdl: string): Promise<RunningGa
     },
     logging: false,
   });
-  const server = createServer(runtime);
+  const server = createServer(runtime.requestListener);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
