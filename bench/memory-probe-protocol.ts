@@ -1,0 +1,52 @@
+/**
+ * The messages between the fan-out benchmark and `memory-probe.ts` inside a facade, and the
+ * benchmark's side of the exchange.
+ */
+import type { ChildProcess } from 'node:child_process';
+
+export interface MemoryProbeRequest {
+  memoryProbe: 'usage';
+  id: number;
+  /** Run a full garbage collection first (only when the facade runs with `--expose-gc`). */
+  collectGarbage: boolean;
+}
+
+export interface MemoryProbeReply {
+  memoryProbe: 'usage';
+  id: number;
+  /** Whether a garbage collection ran before the reading. */
+  collected: boolean;
+  usage: NodeJS.MemoryUsage;
+}
+
+let nextRequestId = 0;
+
+/**
+ * Asks the probe in `child` for its memory usage; undefined when the child has no probe (no IPC
+ * channel) or does not answer within `timeoutMs`.
+ */
+export async function askMemoryUsage(
+  child: ChildProcess,
+  collectGarbage: boolean,
+  timeoutMs = 10_000,
+): Promise<MemoryProbeReply | undefined> {
+  if (child.send === undefined || !child.connected) return undefined;
+  nextRequestId += 1;
+  const id = nextRequestId;
+  return new Promise((resolve) => {
+    const onMessage = (message: unknown): void => {
+      const reply = message as Partial<MemoryProbeReply>;
+      if (reply.memoryProbe !== 'usage' || reply.id !== id) return;
+      finish(reply as MemoryProbeReply);
+    };
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    function finish(reply: MemoryProbeReply | undefined): void {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      resolve(reply);
+    }
+    child.on('message', onMessage);
+    const request: MemoryProbeRequest = { memoryProbe: 'usage', id, collectGarbage };
+    child.send(request);
+  });
+}

@@ -1,0 +1,27 @@
+/**
+ * Loaded into a facade by the fan-out benchmark only (`node --expose-gc --import <this file>`), so
+ * the benchmark can read the facade's heap beside its RSS without any route or code of its own in
+ * the facade: over the IPC channel it answers `process.memoryUsage()`, after a full garbage
+ * collection when asked and when `--expose-gc` made one available. Without an IPC channel it does
+ * nothing.
+ */
+import type { MemoryProbeReply, MemoryProbeRequest } from './memory-probe-protocol.ts';
+
+if (process.send !== undefined && process.channel !== undefined) {
+  // The channel must not keep a facade alive that is shutting down.
+  process.channel.unref();
+  process.on('message', (message: unknown) => {
+    const request = message as Partial<MemoryProbeRequest>;
+    if (request.memoryProbe !== 'usage' || typeof request.id !== 'number') return;
+    const collect = (globalThis as { gc?: () => void }).gc;
+    const collected = request.collectGarbage === true && collect !== undefined;
+    if (collected) collect();
+    const reply: MemoryProbeReply = {
+      memoryProbe: 'usage',
+      id: request.id,
+      collected,
+      usage: process.memoryUsage(),
+    };
+    process.send?.(reply);
+  });
+}
