@@ -29,7 +29,7 @@
  * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -37,7 +37,7 @@ import { generateWebhookSecret, signWebhook } from '../emulator/webhooks/signatu
 import { positiveIntegerFromEnv } from './env.ts';
 import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
 import { percentile } from './load.ts';
-import { askMemoryUsage } from './memory-probe-protocol.ts';
+import { askMemoryUsage, type GarbageCollection } from './memory-probe-protocol.ts';
 import { findFreePort, readCpuMs, startService, type ServiceProcess } from './processes.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
 
@@ -63,6 +63,7 @@ const large = positiveIntegerFromEnv('BENCH_FANOUT_LARGE', 10_000);
 const perReplica = positiveIntegerFromEnv('BENCH_FANOUT_PER_REPLICA', 500);
 const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 2);
 const settleMs = positiveIntegerFromEnv('BENCH_FANOUT_SETTLE_MS', 5000);
+const holdMs = Number(process.env.BENCH_FANOUT_HOLD_MS ?? 0);
 const facadeNodeArgs = (process.env.BENCH_FANOUT_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== '');
 const wanted = (process.env.BENCH_FANOUT_SCENARIOS ?? 'small,large,redis').split(',').map((s) => s.trim());
 
@@ -86,9 +87,21 @@ interface MemoryReading {
   heapTotalBytes?: number;
   externalBytes?: number;
   arrayBuffersBytes?: number;
+  /** Of the heap's committed memory, what is resident (V8's `total_physical_size`). */
+  heapPhysicalBytes?: number;
+  /** What V8 itself has malloced (zones, tables), outside the heap. */
+  mallocedBytes?: number;
+  /**
+   * Resident memory by kind of mapping (/proc/<pid>/smaps): glibc's main arena (`[heap]`), anonymous
+   * mappings of exactly V8's page size (256 KiB: the JS heap's pages), other anonymous ones (malloc's
+   * other arenas, large allocations, V8's large objects and code), and files.
+   */
+  mappings?: { mallocMainArena: number; v8SizedPages: number; otherAnonymous: number; files: number };
+  /** Each heap space: committed size, used and resident bytes. */
+  spaces?: Record<string, { size: number; used: number; physical: number }>;
 }
 
-type MemoryPoint = 'before' | 'idle' | 'peak' | 'disconnected' | 'settled' | 'afterGc';
+type MemoryPoint = 'before' | 'idle' | 'peak' | 'disconnected' | 'settled' | 'afterGc' | 'afterReducingGc';
 
 interface ReplicaResult {
   label: string;
@@ -220,7 +233,7 @@ async function runScenario(
     for (let index = 0; index < clientProcesses; index += 1) clients.push(startClientProcess());
 
     const memory = facades.map((): Partial<Record<MemoryPoint, MemoryReading>> => ({}));
-    const readAll = async (point: MemoryPoint, collectGarbage = false): Promise<void> => {
+    const readAll = async (point: MemoryPoint, collectGarbage: GarbageCollection = 'none'): Promise<void> => {
       await Promise.all(
         facades.map(async (facade, index) => {
           memory[index]![point] = await readMemory(facade, collectGarbage);
@@ -351,7 +364,14 @@ async function runScenario(
     await readAll('disconnected');
     await sleep(settleMs);
     await readAll('settled');
-    await readAll('afterGc', true);
+    await readAll('afterGc', 'full');
+    await readAll('afterReducingGc', 'memory-reducing');
+    if (holdMs > 0) {
+      console.log(
+        `  holding for ${holdMs} ms: facade pids ${facades.map((facade) => facade.pid).join(', ')}`,
+      );
+      await sleep(holdMs);
+    }
 
     const replicas: ReplicaResult[] = facades.map((_facade, replica) => {
       const latencies: number[] = [];
@@ -450,17 +470,54 @@ async function startFacade(
   });
 }
 
-async function readMemory(facade: ServiceProcess, collectGarbage: boolean): Promise<MemoryReading> {
+async function readMemory(facade: ServiceProcess, collectGarbage: GarbageCollection): Promise<MemoryReading> {
   const probe = await askMemoryUsage(facade.child, collectGarbage);
   const rssBytes = await facade.rssBytes();
-  if (probe === undefined) return { rssBytes };
+  const mappings = await readMappings(facade.pid);
+  if (probe === undefined) return { rssBytes, mappings };
   return {
     rssBytes,
+    mappings,
     heapUsedBytes: probe.usage.heapUsed,
     heapTotalBytes: probe.usage.heapTotal,
     externalBytes: probe.usage.external,
     arrayBuffersBytes: probe.usage.arrayBuffers,
+    heapPhysicalBytes: probe.heap.total_physical_size,
+    mallocedBytes: probe.heap.malloced_memory,
+    spaces: Object.fromEntries(
+      probe.spaces.map((space) => [
+        space.space_name,
+        { size: space.space_size, used: space.space_used_size, physical: space.physical_space_size },
+      ]),
+    ),
   };
+}
+
+/** Resident bytes of `pid` by kind of mapping; see {@link MemoryReading.mappings}. */
+async function readMappings(pid: number): Promise<NonNullable<MemoryReading['mappings']>> {
+  const totals = { mallocMainArena: 0, v8SizedPages: 0, otherAnonymous: 0, files: 0 };
+  let kind: keyof typeof totals | undefined;
+  for (const line of (await readFile(`/proc/${pid}/smaps`, 'utf8')).split('\n')) {
+    const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header !== null) {
+      const size = Number.parseInt(header[2]!, 16) - Number.parseInt(header[1]!, 16);
+      const path = header[3]!.trim();
+      kind =
+        path === '[heap]'
+          ? 'mallocMainArena'
+          : path === ''
+            ? size === 256 * 1024
+              ? 'v8SizedPages'
+              : 'otherAnonymous'
+            : path.startsWith('[')
+              ? undefined
+              : 'files';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB$/.exec(line);
+    if (rss !== null && kind !== undefined) totals[kind] += Number(rss[1]) * 1024;
+  }
+  return totals;
 }
 
 /** The facade's open graphql-ws connections and running subscriptions, from its `/metrics`. */
@@ -627,7 +684,7 @@ function toMarkdown(report: {
       '.',
     '',
     '| scenario | facade | upstream GETs / event | delivered / expected | event → subscriber p50 / p99 / max ms | webhook ack p50 / max ms | facade CPU s | client CPU s | RSS MiB: before / idle / peak / disconnected / +' +
-      `${settings.settleMs / 1000} s / after GC |`,
+      `${settings.settleMs / 1000} s / after GC / after memory-reducing GC |`,
     '|---|---|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const scenario of report.scenarios) {
@@ -638,35 +695,37 @@ function toMarkdown(report: {
         : `${median(reads)} (${Math.min(...reads)}–${Math.max(...reads)})`;
     scenario.replicas.forEach((replica, index) => {
       const m = replica.memory;
-      const exact = scenario.duplicates === 0 ? '' : `, ${scenario.duplicates} duplicates`;
+      const exact =
+        (scenario.duplicates === 0 ? '' : `, ${scenario.duplicates} duplicates`) +
+        (scenario.errors === 0 ? '' : `, ${scenario.errors} with errors`);
       lines.push(
         `| ${scenario.name} | ${scenario.replicas.length > 1 ? `${replica.label}${index === 0 ? ' (receives)' : ''}` : 'the one'} ` +
           `| ${index === 0 ? readsText : '(same events)'} | ${replica.received} / ${replica.expected}${index === 0 ? exact : ''} ` +
           `| ${ms(replica.latency.p50Ms)} / ${ms(replica.latency.p99Ms)} / ${ms(replica.latency.maxMs)} ` +
           `| ${index === 0 ? `${ms(scenario.ack.p50Ms)} / ${ms(scenario.ack.maxMs)}` : '–'} ` +
           `| ${(replica.facadeCpuMs / 1000).toFixed(1)} | ${index === 0 ? (scenario.clientCpuMs / 1000).toFixed(1) : '(shared)'} ` +
-          `| ${mib(m.before?.rssBytes)} / ${mib(m.idle?.rssBytes)} / ${mib(m.peak?.rssBytes)} / ${mib(m.disconnected?.rssBytes)} / ${mib(m.settled?.rssBytes)} / ${mib(m.afterGc?.rssBytes)} |`,
+          `| ${mib(m.before?.rssBytes)} / ${mib(m.idle?.rssBytes)} / ${mib(m.peak?.rssBytes)} / ${mib(m.disconnected?.rssBytes)} / ${mib(m.settled?.rssBytes)} / ${mib(m.afterGc?.rssBytes)} / ${mib(m.afterReducingGc?.rssBytes)} |`,
       );
     });
   }
   lines.push(
     '',
-    "The facade's V8 heap at the same moments (MiB, heap used / external / of which array buffers):",
+    "The facade's V8 heap at the same moments (MiB: heap used / heap committed / external):",
     '',
     '| scenario | facade | before | idle | disconnected | +' +
-      `${settings.settleMs / 1000} s | after GC | open after disconnect |`,
-    '|---|---|--:|--:|--:|--:|--:|--:|',
+      `${settings.settleMs / 1000} s | after GC | after memory-reducing GC | open after disconnect |`,
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|',
   );
   for (const scenario of report.scenarios) {
     for (const replica of scenario.replicas) {
       const heap = (reading: MemoryReading | undefined): string =>
         reading?.heapUsedBytes === undefined
           ? '–'
-          : `${mib(reading.heapUsedBytes)} / ${mib(reading.externalBytes)} / ${mib(reading.arrayBuffersBytes)}`;
+          : `${mib(reading.heapUsedBytes)} / ${mib(reading.heapTotalBytes)} / ${mib(reading.externalBytes)}`;
       const m = replica.memory;
       const open = replica.openAfterDisconnect;
       lines.push(
-        `| ${scenario.name} | ${replica.label} | ${heap(m.before)} | ${heap(m.idle)} | ${heap(m.disconnected)} | ${heap(m.settled)} | ${heap(m.afterGc)} ` +
+        `| ${scenario.name} | ${replica.label} | ${heap(m.before)} | ${heap(m.idle)} | ${heap(m.disconnected)} | ${heap(m.settled)} | ${heap(m.afterGc)} | ${heap(m.afterReducingGc)} ` +
           `| ${open.connections} connections, ${open.subscriptions} subscriptions |`,
       );
     }

@@ -3,12 +3,19 @@
  * benchmark's side of the exchange.
  */
 import type { ChildProcess } from 'node:child_process';
+import type { HeapInfo, HeapSpaceInfo } from 'node:v8';
+
+export type GarbageCollection = 'none' | 'full' | 'memory-reducing';
 
 export interface MemoryProbeRequest {
   memoryProbe: 'usage';
   id: number;
-  /** Run a full garbage collection first (only when the facade runs with `--expose-gc`). */
-  collectGarbage: boolean;
+  /**
+   * Collect garbage first (only when the facade runs with `--expose-gc`): `full` is an ordinary
+   * full GC; `memory-reducing` is V8's last-resort one, which also gives the pages the heap no longer
+   * uses back to the system (an ordinary GC keeps them for reuse).
+   */
+  collectGarbage: GarbageCollection;
 }
 
 export interface MemoryProbeReply {
@@ -17,6 +24,10 @@ export interface MemoryProbeReply {
   /** Whether a garbage collection ran before the reading. */
   collected: boolean;
   usage: NodeJS.MemoryUsage;
+  /** `v8.getHeapStatistics()`: committed, physical and malloced sizes. */
+  heap: HeapInfo;
+  /** `v8.getHeapSpaceStatistics()`: size, used and physical size of each space. */
+  spaces: HeapSpaceInfo[];
 }
 
 let nextRequestId = 0;
@@ -27,7 +38,7 @@ let nextRequestId = 0;
  */
 export async function askMemoryUsage(
   child: ChildProcess,
-  collectGarbage: boolean,
+  collectGarbage: GarbageCollection,
   timeoutMs = 10_000,
 ): Promise<MemoryProbeReply | undefined> {
   if (child.send === undefined || !child.connected) return undefined;
