@@ -725,7 +725,7 @@ function toMarkdown(report: {
       const m = replica.memory;
       const open = replica.openAfterDisconnect;
       lines.push(
-        `| ${scenario.name} | ${replica.label} | ${heap(m.before)} | ${heap(m.idle)} | ${heap(m.disconnected)} | ${heap(m.settled)} | ${heap(m.afterGc)} | ${heap(m.afterReducingGc)} ` +
+        `| ${scenario.name} | ${scenario.replicas.length > 1 ? replica.label : 'the one'} | ${heap(m.before)} | ${heap(m.idle)} | ${heap(m.disconnected)} | ${heap(m.settled)} | ${heap(m.afterGc)} | ${heap(m.afterReducingGc)} ` +
           `| ${open.connections} connections, ${open.subscriptions} subscriptions |`,
       );
     }
