@@ -15,7 +15,7 @@
  * Per scenario: upstream GETs per event (counted by the emulator), event → subscriber p50/p99/max,
  * the webhook's ack time, deliveries received against expected (exactly once, none missing), the
  * CPU of the facades and of the client processes during the events, and the facade's RSS (from
- * /proc) before any subscriber, with all idle, at its peak during the events, right after they all
+ * /proc) before any subscriber, with all idle, at its peak (events and disconnections), right after they all
  * disconnected, after `BENCH_FANOUT_SETTLE_MS`, and after a forced full GC; with the V8 heap beside
  * each (the facade runs with `--expose-gc` and `memory-probe.ts`, which answers over IPC).
  *
@@ -121,9 +121,9 @@ interface ScenarioResult {
   name: string;
   subscribers: number;
   events: number;
-  /** Upstream requests (all GETs here) per event, in the order the events were sent. */
+  /** Upstream GETs per event, in the order the events were sent. */
   upstreamRequestsPerEvent: number[];
-  /** Upstream requests while the subscribers subscribed (each reads the customer once). */
+  /** Upstream GETs while the subscribers subscribed (each reads the customer once). */
   upstreamRequestsToSubscribe: number;
   ack: { p50Ms: number; maxMs: number; statuses: number[] };
   /** For two replicas: how the other replica answered the same delivery (de-duplication). */
@@ -331,8 +331,6 @@ async function runScenario(
       await sleep(EVENT_GAP_MS);
       upstreamRequestsPerEvent.push((await upstreamRequests(emulator)) - before);
     }
-    sampling = false;
-    await sampler;
     const facadeCpuMs = (await Promise.all(facades.map((facade) => facade.cpuMs()))).map(
       (ms, index) => ms - facadeCpuBefore[index]!,
     );
@@ -361,6 +359,9 @@ async function runScenario(
     const openAfterDisconnect = await Promise.all(
       facades.map((facade) => waitForLiveCounts(facade, (counts) => counts.connections === 0, 30_000)),
     );
+    // The peak covers the events and the disconnections.
+    sampling = false;
+    await sampler;
     await readAll('disconnected');
     await sleep(settleMs);
     await readAll('settled');
@@ -547,9 +548,14 @@ async function waitForLiveCounts(
   }
 }
 
+/** `GET` requests the emulator has received under `/v3` (every read; nothing else is sent here). */
 async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
-  const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as { total: number };
-  return log.total;
+  const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as {
+    byRoute: Record<string, number>;
+  };
+  let gets = 0;
+  for (const [route, count] of Object.entries(log.byRoute)) if (route.startsWith('GET ')) gets += count;
+  return gets;
 }
 
 let eventSequence = 0;
@@ -644,7 +650,7 @@ function summaryLine(result: ScenarioResult): string {
     .map(
       (replica) =>
         `  ${replica.label}: ${replica.received}/${replica.expected} delivered, p50 ${replica.latency.p50Ms.toFixed(0)} ms, ` +
-        `p99 ${replica.latency.p99Ms.toFixed(0)} ms; upstream requests per event ${median(result.upstreamRequestsPerEvent)}`,
+        `p99 ${replica.latency.p99Ms.toFixed(0)} ms; upstream GETs per event ${median(result.upstreamRequestsPerEvent)}`,
     )
     .join('\n');
 }
@@ -747,7 +753,7 @@ function toMarkdown(report: {
     if (scenario.errors > 0)
       notes.push(`${scenario.name}: ${scenario.errors} results with errors (first: ${scenario.firstError}).`);
     notes.push(
-      `${scenario.name}: subscribing took ${scenario.connectSeconds.toFixed(1)} s and ${scenario.upstreamRequestsToSubscribe} upstream requests.`,
+      `${scenario.name}: subscribing took ${scenario.connectSeconds.toFixed(1)} s and ${scenario.upstreamRequestsToSubscribe} upstream GETs.`,
     );
   }
   lines.push('', ...notes.map((note) => `- ${note}`));
