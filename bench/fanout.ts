@@ -23,8 +23,11 @@
  * BENCH_FANOUT_SMALL (1000 subscribers), BENCH_FANOUT_LARGE (10000), BENCH_FANOUT_PER_REPLICA (500
  * on each of two replicas), BENCH_FANOUT_EVENTS (10 per scenario), BENCH_FANOUT_CLIENT_PROCESSES
  * (2), BENCH_FANOUT_SETTLE_MS (5000), BENCH_FANOUT_NODE_ARGS (extra Node options of the facade, e.g.
- * `--max-semi-space-size=4`), BENCH_FACADE_SCRIPT (the facade's entry point: another checkout's
- * `src/main.ts` to compare two versions). Environment variables the facade reads (e.g.
+ * `--max-semi-space-size=4`), BENCH_FANOUT_HOLD_MS (keep the facades that long at the end of each
+ * scenario, to look at them from outside), BENCH_FANOUT_HEAP_SNAPSHOTS (a directory: heap snapshots
+ * of each facade with its subscribers idle and after the GC that follows their leaving),
+ * BENCH_FACADE_SCRIPT (the facade's entry point: another checkout's `src/main.ts` to compare two
+ * versions). Environment variables the facade reads (e.g.
  * `MALLOC_ARENA_MAX`) pass through. The report goes to bench/results/ (`fanout-<time>.md`,
  * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
  */
@@ -64,6 +67,7 @@ const perReplica = positiveIntegerFromEnv('BENCH_FANOUT_PER_REPLICA', 500);
 const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 2);
 const settleMs = positiveIntegerFromEnv('BENCH_FANOUT_SETTLE_MS', 5000);
 const holdMs = Number(process.env.BENCH_FANOUT_HOLD_MS ?? 0);
+const heapSnapshotDir = process.env.BENCH_FANOUT_HEAP_SNAPSHOTS;
 const facadeNodeArgs = (process.env.BENCH_FANOUT_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== '');
 const wanted = (process.env.BENCH_FANOUT_SCENARIOS ?? 'small,large,redis').split(',').map((s) => s.trim());
 
@@ -236,7 +240,11 @@ async function runScenario(
     const readAll = async (point: MemoryPoint, collectGarbage: GarbageCollection = 'none'): Promise<void> => {
       await Promise.all(
         facades.map(async (facade, index) => {
-          memory[index]![point] = await readMemory(facade, collectGarbage);
+          const snapshot =
+            heapSnapshotDir !== undefined && (point === 'idle' || point === 'afterGc')
+              ? `${heapSnapshotDir}/fanout-${scenario.key}-${labelOf(index).replace(' ', '-')}-${point}.heapsnapshot`
+              : undefined;
+          memory[index]![point] = await readMemory(facade, collectGarbage, snapshot);
         }),
       );
     };
@@ -471,8 +479,18 @@ async function startFacade(
   });
 }
 
-async function readMemory(facade: ServiceProcess, collectGarbage: GarbageCollection): Promise<MemoryReading> {
-  const probe = await askMemoryUsage(facade.child, collectGarbage);
+async function readMemory(
+  facade: ServiceProcess,
+  collectGarbage: GarbageCollection,
+  heapSnapshotPath?: string,
+): Promise<MemoryReading> {
+  // Writing a snapshot of a large heap takes a while.
+  const probe = await askMemoryUsage(
+    facade.child,
+    collectGarbage,
+    heapSnapshotPath ? 300_000 : 10_000,
+    heapSnapshotPath,
+  );
   const rssBytes = await facade.rssBytes();
   const mappings = await readMappings(facade.pid);
   if (probe === undefined) return { rssBytes, mappings };

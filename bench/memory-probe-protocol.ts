@@ -16,6 +16,8 @@ export interface MemoryProbeRequest {
    * uses back to the system (an ordinary GC keeps them for reuse).
    */
   collectGarbage: GarbageCollection;
+  /** Also write a heap snapshot to this path (after the collection), for a closer look. */
+  heapSnapshotPath?: string;
 }
 
 export interface MemoryProbeReply {
@@ -40,6 +42,7 @@ export async function askMemoryUsage(
   child: ChildProcess,
   collectGarbage: GarbageCollection,
   timeoutMs = 10_000,
+  heapSnapshotPath?: string,
 ): Promise<MemoryProbeReply | undefined> {
   if (child.send === undefined || !child.connected) return undefined;
   nextRequestId += 1;
@@ -57,7 +60,12 @@ export async function askMemoryUsage(
       resolve(reply);
     }
     child.on('message', onMessage);
-    const request: MemoryProbeRequest = { memoryProbe: 'usage', id, collectGarbage };
+    const request: MemoryProbeRequest = {
+      memoryProbe: 'usage',
+      id,
+      collectGarbage,
+      ...(heapSnapshotPath === undefined ? {} : { heapSnapshotPath }),
+    };
     child.send(request);
   });
 }

@@ -5,7 +5,7 @@
  * collection when asked and when `--expose-gc` made one available. Without an IPC channel it does
  * nothing.
  */
-import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 import type { MemoryProbeReply, MemoryProbeRequest } from './memory-probe-protocol.ts';
 
 if (process.send !== undefined && process.channel !== undefined) {
@@ -23,6 +23,7 @@ if (process.send !== undefined && process.channel !== undefined) {
           : { type: 'major', execution: 'sync' },
       );
     }
+    if (typeof request.heapSnapshotPath === 'string') writeHeapSnapshot(request.heapSnapshotPath);
     const reply: MemoryProbeReply = {
       memoryProbe: 'usage',
       id: request.id,
