@@ -58,7 +58,8 @@ export async function runLoad(options: {
   };
 }
 
-function percentile(sorted: readonly number[], fraction: number): number {
+/** The value at `fraction` (0 to 1) of `sorted`, ascending; NaN when it is empty. */
+export function percentile(sorted: readonly number[], fraction: number): number {
   if (sorted.length === 0) return Number.NaN;
   const index = Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1);
   return sorted[Math.max(0, index)]!;

@@ -12,6 +12,8 @@ export interface ServiceProcess {
   readonly name: string;
   readonly url: string;
   readonly pid: number;
+  /** The child process itself (its IPC channel, when started with `ipc`). */
+  readonly child: ChildProcess;
   /** Resident set size in bytes, read from /proc. */
   rssBytes(): Promise<number>;
   /** CPU time (user + system) the process has used so far, in milliseconds, read from /proc. */
@@ -42,10 +44,14 @@ export async function startService(options: {
   port: number;
   env: Record<string, string>;
   readyPath: string;
+  /** Node options before the script (e.g. `--expose-gc`, `--import <preload>`). */
+  nodeArgs?: readonly string[];
+  /** Opens an IPC channel to the child (`child.send`, `child.on('message')`). */
+  ipc?: boolean;
 }): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [options.script], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.script], {
     env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: options.ipc === true ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
@@ -81,23 +87,30 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
+/** Resident set size of process `pid` in bytes (`VmRSS` of /proc/<pid>/status). */
+export async function readRssBytes(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  return match ? Number(match[1]) * 1024 : Number.NaN;
+}
+
+/** CPU time (user + system) process `pid` has used so far, in milliseconds (/proc/<pid>/stat). */
+export async function readCpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name; utime and stime are the 14th and 15th fields.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond()) * 1000;
+}
+
 function serviceProcess(name: string, url: string, child: ChildProcess): ServiceProcess {
   const pid = child.pid ?? 0;
   return {
     name,
     url,
     pid,
-    async rssBytes() {
-      const status = await readFile(`/proc/${pid}/status`, 'utf8');
-      const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
-      return match ? Number(match[1]) * 1024 : Number.NaN;
-    },
-    async cpuMs() {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      // Fields after the parenthesised command name; utime and stime are the 14th and 15th fields.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond()) * 1000;
-    },
+    child,
+    rssBytes: () => readRssBytes(pid),
+    cpuMs: () => readCpuMs(pid),
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -17,6 +17,8 @@
  * BENCH_OPERATIONS (cap per round, default 1 000 000), BENCH_FACADE_SCRIPT (the facade's entry
  * point, default src/main.ts: point it at another checkout to compare two versions).
  * The report goes to bench/results/ (markdown and JSON, with the load average of the machine).
+ * Subscriptions at scale (one event to thousands of subscribers) have their own, longer run:
+ * `npm run bench:fanout` (`fanout.ts`).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
@@ -202,6 +204,7 @@ async function main(): Promise<void> {
     await writeFile(`${root}bench/results/latest.md`, markdown);
     await writeFile(`${root}bench/results/latest.json`, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`written to bench/results/${stamp}.md (and latest.md, latest.json)`);
+    console.log('subscriptions at scale are measured apart: npm run bench:fanout (about three minutes)');
   } finally {
     await facadePool.close();
     await barePool.close();

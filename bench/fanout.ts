@@ -1,0 +1,781 @@
+/**
+ * `npm run bench:fanout`: what one webhook event costs when many subscribers listen to the same
+ * thing, from the signed delivery to every subscriber's `next`, and what the facade's memory does as
+ * thousands of subscribers connect, idle, receive and leave.
+ *
+ * The emulator, the facade (one, or two replicas sharing a real Redis) and the subscribers run as
+ * separate processes on loopback; the subscribers are real graphql-ws clients (one WebSocket each,
+ * the `ws` package) spread over child processes (`fanout-clients.ts`) so the client side is not
+ * what is measured. All listen to the same `accountChanged` of one customer's account, whose event
+ * makes the facade read the account. The benchmark signs and posts `account.updated` webhooks one
+ * after another (the next once every subscriber got the previous), recording when it sent each and
+ * when the 2xx ack came back; each subscriber records when its `next` arrived, on the machine-wide
+ * clock (`performance.timeOrigin + performance.now()`), so latencies compare across processes.
+ *
+ * Per scenario: upstream GETs per event (counted by the emulator), event → subscriber p50/p99/max,
+ * the webhook's ack time, deliveries received against expected (exactly once, none missing), the
+ * CPU of the facades and of the client processes during the events, and the facade's RSS (from
+ * /proc) before any subscriber, with all idle, at its peak (events and disconnections), right after they all
+ * disconnected, after `BENCH_FANOUT_SETTLE_MS`, and after a forced full GC; with the V8 heap beside
+ * each (the facade runs with `--expose-gc` and `memory-probe.ts`, which answers over IPC).
+ *
+ * Options (environment): BENCH_FANOUT_SCENARIOS (`small,large,redis`, the default, or any of them),
+ * BENCH_FANOUT_SMALL (1000 subscribers), BENCH_FANOUT_LARGE (10000), BENCH_FANOUT_PER_REPLICA (500
+ * on each of two replicas), BENCH_FANOUT_EVENTS (10 per scenario), BENCH_FANOUT_CLIENT_PROCESSES
+ * (2), BENCH_FANOUT_SETTLE_MS (5000), BENCH_FANOUT_NODE_ARGS (extra Node options of the facade, e.g.
+ * `--max-semi-space-size=4`), BENCH_FANOUT_HOLD_MS (keep the facades that long at the end of each
+ * scenario, to look at them from outside), BENCH_FANOUT_HEAP_SNAPSHOTS (a directory: heap snapshots
+ * of each facade with its subscribers idle and after the GC that follows their leaving),
+ * BENCH_FACADE_SCRIPT (the facade's entry point: another checkout's `src/main.ts` to compare two
+ * versions). Environment variables the facade reads (e.g.
+ * `MALLOC_ARENA_MAX`) pass through. The report goes to bench/results/ (`fanout-<time>.md`,
+ * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { generateWebhookSecret, signWebhook } from '../emulator/webhooks/signature.ts';
+import { positiveIntegerFromEnv } from './env.ts';
+import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
+import { percentile } from './load.ts';
+import { askMemoryUsage, type GarbageCollection } from './memory-probe-protocol.ts';
+import { findFreePort, readCpuMs, startService, type ServiceProcess } from './processes.ts';
+import { startRedisServer, type RedisServer } from './redis-server.ts';
+
+const API_KEY = 'sk_sandbox_emulator';
+const CUSTOMER_ID = 'cus_acme';
+const ACCOUNT_ID = 'acc_acme_eth';
+/** Every subscriber runs this; its event reads the account (and its balances) upstream. */
+const SUBSCRIPTION = `subscription {
+  accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
+    eventId type occurredAt account { id status balances { currency available } }
+  }
+}`;
+/** Connections each client process opens at once. */
+const CONNECT_CONCURRENCY = 50;
+/** Longest wait for every subscriber to receive one event before the run goes on without it. */
+const EVENT_TIMEOUT_MS = 60_000;
+/** Pause after every subscriber got an event, so reads still running end before the next one. */
+const EVENT_GAP_MS = 250;
+
+const events = positiveIntegerFromEnv('BENCH_FANOUT_EVENTS', 10);
+const small = positiveIntegerFromEnv('BENCH_FANOUT_SMALL', 1000);
+const large = positiveIntegerFromEnv('BENCH_FANOUT_LARGE', 10_000);
+const perReplica = positiveIntegerFromEnv('BENCH_FANOUT_PER_REPLICA', 500);
+const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 2);
+const settleMs = positiveIntegerFromEnv('BENCH_FANOUT_SETTLE_MS', 5000);
+const holdMs = Number(process.env.BENCH_FANOUT_HOLD_MS ?? 0);
+const heapSnapshotDir = process.env.BENCH_FANOUT_HEAP_SNAPSHOTS;
+const facadeNodeArgs = (process.env.BENCH_FANOUT_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== '');
+const wanted = (process.env.BENCH_FANOUT_SCENARIOS ?? 'small,large,redis').split(',').map((s) => s.trim());
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const facadeScript = process.env.BENCH_FACADE_SCRIPT ?? `${root}src/main.ts`;
+const now = (): number => performance.timeOrigin + performance.now();
+const MIB = 1024 * 1024;
+
+interface Scenario {
+  key: string;
+  name: string;
+  replicas: number;
+  subscribersPerReplica: number;
+  redis: boolean;
+}
+
+/** The facade's memory at one moment: RSS from /proc and the V8 heap from the probe. */
+interface MemoryReading {
+  rssBytes: number;
+  heapUsedBytes?: number;
+  heapTotalBytes?: number;
+  externalBytes?: number;
+  arrayBuffersBytes?: number;
+  /** Of the heap's committed memory, what is resident (V8's `total_physical_size`). */
+  heapPhysicalBytes?: number;
+  /** What V8 itself has malloced (zones, tables), outside the heap. */
+  mallocedBytes?: number;
+  /**
+   * Resident memory by kind of mapping (/proc/<pid>/smaps): glibc's main arena (`[heap]`), anonymous
+   * mappings of exactly V8's page size (256 KiB: the JS heap's pages), other anonymous ones (malloc's
+   * other arenas, large allocations, V8's large objects and code), and files.
+   */
+  mappings?: { mallocMainArena: number; v8SizedPages: number; otherAnonymous: number; files: number };
+  /** Each heap space: committed size, used and resident bytes. */
+  spaces?: Record<string, { size: number; used: number; physical: number }>;
+}
+
+type MemoryPoint = 'before' | 'idle' | 'peak' | 'disconnected' | 'settled' | 'afterGc' | 'afterReducingGc';
+
+interface ReplicaResult {
+  label: string;
+  subscribers: number;
+  /** Deliveries of distinct (subscriber, event) pairs received, and expected. */
+  received: number;
+  expected: number;
+  latency: { p50Ms: number; p99Ms: number; maxMs: number };
+  facadeCpuMs: number;
+  memory: Partial<Record<MemoryPoint, MemoryReading>>;
+  /** Connections and subscriptions the facade still counted once every client had disconnected. */
+  openAfterDisconnect: { connections: number; subscriptions: number };
+}
+
+interface ScenarioResult {
+  key: string;
+  name: string;
+  subscribers: number;
+  events: number;
+  /** Upstream GETs per event, in the order the events were sent. */
+  upstreamRequestsPerEvent: number[];
+  /** Upstream GETs while the subscribers subscribed (each reads the customer once). */
+  upstreamRequestsToSubscribe: number;
+  ack: { p50Ms: number; maxMs: number; statuses: number[] };
+  /** For two replicas: how the other replica answered the same delivery (de-duplication). */
+  redeliveryStatuses?: { status: number; duplicate: unknown }[];
+  duplicates: number;
+  errors: number;
+  firstError?: string;
+  connectFailures: number;
+  connectSeconds: number;
+  clientCpuMs: number;
+  replicas: ReplicaResult[];
+}
+
+async function main(): Promise<void> {
+  const loadAverageBefore = loadavg();
+  const started = new Date();
+  const scenarios: Scenario[] = [
+    {
+      key: 'small',
+      name: `${small} subscribers, one facade`,
+      replicas: 1,
+      subscribersPerReplica: small,
+      redis: false,
+    },
+    {
+      key: 'large',
+      name: `${large} subscribers, one facade`,
+      replicas: 1,
+      subscribersPerReplica: large,
+      redis: false,
+    },
+    {
+      key: 'redis',
+      name: `2 × ${perReplica} subscribers, two replicas through Redis`,
+      replicas: 2,
+      subscribersPerReplica: perReplica,
+      redis: true,
+    },
+  ].filter((scenario) => wanted.includes(scenario.key));
+  if (scenarios.length === 0) throw new Error('BENCH_FANOUT_SCENARIOS names none of small, large, redis.');
+
+  const emulatorPort = await findFreePort();
+  const emulator = await startService({
+    name: 'emulator',
+    script: `${root}emulator/main.ts`,
+    port: emulatorPort,
+    env: { EMULATOR_PORT: String(emulatorPort), EMULATOR_DATA: 'demo' },
+    readyPath: '/_emulator/requests',
+  });
+  let redis: RedisServer | undefined;
+  const results: ScenarioResult[] = [];
+  try {
+    for (const scenario of scenarios) {
+      if (scenario.redis) redis ??= await startRedisServer();
+      console.log(`\n${scenario.name}: starting`);
+      const result = await runScenario(scenario, emulator, redis?.url);
+      results.push(result);
+      console.log(summaryLine(result));
+    }
+  } finally {
+    await redis?.stop();
+    await emulator.stop();
+  }
+
+  const report = {
+    at: started.toISOString(),
+    machine: {
+      cores: availableParallelism(),
+      node: process.version,
+      loadAverageBefore,
+      loadAverageAfter: loadavg(),
+    },
+    settings: {
+      events,
+      clientProcesses,
+      settleMs,
+      facadeScript,
+      facadeNodeArgs,
+      mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null,
+      subscription: SUBSCRIPTION.replace(/\s+/g, ' '),
+    },
+    scenarios: results,
+  };
+  const markdown = toMarkdown(report);
+  console.log(`\n${markdown}`);
+  await mkdir(`${root}bench/results`, { recursive: true });
+  const stamp = report.at.replaceAll(':', '-').replace(/\.\d+Z$/, 'Z');
+  await writeFile(`${root}bench/results/fanout-${stamp}.md`, markdown);
+  await writeFile(`${root}bench/results/fanout-latest.md`, markdown);
+  await writeFile(`${root}bench/results/fanout-latest.json`, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`written to bench/results/fanout-${stamp}.md (and fanout-latest.md, fanout-latest.json)`);
+}
+
+async function runScenario(
+  scenario: Scenario,
+  emulator: ServiceProcess,
+  redisUrl: string | undefined,
+): Promise<ScenarioResult> {
+  const secret = generateWebhookSecret();
+  const redisKeyPrefix = `bench-fanout-${process.pid}-${scenario.key}:`;
+  const facades: ServiceProcess[] = [];
+  const clients: ClientProcess[] = [];
+  try {
+    for (let replica = 0; replica < scenario.replicas; replica += 1) {
+      facades.push(await startFacade(emulator.url, secret, redisUrl, redisKeyPrefix, replica + 1));
+    }
+    for (let index = 0; index < clientProcesses; index += 1) clients.push(startClientProcess());
+
+    const memory = facades.map((): Partial<Record<MemoryPoint, MemoryReading>> => ({}));
+    const readAll = async (point: MemoryPoint, collectGarbage: GarbageCollection = 'none'): Promise<void> => {
+      await Promise.all(
+        facades.map(async (facade, index) => {
+          const snapshot =
+            heapSnapshotDir !== undefined && (point === 'idle' || point === 'afterGc')
+              ? `${heapSnapshotDir}/fanout-${scenario.key}-${labelOf(index).replace(' ', '-')}-${point}.heapsnapshot`
+              : undefined;
+          memory[index]![point] = await readMemory(facade, collectGarbage, snapshot);
+        }),
+      );
+    };
+    await readAll('before');
+
+    // Subscribe: every replica's subscribers spread evenly over the client processes.
+    const upstreamBeforeSubscribing = await upstreamRequests(emulator);
+    const connectStarted = now();
+    const connectReplies = await Promise.all(
+      clients.map((client, clientIndex) =>
+        client.ask({
+          op: 'connect',
+          id: 0,
+          query: SUBSCRIPTION,
+          concurrency: CONNECT_CONCURRENCY,
+          groups: facades.map((facade, replica) => ({
+            label: labelOf(replica),
+            wsUrl: `${facade.url.replace(/^http/, 'ws')}/graphql`,
+            count: share(scenario.subscribersPerReplica, clients.length, clientIndex),
+          })),
+        }),
+      ),
+    );
+    const connectFailures = connectReplies.reduce(
+      (sum, reply) => sum + (reply.op === 'connect' ? reply.failed : 0),
+      0,
+    );
+    if (connectFailures > 0) {
+      const first = connectReplies.find((reply) => reply.op === 'connect' && reply.firstError !== undefined);
+      console.log(
+        `  ${connectFailures} connections failed, the first: ${first?.op === 'connect' ? first.firstError : ''}`,
+      );
+    }
+    // A subscription listens once the facade counts it (its queue subscribed, the customer read).
+    for (const facade of facades) {
+      await waitForLiveCounts(
+        facade,
+        (counts) => counts.subscriptions >= scenario.subscribersPerReplica - connectFailures,
+        120_000,
+      );
+    }
+    const connectSeconds = (now() - connectStarted) / 1000;
+    const upstreamRequestsToSubscribe = (await upstreamRequests(emulator)) - upstreamBeforeSubscribing;
+    console.log(
+      `  ${scenario.replicas * scenario.subscribersPerReplica} subscribed in ${connectSeconds.toFixed(1)} s`,
+    );
+    await sleep(1_000);
+    await readAll('idle');
+
+    // Events, one after another.
+    const facadeCpuBefore = await Promise.all(facades.map((facade) => facade.cpuMs()));
+    const clientCpuBefore = await Promise.all(clients.map((client) => readCpuMs(client.pid)));
+    const peakRss = facades.map(() => 0);
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        await Promise.all(
+          facades.map(async (facade, index) => {
+            peakRss[index] = Math.max(peakRss[index]!, await facade.rssBytes());
+          }),
+        );
+        await sleep(100);
+      }
+    })();
+
+    const upstreamRequestsPerEvent: number[] = [];
+    const sentAt = new Map<string, number>();
+    const acks: number[] = [];
+    const statuses: number[] = [];
+    const redeliveryStatuses: { status: number; duplicate: unknown }[] = [];
+    for (let index = 0; index < events; index += 1) {
+      const event = accountUpdated(index);
+      const before = await upstreamRequests(emulator);
+      const sent = now();
+      sentAt.set(event.id, sent);
+      const answer = await postSigned(facades[0]!.url, secret, event);
+      acks.push(now() - sent);
+      statuses.push(answer.status);
+      if (facades.length > 1) {
+        // The upstream may deliver the same event to another replica: it must not publish it again.
+        const again = await postSigned(facades[1]!.url, secret, event);
+        redeliveryStatuses.push({
+          status: again.status,
+          duplicate: (again.body as { duplicate?: unknown })?.duplicate,
+        });
+      }
+      await Promise.all(
+        clients.map((client) =>
+          client.ask({ op: 'await-event', id: 0, eventId: event.id, timeoutMs: EVENT_TIMEOUT_MS }),
+        ),
+      );
+      await sleep(EVENT_GAP_MS);
+      upstreamRequestsPerEvent.push((await upstreamRequests(emulator)) - before);
+    }
+    const facadeCpuMs = (await Promise.all(facades.map((facade) => facade.cpuMs()))).map(
+      (ms, index) => ms - facadeCpuBefore[index]!,
+    );
+    const clientCpuMs = (await Promise.all(clients.map((client) => readCpuMs(client.pid)))).reduce(
+      (sum, ms, index) => sum + ms - clientCpuBefore[index]!,
+      0,
+    );
+
+    const reports = await Promise.all(clients.map((client) => client.ask({ op: 'report', id: 0 })));
+    const arrivals = new Map<string, number[]>();
+    let duplicates = 0;
+    let errors = 0;
+    let firstError: string | undefined;
+    for (const reply of reports) {
+      if (reply.op !== 'report') continue;
+      duplicates += reply.duplicates;
+      errors += reply.errors;
+      firstError ??= reply.firstError;
+      for (const [key, times] of Object.entries(reply.arrivals)) {
+        arrivals.set(key, [...(arrivals.get(key) ?? []), ...times]);
+      }
+    }
+
+    // Leave: every client disconnects at once.
+    await Promise.all(clients.map((client) => client.ask({ op: 'disconnect', id: 0 })));
+    const openAfterDisconnect = await Promise.all(
+      facades.map((facade) => waitForLiveCounts(facade, (counts) => counts.connections === 0, 30_000)),
+    );
+    // The peak covers the events and the disconnections.
+    sampling = false;
+    await sampler;
+    await readAll('disconnected');
+    await sleep(settleMs);
+    await readAll('settled');
+    await readAll('afterGc', 'full');
+    await readAll('afterReducingGc', 'memory-reducing');
+    if (holdMs > 0) {
+      console.log(
+        `  holding for ${holdMs} ms: facade pids ${facades.map((facade) => facade.pid).join(', ')}`,
+      );
+      await sleep(holdMs);
+    }
+
+    const replicas: ReplicaResult[] = facades.map((_facade, replica) => {
+      const latencies: number[] = [];
+      for (const [eventId, sent] of sentAt) {
+        for (const at of arrivals.get(`${labelOf(replica)} ${eventId}`) ?? []) latencies.push(at - sent);
+      }
+      latencies.sort((a, b) => a - b);
+      const expected = scenario.subscribersPerReplica * events;
+      return {
+        label: labelOf(replica),
+        subscribers: scenario.subscribersPerReplica,
+        received: latencies.length,
+        expected,
+        latency: {
+          p50Ms: percentile(latencies, 0.5),
+          p99Ms: percentile(latencies, 0.99),
+          maxMs: latencies.at(-1) ?? Number.NaN,
+        },
+        facadeCpuMs: facadeCpuMs[replica]!,
+        memory: { ...memory[replica], peak: { rssBytes: peakRss[replica]! } },
+        openAfterDisconnect: openAfterDisconnect[replica]!,
+      };
+    });
+    const sortedAcks = [...acks].sort((a, b) => a - b);
+    return {
+      key: scenario.key,
+      name: scenario.name,
+      subscribers: scenario.replicas * scenario.subscribersPerReplica,
+      events,
+      upstreamRequestsPerEvent,
+      upstreamRequestsToSubscribe,
+      ack: { p50Ms: percentile(sortedAcks, 0.5), maxMs: sortedAcks.at(-1) ?? Number.NaN, statuses },
+      ...(facades.length > 1 ? { redeliveryStatuses } : {}),
+      duplicates,
+      errors,
+      ...(firstError === undefined ? {} : { firstError }),
+      connectFailures,
+      connectSeconds,
+      clientCpuMs,
+      replicas,
+    };
+  } finally {
+    for (const client of clients) client.stop();
+    await Promise.all(facades.map((facade) => facade.stop()));
+  }
+}
+
+function labelOf(replica: number): string {
+  return `replica ${replica + 1}`;
+}
+
+/** The `index`th of `parts` near-equal shares of `total`. */
+function share(total: number, parts: number, index: number): number {
+  return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
+}
+
+async function startFacade(
+  emulatorUrl: string,
+  secret: string,
+  redisUrl: string | undefined,
+  redisKeyPrefix: string,
+  replica: number,
+): Promise<ServiceProcess> {
+  const port = await findFreePort();
+  return startService({
+    name: `facade ${replica}`,
+    script: facadeScript,
+    port,
+    nodeArgs: [
+      '--expose-gc',
+      '--import',
+      pathToFileURL(`${root}bench/memory-probe.ts`).href,
+      ...facadeNodeArgs,
+    ],
+    ipc: true,
+    env: {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      NODE_ENV: 'production',
+      UPSTREAM_BASE_URL: emulatorUrl,
+      UPSTREAM_API_KEY: API_KEY,
+      // As deployed: one line per operation at info.
+      LOG_LEVEL: 'info',
+      WEBHOOK_REGISTER: 'false',
+      WEBHOOK_SECRETS: secret,
+      // The delivery path is measured: no caller tokens, no quotas (nor the per-caller cap on
+      // running subscriptions, which the rate limits carry).
+      AUTH_MODE: 'none',
+      RATE_LIMIT_ENABLED: 'false',
+      // Thousands of connections open at once on two busy cores: the default 3 s to send
+      // `connection_init` would close some before their client had a turn.
+      GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '60000',
+      ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix }),
+    },
+    readyPath: '/readyz',
+  });
+}
+
+async function readMemory(
+  facade: ServiceProcess,
+  collectGarbage: GarbageCollection,
+  heapSnapshotPath?: string,
+): Promise<MemoryReading> {
+  // Writing a snapshot of a large heap takes a while.
+  const probe = await askMemoryUsage(
+    facade.child,
+    collectGarbage,
+    heapSnapshotPath ? 300_000 : 10_000,
+    heapSnapshotPath,
+  );
+  const rssBytes = await facade.rssBytes();
+  const mappings = await readMappings(facade.pid);
+  if (probe === undefined) return { rssBytes, mappings };
+  return {
+    rssBytes,
+    mappings,
+    heapUsedBytes: probe.usage.heapUsed,
+    heapTotalBytes: probe.usage.heapTotal,
+    externalBytes: probe.usage.external,
+    arrayBuffersBytes: probe.usage.arrayBuffers,
+    heapPhysicalBytes: probe.heap.total_physical_size,
+    mallocedBytes: probe.heap.malloced_memory,
+    spaces: Object.fromEntries(
+      probe.spaces.map((space) => [
+        space.space_name,
+        { size: space.space_size, used: space.space_used_size, physical: space.physical_space_size },
+      ]),
+    ),
+  };
+}
+
+/** Resident bytes of `pid` by kind of mapping; see {@link MemoryReading.mappings}. */
+async function readMappings(pid: number): Promise<NonNullable<MemoryReading['mappings']>> {
+  const totals = { mallocMainArena: 0, v8SizedPages: 0, otherAnonymous: 0, files: 0 };
+  let kind: keyof typeof totals | undefined;
+  for (const line of (await readFile(`/proc/${pid}/smaps`, 'utf8')).split('\n')) {
+    const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header !== null) {
+      const size = Number.parseInt(header[2]!, 16) - Number.parseInt(header[1]!, 16);
+      const path = header[3]!.trim();
+      kind =
+        path === '[heap]'
+          ? 'mallocMainArena'
+          : path === ''
+            ? size === 256 * 1024
+              ? 'v8SizedPages'
+              : 'otherAnonymous'
+            : path.startsWith('[')
+              ? undefined
+              : 'files';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB$/.exec(line);
+    if (rss !== null && kind !== undefined) totals[kind] += Number(rss[1]) * 1024;
+  }
+  return totals;
+}
+
+/** The facade's open graphql-ws connections and running subscriptions, from its `/metrics`. */
+async function liveCounts(facade: ServiceProcess): Promise<{ connections: number; subscriptions: number }> {
+  const text = await (await fetch(`${facade.url}/metrics`)).text();
+  const gauge = (name: string): number => {
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  };
+  return {
+    connections: gauge('facade_graphql_ws_connections'),
+    subscriptions: gauge('facade_graphql_ws_subscriptions'),
+  };
+}
+
+/** Polls {@link liveCounts} until `done` holds or `timeoutMs` passed; returns the last counts. */
+async function waitForLiveCounts(
+  facade: ServiceProcess,
+  done: (counts: { connections: number; subscriptions: number }) => boolean,
+  timeoutMs: number,
+): Promise<{ connections: number; subscriptions: number }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await liveCounts(facade);
+    if (done(counts) || Date.now() > deadline) return counts;
+    await sleep(200);
+  }
+}
+
+/** `GET` requests the emulator has received under `/v3` (every read; nothing else is sent here). */
+async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
+  const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as {
+    byRoute: Record<string, number>;
+  };
+  let gets = 0;
+  for (const [route, count] of Object.entries(log.byRoute)) if (route.startsWith('GET ')) gets += count;
+  return gets;
+}
+
+let eventSequence = 0;
+function accountUpdated(index: number) {
+  eventSequence += 1;
+  return {
+    id: `evt_bench_fanout_${process.pid}_${Date.now()}_${eventSequence}_${index}`,
+    type: 'account.updated',
+    occurredAt: new Date().toISOString(),
+    environment: 'sandbox',
+    data: {
+      customerId: CUSTOMER_ID,
+      resourceType: 'account',
+      resourceId: ACCOUNT_ID,
+      object: { id: ACCOUNT_ID },
+    },
+  };
+}
+
+/** A Standard Webhooks delivery, signed the way the upstream (and the emulator) signs it. */
+async function postSigned(
+  facadeUrl: string,
+  secret: string,
+  event: { id: string },
+): Promise<{ status: number; body: unknown }> {
+  const body = JSON.stringify(event);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const response = await fetch(`${facadeUrl}/webhooks/platform`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
+    },
+    body,
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = text;
+  }
+  return { status: response.status, body: parsed };
+}
+
+/** A child process holding subscribers (`fanout-clients.ts`), asked one thing at a time per request id. */
+interface ClientProcess {
+  pid: number;
+  ask(request: ClientsRequest): Promise<ClientsReply>;
+  stop(): void;
+}
+
+let nextRequestId = 0;
+function startClientProcess(): ClientProcess {
+  const child: ChildProcess = fork(`${root}bench/fanout-clients.ts`, [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const waiting = new Map<
+    number,
+    { resolve: (reply: ClientsReply) => void; reject: (error: Error) => void }
+  >();
+  child.on('message', (message: unknown) => {
+    const reply = message as ClientsReply;
+    waiting.get(reply.id)?.resolve(reply);
+    waiting.delete(reply.id);
+  });
+  child.once('exit', (code) => {
+    for (const { reject } of waiting.values())
+      reject(new Error(`a client process exited (${code}) before answering`));
+    waiting.clear();
+  });
+  return {
+    pid: child.pid ?? 0,
+    ask(request) {
+      nextRequestId += 1;
+      const id = nextRequestId;
+      return new Promise((resolve, reject) => {
+        waiting.set(id, { resolve, reject });
+        child.send({ ...request, id });
+      });
+    },
+    stop() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+function summaryLine(result: ScenarioResult): string {
+  return result.replicas
+    .map(
+      (replica) =>
+        `  ${replica.label}: ${replica.received}/${replica.expected} delivered, p50 ${replica.latency.p50Ms.toFixed(0)} ms, ` +
+        `p99 ${replica.latency.p99Ms.toFixed(0)} ms; upstream GETs per event ${median(result.upstreamRequestsPerEvent)}`,
+    )
+    .join('\n');
+}
+
+function median(values: readonly number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
+}
+
+function toMarkdown(report: {
+  at: string;
+  machine: { cores: number; node: string; loadAverageBefore: number[]; loadAverageAfter: number[] };
+  settings: {
+    events: number;
+    clientProcesses: number;
+    settleMs: number;
+    facadeScript: string;
+    facadeNodeArgs: string[];
+    mallocArenaMax: string | null;
+  };
+  scenarios: readonly ScenarioResult[];
+}): string {
+  const load = (values: number[]): string => values.map((value) => value.toFixed(2)).join(', ');
+  const ms = (value: number): string => (Number.isNaN(value) ? '–' : value.toFixed(0));
+  const mib = (bytes: number | undefined): string =>
+    bytes === undefined || Number.isNaN(bytes) ? '–' : (bytes / MIB).toFixed(0);
+  const { settings } = report;
+  const lines = [
+    `Run at ${report.at} on ${report.machine.cores} cores, Node ${report.machine.node}; load average (1, 5, 15 min) ` +
+      `${load(report.machine.loadAverageBefore)} before, ${load(report.machine.loadAverageAfter)} after. ` +
+      `${settings.events} events per scenario, subscribers spread over ${settings.clientProcesses} client processes; ` +
+      `facade \`${settings.facadeScript.replace(root, '')}\`` +
+      (settings.facadeNodeArgs.length > 0 ? ` with \`${settings.facadeNodeArgs.join(' ')}\`` : '') +
+      (settings.mallocArenaMax === null ? '' : `, MALLOC_ARENA_MAX=${settings.mallocArenaMax}`) +
+      '.',
+    '',
+    '| scenario | facade | upstream GETs / event | delivered / expected | event → subscriber p50 / p99 / max ms | webhook ack p50 / max ms | facade CPU s | client CPU s | RSS MiB: before / idle / peak / disconnected / +' +
+      `${settings.settleMs / 1000} s / after GC / after memory-reducing GC |`,
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const scenario of report.scenarios) {
+    const reads = scenario.upstreamRequestsPerEvent;
+    const readsText =
+      Math.min(...reads) === Math.max(...reads)
+        ? String(reads[0])
+        : `${median(reads)} (${Math.min(...reads)}–${Math.max(...reads)})`;
+    scenario.replicas.forEach((replica, index) => {
+      const m = replica.memory;
+      const exact =
+        (scenario.duplicates === 0 ? '' : `, ${scenario.duplicates} duplicates`) +
+        (scenario.errors === 0 ? '' : `, ${scenario.errors} with errors`);
+      lines.push(
+        `| ${scenario.name} | ${scenario.replicas.length > 1 ? `${replica.label}${index === 0 ? ' (receives)' : ''}` : 'the one'} ` +
+          `| ${index === 0 ? readsText : '(same events)'} | ${replica.received} / ${replica.expected}${index === 0 ? exact : ''} ` +
+          `| ${ms(replica.latency.p50Ms)} / ${ms(replica.latency.p99Ms)} / ${ms(replica.latency.maxMs)} ` +
+          `| ${index === 0 ? `${ms(scenario.ack.p50Ms)} / ${ms(scenario.ack.maxMs)}` : '–'} ` +
+          `| ${(replica.facadeCpuMs / 1000).toFixed(1)} | ${index === 0 ? (scenario.clientCpuMs / 1000).toFixed(1) : '(shared)'} ` +
+          `| ${mib(m.before?.rssBytes)} / ${mib(m.idle?.rssBytes)} / ${mib(m.peak?.rssBytes)} / ${mib(m.disconnected?.rssBytes)} / ${mib(m.settled?.rssBytes)} / ${mib(m.afterGc?.rssBytes)} / ${mib(m.afterReducingGc?.rssBytes)} |`,
+      );
+    });
+  }
+  lines.push(
+    '',
+    "The facade's V8 heap at the same moments (MiB: heap used / heap committed / external):",
+    '',
+    '| scenario | facade | before | idle | disconnected | +' +
+      `${settings.settleMs / 1000} s | after GC | after memory-reducing GC | open after disconnect |`,
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|',
+  );
+  for (const scenario of report.scenarios) {
+    for (const replica of scenario.replicas) {
+      const heap = (reading: MemoryReading | undefined): string =>
+        reading?.heapUsedBytes === undefined
+          ? '–'
+          : `${mib(reading.heapUsedBytes)} / ${mib(reading.heapTotalBytes)} / ${mib(reading.externalBytes)}`;
+      const m = replica.memory;
+      const open = replica.openAfterDisconnect;
+      lines.push(
+        `| ${scenario.name} | ${scenario.replicas.length > 1 ? replica.label : 'the one'} | ${heap(m.before)} | ${heap(m.idle)} | ${heap(m.disconnected)} | ${heap(m.settled)} | ${heap(m.afterGc)} | ${heap(m.afterReducingGc)} ` +
+          `| ${open.connections} connections, ${open.subscriptions} subscriptions |`,
+      );
+    }
+  }
+  const notes: string[] = [];
+  for (const scenario of report.scenarios) {
+    const others = scenario.ack.statuses.filter((status) => status !== 200).length;
+    if (others > 0) notes.push(`${scenario.name}: ${others} webhook deliveries not answered 200.`);
+    if (scenario.redeliveryStatuses !== undefined) {
+      const duplicates = scenario.redeliveryStatuses.filter(
+        (answer) => answer.status === 200 && answer.duplicate === true,
+      ).length;
+      notes.push(
+        `${scenario.name}: the same delivery posted to replica 2 after replica 1's ack was answered as a duplicate ${duplicates} times of ${scenario.redeliveryStatuses.length}.`,
+      );
+    }
+    if (scenario.connectFailures > 0)
+      notes.push(`${scenario.name}: ${scenario.connectFailures} connections failed.`);
+    if (scenario.errors > 0)
+      notes.push(`${scenario.name}: ${scenario.errors} results with errors (first: ${scenario.firstError}).`);
+    notes.push(
+      `${scenario.name}: subscribing took ${scenario.connectSeconds.toFixed(1)} s and ${scenario.upstreamRequestsToSubscribe} upstream GETs.`,
+    );
+  }
+  lines.push('', ...notes.map((note) => `- ${note}`));
+  return `${lines.join('\n')}\n`;
+}
+
+await main();
