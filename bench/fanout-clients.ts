@@ -94,7 +94,8 @@ function openSubscriber(label: string, wsUrl: string, query: string): Promise<st
         retryAttempts: 0,
         on: {
           connected: () => settle(undefined),
-          closed: (event) => settle(`closed before acknowledgement: ${(event as { code?: number }).code}`),
+          closed: (event) =>
+            settle(`closed before acknowledgement: ${String((event as { code?: number }).code)}`),
           error: (error) => settle(`socket error: ${String(error)}`),
         },
       }),
@@ -106,7 +107,7 @@ function openSubscriber(label: string, wsUrl: string, query: string): Promise<st
         next: (result) => {
           const at = now();
           if (result.errors !== undefined) noteError(JSON.stringify(result.errors).slice(0, 300));
-          const eventId = eventIdOf(result as { data?: Record<string, unknown> | null });
+          const eventId = eventIdOf(result);
           if (eventId === undefined) return;
           if (subscriber.seen.has(eventId)) {
             duplicates += 1;
@@ -121,7 +122,7 @@ function openSubscriber(label: string, wsUrl: string, query: string): Promise<st
           if (received(eventId) >= subscribers.length) eventWaiters.get(eventId)?.();
         },
         error: (error) => noteError(`subscription error: ${JSON.stringify(error).slice(0, 300)}`),
-        complete: () => {},
+        complete: () => undefined,
       },
     );
   });
@@ -170,7 +171,11 @@ async function awaitEvent(request: Extract<ClientsRequest, { op: 'await-event' }
 
 async function disconnect(id: number): Promise<ClientsReply> {
   const closing = subscribers.splice(0);
-  await Promise.all(closing.map((subscriber) => subscriber.client.dispose()));
+  await Promise.all(
+    closing.map(async (subscriber) => {
+      await subscriber.client.dispose();
+    }),
+  );
   return { id, op: 'disconnect', closed: closing.length };
 }
 

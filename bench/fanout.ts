@@ -275,7 +275,7 @@ async function runScenario(
     if (connectFailures > 0) {
       const first = connectReplies.find((reply) => reply.op === 'connect' && reply.firstError !== undefined);
       console.log(
-        `  ${connectFailures} connections failed, the first: ${first?.op === 'connect' ? first.firstError : ''}`,
+        `  ${connectFailures} connections failed, the first: ${first?.op === 'connect' ? (first.firstError ?? '') : ''}`,
       );
     }
     // A subscription listens once the facade counts it (its queue subscribed, the customer read).
@@ -298,9 +298,9 @@ async function runScenario(
     const facadeCpuBefore = await Promise.all(facades.map((facade) => facade.cpuMs()));
     const clientCpuBefore = await Promise.all(clients.map((client) => readCpuMs(client.pid)));
     const peakRss = facades.map(() => 0);
-    let sampling = true;
+    const sampling = { on: true };
     const sampler = (async () => {
-      while (sampling) {
+      while (sampling.on) {
         await Promise.all(
           facades.map(async (facade, index) => {
             peakRss[index] = Math.max(peakRss[index]!, await facade.rssBytes());
@@ -328,7 +328,7 @@ async function runScenario(
         const again = await postSigned(facades[1]!.url, secret, event);
         redeliveryStatuses.push({
           status: again.status,
-          duplicate: (again.body as { duplicate?: unknown })?.duplicate,
+          duplicate: (again.body as { duplicate?: unknown } | undefined)?.duplicate,
         });
       }
       await Promise.all(
@@ -368,7 +368,7 @@ async function runScenario(
       facades.map((facade) => waitForLiveCounts(facade, (counts) => counts.connections === 0, 30_000)),
     );
     // The peak covers the events and the disconnections.
-    sampling = false;
+    sampling.on = false;
     await sampler;
     await readAll('disconnected');
     await sleep(settleMs);
@@ -644,7 +644,7 @@ function startClientProcess(): ClientProcess {
   });
   child.once('exit', (code) => {
     for (const { reject } of waiting.values())
-      reject(new Error(`a client process exited (${code}) before answering`));
+      reject(new Error(`a client process exited (${String(code)}) before answering`));
     waiting.clear();
   });
   return {
@@ -769,7 +769,9 @@ function toMarkdown(report: {
     if (scenario.connectFailures > 0)
       notes.push(`${scenario.name}: ${scenario.connectFailures} connections failed.`);
     if (scenario.errors > 0)
-      notes.push(`${scenario.name}: ${scenario.errors} results with errors (first: ${scenario.firstError}).`);
+      notes.push(
+        `${scenario.name}: ${scenario.errors} results with errors (first: ${scenario.firstError ?? 'not kept'}).`,
+      );
     notes.push(
       `${scenario.name}: subscribing took ${scenario.connectSeconds.toFixed(1)} s and ${scenario.upstreamRequestsToSubscribe} upstream GETs.`,
     );

@@ -44,7 +44,8 @@ export async function askMemoryUsage(
   timeoutMs = 10_000,
   heapSnapshotPath?: string,
 ): Promise<MemoryProbeReply | undefined> {
-  if (child.send === undefined || !child.connected) return undefined;
+  // Without an IPC channel the child is never `connected`.
+  if (!child.connected) return undefined;
   nextRequestId += 1;
   const id = nextRequestId;
   return new Promise((resolve) => {

@@ -24,28 +24,31 @@ export async function startRedisServer(): Promise<RedisServer> {
       ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
-    let spawnError: Error | undefined;
+    // Set by the child's 'error' event; read through a function, as it changes behind awaits.
+    let spawnError: NodeJS.ErrnoException | undefined;
     child.once('error', (error) => (spawnError = error));
+    const failed = (): NodeJS.ErrnoException | undefined => spawnError;
+    const running = (): boolean => child.exitCode === null;
     const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && spawnError === undefined && child.exitCode === null) {
+    while (Date.now() < deadline && failed() === undefined && running()) {
       if (await answersPing(port)) {
         return {
           url: `redis://127.0.0.1:${port}`,
           pid: child.pid ?? 0,
           async stop() {
-            if (child.exitCode !== null) return;
+            if (!running()) return;
             const exited = once(child, 'exit');
             child.kill('SIGTERM');
             await Promise.race([exited, sleep(5_000)]);
-            if (child.exitCode === null) child.kill('SIGKILL');
+            if (running()) child.kill('SIGKILL');
           },
         };
       }
       await sleep(50);
     }
-    lastError = spawnError ?? new Error(`redis-server did not answer PING on port ${port}`);
-    if (child.exitCode === null) child.kill('SIGKILL');
-    if ((spawnError as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') break;
+    lastError = failed() ?? new Error(`redis-server did not answer PING on port ${port}`);
+    if (running()) child.kill('SIGKILL');
+    if (failed()?.code === 'ENOENT') break;
   }
   throw lastError instanceof Error ? lastError : new Error(String(lastError));
 }
