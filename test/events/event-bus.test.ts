@@ -4,7 +4,11 @@
  */
 import { PubSub } from 'graphql-subscriptions';
 import { afterEach, describe, expect, test } from 'vitest';
-import { createPubSubEventBus, type EventBus } from '../../src/events/fan-out/event-bus.ts';
+import {
+  createMemoryEventBus,
+  createPubSubEventBus,
+  type EventBus,
+} from '../../src/events/fan-out/event-bus.ts';
 import { createRedisEventBus } from '../../src/events/fan-out/redis-event-bus.ts';
 import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -79,6 +83,21 @@ describe('the in-memory bus', () => {
     const event = makeEvent({ environment: 'sandbox' });
     await bus.publish(event);
     expect(received).toEqual([event.id]);
+  });
+
+  test('the default in-memory bus hands events over after publish has resolved, in order', async () => {
+    const bus = createMemoryEventBus(logger);
+    buses.push(bus);
+    const received: string[] = [];
+    await bus.subscribe('sandbox', (event) => received.push(event.id));
+    const first = makeEvent({ environment: 'sandbox' });
+    const second = makeEvent({ environment: 'sandbox' });
+    await bus.publish(first);
+    await bus.publish(second);
+    // What the webhook route awaits before acknowledging: no subscriber's queue was filled yet.
+    expect(received).toEqual([]);
+    await waitFor(() => received.length === 2, 'both events');
+    expect(received).toEqual([first.id, second.id]);
   });
 
   test('close ends the engine subscriptions and refuses new ones', async () => {

@@ -200,6 +200,8 @@ describe('webhook route', () => {
     expect(settled).toBe(false);
     release();
     expect((await response).status).toBe(200);
+    // The memory bus hands the event to its listeners on the next turn, after the acknowledgement.
+    await waitFor(() => receiver.published.length === 1, 'the event to reach the listener');
     expect(receiver.published).toHaveLength(1);
   });
 

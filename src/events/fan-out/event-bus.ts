@@ -169,7 +169,26 @@ export function createPubSubEventBus(options: PubSubEventBusOptions): EventBus {
   };
 }
 
-/** The default {@link EventBus}: graphql-subscriptions' in-memory `PubSub`, for a single replica. */
+/**
+ * graphql-subscriptions' in-memory `PubSub`, except that a message reaches the listeners on the
+ * next turn of the event loop rather than inside `publish`: the webhook is acknowledged before
+ * thousands of subscribers' queues are filled, as it is with Redis, where the message comes back
+ * on a socket of its own. Messages keep their order (`setImmediate` runs in the order it is called).
+ */
+class NextTurnPubSub extends PubSub {
+  override publish(triggerName: string, payload: unknown): Promise<void> {
+    setImmediate(() => {
+      void super.publish(triggerName, payload);
+    });
+    return Promise.resolve();
+  }
+}
+
+/** The default {@link EventBus}: an in-memory pub/sub, for a single replica. */
 export function createMemoryEventBus(logger: Logger, tracer?: EventTracer): EventBus {
-  return createPubSubEventBus({ engine: new PubSub(), logger, ...(tracer === undefined ? {} : { tracer }) });
+  return createPubSubEventBus({
+    engine: new NextTurnPubSub(),
+    logger,
+    ...(tracer === undefined ? {} : { tracer }),
+  });
 }
