@@ -23,6 +23,7 @@ import {
   type GraphQLSchema,
   type ASTVisitor,
   type OperationDefinitionNode,
+  type StringValueNode,
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
@@ -64,8 +65,31 @@ export function findMalformedVariable(
  * Its code is `BAD_USER_INPUT`, as for an empty `ID` variable: no id is empty.
  */
 export function findEmptyIdLiteral(schema: GraphQLSchema, document: DocumentNode): GraphQLError | undefined {
+  let found = emptyIdLiterals.get(document);
+  if (found === undefined) {
+    found = scanForEmptyIdLiteral(schema, document);
+    emptyIdLiterals.set(document, found);
+  }
+  if (found === null) return undefined;
+  return new GraphQLError(found.message, {
+    nodes: found.node,
+    extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+  });
+}
+
+/**
+ * What the scan found in each document, `null` for nothing. The answer depends on the document
+ * alone (literals, not variables), and Apollo Server hands a cached query text the same document
+ * object: the walk is made once per document, not per request.
+ */
+const emptyIdLiterals = new WeakMap<DocumentNode, { message: string; node: StringValueNode } | null>();
+
+function scanForEmptyIdLiteral(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+): { message: string; node: StringValueNode } | null {
   const typeInfo = new TypeInfo(schema);
-  let found: GraphQLError | undefined;
+  let found: { message: string; node: StringValueNode } | null = null;
   visit(
     document,
     visitWithTypeInfo(typeInfo, {
@@ -73,10 +97,10 @@ export function findEmptyIdLiteral(schema: GraphQLSchema, document: DocumentNode
         const type = typeInfo.getInputType();
         if (found || !type || getNamedType(type).name !== 'ID' || node.value !== '') return;
         const argument = typeInfo.getArgument();
-        found = new GraphQLError(
-          `An ID${argument ? ` in argument "${argument.name}"` : ''} is empty; no id is empty.`,
-          { nodes: node, extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
-        );
+        found = {
+          message: `An ID${argument ? ` in argument "${argument.name}"` : ''} is empty; no id is empty.`,
+          node,
+        };
       },
     }),
   );

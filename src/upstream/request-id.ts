@@ -2,13 +2,10 @@
  * The request id every upstream call of one operation carries (`X-Request-Id`), so the upstream's
  * `correlationId` ties its logs to the caller's request.
  */
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
 /** 1 to 200 visible ASCII characters: what the upstream accepts and echoes as `X-Request-Id`. */
 const ACCEPTABLE_REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
-
-/** Random bytes in one generated id. */
-const ID_BYTES = 12;
 
 /**
  * The request id of one GraphQL operation: the caller's `X-Request-Id` when it is acceptable, so
@@ -16,6 +13,7 @@ const ID_BYTES = 12;
  */
 export function resolveRequestId(callerRequestId: string | undefined): string {
   if (callerRequestId !== undefined && ACCEPTABLE_REQUEST_ID.test(callerRequestId)) return callerRequestId;
-  // One call into the CSPRNG per operation: nothing next to the upstream calls the id names.
-  return `req_${randomBytes(ID_BYTES).toString('hex')}`;
+  // 24 hex digits of a random UUID (90 random bits), drawn from Node's cached entropy: `randomBytes`
+  // would call into the CSPRNG once per operation (2 % of a trivial operation's CPU in a profile).
+  return `req_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
 }

@@ -151,4 +151,19 @@ describe('graphql-ws refuses what HTTP refuses', () => {
       }),
     ]);
   });
+
+  test('an empty ID literal is BAD_USER_INPUT, as over HTTP, every time it is sent', async () => {
+    const live = stack.connect();
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const received = live.subscribe('subscription { accountChanged(customerId: "") { account { id } } }');
+      await received.done;
+      expect(received.errors.flat()).toEqual([
+        expect.objectContaining({
+          message: 'An ID in argument "customerId" is empty; no id is empty.',
+          extensions: { code: 'BAD_USER_INPUT' },
+        }),
+      ]);
+    }
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
 });

@@ -228,6 +228,8 @@ describe('traps closed', () => {
   it('refuses an empty id in a literal or a variable as BAD_USER_INPUT, with no upstream call', async () => {
     await stack.resetUpstreamCalls();
     const literal = await stack.query('{ customer(id: "") { id } }');
+    // The same text again: the document is cached, its empty literal is still refused.
+    const again = await stack.query('{ customer(id: "") { id } }');
     const variable = await stack.query(
       'query ($id: ID!) { account(customerId: "cus_acme", id: $id) { id } }',
       {
@@ -242,6 +244,8 @@ describe('traps closed', () => {
         extensions: { code: 'BAD_USER_INPUT' },
       }),
     ]);
+    expect(again.status).toBe(400);
+    expect(again.body.errors).toEqual(literal.body.errors);
     expect(variable.status).toBe(400);
     expect(variable.body.errors).toEqual([
       expect.objectContaining({

@@ -16,7 +16,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { SubscribePayload } from 'graphql-ws';
-import { findMalformedVariable } from '../../graph/input-strings.ts';
+import { findEmptyIdLiteral, findMalformedVariable } from '../../graph/input-strings.ts';
 import { checkOperationCost } from '../../graph/query-limits.ts';
 
 export interface SubscribeGuardOptions {
@@ -88,6 +88,8 @@ export function createSubscribeGuard(
     if (operation) {
       const malformed = findMalformedVariable(options.schema, operation, variables);
       if (malformed) return [malformed];
+      const emptyId = findEmptyIdLiteral(options.schema, document);
+      if (emptyId) return [emptyId];
       const { error } = checkOperationCost(options.schema, document, operation, variables, options.maxCost);
       if (error) return [error];
     }
