@@ -204,7 +204,9 @@ async function main(): Promise<void> {
     await writeFile(`${root}bench/results/latest.md`, markdown);
     await writeFile(`${root}bench/results/latest.json`, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`written to bench/results/${stamp}.md (and latest.md, latest.json)`);
-    console.log('subscriptions at scale: bench/fanout.ts (npm run bench runs it next; npm run bench:fanout alone)');
+    console.log(
+      'subscriptions at scale: bench/fanout.ts (npm run bench runs it next; npm run bench:fanout alone)',
+    );
   } finally {
     await facadePool.close();
     await barePool.close();
