@@ -25,8 +25,14 @@ const executionsByContext = new WeakMap<GraphContext, Map<string, Promise<Execut
 const documentNumbers = new WeakMap<DocumentNode, number>();
 let lastDocumentNumber = 0;
 
-/** What makes two subscriptions' executions of one event interchangeable, given the same context. */
-function operationKeyOf(args: ExecutionArgs): string | undefined {
+/**
+ * What makes two subscriptions' executions of one event interchangeable, given the same context:
+ * the document object, the operation name and the variables. Undefined when the variables cannot
+ * be written as JSON: such an operation shares nothing.
+ */
+export function operationKeyOf(
+  args: Pick<ExecutionArgs, 'document' | 'operationName' | 'variableValues'>,
+): string | undefined {
   let number = documentNumbers.get(args.document);
   if (number === undefined) {
     number = lastDocumentNumber += 1;
