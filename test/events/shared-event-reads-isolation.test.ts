@@ -3,9 +3,10 @@
  * have returned, whatever the other subscribers of its group ask for. The per-event limits (the
  * upstream call budget) are those of each operation, not a pool another subscriber can drain.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { issuerSignedToken } from '../support/tokens.ts';
+import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
 import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import type { Received } from '../support/harness/live-client.ts';
 import { useStack } from '../support/harness/stack.ts';
@@ -29,9 +30,9 @@ afterEach(async () => {
   await stack.subscriptionsCompleted(stopping.length);
 });
 
-async function subscribeAs(subject: string, query: string) {
+async function subscribeAs(subject: string, query: string, variables?: Record<string, unknown>) {
   const token = await issuerSignedToken({ sub: subject, customer_ids: ['cus_acme'] });
-  const subscription = stack.connect({ Authorization: `Bearer ${token}` }).subscribe(query);
+  const subscription = stack.connect({ Authorization: `Bearer ${token}` }).subscribe(query, variables);
   running.push(subscription);
   await stack.subscriptionsStarted(1);
   return subscription;
@@ -86,5 +87,90 @@ describe('a subscriber of a group cannot spend what another subscriber’s read 
     expect(relatedParties.data.at(-1)).toMatchObject({
       accountChanged: { account: { customer: { relatedParties: { nodes: expect.any(Array) } } } },
     });
+  });
+});
+
+const FEES_IF = `subscription ($withFees: Boolean!) {
+  accountChanged(customerId: "cus_acme") { account { id fees @include(if: $withFees) { breakdown { developer { bips } } } } }
+}`;
+
+describe('what decides that two subscriptions share an execution', () => {
+  test('the same text with other variables is executed for itself; the same variables share', async () => {
+    const withFees = await subscribeAs('acme-user-1', FEES_IF, { withFees: true });
+    const withoutFees = await subscribeAs('acme-user-2', FEES_IF, { withFees: false });
+    const alsoWithFees = await subscribeAs('acme-user-3', FEES_IF, { withFees: true });
+    await stack.resetUpstreamCalls();
+
+    await accountUpdated([withFees, withoutFees, alsoWithFees]);
+
+    expect(withFees.data.at(-1)).toEqual({
+      accountChanged: { account: { id: 'acc_acme_eth', fees: { breakdown: expect.any(Object) } } },
+    });
+    expect(alsoWithFees.data.at(-1)).toEqual(withFees.data.at(-1));
+    expect(withoutFees.data.at(-1)).toEqual({ accountChanged: { account: { id: 'acc_acme_eth' } } });
+    // One read for the two that sent the same variables, one for the other.
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+    });
+  });
+});
+
+describe('a closed connection leaves nothing listening', () => {
+  test('after its client disconnects, a subscription hears and reads none of the events that follow', async () => {
+    // Subscribed first: while it listened, its read of an event went out before the operator's.
+    const leaving = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
+    leaving.subscribe('subscription { accountChanged(customerId: "cus_acme") { account { id } } }');
+    await stack.subscriptionsStarted(1);
+    // Another group (the operator), so it shares nothing with the one that leaves.
+    const operator = stack
+      .connect()
+      .subscribe('subscription { accountChanged(customerId: "cus_acme") { account { id } } }');
+    running.push(operator);
+    await stack.subscriptionsStarted(1);
+    await leaving.dispose();
+    await stack.subscriptionsCompleted(1);
+    await stack.resetUpstreamCalls();
+
+    await accountUpdated([operator]);
+    await accountUpdated([operator]);
+
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+    });
+  });
+});
+
+describe('the subscriber that made a shared read cannot take it from the others', () => {
+  test('when it disconnects while the read is in flight, the others of its group still get the payload', async () => {
+    const query = 'subscription { accountChanged(customerId: "cus_acme") { account { id label } } }';
+    const first = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
+    first.subscribe(query);
+    await stack.subscriptionsStarted(1);
+    const staying = await subscribeAs('acme-user-2', query);
+    await stack.setFaults({ latency: { fixedMs: 300, jitterMs: 0 } });
+    try {
+      await stack.resetUpstreamCalls();
+      const event = upstreamEvent({
+        type: 'account.updated',
+        environment: 'sandbox',
+        customerId: 'cus_acme',
+        resourceType: 'account',
+        resourceId: 'acc_acme_eth',
+      });
+      expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
+      // The shared read has reached the upstream; the subscriber that started it leaves.
+      // (The emulator counts a request when it arrives, before the added latency.)
+      while ((await stack.upstreamCalls()).total === 0) await nextTurn();
+      await first.dispose();
+      await waitFor(() => staying.data.length + staying.errors.length > 0, 'the payload');
+    } finally {
+      await stack.clearFaults();
+    }
+    expect(staying.errors).toEqual([]);
+    expect(staying.data).toEqual([
+      { accountChanged: { account: { id: 'acc_acme_eth', label: expect.any(String) } } },
+    ]);
+    expect((await stack.upstreamCalls()).total).toBe(1);
+    await stack.subscriptionsCompleted(1);
   });
 });
