@@ -174,3 +174,25 @@ describe('the subscriber that made a shared read cannot take it from the others'
     await stack.subscriptionsCompleted(1);
   });
 });
+
+describe('the parsed documents kept by text', () => {
+  test('a text already accepted is checked again with each subscribe’s own variables', async () => {
+    // The first subscribe leaves the document parsed and kept; what depends on the variables is
+    // still checked for every subscribe, not remembered with the text.
+    const query = 'subscription ($id: ID!) { accountChanged(customerId: $id) { account { id } } }';
+    const live = stack.connect();
+    const valid = live.subscribe(query, { id: 'cus_acme' });
+    running.push(valid);
+    await stack.subscriptionsStarted(1);
+    const malformed = live.subscribe(query, { id: '\udfffcus' });
+    await malformed.done;
+
+    expect(malformed.errors.flat()).toEqual([
+      expect.objectContaining({
+        message: 'Variable "$id" holds a lone UTF-16 surrogate; strings must be well-formed Unicode.',
+        extensions: { code: 'BAD_USER_INPUT' },
+      }),
+    ]);
+    expect(valid.errors).toEqual([]);
+  });
+});
