@@ -196,3 +196,54 @@ describe('the parsed documents kept by text', () => {
     expect(valid.errors).toEqual([]);
   });
 });
+
+describe('subscribers of other scopes on one event', () => {
+  test('`events` of every customer: each scope hears and reads what it may, whoever read first', async () => {
+    const query = `subscription {
+      events { customerId resource { ... on Account { id customer { id displayName } } } }
+    }`;
+    const operator = stack.connect().subscribe(query);
+    running.push(operator);
+    await stack.subscriptionsStarted(1);
+    const acme = await subscribeAs('acme-user-1', query);
+    const wideToken = await issuerSignedToken({
+      sub: 'acme-and-globex',
+      customer_ids: ['cus_acme', 'cus_globex'],
+    });
+    const wide = stack.connect({ Authorization: `Bearer ${wideToken}` }).subscribe(query);
+    running.push(wide);
+    await stack.subscriptionsStarted(1);
+    await stack.resetUpstreamCalls();
+
+    const globexEvent = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_globex',
+      resourceType: 'account',
+      resourceId: 'acc_globex_eth',
+    });
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, globexEvent)).status).toBe(200);
+    await waitFor(() => operator.data.length === 1 && wide.data.length === 1, 'the globex event');
+    // Then one of acme's, which every one of them hears: acme heard nothing before it.
+    await accountUpdated([operator, acme, wide]);
+
+    const globexPayload = {
+      events: {
+        customerId: 'cus_globex',
+        resource: { id: 'acc_globex_eth', customer: { id: 'cus_globex', displayName: expect.any(String) } },
+      },
+    };
+    expect(operator.data[0]).toEqual(globexPayload);
+    expect(wide.data[0]).toEqual(globexPayload);
+    expect(acme.data).toHaveLength(1);
+    expect(acme.data[0]).toMatchObject({
+      events: { customerId: 'cus_acme', resource: { id: 'acc_acme_eth' } },
+    });
+    for (const subscription of [operator, acme, wide]) expect(subscription.errors).toEqual([]);
+    // Each group read for itself: the globex account and customer twice, acme's three times.
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 5,
+      'GET /v3/customers/{customerId}': 5,
+    });
+  });
+});
