@@ -1,7 +1,7 @@
 /**
  * One upstream read per event per group of subscribers that read alike (the same upstream key, the
- * same scope and the same operation), counted at the emulator: many subscribers of one group cost what one costs,
- * each group reads for itself, and every subscriber still receives its own payload.
+ * same scope and the same operation), counted at the emulator: many subscribers of one group cost
+ * what one costs, each group reads for itself, and every subscriber still receives its own payload.
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';

@@ -119,7 +119,10 @@ interface Subscriber {
   /** The caller's own platform key, when it authenticated with one. */
   apiKey: string | undefined;
   environment: PlatformEnvironment;
-  /** Which subscribers read alike (key and scope): those of its operations that are the same share each event's reads. */
+  /**
+   * Which subscribers read alike (key and scope): their subscriptions of one operation share each
+   * event's reads.
+   */
   readGroup: string;
   /** The queues of this connection's subscriptions, ended together when the token expires. */
   queues: AwaitableSet<SubscriberQueue>;
