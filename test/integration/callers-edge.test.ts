@@ -177,6 +177,22 @@ describe('trusted documents', () => {
     expect(operator.body).toEqual({ data: { customer: { id: 'cus_acme' } } });
   });
 
+  test('over graphql-ws, an unlisted text the operator runs is still refused for a scoped caller', async () => {
+    // The operator's subscription leaves the text parsed and kept (the subscribe guard's memo):
+    // what a caller may run is still decided for each caller, before the memo is looked at.
+    const query = 'subscription { accountChanged(customerId: "cus_acme") { accountId } }';
+    const operator = stack.connect().subscribe(query);
+    await stack.subscriptionsStarted(1);
+    const acme = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` }).subscribe(query);
+    await acme.done;
+    expect(acme.errors).toEqual([
+      [expect.objectContaining({ extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST' } })],
+    ]);
+    expect(operator.errors).toEqual([]);
+    operator.stop();
+    await stack.subscriptionsCompleted(1);
+  });
+
   test('over graphql-ws, an unlisted subscription is refused for a scoped caller', async () => {
     const { createClient } = await import('graphql-ws');
     const client = createClient({

@@ -35,6 +35,21 @@ describe('readGroupOf', () => {
     expect(new Set(groups).size).toBe(groups.length);
   });
 
+  test('no customer id can make two scopes one group', () => {
+    expect(readGroupOf(scoped('cus_a,cus_b'), undefined)).not.toBe(
+      readGroupOf(scoped('cus_a', 'cus_b'), undefined),
+    );
+    expect(readGroupOf(scoped('*'), undefined)).not.toBe(
+      readGroupOf({ operator: false, scope: { kind: 'all' } }, undefined),
+    );
+    expect(readGroupOf(scoped('cus_a|operator'), undefined)).not.toBe(
+      readGroupOf(
+        { operator: true, scope: { kind: 'customers', customerIds: new Set(['cus_a']) } },
+        undefined,
+      ),
+    );
+  });
+
   test('never holds the key itself', () => {
     expect(readGroupOf(operator, 'sk_test_secret_value')).not.toContain('sk_test_secret_value');
   });

@@ -4,6 +4,7 @@
  * that share an event's context (`shared-event-reads.ts`) and sent the same document with the same
  * variables share its execution too: one result, sent to each of them.
  */
+import { createHash } from 'node:crypto';
 import {
   createSourceEventStream,
   execute,
@@ -25,15 +26,23 @@ const executionsByContext = new WeakMap<GraphContext, Map<string, Promise<Execut
 const documentNumbers = new WeakMap<DocumentNode, number>();
 let lastDocumentNumber = 0;
 
-/** What makes two subscriptions' executions of one event interchangeable, given the same context. */
-function operationKeyOf(args: ExecutionArgs): string | undefined {
+/**
+ * What makes two subscriptions' executions of one event interchangeable, given the same context:
+ * the document object, the operation name and the variables, as a short digest. Undefined when the
+ * variables cannot be written as JSON: such an operation shares nothing.
+ */
+export function operationKeyOf(
+  args: Pick<ExecutionArgs, 'document' | 'operationName' | 'variableValues'>,
+): string | undefined {
   let number = documentNumbers.get(args.document);
   if (number === undefined) {
     number = lastDocumentNumber += 1;
     documentNumbers.set(args.document, number);
   }
   try {
-    return `${number}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}`;
+    const key = `${number}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}`;
+    // A digest: the variables may be as large as a message, and the key is kept per event.
+    return createHash('sha256').update(key).digest('base64url');
   } catch {
     // Variables that cannot be written as JSON (not from a graphql-ws message): run alone.
     return undefined;

@@ -22,7 +22,7 @@ import type { LifecycleEmitter } from '../../observability/lifecycle.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import type { WebSocketLimits } from '../config.ts';
 import type { EventBus } from '../fan-out/event-bus.ts';
-import { subscribeWithEventContexts } from './execute-live-event.ts';
+import { operationKeyOf, subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveObserver, LiveSession } from './live-context.ts';
 import type { PlatformEnvironment } from '../receiving/platform-event.ts';
 import { AwaitableSet } from './awaitable-set.ts';
@@ -119,7 +119,10 @@ interface Subscriber {
   /** The caller's own platform key, when it authenticated with one. */
   apiKey: string | undefined;
   environment: PlatformEnvironment;
-  /** Which subscribers read alike (key and scope): they share each event's reads. */
+  /**
+   * Which subscribers read alike (key and scope): their subscriptions of one operation share each
+   * event's reads.
+   */
   readGroup: string;
   /** The queues of this connection's subscriptions, ended together when the token expires. */
   queues: AwaitableSet<SubscriberQueue>;
@@ -284,6 +287,10 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           throw new Error('graphql-ws operation without an authenticated subscriber');
         const { caller, apiKey, readGroup } = subscriber;
         const createEventContext = () => options.createContext({ caller, apiKey });
+        // Only the same operation of the same group shares an event's context: the context's call
+        // and retry budgets are one operation's, which another document's reads could spend.
+        const operation = operationKeyOf(args);
+        const sharedBy = operation === undefined ? undefined : JSON.stringify([readGroup, operation]);
         const live: LiveSession = {
           environment: subscriber.environment,
           async openQueue(accept) {
@@ -304,7 +311,10 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
             return queue;
           },
           createEventContext,
-          eventContext: (event) => sharedReads.contextFor(event.id, readGroup, createEventContext),
+          eventContext: (event) =>
+            sharedBy === undefined
+              ? createEventContext()
+              : sharedReads.contextFor(event.id, sharedBy, createEventContext),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
           // For delivery spans only: with tracing off, not even looked up.
           ...(options.observer?.traceDelivery === undefined

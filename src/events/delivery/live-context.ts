@@ -20,8 +20,8 @@ export interface LiveSession {
   createEventContext(): GraphContext;
   /**
    * The context `event` is read and executed with: fresh loaders, the subscriber's credentials,
-   * shared with the subscribers that read alike (same upstream key, same scope), so they make one
-   * read of each resource per event between them (`shared-event-reads.ts`).
+   * shared with the subscribers that read alike (same upstream key, same scope, same operation), so
+   * they make one read of each resource per event between them (`shared-event-reads.ts`).
    */
   eventContext(event: PlatformEvent): GraphContext;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */

@@ -2,13 +2,15 @@
  * One upstream read per event per group of subscribers that would read alike. Every subscriber
  * that hears an event reads its resource now (and whatever its selection nests under it); a
  * thousand subscribers would make a thousand identical GETs. Subscribers whose reads are the same
- * requests under the same rules, that is the same upstream key and the same authorization scope,
- * share one context per event instead: one set of loaders, so one read of each resource, and one
- * execution where their documents and variables are identical (`execute-live-event.ts`).
+ * requests under the same rules, that is the same upstream key, the same authorization scope and
+ * the same operation (document, operation name, variables), share one context per event instead:
+ * one set of loaders, so one read of each resource, and one execution (`execute-live-event.ts`).
  *
  * Correctness comes first: the group is what decides what a read may return (the key and the
  * scope checked in `src/upstream/access.ts`), never less, so a subscriber only ever sees what a
- * read of its own would have returned.
+ * read of its own would have returned. The operation is part of it because a context also holds
+ * one operation's limits (its upstream call and retry budgets): shared with another document, whose
+ * reads are not this one's, it could be spent before this one's reads are made.
  */
 import { createHash } from 'node:crypto';
 import type { Caller } from '../../auth/caller.ts';
@@ -40,8 +42,9 @@ export interface SharedEventReads {
  */
 export function readGroupOf(caller: Pick<Caller, 'operator' | 'scope'>, apiKey: string | undefined): string {
   const key = apiKey === undefined ? 'facade-key' : createHash('sha256').update(apiKey).digest('base64url');
-  const customers = caller.scope.kind === 'all' ? '*' : [...caller.scope.customerIds].sort().join(',');
-  return `${key}|${caller.operator ? 'operator' : 'scoped'}|${customers}`;
+  const customers = caller.scope.kind === 'all' ? '*' : [...caller.scope.customerIds].sort();
+  // As JSON, so no customer id (a token claim) can make two scopes read as one.
+  return JSON.stringify([key, caller.operator ? 'operator' : 'scoped', customers]);
 }
 
 /** Holds each shared context for {@link SHARED_READ_WINDOW_MS}; `now` is for tests. */
@@ -68,8 +71,7 @@ export function createSharedEventReads(
     contextFor(eventId, group, create) {
       const at = now();
       evictExpired(at);
-      // A separator no event id or group contains (ids are the upstream's, groups built above).
-      const key = `${eventId}\n${group}`;
+      const key = JSON.stringify([eventId, group]);
       const held = contexts.get(key);
       if (held !== undefined) return held.context;
       const context = create();
