@@ -59,7 +59,7 @@ import { createObservability } from './observability/observability.ts';
 import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { createOperationSignal, OperationCancellation } from './upstream/cancellation.ts';
-import { createUpstreamClient, type UpstreamClient } from './upstream/client.ts';
+import { createUpstreamClient, type SharedReadCache, type UpstreamClient } from './upstream/client.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
 import { createUpstreamContext } from './upstream/context.ts';
 import { createKeyEnvironments, type KeyEnvironments } from './upstream/key-environments.ts';
@@ -91,6 +91,8 @@ export interface ContextInput {
   apiKey?: string | undefined;
   /** The caller's request id; generated when absent or unusable. */
   requestId?: string | undefined;
+  /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
+  readCache?: SharedReadCache | undefined;
 }
 
 export interface App {
@@ -321,6 +323,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         signal: createOperationSignal(config.operationTimeoutMs, shutdown.signal),
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
         idempotencyOwner: input.caller?.subject,
+        readCache: input.readCache,
       }),
       input.caller,
     );
@@ -396,7 +399,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     validationRules,
     maxTokens: config.queryLimits.maxTokens,
     maxCost: config.queryLimits.maxCost,
-    createContext: ({ caller, apiKey }) => createContext({ caller, apiKey }),
+    createContext: ({ caller, apiKey, readCache }) => createContext({ caller, apiKey, readCache }),
     formatError,
   });
   app.use(routes);

@@ -26,6 +26,7 @@ import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import {
   attachGraphQLWebSocket,
   type GraphQLWebSocketEndpoint,
+  type GraphQLWebSocketOptions,
   type SubscribePayloadLike,
 } from './delivery/graphql-ws-server.ts';
 import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
@@ -88,7 +89,7 @@ export interface EventsHost {
   maxTokens: number;
   /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as HTTP applies it. */
   maxCost: number;
-  createContext: (input: { caller: Caller; apiKey: string | undefined }) => GraphContext;
+  createContext: GraphQLWebSocketOptions['createContext'];
   /** The error formatting HTTP responses use. */
   formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
 }

@@ -67,7 +67,19 @@ export interface UpstreamCall {
   readonly callBudget: CallBudget;
   /** Aborted when the operation's deadline passes or the process shuts down: see `cancellation.ts`. */
   readonly signal?: AbortSignal;
+  /**
+   * GET answers this call may share with other operations that read alike (subscribers of one
+   * event with the same key and scope); see {@link SharedReadCache}. Absent: every read is its own.
+   */
+  readonly readCache?: SharedReadCache;
 }
+
+/**
+ * GET answers shared by operations that read alike, by path and query. A read found here costs
+ * no upstream request, but still one call of the operation's own budget, so each operation's
+ * limits are what they would be alone. A failed read is not kept.
+ */
+export type SharedReadCache = Map<string, Promise<UpstreamResponse>>;
 
 export interface UpstreamClient {
   readonly retryPolicy: RetryConfig;
@@ -313,6 +325,21 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     }
   }
 
+  /** Sends `request` with its retries, under a span of its own when tracing is on. */
+  async function sendTraced(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    const progress = { attempts: 0 };
+    if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
+    const traced = tracer.startCall(call, request);
+    try {
+      const response = await sendWithRetries(call, request, progress, traced.headers);
+      observe(() => traced.end({ call, request, attempts: progress.attempts, response, error: undefined }));
+      return response;
+    } catch (error) {
+      observe(() => traced.end({ call, request, attempts: progress.attempts, response: undefined, error }));
+      throw error;
+    }
+  }
+
   return {
     retryPolicy: policy,
     maxCallsPerOperation: options.maxCallsPerOperation,
@@ -322,17 +349,21 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         requestId: call.requestId,
         problemDocsUrl: options.problemDocsUrl,
       });
-      const progress = { attempts: 0 };
-      if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
-      const traced = tracer.startCall(call, request);
-      try {
-        const response = await sendWithRetries(call, request, progress, traced.headers);
-        observe(() => traced.end({ call, request, attempts: progress.attempts, response, error: undefined }));
-        return response;
-      } catch (error) {
-        observe(() => traced.end({ call, request, attempts: progress.attempts, response: undefined, error }));
-        throw error;
+      const cache = request.method === 'GET' ? call.readCache : undefined;
+      if (cache === undefined) return sendTraced(call, request);
+      const key = `${request.path}${toQueryString(request.query)}`;
+      const held = cache.get(key);
+      if (held !== undefined) {
+        spendCall(call.callBudget);
+        return held;
       }
+      const sending = sendTraced(call, request);
+      cache.set(key, sending);
+      // A failure may be the first operation's own (its deadline): the next one reads for itself.
+      sending.catch(() => {
+        if (cache.get(key) === sending) cache.delete(key);
+      });
+      return sending;
     },
     async close() {
       const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);

@@ -4,7 +4,7 @@
  */
 import type { UpstreamScope } from './access.ts';
 import { createCallBudget, type CallBudget } from './call-budget.ts';
-import type { UpstreamClient } from './client.ts';
+import type { SharedReadCache, UpstreamClient } from './client.ts';
 import { createCredentials, type UpstreamCredentials } from './credentials.ts';
 import { resolveRequestId } from './request-id.ts';
 import { createRetryBudget, type RetryBudget } from './retry.ts';
@@ -39,6 +39,8 @@ export interface UpstreamContext {
    * its owner, so one caller's key can neither block nor reveal another's. Undefined: sent as is.
    */
   readonly idempotencyOwner?: string | undefined;
+  /** GET answers shared with operations that read alike (see `client.ts`); absent: none. */
+  readonly readCache?: SharedReadCache;
 }
 
 export interface UpstreamContextOptions {
@@ -59,6 +61,8 @@ export interface UpstreamContextOptions {
   signal?: AbortSignal;
   /** See {@link UpstreamContext.idempotencyOwner}. */
   idempotencyOwner?: string | undefined;
+  /** See {@link UpstreamContext.readCache}. */
+  readCache?: SharedReadCache | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -76,5 +80,6 @@ export function createUpstreamContext(
     callBudget: createCallBudget(client.maxCallsPerOperation),
     signal: options.signal,
     idempotencyOwner: options.idempotencyOwner,
+    ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
   };
 }

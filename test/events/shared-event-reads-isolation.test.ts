@@ -87,6 +87,31 @@ describe('a subscriber of a group cannot spend what another subscriber’s read 
     expect(relatedParties.data.at(-1)).toMatchObject({
       accountChanged: { account: { customer: { relatedParties: { nodes: expect.any(Array) } } } },
     });
+    // The account and the customer read once between them, each list by the one that asked: each
+    // document was charged its own three calls, the upstream served four.
+    expect((await stack.upstreamCalls()).total).toBe(4);
+  });
+
+  test('a shared answer still counts against the budget of the operation that uses it', async () => {
+    // Four calls alone (the account, its customer, two lists): over the budget of three.
+    const both = `subscription {
+      accountChanged(customerId: "cus_acme") { account { id customer { id
+        accounts(first: 5) { nodes { id } } relatedParties(first: 5) { nodes { id } } } } }
+    }`;
+    const accounts = await subscribeAs('acme-user-1', WITH_ACCOUNTS);
+    const greedy = await subscribeAs('acme-user-2', both);
+    await stack.resetUpstreamCalls();
+
+    await accountUpdated([accounts, greedy]);
+
+    expect(accounts.errors).toEqual([]);
+    // Its reads of the account and the customer came from the other's answers, and were counted.
+    expect(greedy.data.at(-1)).toMatchObject({
+      accountChanged: { account: { customer: { id: 'cus_acme' } } },
+    });
+    expect(greedy.errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'TOO_MANY_UPSTREAM_CALLS' }) }),
+    ]);
   });
 });
 
@@ -108,9 +133,9 @@ describe('what decides that two subscriptions share an execution', () => {
     });
     expect(alsoWithFees.data.at(-1)).toEqual(withFees.data.at(-1));
     expect(withoutFees.data.at(-1)).toEqual({ accountChanged: { account: { id: 'acc_acme_eth' } } });
-    // One read for the two that sent the same variables, one for the other.
+    // One read between the three: the other variables run their own execution on the shared answer.
     expect((await stack.upstreamCalls()).byRoute).toEqual({
-      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 1,
     });
   });
 });

@@ -1,7 +1,8 @@
 /**
- * One upstream read per event per group of subscribers that read alike (the same upstream key, the
- * same scope and the same operation), counted at the emulator: many subscribers of one group cost
- * what one costs, each group reads for itself, and every subscriber still receives its own payload.
+ * One upstream read per event per group of subscribers that read alike (the same upstream key and
+ * the same scope), counted at the emulator: many subscribers of one group cost what one costs,
+ * whatever documents they sent, each group reads for itself, and every subscriber still receives
+ * its own payload.
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
@@ -116,8 +117,9 @@ describe('subscribers that read alike share each event’s reads', () => {
     }
   });
 
-  test('different documents in one group read each for itself, each getting its own selection', async () => {
-    // One operation's reads and call budget are its own: another document could spend them.
+  test('different documents in one group share the reads, each getting its own selection', async () => {
+    // Each keeps its own context and call budget (another document could spend them), and the
+    // group's GET answers are shared between them.
     const operator = await bearerOf(tokenFor('operator'));
     const full = subscribe(operator, ACCOUNT_WITH_FEES);
     const idOnly = subscribe(operator, ACCOUNT_ID_ONLY);
@@ -127,7 +129,7 @@ describe('subscribers that read alike share each event’s reads', () => {
     await accountUpdated([full, idOnly]);
 
     expect((await stack.upstreamCalls()).byRoute).toEqual({
-      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 1,
     });
     expect(idOnly.data.at(-1)).toEqual({
       accountChanged: { accountId: 'acc_acme_eth', account: { id: 'acc_acme_eth' } },

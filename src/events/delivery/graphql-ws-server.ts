@@ -19,12 +19,13 @@ import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { Logger } from '../../logger.ts';
 import type { LifecycleEmitter } from '../../observability/lifecycle.ts';
+import type { SharedReadCache } from '../../upstream/client.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import type { WebSocketLimits } from '../config.ts';
 import type { EventBus } from '../fan-out/event-bus.ts';
 import { operationKeyOf, subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveObserver, LiveSession } from './live-context.ts';
-import type { PlatformEnvironment } from '../receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import { AwaitableSet } from './awaitable-set.ts';
 import { createSharedEventReads, readGroupOf } from './shared-event-reads.ts';
 import { createSubscribeGuard } from './subscribe-guard.ts';
@@ -88,7 +89,11 @@ export interface GraphQLWebSocketOptions {
    */
   probeKey(apiKey: string | undefined): Promise<UpstreamProbe>;
   /** Builds an operation's context for `caller`, as `/graphql` over HTTP does. */
-  createContext(input: { caller: Caller; apiKey: string | undefined }): GraphContext;
+  createContext(input: {
+    caller: Caller;
+    apiKey: string | undefined;
+    readCache?: SharedReadCache | undefined;
+  }): GraphContext;
   bus: EventBus;
   /** Events one subscriber may let wait; see `subscriber-queue.ts` for what happens beyond. */
   queueLimit: number;
@@ -287,10 +292,14 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           throw new Error('graphql-ws operation without an authenticated subscriber');
         const { caller, apiKey, readGroup } = subscriber;
         const createEventContext = () => options.createContext({ caller, apiKey });
-        // Only the same operation of the same group shares an event's context: the context's call
-        // and retry budgets are one operation's, which another document's reads could spend.
+        // Only the same operation of the same group shares an event's context (and its execution):
+        // the context's call and retry budgets are one operation's, which another document's reads
+        // could spend. Other operations of the group share the event's GET answers instead, each
+        // charged to its own budget as if it had read alone.
         const operation = operationKeyOf(args);
         const sharedBy = operation === undefined ? undefined : JSON.stringify([readGroup, operation]);
+        const eventContextFor = (event: PlatformEvent) => () =>
+          options.createContext({ caller, apiKey, readCache: sharedReads.readCacheFor(event.id, readGroup) });
         const live: LiveSession = {
           environment: subscriber.environment,
           async openQueue(accept) {
@@ -314,7 +323,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           eventContext: (event) =>
             sharedBy === undefined
               ? createEventContext()
-              : sharedReads.contextFor(event.id, sharedBy, createEventContext),
+              : sharedReads.contextFor(event.id, sharedBy, eventContextFor(event)),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
           // For delivery spans only: with tracing off, not even looked up.
           ...(options.observer?.traceDelivery === undefined

@@ -2,19 +2,21 @@
  * One upstream read per event per group of subscribers that would read alike. Every subscriber
  * that hears an event reads its resource now (and whatever its selection nests under it); a
  * thousand subscribers would make a thousand identical GETs. Subscribers whose reads are the same
- * requests under the same rules, that is the same upstream key, the same authorization scope and
- * the same operation (document, operation name, variables), share one context per event instead:
- * one set of loaders, so one read of each resource, and one execution (`execute-live-event.ts`).
+ * requests under the same rules, that is the same upstream key and the same authorization scope,
+ * share the event's GET answers instead (a `SharedReadCache`: each operation still charged its own
+ * budget for what it uses), and those that also sent the same operation (document, operation name,
+ * variables) share one context and one execution (`execute-live-event.ts`).
  *
  * Correctness comes first: the group is what decides what a read may return (the key and the
  * scope checked in `src/upstream/access.ts`), never less, so a subscriber only ever sees what a
- * read of its own would have returned. The operation is part of it because a context also holds
- * one operation's limits (its upstream call and retry budgets): shared with another document, whose
- * reads are not this one's, it could be spent before this one's reads are made.
+ * read of its own would have returned. A context is not shared across operations because it holds
+ * one operation's limits (its upstream call and retry budgets), which another document's reads
+ * could otherwise spend.
  */
 import { createHash } from 'node:crypto';
 import type { Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
+import type { SharedReadCache } from '../../upstream/client.ts';
 
 /**
  * How long after an event's first read a later subscriber of the same group still shares it. A
@@ -30,6 +32,11 @@ export interface SharedEventReads {
    * the window, else a new one from `create`.
    */
   contextFor(eventId: string, group: string, create: () => GraphContext): GraphContext;
+  /**
+   * The GET answers of `eventId` shared by every operation of `readGroup` (the key and scope alone):
+   * operations that differ read each resource once between them, each charged to its own budget.
+   */
+  readCacheFor(eventId: string, readGroup: string): SharedReadCache;
   /** Contexts held now (each lives at most the window). */
   readonly size: number;
 }
@@ -47,36 +54,47 @@ export function readGroupOf(caller: Pick<Caller, 'operator' | 'scope'>, apiKey: 
   return JSON.stringify([key, caller.operator ? 'operator' : 'scoped', customers]);
 }
 
-/** Holds each shared context for {@link SHARED_READ_WINDOW_MS}; `now` is for tests. */
+/** Holds each shared context and read cache for {@link SHARED_READ_WINDOW_MS}; `now` is for tests. */
 export function createSharedEventReads(
   options: { windowMs?: number; now?: () => number } = {},
 ): SharedEventReads {
+  const contexts = createWindowedMemo<GraphContext>(options);
+  const readCaches = createWindowedMemo<SharedReadCache>(options);
+  return {
+    get size() {
+      return contexts.size();
+    },
+    contextFor: (eventId, group, create) => contexts.get(JSON.stringify([eventId, group]), create),
+    readCacheFor: (eventId, readGroup) =>
+      readCaches.get(JSON.stringify([eventId, readGroup]), () => new Map()),
+  };
+}
+
+/** Values by key, each kept for the window after it was made, then made anew. */
+function createWindowedMemo<T>(options: { windowMs?: number; now?: () => number }) {
   const windowMs = options.windowMs ?? SHARED_READ_WINDOW_MS;
   const now = options.now ?? Date.now;
   // In creation order, so the expired ones are always at the front.
-  const contexts = new Map<string, { context: GraphContext; createdAt: number }>();
-
+  const entries = new Map<string, { value: T; createdAt: number }>();
   const evictExpired = (at: number) => {
-    for (const [key, entry] of contexts) {
+    for (const [key, entry] of entries) {
       if (at - entry.createdAt < windowMs) break;
-      contexts.delete(key);
+      entries.delete(key);
     }
   };
-
   return {
-    get size() {
+    size(): number {
       evictExpired(now());
-      return contexts.size;
+      return entries.size;
     },
-    contextFor(eventId, group, create) {
+    get(key: string, create: () => T): T {
       const at = now();
       evictExpired(at);
-      const key = JSON.stringify([eventId, group]);
-      const held = contexts.get(key);
-      if (held !== undefined) return held.context;
-      const context = create();
-      contexts.set(key, { context, createdAt: at });
-      return context;
+      const held = entries.get(key);
+      if (held !== undefined) return held.value;
+      const value = create();
+      entries.set(key, { value, createdAt: at });
+      return value;
     },
   };
 }
