@@ -86,4 +86,15 @@ describe('createSharedEventReads', () => {
     now = 5_000;
     expect(reads.size).toBe(0);
   });
+
+  test('one read cache per event and read group within the window, whatever the operation', () => {
+    let now = 0;
+    const reads = createSharedEventReads({ windowMs: 1_000, now: () => now });
+    const cache = reads.readCacheFor('evt_1', 'group a');
+    expect(reads.readCacheFor('evt_1', 'group a')).toBe(cache);
+    expect(reads.readCacheFor('evt_1', 'group b')).not.toBe(cache);
+    expect(reads.readCacheFor('evt_2', 'group a')).not.toBe(cache);
+    now = 1_000;
+    expect(reads.readCacheFor('evt_1', 'group a')).not.toBe(cache);
+  });
 });
