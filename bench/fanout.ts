@@ -42,7 +42,7 @@ import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
 import { percentile } from './load.ts';
 import { askMemoryUsage, type GarbageCollection } from './memory-probe-protocol.ts';
 import { findFreePort, readCpuMs, startService, type ServiceProcess } from './processes.ts';
-import { startRedisServer, type RedisServer } from './redis-server.ts';
+import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
 const CUSTOMER_ID = 'cus_acme';

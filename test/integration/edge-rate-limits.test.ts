@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
@@ -16,6 +15,7 @@ import {
 import { createFormatError } from '../../src/errors/format-error.ts';
 import type { RateLimitsConfig } from '../../src/http/edge-config.ts';
 import { createLogger } from '../../src/logger.ts';
+import { startRedisServer } from '../../scripts/redis-server.ts';
 import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
 
 const logLines: string[] = [];
@@ -270,7 +270,8 @@ describe('rate limits when Redis fails', () => {
   });
 
   test('Redis stopped mid-window: counting goes on in memory', async () => {
-    const server = await startOwnRedis();
+    // A redis-server of this test's own, so stopping it disturbs no other test.
+    const server = await startRedisServer();
     ownRedis.push(server.child);
     const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
     redis.on('error', () => {});
@@ -293,7 +294,8 @@ describe('rate limits when Redis fails', () => {
   });
 
   test('a Redis that hangs: the in-memory limiter answers after the timeout', async () => {
-    const server = await startOwnRedis();
+    // A redis-server of this test's own, so stopping it disturbs no other test.
+    const server = await startRedisServer();
     ownRedis.push(server.child);
     const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
     redis.on('error', () => {});
@@ -328,28 +330,4 @@ async function findFreePort(): Promise<number> {
   probe.close();
   await once(probe, 'close');
   return port;
-}
-
-/** A redis-server of this test's own, so stopping it disturbs no other test. */
-async function startOwnRedis(): Promise<{ child: ChildProcess; port: number }> {
-  const port = await findFreePort();
-  const child = spawn(
-    'redis-server',
-    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
-    {
-      stdio: 'ignore',
-    },
-  );
-  const probe = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null, retryStrategy: () => 50 });
-  probe.on('error', () => {});
-  try {
-    for (let attempt = 0; attempt < 100; attempt += 1) {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
-      if (probe.status === 'ready') return { child, port };
-      await sleep(50);
-    }
-    throw new Error('redis-server did not start');
-  } finally {
-    probe.disconnect();
-  }
 }

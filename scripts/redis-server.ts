@@ -1,23 +1,34 @@
 /**
- * A throw-away Redis for a benchmark: Debian's `redis-server` on a free loopback port, without
- * persistence, stopped by its pid (as `test/support/redis-global-setup.ts` runs it for the tests).
+ * A throw-away Redis for the tests and the benchmarks: Debian's `redis-server` on a free loopback
+ * port, without persistence, ready once it answers PING. One way of starting it, so the test run's
+ * Redis, a test's own and a benchmark's behave alike.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createConnection } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { findFreePort } from './processes.ts';
 
 export interface RedisServer {
   url: string;
-  pid: number;
+  port: number;
+  /** The process, for tests that stop or pause it on purpose. */
+  child: ChildProcess;
+  /** SIGTERM, then SIGKILL after 5 s; resolves once it has exited. */
   stop(): Promise<void>;
 }
 
-/** Starts `redis-server`; a port taken between finding and binding it gets another try. */
+/** Ports tried: a free port found now may be taken before redis-server binds it. */
+const START_ATTEMPTS = 5;
+const READY_TIMEOUT_MS = 10_000;
+
+/**
+ * Starts `redis-server` and waits until it answers PING.
+ *
+ * @throws the spawn error (ENOENT when redis-server is not installed), or why it never became ready.
+ */
 export async function startRedisServer(): Promise<RedisServer> {
   let lastError: unknown;
-  for (let attempt = 1; attempt <= 5; attempt += 1) {
+  for (let attempt = 1; attempt <= START_ATTEMPTS; attempt += 1) {
     const port = await findFreePort();
     const child = spawn(
       'redis-server',
@@ -29,12 +40,13 @@ export async function startRedisServer(): Promise<RedisServer> {
     child.once('error', (error) => (spawnError = error));
     const failed = (): NodeJS.ErrnoException | undefined => spawnError;
     const running = (): boolean => child.exitCode === null;
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline && failed() === undefined && running()) {
       if (await answersPing(port)) {
         return {
-          url: `redis://127.0.0.1:${port}`,
-          pid: child.pid ?? 0,
+          url: `redis://127.0.0.1:${String(port)}`,
+          port,
+          child,
           async stop() {
             if (!running()) return;
             const exited = once(child, 'exit');
@@ -46,7 +58,13 @@ export async function startRedisServer(): Promise<RedisServer> {
       }
       await sleep(50);
     }
-    lastError = failed() ?? new Error(`redis-server did not answer PING on port ${port}`);
+    lastError =
+      failed() ??
+      (running()
+        ? new Error(
+            `redis-server did not answer PING on port ${String(port)} within ${String(READY_TIMEOUT_MS)} ms`,
+          )
+        : new Error(`redis-server exited with code ${String(child.exitCode)}`));
     if (running()) child.kill('SIGKILL');
     if (failed()?.code === 'ENOENT') break;
   }
@@ -61,12 +79,27 @@ function answersPing(port: number): Promise<boolean> {
       socket.destroy();
       resolve(ok);
     };
-    socket.setTimeout(1_000, () => finish(false));
-    socket.once('error', () => finish(false));
+    socket.setTimeout(1_000, () => {
+      finish(false);
+    });
+    socket.once('error', () => {
+      finish(false);
+    });
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.on('data', (chunk: Buffer) => {
       answer += chunk.toString('utf8');
       if (answer.includes('\r\n')) finish(answer.startsWith('+PONG'));
     });
   });
+}
+
+async function findFreePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const address = probe.address();
+  probe.close();
+  await once(probe, 'close');
+  if (address === null || typeof address === 'string') throw new Error('could not find a free port');
+  return address.port;
 }
