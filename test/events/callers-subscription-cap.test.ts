@@ -8,7 +8,7 @@
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { tokenFor } from '../support/tokens.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
@@ -48,13 +48,7 @@ describe('a caller over its running-subscription cap', () => {
     const operator = stack.connect().subscribe(ACCOUNT_CHANGED);
     await stack.subscriptionsStarted(1);
     await fetch(`${stack.emulator.url}/_emulator/requests`, { method: 'DELETE' });
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const event = acmeAccountUpdated();
     expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
     await waitFor(
       () => first.data.length >= 1 && second.data.length >= 1 && operator.data.length >= 1,

@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import type { Received } from '../support/harness/live-client.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -40,13 +40,7 @@ async function subscribeAs(subject: string, query: string, variables?: Record<st
 
 async function accountUpdated(subscriptions: Received[]): Promise<void> {
   const before = subscriptions.map((subscription) => subscription.data.length + subscription.errors.length);
-  const event = upstreamEvent({
-    type: 'account.updated',
-    environment: 'sandbox',
-    customerId: 'cus_acme',
-    resourceType: 'account',
-    resourceId: 'acc_acme_eth',
-  });
+  const event = acmeAccountUpdated();
   expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
   await waitFor(
     () =>
@@ -175,13 +169,7 @@ describe('the subscriber that made a shared read cannot take it from the others'
     await stack.setFaults({ latency: { fixedMs: 300, jitterMs: 0 } });
     try {
       await stack.resetUpstreamCalls();
-      const event = upstreamEvent({
-        type: 'account.updated',
-        environment: 'sandbox',
-        customerId: 'cus_acme',
-        resourceType: 'account',
-        resourceId: 'acc_acme_eth',
-      });
+      const event = acmeAccountUpdated();
       expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
       // The shared read has reached the upstream; the subscriber that started it leaves.
       // (The emulator counts a request when it arrives, before the added latency.)

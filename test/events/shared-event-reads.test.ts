@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import type { Received } from '../support/harness/live-client.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -27,13 +27,7 @@ const ACCOUNT_ID_ONLY =
 /** Posts an `account.updated` of acme's ETH account and waits until every subscription has it. */
 async function accountUpdated(subscriptions: Received[]): Promise<void> {
   const before = subscriptions.map((subscription) => subscription.data.length);
-  const event = upstreamEvent({
-    type: 'account.updated',
-    environment: 'sandbox',
-    customerId: 'cus_acme',
-    resourceType: 'account',
-    resourceId: 'acc_acme_eth',
-  });
+  const event = acmeAccountUpdated();
   expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
   await waitFor(
     () => subscriptions.every((subscription, index) => subscription.data.length > before[index]!),

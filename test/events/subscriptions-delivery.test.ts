@@ -2,7 +2,7 @@ import { signWebhook, generateWebhookSecret } from '../../emulator/webhooks/sign
 import { describe, expect, test } from 'vitest';
 import { tokenFor } from '../support/tokens.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
@@ -16,16 +16,6 @@ const stack = useStack({ env: { WEBHOOK_SECRETS: secret, AUTH_ALLOW_CALLER_API_K
 const ACCOUNT_CHANGED = `subscription {
   accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { id } }
 }`;
-
-function acmeAccountUpdated() {
-  return upstreamEvent({
-    type: 'account.updated',
-    environment: 'sandbox',
-    customerId: 'cus_acme',
-    resourceType: 'account',
-    resourceId: 'acc_acme_eth',
-  });
-}
 
 describe('webhook deliveries reaching subscribers', () => {
   test('the same delivery posted twice reaches the subscriber once', async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { createOperationNameBound } from '../../src/observability/metrics.ts';
 import { createRouteMatcher } from '../../src/upstream/route-template.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { startStack, useStack } from '../support/harness/stack.ts';
 import { deltas, scrape, valueOf } from '../support/metrics.ts';
 
@@ -161,13 +161,7 @@ describe('/metrics', () => {
 
   it('counts webhook deliveries by outcome: accepted, duplicate, forged, stale', async () => {
     const webhookUrl = `${stack.facadeUrl}/webhooks/platform`;
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const event = acmeAccountUpdated();
     const before = await scrape(metricsUrl());
 
     expect((await postSignedEvent(webhookUrl, SECRET, event)).status).toBe(200);

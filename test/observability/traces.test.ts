@@ -16,7 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createEmulator } from '../../emulator/index.ts';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { SANDBOX_KEY } from '../support/harness/emulator.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { facadeTestEnv } from '../support/harness/facade.ts';
 import { connectLive } from '../support/harness/live-client.ts';
 import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
@@ -381,13 +381,7 @@ describe('traces', () => {
     proxy.requests.length = 0;
     receiver.spans.length = 0;
 
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const event = acmeAccountUpdated();
     expect(
       (await postSignedEvent(new URL('/webhooks/platform', facade.url).href, secret, event)).status,
     ).toBe(200);

@@ -61,3 +61,14 @@ export async function postSignedEvent(url: string, secret: string, event: object
   });
   return { status: response.status, body: await response.json().catch(() => undefined) };
 }
+
+/** `account.updated` of the demo customer acme's ETH account, in the sandbox, happening now. */
+export function acmeAccountUpdated(): PlatformEvent {
+  return upstreamEvent({
+    type: 'account.updated',
+    environment: 'sandbox',
+    customerId: 'cus_acme',
+    resourceType: 'account',
+    resourceId: 'acc_acme_eth',
+  });
+}
