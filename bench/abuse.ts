@@ -19,7 +19,7 @@ import {
   nestedSelections,
 } from '../test/support/hostile-documents.ts';
 import { positiveIntegerFromEnv } from './env.ts';
-import { findFreePort, startService, type ServiceProcess } from './processes.ts';
+import { findFreePort, startService, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { workloads } from './workloads.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
@@ -82,14 +82,7 @@ const cases: Case[] = [
 ];
 
 async function main(): Promise<void> {
-  const emulatorPort = await findFreePort();
-  const emulator = await startService({
-    name: 'emulator',
-    script: `${root}emulator/main.ts`,
-    port: emulatorPort,
-    env: { EMULATOR_PORT: String(emulatorPort), EMULATOR_DATA: 'demo' },
-    readyPath: '/_emulator/requests',
-  });
+  const emulator = await startEmulatorService();
   const facadePort = await findFreePort();
   let facade: ServiceProcess | undefined;
   const client = new Pool(`http://127.0.0.1:${facadePort}`, { connections: 1 });

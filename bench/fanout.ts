@@ -41,7 +41,13 @@ import { positiveIntegerFromEnv } from './env.ts';
 import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
 import { percentile } from './load.ts';
 import { askMemoryUsage, type GarbageCollection } from './memory-probe-protocol.ts';
-import { findFreePort, readCpuMs, startService, type ServiceProcess } from './processes.ts';
+import {
+  findFreePort,
+  readCpuMs,
+  startService,
+  type ServiceProcess,
+  startEmulatorService,
+} from './processes.ts';
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
@@ -169,14 +175,7 @@ async function main(): Promise<void> {
   ].filter((scenario) => wanted.includes(scenario.key));
   if (scenarios.length === 0) throw new Error('BENCH_FANOUT_SCENARIOS names none of small, large, redis.');
 
-  const emulatorPort = await findFreePort();
-  const emulator = await startService({
-    name: 'emulator',
-    script: `${root}emulator/main.ts`,
-    port: emulatorPort,
-    env: { EMULATOR_PORT: String(emulatorPort), EMULATOR_DATA: 'demo' },
-    readyPath: '/_emulator/requests',
-  });
+  const emulator = await startEmulatorService();
   let redis: RedisServer | undefined;
   const results: ScenarioResult[] = [];
   try {

@@ -6,6 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 
 /** A child process serving HTTP on a loopback port. */
 export interface ServiceProcess {
@@ -85,6 +86,18 @@ function ticksPerSecond(): number {
     }
   }
   return clockTicks;
+}
+
+/** Starts the emulator (`emulator/main.ts`, demo data) on a free port; every benchmark's upstream. */
+export async function startEmulatorService(): Promise<ServiceProcess> {
+  const port = await findFreePort();
+  return startService({
+    name: 'emulator',
+    script: fileURLToPath(new URL('../emulator/main.ts', import.meta.url)),
+    port,
+    env: { EMULATOR_PORT: String(port), EMULATOR_DATA: 'demo' },
+    readyPath: '/_emulator/requests',
+  });
 }
 
 /** Resident set size of process `pid` in bytes (`VmRSS` of /proc/<pid>/status). */

@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
-import { findFreePort, startService, type ServiceProcess } from './processes.ts';
+import { findFreePort, startService, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { createRestClient, workloads, type RestClient, type Workload } from './workloads.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
@@ -75,14 +75,7 @@ interface Target {
 async function main(): Promise<void> {
   const loadAverageBefore = loadavg();
   const started = new Date();
-  const emulatorPort = await findFreePort();
-  const emulator = await startService({
-    name: 'emulator',
-    script: `${root}emulator/main.ts`,
-    port: emulatorPort,
-    env: { EMULATOR_PORT: String(emulatorPort), EMULATOR_DATA: 'demo' },
-    readyPath: '/_emulator/requests',
-  });
+  const emulator = await startEmulatorService();
   const facadePort = await findFreePort();
   const barePort = await findFreePort();
   let facade: ServiceProcess | undefined;

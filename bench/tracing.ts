@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
-import { findFreePort, startService, type ServiceProcess } from './processes.ts';
+import { findFreePort, startService, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { workloads } from './workloads.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
@@ -50,14 +50,7 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
 
-  const emulatorPort = await findFreePort();
-  const emulator = await startService({
-    name: 'emulator',
-    script: `${root}emulator/main.ts`,
-    port: emulatorPort,
-    env: { EMULATOR_PORT: String(emulatorPort), EMULATOR_DATA: 'demo' },
-    readyPath: '/_emulator/requests',
-  });
+  const emulator = await startEmulatorService();
   const variants: Variant[] = [
     { name: 'tracing off', env: {} },
     {

@@ -247,10 +247,20 @@ describe('rate limits shared through Redis', () => {
 });
 
 describe('rate limits when Redis fails', () => {
-  const ownRedis: ChildProcess[] = [];
+  const ownServers: ChildProcess[] = [];
   afterAll(() => {
-    for (const child of ownRedis) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const child of ownServers) if (child.exitCode === null) child.kill('SIGKILL');
   });
+
+  /** A redis-server of the test's own, so stopping it disturbs no other test, and a client of it. */
+  async function ownRedis() {
+    const server = await startRedisServer();
+    ownServers.push(server.child);
+    const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    cleanups.push(() => redis.disconnect());
+    return { server, redis };
+  }
 
   test('an unreachable Redis: the in-memory limiter still limits, nothing throws', async () => {
     const port = await findFreePort();
@@ -270,12 +280,7 @@ describe('rate limits when Redis fails', () => {
   });
 
   test('Redis stopped mid-window: counting goes on in memory', async () => {
-    // A redis-server of this test's own, so stopping it disturbs no other test.
-    const server = await startRedisServer();
-    ownRedis.push(server.child);
-    const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
-    redis.on('error', () => {});
-    cleanups.push(() => redis.disconnect());
+    const { server, redis } = await ownRedis();
     const limits = createRateLimits({
       config: limitsConfig({ requests: 3 }),
       redis,
@@ -294,12 +299,7 @@ describe('rate limits when Redis fails', () => {
   });
 
   test('a Redis that hangs: the in-memory limiter answers after the timeout', async () => {
-    // A redis-server of this test's own, so stopping it disturbs no other test.
-    const server = await startRedisServer();
-    ownRedis.push(server.child);
-    const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
-    redis.on('error', () => {});
-    cleanups.push(() => redis.disconnect());
+    const { server, redis } = await ownRedis();
     const limits = createRateLimits({
       config: limitsConfig({ requests: 2 }),
       redis,
