@@ -23,11 +23,11 @@ import type { SharedReadCache } from '../../upstream/client.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import type { WebSocketLimits } from '../config.ts';
 import type { EventBus } from '../fan-out/event-bus.ts';
-import { operationKeyOf, subscribeWithEventContexts } from './execute-live-event.ts';
+import { subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveObserver, LiveSession } from './live-context.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import { AwaitableSet } from './awaitable-set.ts';
-import { createSharedEventReads, readGroupOf } from './shared-event-reads.ts';
+import { createSharedEventReads, operationKeyOf, readGroupOf } from './shared-event-reads.ts';
 import { createSubscribeGuard } from './subscribe-guard.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 

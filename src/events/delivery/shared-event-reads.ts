@@ -14,6 +14,7 @@
  * could otherwise spend.
  */
 import { createHash } from 'node:crypto';
+import type { DocumentNode, ExecutionArgs } from 'graphql';
 import type { Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache } from '../../upstream/client.ts';
@@ -52,6 +53,36 @@ export function readGroupOf(caller: Pick<Caller, 'operator' | 'scope'>, apiKey: 
   const customers = caller.scope.kind === 'all' ? '*' : [...caller.scope.customerIds].sort();
   // As JSON, so no customer id (a token claim) can make two scopes read as one.
   return JSON.stringify([key, caller.operator ? 'operator' : 'scoped', customers]);
+}
+
+/**
+ * A number per document object: the subscribe guard hands identical texts the same parsed
+ * document, so equal numbers mean equal operations.
+ */
+const documentNumbers = new WeakMap<DocumentNode, number>();
+let lastDocumentNumber = 0;
+
+/**
+ * What makes two subscriptions' executions of one event interchangeable, given the same context:
+ * the document object, the operation name and the variables, as a short digest. Undefined when the
+ * variables cannot be written as JSON: such an operation shares nothing.
+ */
+export function operationKeyOf(
+  args: Pick<ExecutionArgs, 'document' | 'operationName' | 'variableValues'>,
+): string | undefined {
+  let number = documentNumbers.get(args.document);
+  if (number === undefined) {
+    number = lastDocumentNumber += 1;
+    documentNumbers.set(args.document, number);
+  }
+  try {
+    const key = `${number}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}`;
+    // A digest: the variables may be as large as a message, and the key is kept per event.
+    return createHash('sha256').update(key).digest('base64url');
+  } catch {
+    // Variables that cannot be written as JSON (not from a graphql-ws message): run alone.
+    return undefined;
+  }
 }
 
 /** Holds each shared context and read cache for {@link SHARED_READ_WINDOW_MS}; `now` is for tests. */
