@@ -20,7 +20,9 @@ import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
-import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
+import type { EventLog } from './log/event-log.ts';
+import { createMemoryEventLog } from './log/memory-event-log.ts';
+import { createRedisEventLog } from './log/redis-event-log.ts';
 import type { EventDeduplicator } from './fan-out/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import {
@@ -31,7 +33,6 @@ import {
 } from './delivery/graphql-ws-server.ts';
 import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
 import { openRedisConnection } from './fan-out/redis-connection.ts';
-import { createRedisEventBus } from './fan-out/redis-event-bus.ts';
 import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
@@ -123,7 +124,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
   const { tracer } = options;
-  const { bus, dedup, redis } = createStores(config, logger, tracer);
+  const { log, dedup, redis, closeRedis } = createStores(config, logger, tracer);
   // Delivery spans are opened where the metrics hear of deliveries.
   const liveObserver: LiveObserver | undefined =
     tracer === undefined
@@ -158,7 +159,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       webhooks = createWebhookRouter({
         secrets: () => secrets,
         dedup,
-        bus,
+        log,
         logger,
         maxBodyBytes: config.webhooks.maxBodyBytes,
         toleranceSeconds: config.webhooks.toleranceSeconds,
@@ -195,7 +196,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           : { maxOperationsPerCaller: options.maxOperationsPerCaller }),
         probeKey: (apiKey) => options.keyEnvironments.probe(apiKey),
         createContext: host.createContext,
-        bus,
+        log,
         queueLimit: config.subscriberQueueLimit,
         formatError: host.formatError,
         logger,
@@ -238,7 +239,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       closing ??= (async () => {
         await runtime.drain();
         await dedup.close();
-        await bus.close();
+        await log.close();
+        await closeRedis?.();
       })();
       return closing;
     },
@@ -275,27 +277,32 @@ function createStores(
   config: EventsConfig,
   logger: Logger,
   tracer: EventTracer | undefined,
-): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis } {
+): { log: EventLog; dedup: EventDeduplicator; redis?: Redis; closeRedis?: () => Promise<void> } {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
+  const retention = config.logRetention;
   if (config.redisUrl === undefined) {
     return {
-      bus: createMemoryEventBus(logger, tracer),
+      log: createMemoryEventLog({ retention, logger, ...(tracer === undefined ? {} : { tracer }) }),
       dedup: createMemoryEventDeduplicator({ retentionMs }),
     };
   }
-  // Two connections: one in subscriber mode can run nothing else, so PUBLISH and the
-  // de-duplication commands share the other. The bus quits both on close.
-  const publisher = openRedisConnection(config.redisUrl, 'publisher', logger);
-  const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
+  // One connection for appends, log reads and de-duplication; each environment's blocking XREAD
+  // gets one of its own (opened by the log, closed by it).
+  const { redisUrl } = config;
+  const client = openRedisConnection(redisUrl, 'events', logger);
   return {
-    redis: publisher,
-    bus: createRedisEventBus({
-      publisher,
-      subscriber,
-      channelPrefix: config.redisKeyPrefix,
+    redis: client,
+    log: createRedisEventLog({
+      client,
+      openReader: (environment) => openRedisConnection(redisUrl, `log-reader-${environment}`, logger),
+      keyPrefix: config.redisKeyPrefix,
+      retention,
       logger,
       ...(tracer === undefined ? {} : { tracer }),
     }),
-    dedup: createRedisEventDeduplicator({ client: publisher, keyPrefix: config.redisKeyPrefix, retentionMs }),
+    dedup: createRedisEventDeduplicator({ client, keyPrefix: config.redisKeyPrefix, retentionMs }),
+    closeRedis: async () => {
+      await client.quit().catch(() => undefined);
+    },
   };
 }

@@ -22,7 +22,7 @@ import type { LifecycleEmitter } from '../../observability/lifecycle.ts';
 import type { SharedReadCache } from '../../upstream/client.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import type { WebSocketLimits } from '../config.ts';
-import type { EventBus } from '../fan-out/event-bus.ts';
+import type { EventLog } from '../log/event-log.ts';
 import { subscribeWithEventContexts } from './execute-live-event.ts';
 import type { LiveGraphContext, LiveObserver, LiveSession } from './live-context.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
@@ -94,7 +94,8 @@ export interface GraphQLWebSocketOptions {
     apiKey: string | undefined;
     readCache?: SharedReadCache | undefined;
   }): GraphContext;
-  bus: EventBus;
+  /** The event log subscribers listen to and resume from. */
+  log: EventLog;
   /** Events one subscriber may let wait; see `subscriber-queue.ts` for what happens beyond. */
   queueLimit: number;
   logger: Logger;
@@ -302,9 +303,10 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           options.createContext({ caller, apiKey, readCache: sharedReads.readCacheFor(event.id, readGroup) });
         const live: LiveSession = {
           environment: subscriber.environment,
-          async openQueue(accept) {
+          async openQueue(accept, after) {
             const queue = await openSubscriberQueue({
-              bus: options.bus,
+              log: options.log,
+              ...(after === undefined ? {} : { after }),
               environment: subscriber.environment,
               // Events of customers the caller may not act for never take queue space, nor a read.
               accept: (event) => isVisibleTo(caller, event.data.customerId) && accept(event),

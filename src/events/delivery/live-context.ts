@@ -14,8 +14,12 @@ import type { SubscriberQueue } from './subscriber-queue.ts';
 export interface LiveSession {
   /** The environment of the subscriber's key, learnt from capability discovery at connection. */
   readonly environment: PlatformEnvironment;
-  /** Opens the subscriber's bounded queue on its environment's events; resolves once it listens. */
-  openQueue(accept: (event: PlatformEvent) => boolean): Promise<SubscriberQueue>;
+  /**
+   * Opens the subscriber's bounded queue on its environment's events; resolves once it listens.
+   * With `after` (a cursor), the queue first yields the logged events after it (see
+   * `subscriber-queue.ts`); a cursor the log no longer resumes from rejects with CursorExpiredError.
+   */
+  openQueue(accept: (event: PlatformEvent) => boolean, after?: string): Promise<SubscriberQueue>;
   /** A new context with the subscriber's credentials and empty loaders, for its own replay reads. */
   createEventContext(): GraphContext;
   /**

@@ -3,8 +3,8 @@
  * then answer. The order is what makes each event published once and never acknowledged unpublished.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { EventBus } from '../fan-out/event-bus.ts';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
+import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
 import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
@@ -21,7 +21,8 @@ export interface WebhookRouterOptions {
    */
   secrets: () => readonly string[];
   dedup: EventDeduplicator;
-  bus: EventBus;
+  /** Where a verified, new event is appended; the delivery is acknowledged once it holds it. */
+  log: Pick<EventLog, 'append'>;
   logger: Logger;
   /** Largest accepted body; a larger one is answered 413 unread. Default 1 MiB. */
   maxBodyBytes?: number;
@@ -73,7 +74,7 @@ export interface WebhookRouter {
  * Every answer to a refused delivery is `application/problem+json`; none mentions a secret.
  */
 export function createWebhookRouter(options: WebhookRouterOptions): WebhookRouter {
-  const { dedup, bus, logger } = options;
+  const { dedup, log, logger } = options;
   const now = options.now ?? Date.now;
   const onDelivery = options.onDelivery ?? (() => undefined);
   const { tracer } = options;
@@ -159,7 +160,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     }
 
     try {
-      await bus.publish(event);
+      await log.append(event);
     } catch (error) {
       await dedup.release(event.id).catch(() => undefined);
       logger.error('could not publish a webhook event; the upstream will retry', {
