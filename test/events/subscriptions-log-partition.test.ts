@@ -27,7 +27,7 @@ beforeAll(async () => {
     facades: 2,
     redis: true,
     env: { WEBHOOK_SECRETS: secret },
-    facadeEnv: (index) => (index === 1 ? { REDIS_URL: throughProxy.href } : {}),
+    facadeEnv: (index): Record<string, string> => (index === 1 ? { REDIS_URL: throughProxy.href } : {}),
   });
   [replicaA, replicaB] = stack.facades as [RunningFacade, RunningFacade];
 });
