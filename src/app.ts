@@ -176,6 +176,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
     live: () => events.liveCounts(),
+    eventLog: () => events.logStats(),
   });
   const { metrics } = observability;
   const upstreamClient =
@@ -254,7 +255,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       delivered: (event) =>
         metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
       overflowed: () => metrics.subscriberQueueOverflows.inc(),
+      replayed: () => metrics.eventsReplayed.inc(),
     },
+    onReconciled: (count) => metrics.eventsReconciled.inc(count),
     ...(tracing === undefined ? {} : { tracer: tracing.events }),
   });
 

@@ -20,7 +20,14 @@ import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
-import type { EventLog } from './log/event-log.ts';
+import type { EventLog, LogStats } from './log/event-log.ts';
+import type { PlatformEnvironment } from './receiving/platform-event.ts';
+import { createReconciler } from './reconcile/reconciler.ts';
+import {
+  createMemoryReconcileState,
+  createRedisReconcileState,
+  type ReconcileState,
+} from './reconcile/reconcile-state.ts';
 import { createMemoryEventLog } from './log/memory-event-log.ts';
 import { createRedisEventLog } from './log/redis-event-log.ts';
 import type { EventDeduplicator } from './fan-out/event-dedup.ts';
@@ -70,6 +77,8 @@ export interface EventsRuntimeOptions {
   onWebhookDelivery?: (outcome: WebhookDeliveryOutcome) => void;
   /** Told about deliveries to subscribers and queue overflows (metrics). */
   liveObserver?: LiveObserver;
+  /** Told how many changes each reconciliation of missed webhooks appended (metrics). */
+  onReconciled?: (count: number) => void;
   /** Told when a webhook event is published and when a graphql-ws operation starts and completes. */
   lifecycle?: LifecycleEmitter;
   /**
@@ -112,6 +121,8 @@ export interface EventsRuntime {
   close(): Promise<void>;
   /** Open graphql-ws connections and running subscriptions (0 before `attach`). */
   liveCounts(): { connections: number; subscriptions: number };
+  /** The event log's length and this replica's lag behind its head, per environment (metrics). */
+  logStats(): Promise<(LogStats & { environment: PlatformEnvironment })[]>;
   /** Whether Redis answers PING (within `timeoutMs`); undefined when `REDIS_URL` is not set. */
   checkRedis(timeoutMs?: number): Promise<RedisCheck | undefined>;
 }
@@ -124,13 +135,29 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
   const { tracer } = options;
-  const { log, dedup, redis, closeRedis } = createStores(config, logger, tracer);
+  const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
+  const reconciler =
+    config.reconcile.intervalSeconds > 0
+      ? createReconciler({
+          log,
+          dedup,
+          state: reconcileState,
+          upstreamClient,
+          apiKey: options.defaultApiKey,
+          keyEnvironments: options.keyEnvironments,
+          intervalSeconds: config.reconcile.intervalSeconds,
+          graceSeconds: config.reconcile.graceSeconds,
+          logger,
+          ...(options.onReconciled === undefined ? {} : { onReconciled: options.onReconciled }),
+        })
+      : undefined;
   // Delivery spans are opened where the metrics hear of deliveries.
   const liveObserver: LiveObserver | undefined =
     tracer === undefined
       ? options.liveObserver
       : {
           delivered: (event) => options.liveObserver?.delivered(event),
+          replayed: () => options.liveObserver?.replayed?.(),
           overflowed: () => options.liveObserver?.overflowed(),
           traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
         };
@@ -142,6 +169,29 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
 
   const upstreamAs = (apiKey: string) =>
     createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
+
+  /** Registers (or reuses) the webhook endpoint when registration is on. */
+  const registerAtStart = async (baseUrl: string): Promise<void> => {
+    if (!config.webhooks.register) {
+      if (secrets.length === 0) {
+        logger.warn(
+          'webhooks are not registered and WEBHOOK_SECRETS is empty: every delivery will be refused',
+        );
+      }
+      return;
+    }
+    const url = config.webhooks.publicUrl ?? `${baseUrl}${WEBHOOK_PATH}`;
+    // A failed registration fails the start: a facade that cannot receive events would serve
+    // subscriptions that never deliver anything.
+    const registration = await registerWebhookEndpoint({
+      api: createUpstreamWebhookEndpointsApi(() => upstreamAs(options.defaultApiKey)),
+      url,
+      events: SUBSCRIBED_EVENT_KINDS,
+      configuredSecrets: config.webhooks.secrets,
+      logger,
+    });
+    secrets = registration.secrets;
+  };
 
   const runtime: EventsRuntime = {
     apolloPlugin: {
@@ -195,6 +245,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           ? {}
           : { maxOperationsPerCaller: options.maxOperationsPerCaller }),
         probeKey: (apiKey) => options.keyEnvironments.probe(apiKey),
+        watchCustomer: (environment, customerId) => reconcileState.watch(environment, customerId),
         createContext: host.createContext,
         log,
         queueLimit: config.subscriberQueueLimit,
@@ -206,30 +257,14 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     },
 
     async start(baseUrl) {
-      if (!config.webhooks.register) {
-        if (secrets.length === 0) {
-          logger.warn(
-            'webhooks are not registered and WEBHOOK_SECRETS is empty: every delivery will be refused',
-          );
-        }
-        return;
-      }
-      const url = config.webhooks.publicUrl ?? `${baseUrl}${WEBHOOK_PATH}`;
-      // A failed registration fails the start: a facade that cannot receive events would serve
-      // subscriptions that never deliver anything.
-      const registration = await registerWebhookEndpoint({
-        api: createUpstreamWebhookEndpointsApi(() => upstreamAs(options.defaultApiKey)),
-        url,
-        events: SUBSCRIBED_EVENT_KINDS,
-        configuredSecrets: config.webhooks.secrets,
-        logger,
-      });
-      secrets = registration.secrets;
+      await registerAtStart(baseUrl);
+      reconciler?.start();
     },
 
     drain() {
       draining ??= (async () => {
         webhooks?.stopAccepting();
+        await reconciler?.stop();
         await websocket?.drain();
       })();
       return draining;
@@ -250,6 +285,13 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         connections: websocket?.activeConnections() ?? 0,
         subscriptions: websocket?.activeSubscriptions() ?? 0,
       };
+    },
+
+    async logStats() {
+      const environments: PlatformEnvironment[] = ['sandbox', 'live'];
+      return Promise.all(
+        environments.map(async (environment) => ({ environment, ...(await log.stats(environment)) })),
+      );
     },
 
     async checkRedis(timeoutMs = 1_000) {
@@ -277,13 +319,20 @@ function createStores(
   config: EventsConfig,
   logger: Logger,
   tracer: EventTracer | undefined,
-): { log: EventLog; dedup: EventDeduplicator; redis?: Redis; closeRedis?: () => Promise<void> } {
+): {
+  log: EventLog;
+  dedup: EventDeduplicator;
+  reconcileState: ReconcileState;
+  redis?: Redis;
+  closeRedis?: () => Promise<void>;
+} {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
   const retention = config.logRetention;
   if (config.redisUrl === undefined) {
     return {
       log: createMemoryEventLog({ retention, logger, ...(tracer === undefined ? {} : { tracer }) }),
       dedup: createMemoryEventDeduplicator({ retentionMs }),
+      reconcileState: createMemoryReconcileState(),
     };
   }
   // One connection for appends, log reads and de-duplication; each environment's blocking XREAD
@@ -301,6 +350,12 @@ function createStores(
       ...(tracer === undefined ? {} : { tracer }),
     }),
     dedup: createRedisEventDeduplicator({ client, keyPrefix: config.redisKeyPrefix, retentionMs }),
+    reconcileState: createRedisReconcileState({
+      client,
+      keyPrefix: config.redisKeyPrefix,
+      // A replica vouches for its watched customers for a few intervals; it refreshes every one.
+      watchTtlMs: () => Math.max(3 * config.reconcile.intervalSeconds * 1000, 30_000),
+    }),
     closeRedis: async () => {
       await client.quit().catch(() => undefined);
     },

@@ -29,6 +29,8 @@ export interface ObservabilityOptions {
   traceId?: () => string | undefined;
   /** Open graphql-ws connections and running subscriptions, read at each scrape. */
   live: () => { connections: number; subscriptions: number };
+  /** The event log's length and this replica's lag, read at each scrape. */
+  eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
 }
 
 export interface Observability {
@@ -47,7 +49,11 @@ export interface Observability {
 export function createObservability(options: ObservabilityOptions): Observability {
   const metrics =
     options.metrics ??
-    createMetrics({ maxOperationNames: options.config.maxOperationNames, live: options.live });
+    createMetrics({
+      maxOperationNames: options.config.maxOperationNames,
+      live: options.live,
+      ...(options.eventLog === undefined ? {} : { eventLog: options.eventLog }),
+    });
   const audit = createAuditTrail({
     logger: options.auditLogger,
     configuredApiKey: options.configuredApiKey,

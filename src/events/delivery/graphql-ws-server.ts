@@ -103,6 +103,8 @@ export interface GraphQLWebSocketOptions {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** Told about deliveries and overflows (metrics). */
   observer?: LiveObserver;
+  /** Records the customers subscriptions follow (for the reconciliation of missed webhooks). */
+  watchCustomer?: (environment: PlatformEnvironment, customerId: string) => () => void;
   /** Told when an operation starts listening and when it completes (`app.lifecycle`). */
   lifecycle?: LifecycleEmitter;
 }
@@ -292,6 +294,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
         if (subscriber === undefined)
           throw new Error('graphql-ws operation without an authenticated subscriber');
         const { caller, apiKey, readGroup } = subscriber;
+        const { watchCustomer } = options;
         const createEventContext = () => options.createContext({ caller, apiKey });
         // Only the same operation of the same group shares an event's context (and its execution):
         // the context's call and retry budgets are one operation's, which another document's reads
@@ -327,6 +330,9 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
               ? createEventContext()
               : sharedReads.contextFor(event.id, sharedBy, eventContextFor(event)),
           ...(options.observer === undefined ? {} : { observer: options.observer }),
+          ...(watchCustomer === undefined
+            ? {}
+            : { watchCustomer: (customerId: string) => watchCustomer(subscriber.environment, customerId) }),
           // For delivery spans only: with tracing off, not even looked up.
           ...(options.observer?.traceDelivery === undefined
             ? {}

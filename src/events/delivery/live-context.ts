@@ -30,6 +30,11 @@ export interface LiveSession {
   eventContext(event: PlatformEvent): GraphContext;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
   readonly observer?: LiveObserver;
+  /**
+   * Records that this subscription follows `customerId` until the returned function is called:
+   * the customers with live subscribers are the ones whose missed webhooks are reconciled.
+   */
+  watchCustomer?(customerId: string): () => void;
   /** The subscription operation's name, when its document names it (delivery spans carry it). */
   readonly operationName?: string;
 }
@@ -37,6 +42,8 @@ export interface LiveSession {
 /** Hooks for what watches deliveries without changing them. Must not throw. */
 export interface LiveObserver {
   delivered(event: PlatformEvent): void;
+  /** An event of the log was delivered to a subscriber resuming after a cursor (metrics). */
+  replayed?(): void;
   overflowed(): void;
   /** With tracing on: opens the span of one event's delivery to this subscriber. */
   traceDelivery?: EventTracer['deliver'];

@@ -56,6 +56,8 @@ export interface ChangeFeed<P> {
   replay?: (context: GraphContext, cursor: string) => Promise<ReplayedChange<P>[]>;
   /** A cursor to resume after: the logged events after it come first (instead of a `since` replay). */
   after?: string;
+  /** The customer the subscription follows, if one: its missed webhooks are reconciled meanwhile. */
+  customerId?: string;
 }
 
 /**
@@ -74,7 +76,17 @@ export async function openLiveStream<P>(
   live: LiveSession,
   feed: ChangeFeed<P>,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  const queue = await live.openQueue(feed.accept, feed.after);
+  const unwatch =
+    feed.customerId === undefined
+      ? () => undefined
+      : (live.watchCustomer?.(feed.customerId) ?? (() => undefined));
+  let queue: Awaited<ReturnType<LiveSession['openQueue']>>;
+  try {
+    queue = await live.openQueue(feed.accept, feed.after);
+  } catch (error) {
+    unwatch();
+    throw error;
+  }
   const replayed: LiveDelivery[] = [];
   const replayedUpTo = new Map<string, number>();
   if (feed.replay) {
@@ -83,6 +95,7 @@ export async function openLiveStream<P>(
     try {
       changes = await feed.replay(context, queue.position);
     } catch (error) {
+      unwatch();
       await queue.return();
       throw error;
     }
@@ -116,10 +129,11 @@ export async function openLiveStream<P>(
         return SKIP;
       }
       live.observer?.delivered(event);
+      if (item.replayed) live.observer?.replayed?.();
       return traced === undefined
         ? { kind: 'change', context, payload, eventId: event.id }
         : { kind: 'change', context, payload, eventId: event.id, traced };
     },
-    { first: replayed },
+    { first: replayed, onDone: unwatch },
   );
 }

@@ -303,6 +303,7 @@ function changeFeed(
 
     replay,
     ...(after === undefined ? {} : { after }),
+    customerId,
   };
 }
 
@@ -434,6 +435,7 @@ export async function subscribeToEvents(
     },
     ...(replay === undefined ? {} : { replay }),
     ...(after === undefined ? {} : { after }),
+    ...(customerId == null ? {} : { customerId }),
   });
 }
 
@@ -515,4 +517,15 @@ export function typenameOf(resource: unknown): EventResourceKind['typename'] {
   const typename = (resource as { __typename?: EventResourceKind['typename'] }).__typename;
   if (typename === undefined) throw new Error('an untagged resource reached EventResource');
   return typename;
+}
+
+/**
+ * The event kind a record read from a list stands for (`account.created`, `rule.archived`, ...),
+ * as a `since` replay names it; undefined for a resource type whose changes are not replayed.
+ */
+export function impliedEventType(
+  resourceType: string,
+  record: { id: string; createdAt: string; updatedAt: string; state?: string; status?: string },
+): string | undefined {
+  return RESOURCES[resourceType]?.replayedType?.(record);
 }

@@ -26,9 +26,10 @@ export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
 export type QueueItem =
   /**
    * `cursor`: the event's place in the log; `published`: the trace context of the event's append
-   * span, when tracing carried one.
+   * span, when tracing carried one; `replayed`: read from the log for a subscriber resuming after a
+   * cursor, rather than received live.
    */
-  | { kind: 'event'; event: PlatformEvent; cursor: string; published?: EventTraceContext }
+  | { kind: 'event'; event: PlatformEvent; cursor: string; published?: EventTraceContext; replayed?: true }
   /**
    * `resumeAfter`: the cursor of the last event the queue handed out before the ones it dropped
    * (or where it began), from which a resumed subscription receives exactly what was missed.
@@ -153,7 +154,7 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     if (replay === undefined) return undefined;
     // An overflow or a revocation ends the replay too: its notice is what comes next.
     const step = closing || items.ended ? ({ kind: 'done' } as const) : await replay.next();
-    if (step.kind === 'event') return { kind: 'event', ...step.logged };
+    if (step.kind === 'event') return { kind: 'event', ...step.logged, replayed: true };
     const ranUpTo = replay.readUpTo;
     replay = undefined;
     if (step.kind === 'expired') {
