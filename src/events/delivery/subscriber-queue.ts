@@ -131,7 +131,7 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   }
 
   const subscription = await options.log.subscribe(options.environment, onEvent);
-  stopListening = subscription.stop;
+  stopListening = () => subscription.stop();
 
   // Resuming: listen first (above), then read the log after the cursor, so an event appended
   // meanwhile is in the replay, in the live queue, or both; the seam below keeps it once.

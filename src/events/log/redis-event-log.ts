@@ -79,6 +79,8 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
   const listeners = createLogListeners(logger);
   const readers = new Map<PlatformEnvironment, Promise<Reader>>();
   let closed = false;
+  // Read through a function: the read loop must see a `close()` that happened while it awaited.
+  const isClosed = (): boolean => closed;
 
   /** The trimming arguments of XADD: approximate (`~`), so Redis trims whole nodes, cheaply. */
   const trimming = (): (string | number)[] =>
@@ -98,9 +100,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
 
   const readLoop = async (environment: PlatformEnvironment, reader: Reader): Promise<void> => {
     let lastLogged = 0;
-    while (!closed) {
+    while (!isClosed()) {
       try {
-        const reply = (await reader.connection.xread(
+        const reply = await reader.connection.xread(
           'COUNT',
           READ_BATCH,
           'BLOCK',
@@ -108,7 +110,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
           'STREAMS',
           keyOf(environment),
           reader.position,
-        )) as [string, [string, string[]][]][] | null;
+        );
         for (const [, entries] of reply ?? []) {
           for (const [cursor, fields] of entries) {
             // The position moves past a malformed entry too: reading it again would not mend it.
@@ -118,7 +120,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
           }
         }
       } catch (error) {
-        if (closed) return;
+        if (isClosed()) return;
         // One line every few seconds while Redis is away; the loop reads on from its position.
         if (Date.now() - lastLogged > 5_000) {
           lastLogged = Date.now();
@@ -232,6 +234,10 @@ function isExpired(after: string, info: StreamInfo | undefined): boolean {
   return compareCursors(after, info.firstEntryId ?? head) < 0;
 }
 
+function asString(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
 /** Reads `XINFO STREAM`'s flat name/value answer. */
 function toStreamInfo(reply: unknown[]): StreamInfo {
   const fields = new Map<string, unknown>();
@@ -241,8 +247,8 @@ function toStreamInfo(reply: unknown[]): StreamInfo {
   return {
     length: Number(fields.get('length') ?? 0),
     entriesAdded: Number(fields.get('entries-added') ?? fields.get('length') ?? 0),
-    lastGeneratedId: String(fields.get('last-generated-id') ?? LOG_START),
-    firstEntryId: Array.isArray(firstEntry) ? String(firstEntry[0]) : undefined,
+    lastGeneratedId: asString(fields.get('last-generated-id')) ?? LOG_START,
+    firstEntryId: Array.isArray(firstEntry) ? asString(firstEntry[0]) : undefined,
   };
 }
 

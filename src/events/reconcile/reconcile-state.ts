@@ -74,7 +74,8 @@ export function createMemoryReconcileState(): ReconcileState {
     async setReconciledUntil(environment, at) {
       until.set(environment, at);
     },
-    async refresh() {},
+    // Nothing to publish: this replica's watches are all there is.
+    refresh: () => Promise.resolve(),
   };
 }
 
