@@ -216,7 +216,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     const decision = await rateLimits.consume('failed-auth', addressOf(req));
     return decision.allowed ? undefined : { retryAfterSeconds: decision.retryAfterSeconds };
   };
-  // Webhook route, pub/sub and graphql-ws: src/events/. Drained by its Apollo plugin on close.
+  // Webhook route, event log, reconciler and graphql-ws: src/events/. Drained by its Apollo plugin on close.
   const events = createEventsRuntime({
     config: config.events,
     defaultApiKey: config.upstream.apiKey,

@@ -1,6 +1,6 @@
 /**
  * The event pipeline of one facade process, assembled from configuration: the webhook route, the
- * pub/sub and de-duplication store (memory, or Redis when `REDIS_URL` is set), graphql-ws on the
+ * event log and de-duplication store (memory, or Redis when `REDIS_URL` is set), graphql-ws on the
  * app's own server, registration of the webhook endpoint at start, and the shutdown order.
  */
 import type { Server as HttpServer } from 'node:http';
@@ -117,7 +117,7 @@ export interface EventsRuntime {
   start(baseUrl: string): Promise<void>;
   /** Stops taking webhooks and connections and completes every subscription. Idempotent. */
   drain(): Promise<void>;
-  /** Drains, then closes the pub/sub and Redis connections. Idempotent. */
+  /** Drains, then closes the event log and Redis connections. Idempotent. */
   close(): Promise<void>;
   /** Open graphql-ws connections and running subscriptions (0 before `attach`). */
   liveCounts(): { connections: number; subscriptions: number };

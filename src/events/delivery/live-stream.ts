@@ -70,7 +70,7 @@ export interface ChangeFeed<P> {
  * or in the buffer, or both, and delivered once.
  *
  * The returned iterator's `return()` ends the queue at once, even while a `next()` waits, so a
- * client that stops a subscription (or disconnects) frees its pub/sub listener immediately.
+ * client that stops a subscription (or disconnects) frees its event log listener immediately.
  */
 export async function openLiveStream<P>(
   live: LiveSession,

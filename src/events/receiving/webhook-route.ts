@@ -42,7 +42,7 @@ export interface WebhookRouterOptions {
  * How a delivery was answered: `accepted` (published), `duplicate` (published before), `forged`
  * (no valid signature), `stale` (signature timestamp outside the tolerance), `malformed` (bad body
  * or too large), `in_flight` (another delivery of it is being published), `unavailable` (not
- * published: shutting down or the pub/sub failed).
+ * published: shutting down or the event log failed).
  */
 export type WebhookDeliveryOutcome =
   'accepted' | 'duplicate' | 'forged' | 'stale' | 'malformed' | 'in_flight' | 'unavailable';
@@ -67,7 +67,7 @@ export interface WebhookRouter {
  * - an event already published: 200 with `duplicate: true`, not published again;
  * - the same event being published by a concurrent delivery: 409 with `Retry-After` (not 2xx, so
  *   the upstream tries again and then finds it published or free);
- * - otherwise the event is published, and 200 is answered only after the pub/sub accepted it: an
+ * - otherwise the event is published, and 200 is answered only after the event log holds it: an
  *   acknowledged event is an event the subscribers get. A failed publication answers 503, so the
  *   upstream's retry publishes it later.
  *

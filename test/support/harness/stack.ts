@@ -27,7 +27,7 @@ export interface StackOptions extends FacadeOptions {
   facades?: number;
   /**
    * The facades use the run's real Redis (`REDIS_URL`) under a prefix of this stack's own
-   * (`REDIS_KEY_PREFIX`): their pub/sub, de-duplication and rate limits are shared, and no other
+   * (`REDIS_KEY_PREFIX`): their event log, de-duplication and rate limits are shared, and no other
    * test's are.
    */
   redis?: boolean;
