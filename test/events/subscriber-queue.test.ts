@@ -183,3 +183,58 @@ describe('redis event log across replicas', () => {
     await done;
   });
 });
+
+describe.each([
+  ['in-memory', memoryLog],
+  ['redis', () => redisLog()],
+])('%s event log: a queue resuming after a cursor', (_name, makeLog) => {
+  test('yields the logged events after it, then live ones, each once, whatever is appended meanwhile', async () => {
+    const log = makeLog();
+    const cursors: string[] = [];
+    for (let index = 0; index < 5; index += 1) cursors.push(await log.append(makeEvent()));
+    const queue = await openSubscriberQueue({ log, environment: 'sandbox', after: cursors[1]! });
+    // Appended after the queue listens and before its replay is read: in both, delivered once.
+    for (let index = 0; index < 3; index += 1) cursors.push(await log.append(makeEvent()));
+    const items: QueueItem[] = [];
+    const done = drain(queue, items);
+    await waitFor(() => items.length === 6, 'the replayed and the live events');
+    const marker = await log.append(makeEvent());
+    await waitFor(() => items.length === 7, 'the marker');
+    expect(items.map((item) => (item.kind === 'event' ? item.cursor : item.kind))).toEqual([
+      ...cursors.slice(2),
+      marker,
+    ]);
+    // Those logged before it listened come from the log; the marker is live.
+    const replayed = items.map((item) => item.kind === 'event' && item.replayed === true);
+    expect(replayed.slice(0, 3)).toEqual([true, true, true]);
+    expect(replayed.at(-1)).toBe(false);
+    queue.end();
+    await done;
+  });
+
+  test('refuses a cursor whose events are no longer all held', async () => {
+    const log = makeLog();
+    await expect(
+      openSubscriberQueue({ log, environment: 'sandbox', after: `${Date.now() + 60_000}-0` }),
+    ).rejects.toMatchObject({ name: 'CursorExpiredError' });
+  });
+
+  test('an overflow while resuming names the last event it handed out as where to resume', async () => {
+    const log = makeLog();
+    const start = await log.append(makeEvent());
+    const first = await log.append(makeEvent());
+    // Both handed to the log's listeners already, so the live queue starts empty.
+    await new Promise((resolve) => setImmediate(resolve));
+    const queue = await openSubscriberQueue({ log, environment: 'sandbox', after: start, limit: 2 });
+    expect(await queue.next()).toMatchObject({ value: { kind: 'event', cursor: first } });
+    // Nobody pulls: two live events fill the queue, the third overflows it.
+    await log.append(makeEvent());
+    await log.append(makeEvent());
+    await waitFor(() => queue.size === 2, 'the queue to fill');
+    await log.append(makeEvent());
+    await waitFor(() => queue.size === 0, 'the queue to overflow');
+    const items: QueueItem[] = [];
+    await drain(queue, items);
+    expect(items).toEqual([expect.objectContaining({ kind: 'overflow', dropped: 3, resumeAfter: first })]);
+  });
+});

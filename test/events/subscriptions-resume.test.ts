@@ -10,6 +10,7 @@ import type { RunningFacade } from '../support/harness/facade.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { tokenFor } from '../support/tokens.ts';
+import { parseExposition, valueOf } from '../support/metrics.ts';
 
 const secret = generateWebhookSecret();
 // Each replica registers its own URL: the upstream delivers every event to both, the log holds it once.
@@ -103,6 +104,11 @@ describe('resuming with a cursor', () => {
     // The archived party can no longer be read: the record its event carried stands in.
     expect(events[2].relatedParty).toMatchObject({ id: missedParty, person: { lastName: 'Missed' } });
     expect(back.errors).toEqual([]);
+    // Counted where they were delivered: three from the log, the rest live.
+    const samples = parseExposition(await second.app.metrics.registry.metrics());
+    expect(valueOf(samples, 'facade_events_replayed_total')).toBe(3);
+    expect(valueOf(samples, 'facade_event_log_length', { environment: 'sandbox' })).toBeGreaterThanOrEqual(6);
+    expect(valueOf(samples, 'facade_event_log_lag_seconds', { environment: 'sandbox' })).toBe(0);
     back.stop();
     witness.stop();
   });
