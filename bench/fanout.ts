@@ -51,8 +51,8 @@ import {
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
-const CUSTOMER_ID = 'cus_acme';
-const ACCOUNT_ID = 'acc_acme_eth';
+export const CUSTOMER_ID = 'cus_acme';
+export const ACCOUNT_ID = 'acc_acme_eth';
 /** Every subscriber runs this; its event reads the account (and its balances) upstream. */
 const SUBSCRIPTION = `subscription {
   accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
@@ -432,11 +432,11 @@ function labelOf(replica: number): string {
 }
 
 /** The `index`th of `parts` near-equal shares of `total`. */
-function share(total: number, parts: number, index: number): number {
+export function share(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
-async function startFacade(
+export async function startFacade(
   emulatorUrl: string,
   secret: string,
   redisUrl: string | undefined,
@@ -552,7 +552,7 @@ async function liveCounts(facade: ServiceProcess): Promise<{ connections: number
 }
 
 /** Polls {@link liveCounts} until `done` holds or `timeoutMs` passed; returns the last counts. */
-async function waitForLiveCounts(
+export async function waitForLiveCounts(
   facade: ServiceProcess,
   done: (counts: { connections: number; subscriptions: number }) => boolean,
   timeoutMs: number,
@@ -566,7 +566,7 @@ async function waitForLiveCounts(
 }
 
 /** `GET` requests the emulator has received under `/v3` (every read; nothing else is sent here). */
-async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
+export async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
   const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as {
     byRoute: Record<string, number>;
   };
@@ -576,7 +576,7 @@ async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
 }
 
 let eventSequence = 0;
-function accountUpdated(index: number) {
+export function accountUpdated(index: number) {
   eventSequence += 1;
   return {
     id: `evt_bench_fanout_${process.pid}_${Date.now()}_${eventSequence}_${index}`,
@@ -593,7 +593,7 @@ function accountUpdated(index: number) {
 }
 
 /** A Standard Webhooks delivery, signed the way the upstream (and the emulator) signs it. */
-async function postSigned(
+export async function postSigned(
   facadeUrl: string,
   secret: string,
   event: { id: string },
@@ -621,14 +621,14 @@ async function postSigned(
 }
 
 /** A child process holding subscribers (`fanout-clients.ts`), asked one thing at a time per request id. */
-interface ClientProcess {
+export interface ClientProcess {
   pid: number;
   ask(request: ClientsRequest): Promise<ClientsReply>;
   stop(): void;
 }
 
 let nextRequestId = 0;
-function startClientProcess(): ClientProcess {
+export function startClientProcess(): ClientProcess {
   const child: ChildProcess = fork(`${root}bench/fanout-clients.ts`, [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -779,4 +779,5 @@ function toMarkdown(report: {
   return `${lines.join('\n')}\n`;
 }
 
-await main();
+// Run as a script, not when another benchmark imports its helpers (`bench/resume.ts`).
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();
