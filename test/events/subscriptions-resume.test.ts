@@ -113,6 +113,57 @@ describe('resuming with a cursor', () => {
     witness.stop();
   });
 
+  test('documentChanged, which has no since, resumes a document archived while the client was away', async () => {
+    const [first, second] = replicas();
+    const DOCUMENTS = `subscription ($after: String) {
+      documentChanged(customerId: "cus_ada", after: $after) { eventId cursor type documentId document { id fileName } }
+    }`;
+    const away = first.connect().subscribe(DOCUMENTS);
+    await subscriptionsStarted(first, 1);
+    // A marker event of ada's, so the client has a cursor from before it left.
+    const marker = upstreamEvent({
+      type: 'document.archived',
+      environment: 'sandbox',
+      customerId: 'cus_ada',
+      resourceType: 'document',
+      resourceId: 'doc_ada_marker',
+      object: { id: 'doc_ada_marker', customerId: 'cus_ada', fileName: 'marker.pdf' },
+    });
+    expect((await postSignedEvent(first.webhookUrl, secret, marker)).status).toBe(200);
+    await waitFor(() => away.data.length === 1, 'the marker');
+    const last = away.data[0].documentChanged.cursor as string;
+    away.stop();
+    await away.done;
+
+    const archived = await stack.emulator.rest('DELETE', '/v3/customers/cus_ada/documents/doc_ada_passport');
+    expect(archived.status).toBeLessThan(300);
+    // Nobody listens now: wait until the archiving was delivered (and so is in the log).
+    let delivered = 0;
+    await waitFor(
+      () => delivered >= 1,
+      'the archiving to be delivered',
+      15_000,
+      async () => {
+        const deliveries = (await (await fetch(`${stack.emulator.url}/_emulator/webhook-deliveries`)).json()) as {
+          data: { eventType: string; outcome: string }[];
+        };
+        delivered = deliveries.data.filter(
+          (delivery) => delivery.eventType === 'document.archived' && delivery.outcome === 'delivered',
+        ).length;
+      },
+    );
+
+    const back = second.connect().subscribe(DOCUMENTS, { after: last });
+    await subscriptionsStarted(second, 1);
+    await waitFor(() => back.data.length === 1, 'the archiving');
+    expect(back.data[0].documentChanged).toMatchObject({
+      type: 'document.archived',
+      documentId: 'doc_ada_passport',
+      document: { id: 'doc_ada_passport', fileName: 'ada-passport.jpg' },
+    });
+    back.stop();
+  });
+
   test('a caller scoped to one customer resuming with events() never receives another customer’s logged events', async () => {
     const [first, second] = replicas();
     const operator = first.connect().subscribe(`subscription { events { eventId cursor customerId } }`);
