@@ -75,7 +75,13 @@ async function main(): Promise<void> {
     const facade = await startFacade(emulator.url, secret, undefined, 'bench-resume:', 1);
     try {
       const behind = await logEventsBehind(facade, secret);
-      resumed = await deliver(facade, emulator, subscription(behind.cursor), behind.after, async () => undefined);
+      resumed = await deliver(
+        facade,
+        emulator,
+        subscription(behind.cursor),
+        behind.after,
+        async () => undefined,
+      );
       const liveEvents = Array.from({ length: eventCount }, (_, index) => accountUpdated(index));
       live = await deliver(
         facade,
@@ -125,7 +131,10 @@ async function logEventsBehind(
   secret: string,
 ): Promise<{ cursor: string; after: string[] }> {
   const received: { eventId: string; cursor: string }[] = [];
-  const client = createClient({ url: `${facade.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket });
+  const client = createClient({
+    url: `${facade.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+  });
   client.subscribe(
     { query: subscription() },
     {
@@ -188,7 +197,9 @@ async function deliver(
     const sendStarted = now();
     await send();
     for (const id of ids) {
-      await Promise.all(clients.map((client) => client.ask({ op: 'await-event', id: 0, eventId: id, timeoutMs: 120_000 })));
+      await Promise.all(
+        clients.map((client) => client.ask({ op: 'await-event', id: 0, eventId: id, timeoutMs: 120_000 })),
+      );
     }
     const ended = now();
     const facadeCpuMs = (await facade.cpuMs()) - cpu;
@@ -224,7 +235,11 @@ async function deliver(
 }
 
 /** The log's size at its retention: heap in this process (memory log), MEMORY USAGE in Redis. */
-async function logMemory(): Promise<{ memoryLogBytes: number; redisStreamBytes: number; messageBytes: number }> {
+async function logMemory(): Promise<{
+  memoryLogBytes: number;
+  redisStreamBytes: number;
+  messageBytes: number;
+}> {
   // An event as the upstream sends it: the account record it carries is most of its size.
   const account = {
     id: ACCOUNT_ID,
@@ -248,7 +263,10 @@ async function logMemory(): Promise<{ memoryLogBytes: number; redisStreamBytes: 
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   const before = process.memoryUsage().heapUsed;
-  const log = createMemoryEventLog({ logger: createLogger({ level: 'silent' }), retention: { events: retention } });
+  const log = createMemoryEventLog({
+    logger: createLogger({ level: 'silent' }),
+    retention: { events: retention },
+  });
   // Parsed events, as the webhook route hands them over: each its own objects.
   for (let index = 0; index < retention; index += 1) {
     await log.append(JSON.parse(JSON.stringify(event(index))) as Parameters<typeof log.append>[0]);

@@ -144,7 +144,9 @@ describe('resuming with a cursor', () => {
       'the archiving to be delivered',
       15_000,
       async () => {
-        const deliveries = (await (await fetch(`${stack.emulator.url}/_emulator/webhook-deliveries`)).json()) as {
+        const deliveries = (await (
+          await fetch(`${stack.emulator.url}/_emulator/webhook-deliveries`)
+        ).json()) as {
           data: { eventType: string; outcome: string }[];
         };
         delivered = deliveries.data.filter(
