@@ -330,7 +330,12 @@ function createStores(
   const retention = config.logRetention;
   if (config.redisUrl === undefined) {
     return {
-      log: createMemoryEventLog({ retention, logger, ...(tracer === undefined ? {} : { tracer }) }),
+      log: createMemoryEventLog({
+        retention,
+        keyPrefix: config.redisKeyPrefix,
+        logger,
+        ...(tracer === undefined ? {} : { tracer }),
+      }),
       dedup: createMemoryEventDeduplicator({ retentionMs }),
       reconcileState: createMemoryReconcileState(),
     };

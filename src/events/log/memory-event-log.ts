@@ -17,6 +17,8 @@ import { createLogListeners } from './log-listeners.ts';
 /** Options of {@link createMemoryEventLog}. */
 export interface MemoryEventLogOptions {
   retention?: LogRetention;
+  /** Prefix of the log's name in traces (`<prefix>events:log:<environment>`, as in Redis). Default `facade:`. */
+  keyPrefix?: string;
   logger: Logger;
   /** Traces each append (tracing on). */
   tracer?: EventTracer;
@@ -95,9 +97,8 @@ export function createMemoryEventLog(options: MemoryEventLogOptions): EventLog {
         return Promise.resolve(cursor);
       };
       const { tracer } = options;
-      return tracer === undefined
-        ? write(undefined)
-        : tracer.publish(event, `log:${event.environment}`, write);
+      const name = `${options.keyPrefix ?? 'facade:'}events:log:${event.environment}`;
+      return tracer === undefined ? write(undefined) : tracer.publish(event, name, write);
     },
 
     async subscribe(environment, onEvent) {
