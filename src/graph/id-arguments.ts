@@ -45,7 +45,7 @@ export function withIdArgumentsChecked(resolvers: Resolvers): Resolvers {
     }
     checked[typeName] = fields;
   }
-  return checked as Resolvers;
+  return checked;
 }
 
 function isScalar(value: object): boolean {
@@ -105,7 +105,7 @@ function takesIds(field: GraphQLField<unknown, unknown>, coordinate: string): bo
   return known;
 }
 
-function mayHoldId(type: GraphQLInputType, seen: Set<string> = new Set()): boolean {
+function mayHoldId(type: GraphQLInputType, seen = new Set<string>()): boolean {
   const named = getNamedType(type);
   if (named.name === 'ID') return true;
   if (!isInputObjectType(named) || seen.has(named.name)) return false;

@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import { authorizeUpstreamRequest, pathAsUpstreamSees, scopeOf } from '../../src/upstream/access.ts';
-import { UpstreamAccessDeniedError, UpstreamProblemError } from '../../src/upstream/errors.ts';
+import type { UpstreamAccessDeniedError } from '../../src/upstream/errors.ts';
+import { UpstreamProblemError } from '../../src/upstream/errors.ts';
 
 const ACME = scopeOf({ operator: false, scope: { kind: 'customers', customerIds: new Set(['cus_acme']) } });
 const OPERATOR = scopeOf({ operator: true, scope: { kind: 'all' } });
