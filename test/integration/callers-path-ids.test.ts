@@ -521,6 +521,28 @@ describe('ordinary ids through the same proxy', () => {
     ]);
   });
 
+  test('beside a hostile node id, the others are still read, each error at its own index', async () => {
+    const result = await facade.queryAs('acme', 'query ($ids: [ID!]!) { nodes(ids: $ids) { nodeId } }', {
+      ids: ['cus_acme/acc_acme_eth', 'cus_acme/..%2F..%2Fcus_globex', 'ins_lead_bank', 'cus_acme/acc_..'],
+    });
+
+    expect(result.body.data).toEqual({
+      nodes: [{ nodeId: 'cus_acme/acc_acme_eth' }, null, { nodeId: 'ins_lead_bank' }, null],
+    });
+    expect(
+      result.body.errors?.map((error) => [error.path, error.extensions?.code, error.extensions?.inputPath]),
+    ).toEqual([
+      [['nodes', 1], 'BAD_USER_INPUT', ['ids', 1]],
+      [['nodes', 3], 'BAD_USER_INPUT', ['ids', 3]],
+    ]);
+    expect(
+      proxy
+        .requests()
+        .map((request) => request.received)
+        .sort(),
+    ).toEqual(['/v3/customers/cus_acme/accounts/acc_acme_eth', '/v3/institutions/ins_lead_bank']);
+  });
+
   test("still change acme's own account fees", async () => {
     const result = await facade.queryAs(
       'acme',
