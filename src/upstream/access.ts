@@ -2,7 +2,8 @@
  * The caller's right to each upstream request, checked in one place just before the request would
  * be sent (`client.send`), so no resolver, loader, entity lookup or event read can reach a
  * customer the caller may not act for, and no future upstream function goes out unchecked: a path
- * without a rule here is refused for everyone.
+ * without a rule here is refused for everyone. The rules judge the path as the upstream will act on
+ * it, even behind a proxy that decodes and normalises paths, so the two can never disagree.
  *
  * The table in docs/security.md is this file told per GraphQL field; keep both in step.
  */
