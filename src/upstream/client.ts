@@ -24,7 +24,7 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /** One upstream request, described without any transport detail. */
 export interface UpstreamRequest {
   method: HttpMethod;
-  /** The path under the base URL, starting with `/v3/`, ids already encoded (see `restPath`). */
+  /** The path under the base URL, starting with `/v3/`, built by `restPath` (every id in it plain). */
   path: string;
   query?: Readonly<Record<string, string | number | undefined>>;
   /** Serialised as JSON when present. */
