@@ -277,7 +277,8 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       {
         transport: GRAPHQL_WS_TRANSPORT.name,
         id: operationId(ctx, id),
-        operationType: 'subscription',
+        // Refused before (or while) its type was known.
+        operationType: 'unknown',
         operationName: null,
         subject: connection?.caller?.subject ?? '',
         requestId: '',

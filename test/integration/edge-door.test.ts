@@ -337,3 +337,51 @@ describe('budget and trusted-document refusals, over HTTP and over graphql-ws', 
     }
   });
 });
+
+describe('operations over graphql-ws in the log and the metrics, as over HTTP', () => {
+  const stack = useStack();
+
+  const operationLines = (transport: string) =>
+    stack
+      .logs()
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line['msg'] === 'graphql operation' && line['transport'] === transport);
+
+  async function metric(pattern: RegExp): Promise<number> {
+    const text = await (await fetch(stack.metricsUrl)).text();
+    const line = text.split('\n').find((candidate) => pattern.test(candidate));
+    return line === undefined ? 0 : Number(line.split(' ').pop());
+  }
+
+  test('a subscription is logged and counted when it ends, with its transport named', async () => {
+    const received = stack.connect().subscribe(WATCH);
+    await stack.subscriptionsStarted(1);
+    received.stop();
+    await stack.subscriptionsCompleted(1);
+
+    expect(operationLines('graphql-ws')).toContainEqual(
+      expect.objectContaining({ operationName: 'Watch', errorCodes: [], requestId: expect.any(String) }),
+    );
+    expect(
+      await metric(
+        /^graphql_operations_total\{.*operation_name="Watch".*operation_type="subscription".*outcome="ok"/,
+      ),
+    ).toBe(1);
+  });
+
+  test('a query over graphql-ws is refused, logged and counted like a refused HTTP operation', async () => {
+    expect(await subscribeRefused(stack, await as('operator'), 'query Over { __typename }')).toEqual({
+      error: 'BAD_REQUEST',
+    });
+    expect(operationLines('graphql-ws')).toContainEqual(
+      expect.objectContaining({ errorCodes: ['BAD_REQUEST'] }),
+    );
+    expect(await metric(/^graphql_operations_total\{.*operation_type="unknown".*outcome="error"/)).toBe(1);
+
+    // The same query over HTTP runs, with its own line.
+    expect((await post(stack, await as('operator'), 'query Over { __typename }')).status).toBe(200);
+    expect(operationLines('http')).toContainEqual(
+      expect.objectContaining({ operationName: 'Over', errorCodes: [] }),
+    );
+  });
+});
