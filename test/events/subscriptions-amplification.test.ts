@@ -30,7 +30,7 @@ const FIFTEEN_LISTS = `subscription Amplify(${variables}) {
 describe('200 subscriptions of one caller, each with 15 lists of its own, and one event', () => {
   test('cost the upstream at most the per-event bound, and every subscription still hears the event', async () => {
     const acme = { Authorization: `Bearer ${await tokenFor('acme')}` };
-    const subscriptions = [];
+    const subscriptions: ReturnType<ReturnType<typeof stack.connect>['subscribe']>[] = [];
     for (let connection = 0; connection < 4; connection += 1) {
       const live = stack.connect(acme);
       for (let i = 0; i < 50; i += 1) {
