@@ -19,8 +19,9 @@ import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
 import type { Connection } from './edge/door.ts';
-import { attachGraphQLWebSocket } from './edge/graphql-ws.ts';
+import { attachGraphQLWebSocket, GRAPHQL_WS_TRANSPORT } from './edge/graphql-ws.ts';
 import { connectionOf, createDoorPlugin, httpDoor } from './edge/http.ts';
+import { createLiveConnections } from './edge/live-connections.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
@@ -143,7 +144,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
     live: () => ({
       connections: websocket.activeConnections(),
-      subscriptions: websocket.activeSubscriptions(),
+      subscriptions: live.running(),
     }),
   });
   const { metrics } = observability;
@@ -270,15 +271,20 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         createContext({ connection: connectionOf(res), requestId: res.locals.requestId as string }),
     }),
   );
+  const live = createLiveConnections(GRAPHQL_WS_TRANSPORT, {
+    door,
+    schema,
+    live: events.live,
+    record: createOperationRecorder({ logger, metrics, lifecycle }),
+    createContext,
+  });
   const websocket = attachGraphQLWebSocket({
     httpServer,
     schema,
     door,
+    connections: live,
     limits: config.events.webSocket,
     addressOf,
-    createContext,
-    live: events.live,
-    record: createOperationRecorder({ logger, metrics, lifecycle }),
     formatError,
     logger,
   });
@@ -314,10 +320,11 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           config.shutdownDrainMs,
         );
         try {
-          // graphql-ws first: its subscriptions complete and its sockets close with 1001. The HTTP
-          // drain ends every socket without a request in flight, upgraded ones included.
-          await websocket.drain();
+          // Live transports first: webhooks stop, every subscriber's queue ends, the subscriptions
+          // complete and the sockets close with 1001. The HTTP drain ends every socket without a
+          // request in flight, upgraded ones included.
           await events.drain();
+          await websocket.drain();
           // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
           // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
           await apollo.stop();
