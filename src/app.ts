@@ -6,47 +6,32 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import {
-  ApolloServerPluginCacheControlDisabled,
-  ApolloServerPluginInlineTraceDisabled,
-  ApolloServerPluginLandingPageDisabled,
-} from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import express from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
-import type { Connection } from './edge/door.ts';
 import { attachGraphQLWebSocket, GRAPHQL_WS_TRANSPORT } from './edge/graphql-ws.ts';
-import { connectionOf, createDoorPlugin, httpDoor } from './edge/http.ts';
+import { connectionOf, httpDoor } from './edge/http.ts';
 import { createLiveConnections } from './edge/live-connections.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
-import { createGraphContext, type GraphContext } from './graph/context.ts';
+import { createOperationContexts } from './graph/operation-context.ts';
 import { createSchema } from './graph/schema.ts';
+import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
-import { createJsonStatusPlugin } from './http/json-status-plugin.ts';
-import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
-import { createLifecyclePlugin } from './observability/lifecycle-plugin.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
-import { createOperationLoggingPlugin } from './observability/operation-logging-plugin.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
-import { ANONYMOUS_SCOPE, scopeOf } from './upstream/access.ts';
-import type { CallBudget } from './upstream/call-budget.ts';
-import { createOperationSignal, OperationCancellation } from './upstream/cancellation.ts';
-import { createUpstreamClient, type SharedReadCache } from './upstream/client.ts';
-import { createUpstreamContext } from './upstream/context.ts';
+import { OperationCancellation } from './upstream/cancellation.ts';
+import { createUpstreamClient } from './upstream/client.ts';
 import { createKeyEnvironments } from './upstream/key-environments.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
@@ -59,18 +44,6 @@ export interface AppDependencies {
   auditLogger?: Logger;
   /** Default: new metrics in a registry of this app's own. */
   metrics?: Metrics;
-}
-
-/** Who is calling and how an operation's context is built; see `createContext` in {@link createApp}. */
-interface ContextInput {
-  /** Who the door admitted (its caller undefined for an anonymous request). */
-  connection: Pick<Connection, 'caller' | 'apiKey'>;
-  /** The caller's request id; generated when absent or unusable. */
-  requestId?: string | undefined;
-  /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
-  readCache?: SharedReadCache | undefined;
-  /** The operation's call budget when the door set it already (live transports). */
-  callBudget?: CallBudget | undefined;
 }
 
 export interface App {
@@ -98,12 +71,6 @@ export interface App {
  * ordinary operation (a larger one is answered 413 from its Content-Length, unread).
  */
 const MAX_BODY = '64kb';
-
-/**
- * After the drain window, how long operations whose upstream calls were cancelled have to send
- * their `SHUTTING_DOWN` answer before the remaining connections are closed.
- */
-const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
@@ -155,8 +122,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
   });
   const schema = deps.schema ?? createSchema();
-  const development = config.nodeEnv === 'development';
-  const formatError = createFormatError({ includeStacktrace: development });
+  const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
   const keyEnvironments = createKeyEnvironments(upstreamClient, config.upstream.apiKey);
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, { schema, keyEnvironments, metrics, logger });
@@ -182,70 +148,22 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
-  const apollo = new ApolloServer<GraphContext>({
+  const apollo = await createApolloServer({
+    config,
     schema,
-    logger: toApolloLogger(logger.child({ component: 'apollo' })),
-    // Every request that reaches Apollo has a caller, or is anonymous-safe (the HTTP door).
-    introspection: config.introspection !== 'off',
-    // "Did you mean …" describes the schema: not to callers who may not introspect.
-    hideSchemaDetailsFromClientErrors: config.introspection === 'off',
-    // A GET (or simple POST) must carry a header no browser form can send.
-    csrfPrevention: true,
-    // The process owns SIGINT/SIGTERM (src/main.ts): Apollo's own handler would stop the server
-    // under our ordered shutdown and re-raise the signal, so the process would die before exit 0.
-    stopOnTerminationSignals: false,
-    // Apollo parses and validates HTTP operations itself (keeping parsed documents), with the door's
-    // token limit and rules; the door's plugin runs the rest of its checks.
-    validationRules: [...door.validationRules],
-    parseOptions: door.parseOptions,
-    includeStacktraceInErrorResponses: development,
+    httpServer,
+    door,
+    logger,
+    lifecycle,
     formatError,
-    plugins: [
-      ApolloServerPluginDrainHttpServer({
-        httpServer,
-        stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
-      }),
-      ApolloServerPluginInlineTraceDisabled(),
-      // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
-      ApolloServerPluginCacheControlDisabled(),
-      createNoStorePlugin(),
-      config.landingPage
-        ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
-        : ApolloServerPluginLandingPageDisabled(),
-      createDoorPlugin(door),
-      createJsonStatusPlugin<GraphContext>(),
-      createOperationLoggingPlugin<GraphContext>(logger),
-      createLifecyclePlugin<GraphContext>(lifecycle),
-      ...observability.plugins,
-      events.apolloPlugin,
-    ],
+    plugins: [...observability.plugins, events.apolloPlugin],
   });
-  await apollo.start();
-
-  const createContext = ({
-    connection: { caller, apiKey },
-    requestId,
-    readCache,
-    callBudget,
-  }: ContextInput) =>
-    createGraphContext(
-      createUpstreamContext(upstreamClient, {
-        apiKey: apiKey ?? config.upstream.apiKey,
-        scope: caller === undefined ? ANONYMOUS_SCOPE : scopeOf(caller),
-        // The open facade (AUTH_MODE=none) has no one to name: its writes are the configured key's.
-        actor:
-          caller === undefined || caller.via === 'open'
-            ? undefined
-            : { subject: caller.subject, client: caller.clientId ?? null },
-        requestId,
-        signal: createOperationSignal(config.operationTimeoutMs, shutdown.signal),
-        // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
-        idempotencyOwner: caller?.subject,
-        readCache,
-        callBudget,
-      }),
-      caller,
-    );
+  const createContext = createOperationContexts({
+    upstreamClient,
+    defaultApiKey: config.upstream.apiKey,
+    operationTimeoutMs: config.operationTimeoutMs,
+    shutdown: shutdown.signal,
+  });
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
 
   const routes = express.Router();
@@ -346,16 +264,4 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
 function formatHost(host: string): string {
   if (host === '0.0.0.0' || host === '::') return 'localhost';
   return host.includes(':') ? `[${host}]` : host;
-}
-
-/** Apollo Server's logger interface over ours: its messages become JSON lines too. */
-function toApolloLogger(logger: Logger): ConstructorParameters<typeof ApolloServer>[0]['logger'] {
-  const join = (args: unknown[]): string =>
-    args.map((arg) => (arg instanceof Error ? arg.message : String(arg))).join(' ');
-  return {
-    debug: (...args: unknown[]) => logger.debug(join(args)),
-    info: (...args: unknown[]) => logger.info(join(args)),
-    warn: (...args: unknown[]) => logger.warn(join(args)),
-    error: (...args: unknown[]) => logger.error(join(args)),
-  };
 }
