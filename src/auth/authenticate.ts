@@ -58,6 +58,8 @@ export interface AuthenticatorOptions {
    * failed authentication here, counted against the caller's address like a bad token.
    */
   checkApiKey?: (apiKey: string) => Promise<'valid' | 'invalid' | 'unavailable'>;
+  /** Whether `checkApiKey` already found `apiKey` valid (then checking it again costs nothing). */
+  isKnownApiKey?: (apiKey: string) => boolean;
 }
 
 /** A bearer token is a token68 (RFC 7235); anything longer than this is refused before any crypto. */
@@ -108,7 +110,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       if (apiKey !== undefined && apiKey.trim() !== '') {
         if (!options.allowCallerApiKey) return { outcome: 'invalid', reason: 'api_key_not_accepted' };
         const key = apiKey.trim();
-        if (checks.mayCheckApiKey !== undefined && !(await checks.mayCheckApiKey())) {
+        const known = options.isKnownApiKey?.(key) ?? false;
+        if (!known && checks.mayCheckApiKey !== undefined && !(await checks.mayCheckApiKey())) {
           return { outcome: 'invalid', reason: 'api_key_not_checked' };
         }
         const checked = (await options.checkApiKey?.(key)) ?? 'valid';

@@ -4,6 +4,7 @@
  * `TRUSTED_DOCUMENTS` and the query limits of `QUERY_MAX_*`. `createApp` asks here, so no access
  * rule is assembled in the app itself.
  */
+import { createHash } from 'node:crypto';
 import type { GraphQLSchema } from 'graphql';
 import type { Redis } from 'ioredis';
 import { createAuthenticator, type Authenticator } from '../auth/authenticate.ts';
@@ -88,14 +89,19 @@ function createConfiguredAuthenticator(
   }
   const verifier =
     auth.mode === 'oidc' && auth.oidc !== undefined ? createTokenVerifier(auth.oidc) : undefined;
+  // Digests of the callers' own keys the upstream accepted: checking them again costs no call.
+  const validKeys = new Set<string>();
+  const digest = (apiKey: string) => createHash('sha256').update(apiKey).digest('base64url');
   return createAuthenticator({
     mode: auth.mode === 'oidc' && verifier === undefined ? 'api-key-only' : auth.mode,
     verifier,
     allowCallerApiKey: auth.allowCallerApiKey,
     async checkApiKey(apiKey) {
       const probe = await keyEnvironments.probe(apiKey);
+      if (probe.outcome === 'ready') validKeys.add(digest(apiKey));
       return probe.outcome === 'ready' ? 'valid' : probe.outcome === 'refused' ? 'invalid' : 'unavailable';
     },
+    isKnownApiKey: (apiKey) => validKeys.has(digest(apiKey)),
   });
 }
 

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { WebSocket as WsClient } from 'ws';
+import { SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
@@ -108,6 +109,9 @@ describe('an address over its failed-authentication budget', () => {
   const stack = useStack({ env: { RATE_LIMIT_FAILED_AUTH: '2', AUTH_ALLOW_CALLER_API_KEY: 'true' } });
 
   test('refuses its failing attempts over graphql-ws as over HTTP without an upstream call, and serves a good token', async () => {
+    // A caller's own key, checked once with the upstream before the address's failures.
+    expect((await stack.queryWithKey(SANDBOX_KEY, '{ __typename }')).status).toBe(200);
+    await stack.resetUpstreamCalls();
     const bad = { authorization: 'Bearer not.a.token' };
     expect((await stack.query('{ __typename }', undefined, bad)).status).toBe(401);
     expect((await stack.query('{ __typename }', undefined, bad)).status).toBe(401);
@@ -119,8 +123,9 @@ describe('an address over its failed-authentication budget', () => {
     expect(guess).toEqual({ closeCode: 1013 });
     expect((await stack.upstreamCalls()).total).toBe(0);
 
-    // A token that verifies is never refused for the address's failures, over either transport.
+    // A credential that verifies is never refused for the address's failures, over either transport.
     expect((await stack.queryAs('acme', '{ __typename }')).status).toBe(200);
+    expect((await stack.queryWithKey(SANDBOX_KEY, '{ __typename }')).status).toBe(200);
     expect(await connectGraphQLWs(stack.graphqlUrl, await bearer('acme'))).toEqual({ acknowledged: true });
   });
 });
