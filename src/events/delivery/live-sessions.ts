@@ -106,6 +106,7 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
             : sharedReads.contextFor(event.id, sharedBy, () =>
                 contexts(event, sharedReads.readCacheFor(event.id, readGroup)),
               ),
+        sharedExecution: (context, run) => sharedReads.executionWith(context, run),
         ...(options.observer === undefined ? {} : { observer: options.observer }),
         ...(operationName === undefined ? {} : { operationName }),
       };
