@@ -28,7 +28,7 @@ export function isAllowedWebSocketOrigin(
 }
 
 /** {@link isAllowedWebSocketOrigin} from the two headers it reads (`Origin`, `Host`). */
-export function isAllowedOrigin(
+function isAllowedOrigin(
   origin: string | undefined,
   host: string | undefined,
   allowedOrigins: readonly string[],
