@@ -104,9 +104,7 @@ export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
  * `first` or `representations` given by a variable counts at its smallest here;
  * {@link checkOperationCost} measures again with the variables once they are known.
  */
-function createConnectionLimitsRule(
-  limits: Pick<QueryLimits, 'maxDepth' | 'maxCost'>,
-): ValidationRule {
+function createConnectionLimitsRule(limits: Pick<QueryLimits, 'maxDepth' | 'maxCost'>): ValidationRule {
   return (context: ValidationContext): ASTVisitor => ({
     OperationDefinition(operation) {
       const fragments = new Map<string, FragmentDefinitionNode>();

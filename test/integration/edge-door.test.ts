@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import WsClient from 'ws';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import type { Stack } from '../support/harness/stack.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { bearer, issuerSignedToken, tokenFor, type TestCallerName } from '../support/tokens.ts';
@@ -383,5 +386,35 @@ describe('operations over graphql-ws in the log and the metrics, as over HTTP', 
     expect(operationLines('http')).toContainEqual(
       expect.objectContaining({ operationName: 'Over', errorCodes: [] }),
     );
+  });
+});
+
+describe('over the call budget, over HTTP and over graphql-ws', () => {
+  const secret = generateWebhookSecret();
+  const stack = useStack({ env: { UPSTREAM_MAX_CALLS_PER_OPERATION: '1', WEBHOOK_SECRETS: secret } });
+
+  test('the field past the budget answers TOO_MANY_UPSTREAM_CALLS, and no call beyond it is made', async () => {
+    await warmUp(stack);
+    await stack.resetUpstreamCalls();
+    const http = await stack.query(
+      '{ a: customer(id: "cus_acme") { id } b: customer(id: "cus_globex") { id } }',
+    );
+    expect(http.status).toBe(200);
+    expect(http.body.errors?.map((error) => error.extensions?.code)).toEqual(['TOO_MANY_UPSTREAM_CALLS']);
+    expect((await stack.upstreamCalls()).total).toBe(1);
+
+    const received = stack
+      .connect()
+      .subscribe(
+        'subscription { accountChanged(customerId: "cus_acme") { account { id customer { id } } } }',
+      );
+    await stack.subscriptionsStarted(1);
+    await stack.resetUpstreamCalls();
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, acmeAccountUpdated())).status).toBe(200);
+    await waitFor(() => received.data.length > 0, 'the event');
+    const errors = received.errors as { extensions?: { code?: string } }[];
+    expect(errors.map((error) => error.extensions?.code)).toEqual(['TOO_MANY_UPSTREAM_CALLS']);
+    expect((await stack.upstreamCalls()).total).toBe(1);
+    received.stop();
   });
 });
