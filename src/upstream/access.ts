@@ -8,7 +8,7 @@
  * The table in docs/security.md is this file told per GraphQL field; keep both in step.
  */
 import type { CustomerScope } from '../auth/caller.ts';
-import type { HttpMethod, UpstreamRequest } from './client.ts';
+import type { HttpMethod, UpstreamRequest } from './types.ts';
 import { UpstreamAccessDeniedError, UpstreamProblemError } from './errors.ts';
 
 /** What one operation's upstream requests may touch: the caller's roles and customers. */
