@@ -4,7 +4,9 @@
  * (scripts/compose-twin.ts), which runs the same object with the gateway runtime in process.
  *
  * Forwards what the facade reads from a caller: its request id (so upstream correlation ids tie
- * back to the client's request), its bearer token and a server-side caller's own upstream key.
+ * back to the client's request), its bearer token and a server-side caller's own upstream key; and
+ * appends the address it saw to `X-Forwarded-For`, which the facade believes one hop deep
+ * (`TRUST_PROXY=1`), so its per-address budgets count the clients rather than the gateway.
  * Subscriptions go to the facade over graphql-ws, on its `/graphql` path; the gateway resolves the
  * other subgraphs' fields of each event (e.g. `Customer.openSupportNoteCount`) as in a query.
  */
@@ -18,11 +20,16 @@ export const gatewayConfig: Omit<GatewayConfigSupergraph, 'supergraph'> = {
     platform: { options: { subscriptions: { kind: 'ws', location: '/graphql' } } },
   },
   propagateHeaders: {
-    fromClientToSubgraphs({ request }) {
+    fromClientToSubgraphs({ request, context }) {
       const headers: Record<string, string> = {};
       for (const name of FORWARDED_HEADERS) {
         const value = request.headers.get(name);
         if (value !== null) headers[name] = value;
+      }
+      const seen = (context as { req?: { socket?: { remoteAddress?: string } } }).req?.socket?.remoteAddress;
+      if (seen !== undefined) {
+        const earlier = request.headers.get('x-forwarded-for');
+        headers['x-forwarded-for'] = earlier === null ? seen : `${earlier}, ${seen}`;
       }
       return headers;
     },

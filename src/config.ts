@@ -4,7 +4,7 @@
  */
 import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
-import { readEdgeConfig, type EdgeConfig } from './http/edge-config.ts';
+import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import type { UpstreamConfig } from './upstream/client.ts';

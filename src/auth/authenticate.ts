@@ -1,7 +1,7 @@
 /**
  * From what a request or connection presents to a {@link Caller}: a bearer token verified against
- * the issuer, a caller's own platform key where that is allowed, or nothing. The HTTP middleware
- * and the graphql-ws `onConnect` both ask here, so the two doors answer alike.
+ * the issuer, a caller's own platform key where that is allowed, or nothing. The door
+ * (src/edge/door.ts) asks here for every transport.
  */
 import { createHash } from 'node:crypto';
 import { OPEN_CALLER, type Caller } from './caller.ts';
@@ -31,7 +31,16 @@ export type Authentication =
   | { outcome: 'unavailable' };
 
 export interface Authenticator {
-  authenticate(credentials: Credentials): Promise<Authentication>;
+  /**
+   * Who `credentials` are. `mayCheckApiKey` is asked before a caller's own key costs an upstream
+   * check: answering false makes the key a failed authentication without the call (the door answers
+   * false for an address over its failed-authentication budget, so guessing keys costs nothing
+   * upstream). A bearer token is checked locally and never asks.
+   */
+  authenticate(
+    credentials: Credentials,
+    options?: { mayCheckApiKey?: () => Promise<boolean> },
+  ): Promise<Authentication>;
 }
 
 export interface AuthenticatorOptions {
@@ -49,11 +58,33 @@ export interface AuthenticatorOptions {
    * failed authentication here, counted against the caller's address like a bad token.
    */
   checkApiKey?: (apiKey: string) => Promise<'valid' | 'invalid' | 'unavailable'>;
+  /** Whether `checkApiKey` already found `apiKey` valid (then checking it again costs nothing). */
+  isKnownApiKey?: (apiKey: string) => boolean;
 }
 
 /** A bearer token is a token68 (RFC 7235); anything longer than this is refused before any crypto. */
 const MAX_TOKEN_LENGTH = 8_192;
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** An `Authorization` value read by {@link bearerToken}. */
+export type BearerCredential =
+  | { readonly kind: 'token'; readonly token: string }
+  /** Present but not `Bearer <token>` (another scheme, no token, stray spaces or characters). */
+  | { readonly kind: 'malformed' };
+
+// RFC 6750 §2.1: "Bearer", one space, a b64token (token68). The scheme is case-insensitive (RFC 9110).
+const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/**
+ * The one reader of `Authorization: Bearer <token>`, for every transport. Undefined when absent; a
+ * malformed result when present but not a bearer token, which is refused (401), never treated as
+ * anonymous. Tokens are only ever read from this header (or graphql-ws's `connection_init`
+ * payload), never from a URL or a form body.
+ */
+export function bearerToken(header: string | undefined): BearerCredential | undefined {
+  if (header === undefined) return undefined;
+  const match = BEARER.exec(header);
+  return match === null ? { kind: 'malformed' } : { kind: 'token', token: match[1]! };
+}
 
 /** Builds the authenticator of one app. */
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
@@ -61,17 +92,16 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     throw new Error('AUTH_MODE=oidc needs a token verifier');
   }
   return {
-    async authenticate({ authorization, apiKey }) {
+    async authenticate({ authorization, apiKey }, checks = {}) {
       if (options.mode === 'none') return { outcome: 'authenticated', caller: OPEN_CALLER };
       if (authorization !== undefined && authorization.trim() !== '') {
         if (options.verifier === undefined) return { outcome: 'invalid', reason: 'no_issuer_configured' };
-        const match = BEARER.exec(authorization);
-        const token = match?.[1];
-        if (token === undefined || token.length > MAX_TOKEN_LENGTH) {
+        const bearer = bearerToken(authorization);
+        if (bearer?.kind !== 'token' || bearer.token.length > MAX_TOKEN_LENGTH) {
           return { outcome: 'invalid', reason: 'malformed_authorization' };
         }
         try {
-          return { outcome: 'authenticated', caller: await options.verifier.verify(token) };
+          return { outcome: 'authenticated', caller: await options.verifier.verify(bearer.token) };
         } catch (error) {
           if (isUnavailable(error)) return { outcome: 'unavailable' };
           return { outcome: 'invalid', reason: reasonOf(error) };
@@ -80,6 +110,10 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       if (apiKey !== undefined && apiKey.trim() !== '') {
         if (!options.allowCallerApiKey) return { outcome: 'invalid', reason: 'api_key_not_accepted' };
         const key = apiKey.trim();
+        const known = options.isKnownApiKey?.(key) ?? false;
+        if (!known && checks.mayCheckApiKey !== undefined && !(await checks.mayCheckApiKey())) {
+          return { outcome: 'invalid', reason: 'api_key_not_checked' };
+        }
         const checked = (await options.checkApiKey?.(key)) ?? 'valid';
         if (checked === 'unavailable') return { outcome: 'unavailable' };
         if (checked === 'invalid') return { outcome: 'invalid', reason: 'api_key_refused' };

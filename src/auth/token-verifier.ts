@@ -462,23 +462,3 @@ function readCustomerIds(value: unknown): ReadonlySet<string> {
   }
   return new Set();
 }
-
-/** An `Authorization` header read by {@link bearerToken}. */
-export type BearerCredential =
-  | { readonly kind: 'token'; readonly token: string }
-  /** Present but not `Bearer <token>` (another scheme, no token, stray spaces or characters). */
-  | { readonly kind: 'malformed' };
-
-// RFC 6750 §2.1: "Bearer", one space, a b64token (token68). The scheme is case-insensitive (RFC 9110).
-const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
-
-/**
- * Reads `Authorization: Bearer <token>`. Undefined when the header is absent; a malformed result
- * when present but not a bearer token, which should be refused (401), not treated as anonymous.
- * Tokens are only ever read from this header, never from a URL or a form body.
- */
-export function bearerToken(header: string | undefined): BearerCredential | undefined {
-  if (header === undefined) return undefined;
-  const match = BEARER.exec(header);
-  return match === null ? { kind: 'malformed' } : { kind: 'token', token: match[1]! };
-}

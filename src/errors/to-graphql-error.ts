@@ -16,6 +16,8 @@ import type { FieldError, Problem } from '../upstream/types.ts';
 import { errorCodeForProblem, type FacadeErrorCode } from './error-codes.ts';
 import { type InputPath, parameterToArgumentPath, pointerToInputPath } from './input-path.ts';
 import { findIdempotencyKey } from './mutation-failure.ts';
+import { findIdRefusal } from './id-argument.ts';
+import { MAX_ID_LENGTH } from '../upstream/rest-path.ts';
 import { STATUS_REASON_ACTOR_VALUES } from '../graph/enum-values.ts';
 import { CursorExpiredError } from '../events/log/event-log.ts';
 
@@ -67,6 +69,9 @@ const PASS_THROUGH_CODES = new Set([
  *   error whose message is the problem's detail (or title), whose `extensions.code` follows the
  *   table in docs/errors.md, and whose `extensions.problem` is the whole problem; every field error
  *   keeps its `pointer` and gains the GraphQL input `path` it names.
+ * - An id refused before it could reach an upstream path (`UnsafeIdError`, or an `IdArgumentError`
+ *   naming the argument it came from) becomes `BAD_USER_INPUT`, with `extensions.inputPath` (and
+ *   `argumentName`, the same path dotted) when the argument is known.
  * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason.
  * - An {@link UpstreamCallLimitError} becomes `TOO_MANY_UPSTREAM_CALLS` with the limit.
  * - An {@link UpstreamCancelledError} becomes `UPSTREAM_TIMEOUT` (the operation's deadline passed)
@@ -99,6 +104,19 @@ const STACK_OVERFLOW = /maximum call stack size exceeded/i;
 
 function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
   const located = isGraphQLError(error) ? error : undefined;
+  const refusedId = findIdRefusal(error);
+  if (refusedId) {
+    const inputPath = 'inputPath' in refusedId ? refusedId.inputPath : undefined;
+    return build(
+      located,
+      refusedId,
+      describeRefusedId(refusedId.id, inputPath),
+      inputPath
+        ? { code: 'BAD_USER_INPUT' satisfies FacadeErrorCode, argumentName: inputPath.join('.'), inputPath }
+        : { code: 'BAD_USER_INPUT' satisfies FacadeErrorCode },
+      options,
+    );
+  }
   const cause = findUpstreamError(error);
   if (cause instanceof UpstreamProblemError) {
     return build(
@@ -197,13 +215,23 @@ function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
   );
 }
 
+/** The message of a refused id, the id shown only as far as an id could be long. */
+function describeRefusedId(id: string, inputPath: InputPath | undefined): string {
+  const shown = JSON.stringify(id.length > MAX_ID_LENGTH ? `${id.slice(0, MAX_ID_LENGTH)}…` : id);
+  const where = inputPath ? ` in "${inputPath.join('.')}"` : '';
+  return (
+    `${shown}${where} is not an id: ids are 1 to ${MAX_ID_LENGTH} letters, digits, "_" and "-", ` +
+    'starting with a letter or a digit.'
+  );
+}
+
 /**
  * Whether {@link toGraphQLError} masks `error`: true for anything that is neither an upstream
  * failure nor a GraphQLError raised on purpose. The server logs these, since the client sees
  * nothing of them.
  */
 export function isUnexpectedError(error: unknown): boolean {
-  if (findUpstreamError(error) || findCursorExpired(error)) return false;
+  if (findUpstreamError(error) || findIdRefusal(error) || findCursorExpired(error)) return false;
   if (!isGraphQLError(error)) return true;
   const original = error.originalError;
   // No original error: graphql-js or Apollo raised it about the document or the response shape.

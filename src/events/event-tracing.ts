@@ -10,8 +10,7 @@
  * without it is an ordinary event; one written by another process is read like any input, and a
  * trace context that is not a well-formed W3C `traceparent` (and optional `tracestate`) is ignored.
  */
-import type { PlatformEvent } from './receiving/platform-event.ts';
-import type { WebhookDeliveryOutcome } from './receiving/webhook-route.ts';
+import type { PlatformEvent, WebhookDeliveryOutcome } from './event-types.ts';
 
 /** A W3C trace context: the publish span an event's deliveries link to. */
 export interface EventTraceContext {

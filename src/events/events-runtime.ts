@@ -1,43 +1,34 @@
 /**
  * The event pipeline of one facade process, assembled from configuration: the webhook route, the
- * event log and de-duplication store (memory, or Redis when `REDIS_URL` is set), graphql-ws on the
- * app's own server, registration of the webhook endpoint at start, and the shutdown order.
+ * event log and de-duplication store (memory, or Redis when `REDIS_URL` is set), the live sessions
+ * every live transport delivers through (src/edge/ admits their callers and operations), the
+ * reconciler of missed webhooks, registration of the webhook endpoint at start, and the shutdown
+ * order.
  */
-import type { Server as HttpServer } from 'node:http';
 import type { Redis } from 'ioredis';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Router } from 'express';
-import type { GraphQLError, GraphQLFormattedError, GraphQLSchema, ValidationRule } from 'graphql';
-import type { VerifyClientCallbackAsync } from 'ws';
-import type { IncomingMessage } from 'node:http';
-import type { Authentication, Credentials } from '../auth/authenticate.ts';
-import type { Caller } from '../auth/caller.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
-import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
+import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import type { EventLog, LogStats } from './log/event-log.ts';
-import type { PlatformEnvironment } from './receiving/platform-event.ts';
+import { createMemoryEventLog } from './log/memory-event-log.ts';
+import { createRedisEventLog } from './log/redis-event-log.ts';
+import type { PlatformEnvironment } from './event-types.ts';
 import { createReconciler } from './reconcile/reconciler.ts';
 import {
   createMemoryReconcileState,
   createRedisReconcileState,
   type ReconcileState,
 } from './reconcile/reconcile-state.ts';
-import { createMemoryEventLog } from './log/memory-event-log.ts';
-import { createRedisEventLog } from './log/redis-event-log.ts';
 import type { EventDeduplicator } from './fan-out/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
-import {
-  attachGraphQLWebSocket,
-  type GraphQLWebSocketEndpoint,
-  type GraphQLWebSocketOptions,
-  type SubscribePayloadLike,
-} from './delivery/graphql-ws-server.ts';
+import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
 import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
 import { openRedisConnection } from './fan-out/redis-connection.ts';
 import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
@@ -56,21 +47,8 @@ export interface EventsRuntimeOptions {
   config: EventsConfig;
   /** The facade's configured key: registration uses it, and connections without a key of their own. */
   defaultApiKey: string;
-  /** The environment of each upstream key, remembered: a connection costs no upstream call. */
+  /** The environment of each upstream key: the reconciler reconciles its key's. */
   keyEnvironments: KeyEnvironments;
-  /** Who is connecting over graphql-ws: the authenticator HTTP requests use. */
-  authenticate: (credentials: Credentials) => Promise<Authentication>;
-  /** Counts a failed authentication of a connection's address; see `graphql-ws-server.ts`. */
-  failedAuthLimiter?: (request: IncomingMessage) => Promise<{ retryAfterSeconds: number } | undefined>;
-  /**
-   * Decides whether `caller` may start the subscription `payload` asks for (rate limits, trusted
-   * documents); an error refuses it. It may replace `payload.query` (a listed document's body).
-   */
-  admitSubscription?: (caller: Caller, payload: SubscribePayloadLike) => Promise<GraphQLError | undefined>;
-  /** Checks a WebSocket upgrade before graphql-ws sees it (origin, connection rate). */
-  verifyClient?: VerifyClientCallbackAsync;
-  /** Operations one caller may run at once over graphql-ws; see `graphql-ws-server.ts`. */
-  maxOperationsPerCaller?: number;
   upstreamClient: UpstreamClient;
   logger: Logger;
   /** Told how each webhook delivery was answered (metrics). */
@@ -79,7 +57,7 @@ export interface EventsRuntimeOptions {
   liveObserver?: LiveObserver;
   /** Told how many changes each reconciliation of missed webhooks appended (metrics). */
   onReconciled?: (count: number) => void;
-  /** Told when a webhook event is published and when a graphql-ws operation starts and completes. */
+  /** Told when a webhook event is published. */
   lifecycle?: LifecycleEmitter;
   /**
    * With tracing on: spans of each webhook's receipt, its publish (whose context travels with the
@@ -91,36 +69,25 @@ export interface EventsRuntimeOptions {
 /** The parts of the app the event pipeline plugs into. */
 export interface EventsHost {
   routes: Router;
-  httpServer: HttpServer;
-  schema: GraphQLSchema;
-  /** Validation rules beyond graphql's own, as HTTP applies them (e.g. the query limits). */
-  validationRules: readonly ValidationRule[];
-  /** Token limit of the parser (`QUERY_MAX_TOKENS`), as HTTP applies it. */
-  maxTokens: number;
-  /** Connection-aware cost limit with the variables known (`QUERY_MAX_COST`), as HTTP applies it. */
-  maxCost: number;
-  createContext: GraphQLWebSocketOptions['createContext'];
-  /** The error formatting HTTP responses use. */
-  formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
 }
 
 /** The event pipeline of one process, as the app mounts, starts and stops it. */
 export interface EventsRuntime {
   /** Drains the pipeline while Apollo Server stops (Apollo runs every plugin's drainServer). */
   readonly apolloPlugin: ApolloServerPlugin<GraphContext>;
-  /** Mounts the webhook route at {@link WEBHOOK_PATH} and graphql-ws at `/graphql`. Call once. */
+  /** Subscribers, their queues and shared event reads, for every live transport's adapter. */
+  readonly live: LiveSessions;
+  /** Mounts the webhook route at {@link WEBHOOK_PATH}. Call once. */
   attach(host: EventsHost): void;
   /**
    * Registers (or reuses) the webhook endpoint when registration is on. `baseUrl` is the facade's
    * listening URL, the default webhook address when `WEBHOOK_PUBLIC_URL` is unset.
    */
   start(baseUrl: string): Promise<void>;
-  /** Stops taking webhooks and connections and completes every subscription. Idempotent. */
+  /** Stops taking webhooks and ends every subscriber's queue. Idempotent. */
   drain(): Promise<void>;
   /** Drains, then closes the event log and Redis connections. Idempotent. */
   close(): Promise<void>;
-  /** Open graphql-ws connections and running subscriptions (0 before `attach`). */
-  liveCounts(): { connections: number; subscriptions: number };
   /** The event log's length and this replica's lag behind its head, per environment (metrics). */
   logStats(): Promise<(LogStats & { environment: PlatformEnvironment })[]>;
   /** Whether Redis answers PING (within `timeoutMs`); undefined when `REDIS_URL` is not set. */
@@ -163,7 +130,12 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         };
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
-  let websocket: GraphQLWebSocketEndpoint | undefined;
+  const live = createLiveSessions({
+    log,
+    queueLimit: config.subscriberQueueLimit,
+    observer: liveObserver,
+    watchCustomer: (environment, customerId) => reconcileState.watch(environment, customerId),
+  });
   let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
@@ -194,6 +166,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   };
 
   const runtime: EventsRuntime = {
+    live,
     apolloPlugin: {
       async serverWillStart() {
         return {
@@ -230,30 +203,6 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         ...(tracer === undefined ? {} : { tracer }),
       });
       host.routes.use(WEBHOOK_PATH, webhooks.router);
-      websocket = attachGraphQLWebSocket({
-        httpServer: host.httpServer,
-        schema: host.schema,
-        validationRules: host.validationRules,
-        maxTokens: host.maxTokens,
-        maxCost: host.maxCost,
-        transport: config.webSocket,
-        authenticate: options.authenticate,
-        ...(options.failedAuthLimiter ? { failedAuthLimiter: options.failedAuthLimiter } : {}),
-        ...(options.admitSubscription ? { admitSubscription: options.admitSubscription } : {}),
-        ...(options.verifyClient ? { verifyClient: options.verifyClient } : {}),
-        ...(options.maxOperationsPerCaller === undefined
-          ? {}
-          : { maxOperationsPerCaller: options.maxOperationsPerCaller }),
-        probeKey: (apiKey) => options.keyEnvironments.probe(apiKey),
-        watchCustomer: (environment, customerId) => reconcileState.watch(environment, customerId),
-        createContext: host.createContext,
-        log,
-        queueLimit: config.subscriberQueueLimit,
-        formatError: host.formatError,
-        logger,
-        ...(liveObserver === undefined ? {} : { observer: liveObserver }),
-        ...(lifecycle === undefined ? {} : { lifecycle }),
-      });
     },
 
     async start(baseUrl) {
@@ -265,7 +214,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       draining ??= (async () => {
         webhooks?.stopAccepting();
         await reconciler?.stop();
-        await websocket?.drain();
+        live.endAll();
       })();
       return draining;
     },
@@ -280,20 +229,12 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       return closing;
     },
 
-    liveCounts() {
-      return {
-        connections: websocket?.activeConnections() ?? 0,
-        subscriptions: websocket?.activeSubscriptions() ?? 0,
-      };
-    },
-
     async logStats() {
       const environments: PlatformEnvironment[] = ['sandbox', 'live'];
       return Promise.all(
         environments.map(async (environment) => ({ environment, ...(await log.stats(environment)) })),
       );
     },
-
     async checkRedis(timeoutMs = 1_000) {
       if (redis === undefined) return undefined;
       let timer: NodeJS.Timeout | undefined;

@@ -9,6 +9,7 @@
  * call, and the others resolve as usual.
  */
 import {
+  getNamedType,
   GraphQLError,
   isObjectType,
   Kind,
@@ -16,6 +17,9 @@ import {
   type GraphQLObjectType,
   type GraphQLSchema,
 } from 'graphql';
+import { IdArgumentError } from '../errors/id-argument.ts';
+import { UnsafeIdError } from '../upstream/errors.ts';
+import { isPlainId } from '../upstream/rest-path.ts';
 
 /** Replaces the `_entities` resolver of `schema` (built by `buildSubgraphSchema`) in place. */
 export function guardEntities(schema: GraphQLSchema): GraphQLSchema {
@@ -28,9 +32,11 @@ export function guardEntities(schema: GraphQLSchema): GraphQLSchema {
     context,
     info,
   ) =>
-    args.representations.map((representation) => {
+    args.representations.map((representation, index) => {
       const problem = checkRepresentation(representation, info.schema);
       if (problem) return new GraphQLError(problem, { extensions: { code: 'BAD_USER_INPUT' } });
+      const unsafeId = findUnsafeKeyId(representation as Record<string, unknown>, index, info.schema);
+      if (unsafeId) return unsafeId;
       const [entity] = resolveEntities(
         source,
         { representations: [representation] },
@@ -60,6 +66,27 @@ function checkRepresentation(representation: unknown, schema: GraphQLSchema): st
   if (complete) return undefined;
   const expected = keys.map((key) => key.map((name) => `\`${name}\``).join(' and ')).join(', or ');
   return `A representation of ${type.name} needs ${expected}, each a non-empty string.`;
+}
+
+/**
+ * The first `ID` field of a representation that is not a plain id (`rest-path.ts`), refused at its
+ * input path (`representations.<index>.<field>`) before anything is read for it.
+ */
+function findUnsafeKeyId(
+  representation: Record<string, unknown>,
+  index: number,
+  schema: GraphQLSchema,
+): IdArgumentError | undefined {
+  const type = schema.getType(representation.__typename as string);
+  if (!type || !isObjectType(type)) return undefined;
+  const fields = type.getFields();
+  for (const [name, value] of Object.entries(representation)) {
+    const field = fields[name];
+    if (typeof value !== 'string' || !field || getNamedType(field.type).name !== 'ID') continue;
+    if (!isPlainId(value))
+      return new IdArgumentError(['representations', index, name], new UnsafeIdError(value));
+  }
+  return undefined;
 }
 
 /** C0 controls, DEL and C1 controls: no id holds one, and ids become URL path segments. */

@@ -1,6 +1,6 @@
 /**
  * Resolvers of `events.graphql`: live subscriptions over graphql-ws. Each field names the resource
- * type it follows and passes its arguments on; the feeds of `src/events/delivery/resource-feeds.ts` filter
+ * type it follows and passes its arguments on; the feeds of `resource-feeds.ts` filter
  * the events, replay what changed since `since`, and read each resource as it is now with a fresh
  * per-event context, so nested selections resolve as in a query.
  */
@@ -10,7 +10,7 @@ import {
   subscribeToChanges,
   subscribeToEvents,
   typenameOf,
-} from '../events/delivery/resource-feeds.ts';
+} from './resource-feeds.ts';
 import type { Resolvers } from '../generated/graphql.ts';
 
 export const eventResolvers: Resolvers = {

@@ -8,7 +8,11 @@
  * another customer's record answers NOT_FOUND without an upstream call.
  */
 import { GraphQLError } from 'graphql';
+import { IdArgumentError } from '../errors/id-argument.ts';
+import type { InputPath } from '../errors/input-path.ts';
 import type { Resolvers } from '../generated/graphql.ts';
+import { UnsafeIdError } from '../upstream/errors.ts';
+import { isPlainId } from '../upstream/rest-path.ts';
 import type { Loaders } from '../loaders/index.ts';
 import { RECORD_READS, type RecordTypeName } from './look-ahead.ts';
 
@@ -44,9 +48,14 @@ type NodeTarget =
   | { type: RecordTypeName; key: { id: string } }
   | { type: RecordTypeName; key: { customerId: string; id: string } };
 
-/** Parses a node id; a BAD_USER_INPUT naming the accepted forms when it names no readable record. */
-export function parseNodeId(nodeId: string): NodeTarget {
+/**
+ * Parses the node id given at `inputPath`: an {@link IdArgumentError} for a part that is no plain
+ * id, a BAD_USER_INPUT naming the accepted forms when it names no readable record.
+ */
+export function parseNodeId(nodeId: string, inputPath: InputPath): NodeTarget {
   const parts = nodeId.split(SEPARATOR);
+  const unsafe = parts.length <= 2 ? parts.find((part) => !isPlainId(part)) : undefined;
+  if (unsafe !== undefined) throw new IdArgumentError(inputPath, new UnsafeIdError(unsafe));
   if (parts.length === 1) {
     const type = TOP_LEVEL_PREFIXES[prefixOf(nodeId)];
     if (type) return { type, key: { id: nodeId } };
@@ -59,7 +68,7 @@ export function parseNodeId(nodeId: string): NodeTarget {
   }
   throw new GraphQLError(
     `${JSON.stringify(nodeId)} is not a node id: a customer's, an institution's or a webhook endpoint's own id, or "<customerId>/<id>" for a customer's record.`,
-    { extensions: { code: 'BAD_USER_INPUT', argumentName: 'id' } },
+    { extensions: { code: 'BAD_USER_INPUT', argumentName: inputPath.join('.'), inputPath } },
   );
 }
 
@@ -71,8 +80,12 @@ function nodeIdOf(record: { id: string; customerId?: string }): string {
 }
 
 /** Reads the record a node id names, tagged with its type for `Node.__resolveType`. */
-async function readNode(nodeId: string, loaders: Loaders): Promise<Record<string, unknown>> {
-  const { type, key } = parseNodeId(nodeId);
+async function readNode(
+  nodeId: string,
+  inputPath: InputPath,
+  loaders: Loaders,
+): Promise<Record<string, unknown>> {
+  const { type, key } = parseNodeId(nodeId, inputPath);
   const read = RECORD_READS[type].read as unknown as {
     load(key: unknown, args: unknown, loaders: Loaders): Promise<Record<string, unknown>>;
   };
@@ -98,7 +111,7 @@ export const nodeResolvers: Resolvers = {
     __resolveType: (record) => (record as unknown as Record<symbol, RecordTypeName>)[NODE_TYPE] ?? null,
   },
   Query: {
-    node: (_parent, { id }, { loaders }) => readNode(id, loaders) as never,
+    node: (_parent, { id }, { loaders }) => readNode(id, ['id'], loaders) as never,
     nodes: (_parent, { ids }, { loaders }) => {
       if (ids.length > MAX_NODE_IDS) {
         throw new GraphQLError(`"ids" holds ${ids.length} ids; at most ${MAX_NODE_IDS} are read at once.`, {
@@ -106,7 +119,7 @@ export const nodeResolvers: Resolvers = {
         });
       }
       // Each id fails alone: a missing or forbidden record is null with its error at its index.
-      return ids.map((id) => readNode(id, loaders)) as never;
+      return ids.map((id, index) => readNode(id, ['ids', index], loaders)) as never;
     },
   },
   Customer: nodeId,

@@ -4,8 +4,8 @@
  * accounts → Account → customer → ...) and fragments can spread each other, so without these a
  * document of a few hundred bytes can ask for an answer, or a validation, that grows exponentially.
  *
- * Two layers: GraphQL Armor's rules (aliases with `__schema`/`__type` counted, directives and its own
- * cost model), and the facade's depth and connection-aware cost, which counts each field once per
+ * Two layers: GraphQL Armor's rules (aliases with `__schema`/`__type` counted, directives), and the
+ * facade's depth and connection-aware cost, the one cost measure, which counts each field once per
  * item its lists can hold: the SDL's `@listSize` (a connection's `first`, else its assumed size, the
  * same model a router in front reads) and each `_entities` representation. Every measure here is
  * linear in the document: a fragment is measured once, whatever the number of its spreads.
@@ -52,9 +52,6 @@ export interface QueryLimits {
   maxCost: number;
 }
 
-/** GraphQL Armor's own cost model; its default ceiling, kept as a second opinion. */
-const ARMOR_MAX_COST = 5_000;
-
 /** What one operation would make the facade do. */
 export interface OperationMeasure {
   /** Estimated field resolutions: each field once per item its enclosing pages may hold. */
@@ -95,7 +92,9 @@ export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
     maxDepth: { enabled: false },
     maxAliases: { n: limits.maxAliases, allowList: [], ...report },
     maxDirectives: { n: limits.maxDirectives, ...report },
-    costLimit: { maxCost: ARMOR_MAX_COST, ignoreIntrospection: true, ...report },
+    // One cost measure, set by QUERY_MAX_COST: Armor's fixed model ignores `first`, so it refused
+    // small paged queries the facade's measure accepts and accepted larger unpaged ones.
+    costLimit: { enabled: false },
   });
   return [createConnectionLimitsRule(limits), ...armor.protect().validationRules, IdLiteralRule];
 }
@@ -105,9 +104,7 @@ export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
  * `first` or `representations` given by a variable counts at its smallest here;
  * {@link checkOperationCost} measures again with the variables once they are known.
  */
-export function createConnectionLimitsRule(
-  limits: Pick<QueryLimits, 'maxDepth' | 'maxCost'>,
-): ValidationRule {
+function createConnectionLimitsRule(limits: Pick<QueryLimits, 'maxDepth' | 'maxCost'>): ValidationRule {
   return (context: ValidationContext): ASTVisitor => ({
     OperationDefinition(operation) {
       const fragments = new Map<string, FragmentDefinitionNode>();

@@ -8,6 +8,7 @@ import { buildSubgraphSchema, type GraphQLResolverMap } from '@apollo/subgraph';
 import { concatAST, GraphQLScalarType, parse, Source, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { guardEntities } from './entities.ts';
+import { withIdArgumentsChecked } from './id-arguments.ts';
 import { withIdempotencyKeyOnErrors } from './mutation-errors.ts';
 import { resolverMaps } from './resolvers.ts';
 
@@ -58,7 +59,9 @@ export function createSchema(): GraphQLSchema {
     buildSubgraphSchema([
       {
         typeDefs: loadTypeDefs(),
-        resolvers: withIdempotencyKeyOnErrors(mergeResolverMaps(resolverMaps)) as GraphQLResolverMap<unknown>,
+        resolvers: withIdempotencyKeyOnErrors(
+          withIdArgumentsChecked(mergeResolverMaps(resolverMaps)),
+        ) as GraphQLResolverMap<unknown>,
       },
     ]),
   );

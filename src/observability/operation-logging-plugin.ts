@@ -34,6 +34,7 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
         },
         async willSendResponse({ operationName, contextValue, response }) {
           logger.info('graphql operation', {
+            transport: 'http',
             operationName: operationName ?? null,
             requestId: contextValue.upstream.requestId,
             status: response.http.status ?? 200,

@@ -2,12 +2,13 @@
  * The caller's right to each upstream request, checked in one place just before the request would
  * be sent (`client.send`), so no resolver, loader, entity lookup or event read can reach a
  * customer the caller may not act for, and no future upstream function goes out unchecked: a path
- * without a rule here is refused for everyone.
+ * without a rule here is refused for everyone. The rules judge the path as the upstream will act on
+ * it, even behind a proxy that decodes and normalises paths, so the two can never disagree.
  *
  * The table in docs/security.md is this file told per GraphQL field; keep both in step.
  */
 import type { CustomerScope } from '../auth/caller.ts';
-import type { HttpMethod, UpstreamRequest } from './client.ts';
+import type { HttpMethod, UpstreamRequest } from './types.ts';
 import { UpstreamAccessDeniedError, UpstreamProblemError } from './errors.ts';
 
 /** What one operation's upstream requests may touch: the caller's roles and customers. */
@@ -55,7 +56,7 @@ type Access =
 
 interface Rule {
   readonly methods: readonly HttpMethod[];
-  /** Matched against the encoded path; a `customerId` group is decoded before the check. */
+  /** Matched against the path as the upstream sees it ({@link pathAsUpstreamSees}). */
   readonly pattern: RegExp;
   readonly access: Access;
 }
@@ -103,8 +104,14 @@ export function authorizeUpstreamRequest(
   request: Pick<UpstreamRequest, 'method' | 'path' | 'actingFor'>,
   options: AuthorizeOptions,
 ): void {
+  // The rules judge the path the upstream will act on. A path that a proxy could read differently
+  // from the way it is sent is refused, so the judged path and the served one are always the same.
+  const path = pathAsUpstreamSees(request.path);
+  if (path !== request.path || !path.split('/').slice(1).every(isPlainSegment)) {
+    throw new UpstreamAccessDeniedError('unsafe_path');
+  }
   const rule = RULES.find(
-    (candidate) => candidate.methods.includes(request.method) && candidate.pattern.test(request.path),
+    (candidate) => candidate.methods.includes(request.method) && candidate.pattern.test(path),
   );
   if (rule === undefined) throw new UpstreamAccessDeniedError('no_rule');
   if (!scope.authenticated) throw new UpstreamAccessDeniedError('anonymous');
@@ -115,11 +122,8 @@ export function authorizeUpstreamRequest(
       if (!scope.operator) throw new UpstreamAccessDeniedError('operator_only');
       return;
     case 'path-customer': {
-      const encoded = rule.pattern.exec(request.path)?.groups?.customerId ?? '';
-      const customerId = safeDecode(encoded);
-      if (customerId === undefined || !inScope(scope, customerId)) {
-        throw missingCustomer(customerId ?? encoded, request.path, options);
-      }
+      const customerId = rule.pattern.exec(path)?.groups?.customerId ?? '';
+      if (!inScope(scope, customerId)) throw missingCustomer(customerId, path, options);
       return;
     }
     case 'proven-customer':
@@ -155,10 +159,39 @@ function missingCustomer(customerId: string, path: string, options: AuthorizeOpt
   });
 }
 
-function safeDecode(encoded: string): string | undefined {
-  try {
-    return decodeURIComponent(encoded);
-  } catch {
-    return undefined;
+/** Percent-decodings a chain of proxies might apply; a path still changing after them is refused. */
+const MAX_DECODINGS = 4;
+
+/**
+ * `path` as an upstream behind path-normalising proxies would act on it: percent-escapes decoded
+ * (as often as a chain of proxies might), `\` read as `/`, `;` parameters dropped, repeated slashes
+ * merged and dot segments resolved (RFC 3986, 5.2.4). Undefined when the escapes are malformed or
+ * never settle.
+ */
+export function pathAsUpstreamSees(path: string): string | undefined {
+  let decoded = path;
+  for (let round = 0; ; round += 1) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded);
+    } catch {
+      return undefined;
+    }
+    if (next === decoded) break;
+    if (round === MAX_DECODINGS) return undefined;
+    decoded = next;
   }
+  const segments: string[] = [];
+  for (const raw of decoded.replaceAll('\\', '/').split('/')) {
+    const segment = raw.split(';', 1)[0]!;
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') segments.pop();
+    else segments.push(segment);
+  }
+  return `/${segments.join('/')}`;
+}
+
+/** A segment no decoding or normalisation changes: the plain form of ids and route words. */
+function isPlainSegment(segment: string): boolean {
+  return /^[A-Za-z0-9_-]+$/.test(segment);
 }

@@ -35,3 +35,28 @@ export function capCallBudget(budget: CallBudget, limit: number): void {
   budget.remaining = Math.max(0, budget.remaining - (budget.limit - limit));
   budget.limit = limit;
 }
+
+/**
+ * A budget of `limit` calls that also spends from `pool`, shared by other budgets: a call is
+ * refused once either is spent. One caller's subscriptions each get their own cost-derived budget
+ * for an event and share one pool for it, so many subscriptions cannot multiply one event.
+ */
+export function createPooledCallBudget(limit: number, pool: CallBudget): CallBudget {
+  const own = createCallBudget(limit);
+  return {
+    get limit() {
+      return own.limit;
+    },
+    set limit(value: number) {
+      own.limit = value;
+    },
+    get remaining() {
+      return Math.min(own.remaining, pool.remaining);
+    },
+    set remaining(value: number) {
+      const spent = Math.min(own.remaining, pool.remaining) - value;
+      own.remaining -= spent;
+      pool.remaining = Math.max(0, pool.remaining - spent);
+    },
+  };
+}

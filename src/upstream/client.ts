@@ -18,31 +18,9 @@ import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
+import type { UpstreamRequest } from './types.ts';
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** One upstream request, described without any transport detail. */
-export interface UpstreamRequest {
-  method: HttpMethod;
-  /** The path under the base URL, starting with `/v3/`, ids already encoded (see `restPath`). */
-  path: string;
-  query?: Readonly<Record<string, string | number | undefined>>;
-  /** Serialised as JSON when present. */
-  body?: unknown;
-  /** Sent as `Idempotency-Key`; the same key is reused by every retry of the call. */
-  idempotencyKey?: string;
-  /**
-   * The key as the caller gave it, where `idempotencyKey` is its per-caller digest (see
-   * `request.ts`): what the audit trail and the caller see. Never sent.
-   */
-  callerIdempotencyKey?: string;
-  /**
-   * The customer this request acts for, where the path does not name one (a sandbox top-up names
-   * only its account): set only by an upstream function that has read the resource under that
-   * customer first. See `access.ts`.
-   */
-  actingFor?: string;
-}
+export type { HttpMethod, UpstreamRequest } from './types.ts';
 
 /** What a successful call returns. */
 export interface UpstreamResponse {

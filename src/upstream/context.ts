@@ -63,6 +63,8 @@ export interface UpstreamContextOptions {
   idempotencyOwner?: string | undefined;
   /** See {@link UpstreamContext.readCache}. */
   readCache?: SharedReadCache | undefined;
+  /** The operation's call budget when the door set it already; default: the client's ceiling. */
+  callBudget?: CallBudget | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -77,7 +79,7 @@ export function createUpstreamContext(
     actor: options.actor,
     requestId: resolveRequestId(options.requestId),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
-    callBudget: createCallBudget(client.maxCallsPerOperation),
+    callBudget: options.callBudget ?? createCallBudget(client.maxCallsPerOperation),
     signal: options.signal,
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),

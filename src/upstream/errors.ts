@@ -40,8 +40,28 @@ export class UpstreamCallLimitError extends Error {
   }
 }
 
+/**
+ * An id that is not of the plain form of upstream ids (`rest-path.ts`) was about to become part of
+ * an upstream path: nothing was sent. `id` is the value as given; errors/ says where it came from.
+ */
+export class UnsafeIdError extends Error {
+  readonly id: string;
+
+  constructor(id: string) {
+    super('An id may hold only letters, digits, "_" and "-" (1 to 128 characters).');
+    this.name = 'UnsafeIdError';
+    this.id = id;
+  }
+}
+
 /** Why a request was refused before it was sent; see `access.ts`. For logs, never for the caller. */
-export type AccessDeniedReason = 'anonymous' | 'operator_only' | 'unproven_customer' | 'no_rule';
+export type AccessDeniedReason =
+  | 'anonymous'
+  | 'operator_only'
+  | 'unproven_customer'
+  | 'no_rule'
+  /** The path would read differently once decoded or normalised (see `access.ts`). */
+  | 'unsafe_path';
 
 /** The caller may not send this request (platform-wide, or no rule allows it); nothing was sent. */
 export class UpstreamAccessDeniedError extends Error {

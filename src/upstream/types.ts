@@ -98,3 +98,29 @@ export interface MutationResult<T> {
   /** True when the upstream answered with the original result of an earlier identical request. */
   replayed: boolean;
 }
+
+/** The methods the upstream layer sends. */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One upstream request, described without any transport detail. */
+export interface UpstreamRequest {
+  method: HttpMethod;
+  /** The path under the base URL, starting with `/v3/`, built by `restPath` (every id in it plain). */
+  path: string;
+  query?: Readonly<Record<string, string | number | undefined>>;
+  /** Serialised as JSON when present. */
+  body?: unknown;
+  /** Sent as `Idempotency-Key`; the same key is reused by every retry of the call. */
+  idempotencyKey?: string;
+  /**
+   * The key as the caller gave it, where `idempotencyKey` is its per-caller digest (see
+   * `request.ts`): what the audit trail and the caller see. Never sent.
+   */
+  callerIdempotencyKey?: string;
+  /**
+   * The customer this request acts for, where the path does not name one (a sandbox top-up names
+   * only its account): set only by an upstream function that has read the resource under that
+   * customer first. See `access.ts`.
+   */
+  actingFor?: string;
+}

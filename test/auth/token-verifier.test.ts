@@ -7,10 +7,10 @@ import type { JWTPayload } from 'jose';
 import {
   AUTHENTICATION_FAILED_MESSAGE,
   AuthenticationError,
-  bearerToken,
   createTokenVerifier,
   type TokenVerifierOptions,
 } from '../../src/auth/token-verifier.ts';
+import { bearerToken } from '../../src/auth/authenticate.ts';
 import {
   createTestKey,
   signToken,

@@ -147,10 +147,13 @@ describe('problems outside the spec catalog', () => {
     expect((await emulator.call('GET', '/v3/customers/%FF%FE')).status).toBe(400);
   });
 
-  test('a unicode id is decoded and answered like any unknown id', async () => {
+  test('a unicode id is decoded, then refused as no id: ids are plain ASCII', async () => {
     const response = await emulator.call('GET', `/v3/customers/${encodeURIComponent('cus_Ω😀')}`);
-    expect(response.status).toBe(404);
-    expect(response.body.detail).toContain('cus_Ω😀');
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({
+      code: 'validation_error',
+      errors: [{ parameter: 'customerId', code: 'invalid_characters' }],
+    });
   });
 
   test('a query parameter given twice is 400 on that parameter, not silently one of the two', async () => {

@@ -49,6 +49,7 @@ function session(): LiveSession & { contexts: number } {
     eventContext() {
       return live.createEventContext();
     },
+    sharedExecution: <T>(_context: GraphContext, run: () => Promise<T>) => run(),
   };
   return live;
 }

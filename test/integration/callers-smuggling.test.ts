@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { WebSocket as WsClient } from 'ws';
+import { SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { bearer } from '../support/tokens.ts';
 
@@ -107,19 +108,25 @@ function connectGraphQLWs(
 describe('an address over its failed-authentication budget', () => {
   const stack = useStack({ env: { RATE_LIMIT_FAILED_AUTH: '2', AUTH_ALLOW_CALLER_API_KEY: 'true' } });
 
-  test('is refused over graphql-ws as over HTTP, before any credential is checked or the upstream called', async () => {
+  test('refuses its failing attempts over graphql-ws as over HTTP without an upstream call, and serves a good token', async () => {
+    // A caller's own key, checked once with the upstream before the address's failures.
+    expect((await stack.queryWithKey(SANDBOX_KEY, '{ __typename }')).status).toBe(200);
+    await stack.resetUpstreamCalls();
     const bad = { authorization: 'Bearer not.a.token' };
-    expect((await stack.query('{ apiStatus { reachable } }', undefined, bad)).status).toBe(401);
-    expect((await stack.query('{ apiStatus { reachable } }', undefined, bad)).status).toBe(401);
-    expect((await stack.queryAs('acme', '{ apiStatus { reachable } }')).status).toBe(429);
+    expect((await stack.query('{ __typename }', undefined, bad)).status).toBe(401);
+    expect((await stack.query('{ __typename }', undefined, bad)).status).toBe(401);
+    expect((await stack.query('{ __typename }', undefined, bad)).status).toBe(429);
 
-    // A guessed platform key would cost a capability discovery each, and answer whether it is valid.
+    // A guessed platform key would cost a capability discovery each, and answer whether it is valid:
+    // from an address over its budget it is refused unchecked.
     const guess = await connectGraphQLWs(stack.graphqlUrl, { 'X-API-Key': 'sk_sandbox_guess_1' });
-    const goodToken = await connectGraphQLWs(stack.graphqlUrl, await bearer('acme'));
-
-    expect(guess).toEqual({ upgradeStatus: 429 });
-    expect(goodToken).toEqual({ upgradeStatus: 429 });
+    expect(guess).toEqual({ closeCode: 1013 });
     expect((await stack.upstreamCalls()).total).toBe(0);
+
+    // A credential that verifies is never refused for the address's failures, over either transport.
+    expect((await stack.queryAs('acme', '{ __typename }')).status).toBe(200);
+    expect((await stack.queryWithKey(SANDBOX_KEY, '{ __typename }')).status).toBe(200);
+    expect(await connectGraphQLWs(stack.graphqlUrl, await bearer('acme'))).toEqual({ acknowledged: true });
   });
 });
 

@@ -5,15 +5,11 @@ import { createServer, type AddressInfo } from 'node:net';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import {
-  createRateLimits,
-  rateLimitedError,
-  rateLimitRequests,
-  type RateLimits,
-  type RateKey,
-} from '../../src/auth/rate-limits.ts';
+import { createRateLimits, type RateLimits, type RateKey } from '../../src/edge/rate-limits.ts';
+import { sendRefusal } from '../../src/edge/http.ts';
+import { graphQLErrorOf, rateLimited } from '../../src/edge/refusal.ts';
 import { createFormatError } from '../../src/errors/format-error.ts';
-import type { RateLimitsConfig } from '../../src/http/edge-config.ts';
+import type { RateLimitsConfig } from '../../src/edge/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startRedisServer } from '../../scripts/redis-server.ts';
 import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
@@ -39,42 +35,17 @@ afterEach(async () => {
 });
 
 /**
- * A real express server with the limiter mounted the way the facade mounts it: the caller's subject
- * (here from a test header) keys the operations budget; failed authentications count per address,
- * checked before the credential is looked at.
+ * A real express server spending the operations budget per caller (here from a test header) and
+ * answering a spent budget with the door's one rate-limited refusal. How the facade itself mounts
+ * the door is tested end to end in test/integration/edge-door.test.ts.
  */
 async function startLimitedServer(limits: RateLimits): Promise<string> {
   const app = express();
-  app.use((req, res, next) => {
-    const address = `ip:${req.socket.remoteAddress}` as const;
-    limits.check('failed-auth', address).then(async (blocked) => {
-      if (!blocked.allowed) {
-        res.status(429).set('retry-after', String(blocked.retryAfterSeconds)).json({ blocked: true });
-        return;
-      }
-      const token = req.get('authorization');
-      if (token !== 'Bearer good') {
-        const decision = await limits.consume('failed-auth', address);
-        if (!decision.allowed) {
-          res.status(429).set('retry-after', String(decision.retryAfterSeconds)).json({ blocked: true });
-          return;
-        }
-        res.status(401).json({ unauthenticated: true });
-        return;
-      }
-      res.locals.subject = req.get('x-test-subject') ?? 'alice';
-      next();
+  app.post('/graphql', (req, res, next) => {
+    limits.consume('request', `sub:${req.get('x-test-subject') ?? 'alice'}`).then((decision) => {
+      if (decision.allowed) res.json({ data: { ok: true } });
+      else sendRefusal(res, rateLimited(decision.retryAfterSeconds));
     }, next);
-  });
-  app.use(
-    rateLimitRequests({
-      limits,
-      bucket: 'request',
-      keyOf: (_req, res) => `sub:${res.locals.subject as string}`,
-    }),
-  );
-  app.post('/graphql', (_req, res) => {
-    res.json({ data: { ok: true } });
   });
   const server = http.createServer(app);
   server.listen(0, '127.0.0.1');
@@ -132,19 +103,6 @@ describe('rate limits over HTTP (one replica, in memory)', () => {
     expect((await post(url, 'bob')).status).toBe(200);
   });
 
-  test('failed authentications are stricter, per address, and then refuse even a good credential', async () => {
-    const url = await startLimitedServer(
-      createRateLimits({ config: limitsConfig({ requests: 100, failedAuth: 2 }), keyPrefix: 't:', logger }),
-    );
-    expect((await post(url, 'alice', 'Bearer wrong')).status).toBe(401);
-    expect((await post(url, 'alice', 'Bearer wrong')).status).toBe(401);
-    const third = await post(url, 'alice', 'Bearer wrong');
-    expect(third.status).toBe(429);
-    expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    // The address is blocked for the rest of the window, so guessing right no longer tells anything.
-    expect((await post(url, 'alice', 'Bearer good')).status).toBe(429);
-  });
-
   test('a subscribe message spends from the same budget as an HTTP operation', async () => {
     const limits = createRateLimits({ config: limitsConfig({ requests: 3 }), keyPrefix: 't:', logger });
     expect(await consumeTimes(limits, 'request', 'sub:carol', 2)).toEqual([true, true]);
@@ -152,7 +110,7 @@ describe('rate limits over HTTP (one replica, in memory)', () => {
     expect(await limits.consume('request', 'sub:carol')).toMatchObject({ allowed: false });
   });
 
-  test('WebSocket connection attempts have their own budget', async () => {
+  test('connections of a live transport have their own budget', async () => {
     const limits = createRateLimits({
       config: limitsConfig({ requests: 1, wsConnects: 2 }),
       keyPrefix: 't:',
@@ -181,7 +139,7 @@ describe('rate limits over HTTP (one replica, in memory)', () => {
   });
 
   test("the graphql-ws refusal carries the same code and delay, and the facade's formatError keeps it", () => {
-    const error = rateLimitedError(7);
+    const error = graphQLErrorOf(rateLimited(7));
     const expected = {
       message: 'Too many requests; retry after 7 s.',
       extensions: { code: 'RATE_LIMITED', retryAfterSeconds: 7 },

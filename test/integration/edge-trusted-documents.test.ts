@@ -1,22 +1,14 @@
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApolloServer } from '@apollo/server';
-import { expressMiddleware } from '@as-integrations/express5';
-import express, { type RequestHandler } from 'express';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   createTrustedDocumentStore,
   loadTrustedDocuments,
   resolveTrustedDocument,
-  trustedDocumentsMiddleware,
   TrustedDocumentsError,
-  type TrustedDocumentStore,
-} from '../../src/graph/trusted-documents.ts';
+} from '../../src/edge/trusted-documents.ts';
 
 const GREETING = 'query Greeting($name: String) { hello(name: $name) }';
 const PING = 'query Ping { hello }';
@@ -148,172 +140,5 @@ describe('resolveTrustedDocument', () => {
     ['a query that is not a string', { query: { kind: 'Document' } }, 'no-operation'],
   ])('refuses %s', (_what, request, reason) => {
     expect(resolveTrustedDocument(store, request)).toEqual({ ok: false, reason });
-  });
-});
-
-/** A real server: JSON body parser, the middleware, then a handler that counts what reaches it. */
-async function startCountingServer(store: TrustedDocumentStore, next: RequestHandler) {
-  const app = express();
-  app.use(
-    '/graphql',
-    express.json(),
-    (req, res, proceed) => {
-      res.locals.operator = req.get('x-test-operator') === 'yes';
-      proceed();
-    },
-    trustedDocumentsMiddleware({ store, isExempt: (_req, res) => res.locals.operator === true }),
-    next,
-  );
-  const server = http.createServer(app);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql` };
-}
-
-const REFUSAL = {
-  errors: [
-    {
-      message: 'This operation is not in the list of trusted documents.',
-      extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST' },
-    },
-  ],
-};
-
-describe('trustedDocumentsMiddleware before a counting handler', () => {
-  let server: http.Server;
-  let url: string;
-  const reached: { method: string; query: unknown; url: string }[] = [];
-
-  beforeAll(async () => {
-    const store = createTrustedDocumentStore([['ping-v1', PING]]);
-    ({ server, url } = await startCountingServer(store, (req, res) => {
-      const query =
-        req.method === 'GET' ? new URL(req.url, 'http://x').searchParams.get('query') : req.body?.query;
-      reached.push({ method: req.method, query, url: req.url });
-      res.json({ reached: true });
-    }));
-  });
-  afterAll(() => {
-    server.close();
-  });
-  beforeEach(() => {
-    reached.length = 0;
-  });
-
-  const post = (body: unknown, headers: Record<string, string> = {}) =>
-    fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
-
-  test('a listed id reaches the handler with the stored body in place', async () => {
-    const response = await post({ documentId: 'ping-v1' });
-    expect(response.status).toBe(200);
-    expect(reached).toEqual([{ method: 'POST', query: PING, url: '/' }]);
-  });
-
-  test('an unlisted query is refused 400 PERSISTED_QUERY_NOT_IN_LIST and never reaches the handler', async () => {
-    const response = await post({ query: '{ __typename }' });
-    expect(response.status).toBe(400);
-    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await response.json()).toEqual(REFUSAL);
-    expect(reached).toEqual([]);
-  });
-
-  test('a batch is refused unless exempt', async () => {
-    expect((await post([{ documentId: 'ping-v1' }])).status).toBe(400);
-    expect(reached).toEqual([]);
-  });
-
-  test('an exempt caller (operator, Sandbox) runs any operation', async () => {
-    const response = await post({ query: '{ __typename }' }, { 'x-test-operator': 'yes' });
-    expect(response.status).toBe(200);
-    expect(reached).toEqual([{ method: 'POST', query: '{ __typename }', url: '/' }]);
-  });
-
-  test('GET: a listed id gets its body put into the URL; an unlisted query is refused', async () => {
-    const listed = await fetch(`${url}?documentId=ping-v1&variables=%7B%7D`);
-    expect(listed.status).toBe(200);
-    expect(reached).toHaveLength(1);
-    expect(reached[0]!.query).toBe(PING);
-    expect(new URL(reached[0]!.url, 'http://x').searchParams.get('variables')).toBe('{}');
-
-    const unlisted = await fetch(`${url}?query=${encodeURIComponent('{ __typename }')}`);
-    expect(unlisted.status).toBe(400);
-    expect(await unlisted.json()).toEqual(REFUSAL);
-    expect(reached).toHaveLength(1);
-  });
-
-  test('a request naming no operation (the Sandbox page, an empty body) is left to Apollo', async () => {
-    expect((await fetch(url, { headers: { accept: 'text/html' } })).status).toBe(200);
-    expect((await post({})).status).toBe(200);
-    expect(reached).toHaveLength(2);
-  });
-});
-
-describe('trustedDocumentsMiddleware in front of Apollo Server', () => {
-  let server: http.Server;
-  let url: string;
-  let apollo: ApolloServer;
-  let resolved = 0;
-
-  beforeAll(async () => {
-    apollo = new ApolloServer({
-      typeDefs: 'type Query { hello(name: String): String }',
-      resolvers: {
-        Query: {
-          hello: (_parent: unknown, args: { name?: string }) => {
-            resolved += 1;
-            return `hello ${args.name ?? 'world'}`;
-          },
-        },
-      },
-    });
-    await apollo.start();
-    const store = await loadTrustedDocuments(await manifestFile('apollo-for-server.json', apolloManifest));
-    ({ server, url } = await startCountingServer(store, expressMiddleware(apollo)));
-  });
-  afterAll(async () => {
-    server.close();
-    await apollo.stop();
-  });
-  beforeEach(() => {
-    resolved = 0;
-  });
-
-  const post = (body: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-
-  test('POST by documentId runs the stored operation', async () => {
-    const response = await post({ documentId: sha256(GREETING), variables: { name: 'Ada' } });
-    expect(await response.json()).toEqual({ data: { hello: 'hello Ada' } });
-    expect(resolved).toBe(1);
-  });
-
-  test('an Apollo persisted-query hash alone runs the stored operation', async () => {
-    const response = await post({ extensions: { persistedQuery: { version: 1, sha256Hash: sha256(PING) } } });
-    expect(await response.json()).toEqual({ data: { hello: 'hello world' } });
-  });
-
-  test('GET by documentId runs the stored operation', async () => {
-    const response = await fetch(`${url}?documentId=ping-v1`, {
-      headers: { 'apollo-require-preflight': 'true' },
-    });
-    expect(await response.json()).toEqual({ data: { hello: 'hello world' } });
-  });
-
-  test('an unlisted operation is refused before Apollo parses or resolves anything', async () => {
-    const response = await post({ query: '{ hello(name: "intruder") }' });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toEqual(REFUSAL);
-    // Even a syntax error is never seen by Apollo: the refusal comes first.
-    const garbage = await post({ query: '{ hello(' });
-    expect(await garbage.json()).toEqual(REFUSAL);
-    expect(resolved).toBe(0);
   });
 });

@@ -123,11 +123,13 @@ describe('malformed requests', () => {
     expect(result.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_PARSE_FAILED');
   });
 
-  test('an id that tries to leave its path segment is sent encoded and is simply not found', async () => {
+  test('an id that tries to leave its path segment is refused at its argument, and nothing is sent', async () => {
+    await stack.resetUpstreamCalls();
     const result = await stack.query('{ customer(id: "../../v3/customers?limit=1") { id } }');
 
     expect(result.body.data).toEqual({ customer: null });
-    expect(result.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(result.body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', inputPath: ['id'] });
+    expect((await stack.upstreamCalls()).total).toBe(0);
   });
 
   test('_entities with representations of every wrong shape answers each at its index', async () => {

@@ -78,13 +78,13 @@ describe('the upstream client', () => {
   test('sends the key, the request id, JSON and the base path; reads the data envelope', async () => {
     replies = [json(200, { data: { id: 'cus_1' } })];
 
-    const customer = await getCustomer(up('req-wire'), 'cus 1');
+    const customer = await getCustomer(up('req-wire'), 'cus_1');
 
     expect(customer).toEqual({ id: 'cus_1' });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({
       method: 'GET',
-      url: '/platform/v3/customers/cus%201',
+      url: '/platform/v3/customers/cus_1',
       headers: {
         'x-api-key': 'sk_live_wire',
         'x-request-id': 'req-wire',

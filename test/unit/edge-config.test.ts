@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { EDGE_CONFIG_DEFAULTS, readEdgeConfig } from '../../src/http/edge-config.ts';
+import { EDGE_CONFIG_DEFAULTS, readEdgeConfig } from '../../src/edge/config.ts';
 
 function read(env: Record<string, string>) {
   const problems: string[] = [];

@@ -3,10 +3,10 @@ import { describe, expect, test } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { capCallBudget, createCallBudget, spendCall } from '../../src/upstream/call-budget.ts';
 import { createCredentials } from '../../src/upstream/credentials.ts';
-import { UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
+import { UnsafeIdError, UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
 import { parseProblem } from '../../src/upstream/problem.ts';
 import { resolveRequestId } from '../../src/upstream/request-id.ts';
-import { restPath } from '../../src/upstream/rest-path.ts';
+import { isPlainId, MAX_ID_LENGTH, restPath } from '../../src/upstream/rest-path.ts';
 import { backoffDelayMs, isRetryable } from '../../src/upstream/retry.ts';
 import type { Problem } from '../../src/upstream/types.ts';
 
@@ -116,10 +116,37 @@ describe('parseProblem', () => {
 });
 
 describe('restPath', () => {
-  test('percent-encodes every id so it cannot change the path', () => {
-    expect(restPath`/v3/customers/${'../../admin'}/accounts/${'a?b#c'}`).toBe(
-      '/v3/customers/..%2F..%2Fadmin/accounts/a%3Fb%23c',
+  test('puts plain ids into the path as they are', () => {
+    expect(restPath`/v3/customers/${'cus_acme'}/accounts/${'acc_5f0c9a1e-2b7d'}`).toBe(
+      '/v3/customers/cus_acme/accounts/acc_5f0c9a1e-2b7d',
     );
+  });
+
+  test.each([
+    '../../cus_globex/accounts/acc_globex_eth',
+    '..',
+    '.',
+    'acc_..',
+    '%2e%2e',
+    'a/b',
+    'a%2Fb',
+    'a\\b',
+    'a;b',
+    'a?b',
+    'a#b',
+    'a b',
+    'a\u0000b',
+    'acc_é',
+    '',
+    '_acc',
+    'x'.repeat(MAX_ID_LENGTH + 1),
+  ])('refuses %j before any path is built', (id) => {
+    expect(() => restPath`/v3/customers/cus_acme/accounts/${id}`).toThrow(UnsafeIdError);
+    expect(isPlainId(id)).toBe(false);
+  });
+
+  test('accepts an id of the longest length', () => {
+    expect(isPlainId('x'.repeat(MAX_ID_LENGTH))).toBe(true);
   });
 });
 

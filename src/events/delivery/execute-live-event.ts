@@ -2,18 +2,12 @@
  * Runs a subscription operation once per delivery, each with the context its resource was read
  * with, in place of graphql-js's `subscribe` (which graphql-ws would otherwise call). Subscribers
  * that share an event's context (`shared-event-reads.ts`: the same group and the same operation)
- * share its execution too: one result, sent to each of them.
+ * share its execution too, kept by the shared reads: one result, sent to each of them.
  */
 import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
-import type { GraphContext } from '../../graph/context.ts';
+import type { LiveGraphContext } from './live-context.ts';
 import type { LiveDelivery } from './live-stream.ts';
 import { pullThrough } from './push-pull-queue.ts';
-
-/**
- * The execution of each shared event context. A shared context is one event's for one operation of
- * one group (`shared-event-reads.ts`), so its execution is every such subscriber's.
- */
-const executions = new WeakMap<GraphContext, Promise<ExecutionResult>>();
 
 /**
  * graphql-js's `subscribe`, except that each event runs with its own context: the one its
@@ -38,7 +32,12 @@ export async function subscribeWithEventContexts(
         }),
       );
     if (!isChange(delivery)) return run();
-    const shared = () => sharedExecution(delivery, run);
+    const live = (args.contextValue as Partial<LiveGraphContext> | undefined)?.live;
+    // A replayed change runs alone: its context is the subscriber's own, shared by all its replays.
+    const shared = () =>
+      delivery.eventId === undefined || live === undefined
+        ? run()
+        : live.sharedExecution(delivery.context, run);
     // With tracing on, the execution (nested reads included) is the end of the delivery's span.
     return delivery.traced?.finish(shared) ?? shared();
   });
@@ -50,22 +49,4 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
 
 function isChange(value: unknown): value is Extract<LiveDelivery, { kind: 'change' }> {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'change';
-}
-
-/**
- * The execution of a live change: the one already made with its shared context, else `run()`,
- * kept for the next subscriber. A replayed change runs alone: its context is the subscriber's own,
- * shared by all its replayed changes.
- */
-function sharedExecution(
-  delivery: Extract<LiveDelivery, { kind: 'change' }>,
-  run: () => Promise<ExecutionResult>,
-): Promise<ExecutionResult> {
-  if (delivery.eventId === undefined) return run();
-  let result = executions.get(delivery.context);
-  if (result === undefined) {
-    result = run();
-    executions.set(delivery.context, result);
-  }
-  return result;
 }

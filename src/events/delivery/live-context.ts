@@ -28,6 +28,11 @@ export interface LiveSession {
    * they make one read of each resource per event between them (`shared-event-reads.ts`).
    */
   eventContext(event: PlatformEvent): GraphContext;
+  /**
+   * The execution of a change read with the shared `context`: the one already made by a subscriber
+   * of the same operation and group, else `run()`, kept for the next one.
+   */
+  sharedExecution<T>(context: GraphContext, run: () => Promise<T>): Promise<T>;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
   readonly observer?: LiveObserver;
   /**

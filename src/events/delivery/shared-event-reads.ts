@@ -38,6 +38,11 @@ export interface SharedEventReads {
    * operations that differ read each resource once between them, each charged to its own budget.
    */
   readCacheFor(eventId: string, readGroup: string): SharedReadCache;
+  /**
+   * The execution made with the shared `context` (one event's, for one operation of one group), or
+   * `run()` kept as that execution for the next subscriber: such subscribers share one result.
+   */
+  executionWith<T>(context: GraphContext, run: () => Promise<T>): Promise<T>;
   /** Contexts held now (each lives at most the window). */
   readonly size: number;
 }
@@ -91,7 +96,18 @@ export function createSharedEventReads(
 ): SharedEventReads {
   const contexts = createWindowedMemo<GraphContext>(options);
   const readCaches = createWindowedMemo<SharedReadCache>(options);
+  // Kept as long as its context is: a context lives at most the window in `contexts`, then only as
+  // long as an execution still holds it.
+  const executions = new WeakMap<GraphContext, Promise<unknown>>();
   return {
+    executionWith<T>(context: GraphContext, run: () => Promise<T>): Promise<T> {
+      let execution = executions.get(context) as Promise<T> | undefined;
+      if (execution === undefined) {
+        execution = run();
+        executions.set(context, execution);
+      }
+      return execution;
+    },
     get size() {
       return contexts.size();
     },

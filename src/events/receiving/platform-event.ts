@@ -4,29 +4,9 @@
  */
 
 import { isRfc3339DateTime } from '../../rfc3339.ts';
+import type { PlatformEvent } from '../event-types.ts';
 
-/** The two upstream environments; a key belongs to exactly one. */
-export type PlatformEnvironment = 'sandbox' | 'live';
-
-/** One upstream event, validated. `type` stays an open string: a new upstream kind must not break the route. */
-export interface PlatformEvent {
-  /** `evt_...`; the same on every redelivery, so it is the de-duplication key. */
-  id: string;
-  /** Event kind, e.g. `account.updated`. */
-  type: string;
-  /** RFC 3339 timestamp of the change. */
-  occurredAt: string;
-  environment: PlatformEnvironment;
-  data: {
-    /** The customer the resource belongs to; null for resources outside a customer. */
-    customerId: string | null;
-    /** E.g. `account`, `related_party`. */
-    resourceType: string;
-    resourceId: string;
-    /** The record as a read returned it right after the change. */
-    object: unknown;
-  };
-}
+export type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 
 /** The result of {@link parsePlatformEvent}. */
 export type PlatformEventParse = { ok: true; event: PlatformEvent } | { ok: false; message: string };

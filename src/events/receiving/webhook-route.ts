@@ -9,6 +9,7 @@ import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
 import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
 import { verifyWebhook } from './verify-webhook.ts';
+import type { WebhookDeliveryOutcome } from '../event-types.ts';
 
 /** Default cap of a webhook body; the upstream's own request cap is the same 1 MiB. */
 export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
@@ -38,14 +39,7 @@ export interface WebhookRouterOptions {
   tracer?: EventTracer;
 }
 
-/**
- * How a delivery was answered: `accepted` (published), `duplicate` (published before), `forged`
- * (no valid signature), `stale` (signature timestamp outside the tolerance), `malformed` (bad body
- * or too large), `in_flight` (another delivery of it is being published), `unavailable` (not
- * published: shutting down or the event log failed).
- */
-export type WebhookDeliveryOutcome =
-  'accepted' | 'duplicate' | 'forged' | 'stale' | 'malformed' | 'in_flight' | 'unavailable';
+export type { WebhookDeliveryOutcome } from '../event-types.ts';
 
 /** The router and the switch that stops it taking deliveries (for shutdown). */
 export interface WebhookRouter {

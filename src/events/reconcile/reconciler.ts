@@ -17,7 +17,7 @@ import { listTransfers } from '../../upstream/money-movement.ts';
 import { listRelatedParties } from '../../upstream/related-parties.ts';
 import { listRules } from '../../upstream/rules.ts';
 import type { Page, PageParams } from '../../upstream/types.ts';
-import { impliedEventType } from '../delivery/resource-feeds.ts';
+import { impliedEventType } from '../../graph/resource-feeds.ts';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';

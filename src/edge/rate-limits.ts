@@ -1,7 +1,7 @@
 /**
  * Per-caller and per-address budgets (operations, failed authentications, WebSocket connections),
- * counted in memory on one replica or in Redis shared by every replica, and the one way a refusal is
- * answered: HTTP 429 with `Retry-After`, or a `RATE_LIMITED` GraphQL error over graphql-ws.
+ * counted in memory on one replica or in Redis shared by every replica. A spent budget is answered
+ * by the door as one refusal (`rateLimited` in refusal.ts), whatever the transport.
  *
  * Keys are `sub:<subject>` or `ip:<address>` and nothing else: they are hashed before they reach a
  * store, so even a key built by mistake from a credential never lands in Redis or in memory in clear.
@@ -9,8 +9,6 @@
  * (each replica counting on its own) and nothing fails open or crashes. See docs/security.md.
  */
 import { createHash } from 'node:crypto';
-import type { RequestHandler, Response } from 'express';
-import { GraphQLError } from 'graphql';
 import type { Redis } from 'ioredis';
 import {
   RateLimiterMemory,
@@ -20,16 +18,17 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.ts';
-import type { RateLimitsConfig } from '../http/edge-config.ts';
-import type { UpgradeRefusal } from './websocket-origin.ts';
+import type { RateLimitsConfig } from './config.ts';
 
 /**
  * What is being counted.
- * - `request`: a GraphQL operation over HTTP, per caller.
- * - `subscribe`: a graphql-ws subscribe message, per caller; it spends from the same budget as
- *   `request`, so one caller's operations cost the same whichever transport carries them.
- * - `failed-auth`: a failed authentication, per client address.
- * - `ws-connect`: a WebSocket connection attempt, per caller or client address.
+ * - `request`: a GraphQL operation, per caller (per address for an anonymous one), whatever the
+ *   transport: an HTTP request and a graphql-ws subscribe message spend from the same budget, so
+ *   moving operations to another transport buys nothing.
+ * - `subscribe`: the same budget as `request` (kept as a name for the metrics' `bucket` label).
+ * - `failed-auth`: a failed authentication, per client address. Only failing attempts spend it and
+ *   only failing attempts are refused by it: a credential that verifies is never refused for it.
+ * - `ws-connect`: a connection of a long-lived transport (graphql-ws), per authenticated caller.
  */
 export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect';
 
@@ -42,9 +41,8 @@ export interface RateLimits {
   /** Spends one unit of `bucket` for `key`; refused once the window's budget is spent. */
   consume(bucket: RateBucket, key: RateKey): Promise<RateDecision>;
   /**
-   * Whether the next {@link consume} of `bucket` for `key` would be refused, without spending. For
-   * `failed-auth`: check before verifying a credential, so an address that has failed too often is
-   * refused even when it finally guesses right; consume only when verification fails.
+   * Whether the next {@link consume} of `bucket` for `key` would be refused, without spending (e.g.
+   * before an upstream check of a caller's own key that the address could not pay for).
    */
   check(bucket: RateBucket, key: RateKey): Promise<RateDecision>;
   /** Stops counting; the Redis connection belongs to the caller and stays open. */
@@ -67,9 +65,6 @@ export interface RateLimitsOptions {
   /** Longest wait for Redis before the in-memory limiter decides instead. Default 500 ms. */
   redisTimeoutMs?: number;
 }
-
-/** The code of every rate-limit refusal, in HTTP bodies and graphql-ws errors. */
-export const RATE_LIMITED = 'RATE_LIMITED';
 
 const ALLOWED: RateDecision = Object.freeze({ allowed: true });
 
@@ -234,84 +229,4 @@ function toStoreKey(key: RateKey): string {
   assertRateKey(key);
   const kind = key.startsWith('sub:') ? 'sub' : 'ip';
   return `${kind}.${createHash('sha256').update(key).digest('base64url')}`;
-}
-
-/** The body, status and headers of a rate-limit refusal over HTTP. */
-export interface RateLimitedResponse {
-  status: 429;
-  headers: { 'retry-after': string; 'content-type': 'application/json; charset=utf-8' };
-  body: {
-    errors: [
-      {
-        message: string;
-        extensions: { code: typeof RATE_LIMITED; retryAfterSeconds: number };
-      },
-    ];
-  };
-}
-
-/** HTTP 429, `Retry-After`, and a GraphQL-shaped JSON body with code `RATE_LIMITED`. */
-export function rateLimitedResponse(retryAfterSeconds: number): RateLimitedResponse {
-  return {
-    status: 429,
-    headers: { 'retry-after': String(retryAfterSeconds), 'content-type': 'application/json; charset=utf-8' },
-    body: {
-      errors: [
-        {
-          message: rateLimitedMessage(retryAfterSeconds),
-          extensions: { code: RATE_LIMITED, retryAfterSeconds },
-        },
-      ],
-    },
-  };
-}
-
-/** Answers `res` with {@link rateLimitedResponse}. */
-export function sendRateLimited(res: Response, retryAfterSeconds: number): void {
-  const answer = rateLimitedResponse(retryAfterSeconds);
-  res.status(answer.status).set(answer.headers).send(JSON.stringify(answer.body));
-}
-
-/** The refusal of a graphql-ws subscribe message (or an operation refused inside Apollo). */
-export function rateLimitedError(retryAfterSeconds: number): GraphQLError {
-  return new GraphQLError(rateLimitedMessage(retryAfterSeconds), {
-    extensions: { code: RATE_LIMITED, retryAfterSeconds },
-  });
-}
-
-/** The refusal of a WebSocket upgrade (`ws-connect`), for `refuseUpgrade` or `createVerifyClient`. */
-export function rateLimitedUpgrade(retryAfterSeconds: number): UpgradeRefusal {
-  return {
-    status: 429,
-    code: RATE_LIMITED,
-    message: rateLimitedMessage(retryAfterSeconds),
-    extensions: { retryAfterSeconds },
-    headers: { 'Retry-After': String(retryAfterSeconds) },
-  };
-}
-
-function rateLimitedMessage(retryAfterSeconds: number): string {
-  return `Too many requests; retry after ${retryAfterSeconds} s.`;
-}
-
-/**
- * Express middleware spending one unit of `bucket` per request for the key `keyOf` returns
- * (undefined: not counted here), answering 429 once the budget is spent.
- */
-export function rateLimitRequests(options: {
-  limits: RateLimits;
-  bucket: RateBucket;
-  keyOf(req: Parameters<RequestHandler>[0], res: Response): RateKey | undefined;
-}): RequestHandler {
-  return (req, res, next) => {
-    const key = options.keyOf(req, res);
-    if (key === undefined) {
-      next();
-      return;
-    }
-    options.limits.consume(options.bucket, key).then((decision) => {
-      if (decision.allowed) next();
-      else sendRateLimited(res, decision.retryAfterSeconds);
-    }, next);
-  };
 }

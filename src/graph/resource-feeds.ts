@@ -1,25 +1,25 @@
 /**
  * What a subscription field listens to, in one table: for each upstream resource type, its GraphQL
  * type, how it is read now, and how its changes are replayed from a list. The resolvers of
- * `src/graph/events.ts` name a resource type and their arguments; the feeds here filter the
+ * `events.ts` beside it name a resource type and their arguments; the feeds here filter the
  * events, read each event's resource with the subscriber's credentials (fresh loaders), and drop
  * what the upstream refuses that subscriber.
  */
 import { GraphQLError } from 'graphql';
-import type { GraphContext } from '../../graph/context.ts';
-import { PageLimitExceededError, readAllPages } from '../../upstream/all-pages.ts';
-import { UpstreamProblemError } from '../../upstream/errors.ts';
-import type { Page, PageParams } from '../../upstream/types.ts';
-import { liveSessionOf } from './live-context.ts';
+import type { GraphContext } from './context.ts';
+import { PageLimitExceededError, readAllPages } from '../upstream/all-pages.ts';
+import { UpstreamProblemError } from '../upstream/errors.ts';
+import type { Page, PageParams } from '../upstream/types.ts';
+import { liveSessionOf } from '../events/delivery/live-context.ts';
 import {
   DROP,
   openLiveStream,
   type ChangeFeed,
   type LiveDelivery,
   type ReplayedChange,
-} from './live-stream.ts';
-import type { PlatformEvent } from '../receiving/platform-event.ts';
-import { CursorExpiredError, isCursor } from '../log/event-log.ts';
+} from '../events/delivery/live-stream.ts';
+import type { PlatformEvent } from '../events/event-types.ts';
+import { CursorExpiredError, isCursor } from '../events/log/event-log.ts';
 
 /** A record as a list returns it, with what a replay needs. */
 interface ListedRecord {

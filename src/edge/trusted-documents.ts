@@ -2,8 +2,8 @@
  * Trusted documents (persisted operations): when `TRUSTED_DOCUMENTS` names a manifest, the facade
  * runs only the operations its own clients were built with, so nobody else can send it costly or
  * probing queries. A request names its operation by id (`documentId`, Apollo's persisted-query hash,
- * or `id`), or sends a body byte-identical to a listed one. The refusal comes before Apollo parses
- * anything. Operators and Apollo Sandbox are exempt (the integrator decides who, via `isExempt`).
+ * or `id`), or sends a body byte-identical to a listed one. The door resolves it before anything is
+ * parsed (`door.ts`); operators are exempt, and so Apollo Sandbox in their hands.
  *
  * Both manifest formats real tooling writes are read: Apollo's persisted query manifest
  * (`@apollo/generate-persisted-query-manifest`) and graphql-codegen client-preset's
@@ -11,11 +11,6 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { GraphQLError } from 'graphql';
-import type { Request, RequestHandler, Response } from 'express';
-
-/** The code of every refusal: the operation is not on the list. */
-export const PERSISTED_QUERY_NOT_IN_LIST = 'PERSISTED_QUERY_NOT_IN_LIST';
 
 /** The operations a manifest lists. */
 export interface TrustedDocumentStore {
@@ -183,101 +178,6 @@ function idOf(request: TrustedDocumentRequest): string | undefined {
   if (isRecord(persisted) && typeof persisted['sha256Hash'] === 'string') return persisted['sha256Hash'];
   if (typeof request.id === 'string') return request.id;
   return undefined;
-}
-
-/** The refusal of an unlisted operation over graphql-ws (HTTP answers the same code with 400). */
-export function notInTrustedDocumentsError(): GraphQLError {
-  return new GraphQLError('This operation is not in the list of trusted documents.', {
-    extensions: { code: PERSISTED_QUERY_NOT_IN_LIST },
-  });
-}
-
-export interface TrustedDocumentsMiddlewareOptions {
-  store: TrustedDocumentStore;
-  /** Callers who may run any operation (operators, Apollo Sandbox); e.g. from `res.locals.caller`. */
-  isExempt(req: Request, res: Response): boolean;
-}
-
-/**
- * Express middleware for `/graphql`, after the JSON body parser and before Apollo: puts the stored
- * body of a listed id into the request (POST body or GET URL), lets byte-identical bodies through,
- * and answers anything else 400 `PERSISTED_QUERY_NOT_IN_LIST` without Apollo parsing it. A request
- * that names no operation at all (Sandbox's landing page, a CORS preflight) is left to Apollo.
- */
-export function trustedDocumentsMiddleware(options: TrustedDocumentsMiddlewareOptions): RequestHandler {
-  const refuse = (res: Response): void => {
-    res.status(400).json({
-      errors: [
-        {
-          message: 'This operation is not in the list of trusted documents.',
-          extensions: { code: PERSISTED_QUERY_NOT_IN_LIST },
-        },
-      ],
-    });
-  };
-  return (req, res, next) => {
-    if (req.method !== 'GET' && req.method !== 'POST') {
-      next();
-      return;
-    }
-    const fromUrl = req.method === 'GET';
-    const body: unknown = req.body;
-    // A batch (Apollo answers it only when batching is on) is not a listed document.
-    if (!fromUrl && Array.isArray(body)) {
-      if (options.isExempt(req, res)) next();
-      else refuse(res);
-      return;
-    }
-    // Not JSON, or no operation named (Sandbox's page, an empty body): Apollo answers those itself.
-    const request = fromUrl ? requestFromUrl(req.url) : isRecord(body) ? body : undefined;
-    if (request === undefined || !namesAnOperation(request) || options.isExempt(req, res)) {
-      next();
-      return;
-    }
-    const resolution = resolveTrustedDocument(options.store, request);
-    if (!resolution.ok) {
-      refuse(res);
-      return;
-    }
-    if (fromUrl) req.url = withQueryInUrl(req.url, resolution.query);
-    else (body as Record<string, unknown>).query = resolution.query;
-    next();
-  };
-}
-
-function requestFromUrl(url: string): TrustedDocumentRequest {
-  const params = new URL(url, 'http://facade.invalid').searchParams;
-  let extensions: unknown;
-  const rawExtensions = params.get('extensions');
-  if (rawExtensions !== null) {
-    try {
-      extensions = JSON.parse(rawExtensions);
-    } catch {
-      // Apollo answers malformed extensions itself; here it only means no APQ hash.
-      extensions = undefined;
-    }
-  }
-  return {
-    query: params.get('query') ?? undefined,
-    documentId: params.get('documentId') ?? undefined,
-    id: params.get('id') ?? undefined,
-    extensions,
-  };
-}
-
-function namesAnOperation(request: TrustedDocumentRequest): boolean {
-  return (
-    request.query !== undefined ||
-    request.documentId !== undefined ||
-    request.id !== undefined ||
-    (isRecord(request.extensions) && request.extensions['persistedQuery'] !== undefined)
-  );
-}
-
-function withQueryInUrl(url: string, query: string): string {
-  const parsed = new URL(url, 'http://facade.invalid');
-  parsed.searchParams.set('query', query);
-  return `${parsed.pathname}${parsed.search}`;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,0 +1,124 @@
+/**
+ * The door of an app, built from its configuration: the authenticator of `AUTH_*`, the rate limits
+ * of `RATE_LIMIT_*` (shared through Redis when `REDIS_URL` is set), the trusted documents of
+ * `TRUSTED_DOCUMENTS` and the query limits of `QUERY_MAX_*`. `createApp` asks here, so no access
+ * rule is assembled in the app itself.
+ */
+import { createHash } from 'node:crypto';
+import type { GraphQLSchema } from 'graphql';
+import type { Redis } from 'ioredis';
+import { createAuthenticator, type Authenticator } from '../auth/authenticate.ts';
+import { createTokenVerifier } from '../auth/token-verifier.ts';
+import type { Config } from '../config.ts';
+import { openRedisConnection } from '../events/fan-out/redis-connection.ts';
+import type { Logger } from '../logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { KeyEnvironments } from '../upstream/key-environments.ts';
+import { createDoor, type Door } from './door.ts';
+import { createRateLimits } from './rate-limits.ts';
+import { loadTrustedDocuments } from './trusted-documents.ts';
+
+/** The door and what closes its connections. */
+export interface ConfiguredDoor {
+  readonly door: Door;
+  close(): Promise<void>;
+}
+
+/** Builds the door of `config`; the schema is the one every transport serves. */
+export async function createConfiguredDoor(
+  config: Config,
+  parts: { schema: GraphQLSchema; keyEnvironments: KeyEnvironments; metrics: Metrics; logger: Logger },
+): Promise<ConfiguredDoor> {
+  const { logger } = parts;
+  // Rate limits are shared by every replica through Redis when there is one.
+  const redis =
+    config.events.redisUrl !== undefined && config.edge.rateLimits.enabled
+      ? openRedisConnection(config.events.redisUrl, 'rate-limits', logger)
+      : undefined;
+  // Counting starts shared: until the connection is ready each replica would count alone.
+  if (redis !== undefined) await whenReady(redis, REDIS_READY_WAIT_MS);
+  const rateLimits = createRateLimits({
+    config: config.edge.rateLimits,
+    ...(redis === undefined ? {} : { redis }),
+    keyPrefix: config.events.redisKeyPrefix,
+    logger,
+  });
+  // With a manifest, callers other than operators run only the operations listed in it.
+  const trustedDocuments =
+    config.edge.trustedDocumentsPath === undefined
+      ? undefined
+      : await loadTrustedDocuments(config.edge.trustedDocumentsPath);
+  const door = createDoor({
+    schema: parts.schema,
+    authenticator: createConfiguredAuthenticator(config, parts.keyEnvironments, logger),
+    rateLimits,
+    maxOperationsPerCaller: config.edge.rateLimits.enabled ? config.edge.rateLimits.subscriptions : undefined,
+    trustedDocuments,
+    queryLimits: config.queryLimits,
+    clockToleranceSeconds: config.auth.mode === 'oidc' ? (config.auth.oidc?.clockToleranceSeconds ?? 0) : 0,
+    allowedOrigins: config.edge.corsOrigins,
+    publicIntrospection: config.introspection === 'public',
+    maxCallsPerOperation: config.upstream.maxCallsPerOperation,
+    retriesPerOperation: config.upstream.retry.budget,
+    environmentOf: (apiKey) => parts.keyEnvironments.probe(apiKey),
+    onRateLimited: (bucket) => parts.metrics.rateLimitRefusals.inc({ bucket }),
+    logger,
+  });
+  return {
+    door,
+    async close() {
+      await rateLimits.close();
+      redis?.disconnect();
+    },
+  };
+}
+
+/**
+ * The authenticator of `config.auth`: bearer tokens verified against the issuer's keys, a caller's
+ * own platform key where allowed (checked with the upstream once per key), or no check at all
+ * (`AUTH_MODE=none`, warned about at start).
+ */
+function createConfiguredAuthenticator(
+  config: Config,
+  keyEnvironments: KeyEnvironments,
+  logger: Logger,
+): Authenticator {
+  const auth = config.auth;
+  if (auth.mode === 'none') {
+    logger.warn('AUTH_MODE=none: the facade is open, every caller acts with the configured upstream key');
+  }
+  const verifier =
+    auth.mode === 'oidc' && auth.oidc !== undefined ? createTokenVerifier(auth.oidc) : undefined;
+  // Digests of the callers' own keys the upstream accepted: checking them again costs no call.
+  const validKeys = new Set<string>();
+  const digest = (apiKey: string) => createHash('sha256').update(apiKey).digest('base64url');
+  return createAuthenticator({
+    mode: auth.mode === 'oidc' && verifier === undefined ? 'api-key-only' : auth.mode,
+    verifier,
+    allowCallerApiKey: auth.allowCallerApiKey,
+    async checkApiKey(apiKey) {
+      const probe = await keyEnvironments.probe(apiKey);
+      if (probe.outcome === 'ready') validKeys.add(digest(apiKey));
+      return probe.outcome === 'ready' ? 'valid' : probe.outcome === 'refused' ? 'invalid' : 'unavailable';
+    },
+    isKnownApiKey: (apiKey) => validKeys.has(digest(apiKey)),
+  });
+}
+
+/** How long a start waits for Redis before counting in memory (Redis may come later, or never). */
+const REDIS_READY_WAIT_MS = 2_000;
+
+/** Resolves once `redis` is ready, or after `timeoutMs`: a Redis that is down does not stop the start. */
+async function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  // Not events.once: it rejects on the 'error' events an unreachable Redis emits.
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+  });
+}

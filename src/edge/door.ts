@@ -1,0 +1,388 @@
+/**
+ * The door: every transport admits callers and operations through these checks, in this order,
+ * and nothing else admits them. It knows nothing of HTTP or WebSocket; an adapter (`http.ts`,
+ * `graphql-ws.ts`) reads what its transport carries, asks here, and translates the answer: an
+ * admitted connection or operation, or a {@link Refusal} it answers through the table in
+ * `refusal.ts`.
+ *
+ * - **connect**: who is this. The credential is verified (auth/), a failing one spends the
+ *   address's failed-authentication budget (a verifying one is never refused for it), a long-lived
+ *   connection spends its caller's connection budget and learns its key's environment.
+ * - **admit an operation**: the credential still holds (its `exp`, with the verifier's clock
+ *   tolerance), the caller's operation budget, trusted documents, parse with the token limit,
+ *   validation with the query limits and the one cost measure, the transport serves the
+ *   operation type, input strings, and the upstream call budget derived from the cost.
+ * - **live budgets**: how many long-lived operations a caller runs at once, and the upstream calls
+ *   one event may cost a caller across all its subscriptions.
+ */
+import {
+  getOperationAST,
+  type DocumentNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ValidationRule,
+} from 'graphql';
+import type { Authenticator, Credentials } from '../auth/authenticate.ts';
+import type { Caller } from '../auth/caller.ts';
+import type { PlatformEnvironment } from '../events/receiving/platform-event.ts';
+import { createQueryLimitsRules, type OperationMeasure, type QueryLimits } from '../graph/query-limits.ts';
+import type { Logger } from '../logger.ts';
+import { createCallBudget, createPooledCallBudget, type CallBudget } from '../upstream/call-budget.ts';
+import type { UpstreamProbe } from '../upstream/probe.ts';
+import { isAnonymousDocument } from './anonymous-documents.ts';
+import { createDocumentPreparer } from './documents.ts';
+import { checkOrigin } from './origin.ts';
+import { callLimitOf, checkOperation, type TransportRules } from './operation-checks.ts';
+import type { RateBucket, RateKey, RateLimits } from './rate-limits.ts';
+import { isRefusal, rateLimited, refuse, type Refusal } from './refusal.ts';
+import {
+  resolveTrustedDocument,
+  type TrustedDocumentRequest,
+  type TrustedDocumentStore,
+} from './trusted-documents.ts';
+
+export type { TransportRules } from './operation-checks.ts';
+
+/** Options of {@link createDoor}. */
+export interface DoorOptions {
+  schema: GraphQLSchema;
+  authenticator: Authenticator;
+  rateLimits: RateLimits;
+  /** `RATE_LIMIT_SUBSCRIPTIONS`: long-lived operations one caller may run at once; none when absent. */
+  maxOperationsPerCaller?: number | undefined;
+  /** `TRUSTED_DOCUMENTS`; absent, any document is accepted. */
+  trustedDocuments?: TrustedDocumentStore | undefined;
+  /** `QUERY_MAX_*`: the parser's token limit, the validation limits and the one cost measure. */
+  queryLimits: QueryLimits;
+  /** `AUTH_CLOCK_TOLERANCE_SECONDS`: the leeway on `exp` the verifier gave when it accepted a token. */
+  clockToleranceSeconds: number;
+  /** `CORS_ORIGINS`: browser origins besides the facade's own host that may connect. */
+  allowedOrigins: readonly string[];
+  /** `INTROSPECTION=public`: anonymous callers may introspect. */
+  publicIntrospection: boolean;
+  /** `UPSTREAM_MAX_CALLS_PER_OPERATION`: the ceiling of every operation's call budget. */
+  maxCallsPerOperation: number;
+  /** Retries one operation may spend (`UPSTREAM_RETRY_BUDGET`): each is one more call. */
+  retriesPerOperation: number;
+  /**
+   * The upstream environment of a key (the facade's own when undefined), remembered per key: what
+   * a live connection hears depends on it.
+   */
+  environmentOf(apiKey: string | undefined): Promise<UpstreamProbe>;
+  /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
+  onRateLimited?(bucket: RateBucket): void;
+  logger: Logger;
+  /** The clock, for tests. */
+  now?: () => number;
+}
+
+/** Who is on the other side of a request or a connection, once the door let it in. */
+export interface Connection {
+  /** Undefined for an anonymous request (only `_service` or public introspection may go on). */
+  readonly caller: Caller | undefined;
+  /** The caller's own platform key, when it authenticated with one. */
+  readonly apiKey: string | undefined;
+  /** The client's address (after `TRUST_PROXY`), which budgets count before authentication. */
+  readonly address: string;
+  /** The environment of the connection's key; known for live connections only. */
+  readonly environment?: PlatformEnvironment;
+}
+
+/** What an adapter reads from its transport to connect. */
+export interface ConnectRequest {
+  credentials: Credentials;
+  /** The client's address, as `clientAddress` reads it (`TRUST_PROXY` applied). */
+  address: string;
+  /**
+   * `request`: one request, which may be anonymous (its operation is then checked with
+   * {@link Door.mayRunAnonymously}); `live`: a long-lived connection of a caller who may hear
+   * events, counted in the caller's connection budget.
+   */
+  kind: 'request' | 'live';
+}
+
+/** An operation as a transport carries it (the GraphQL-over-HTTP request shape). */
+export interface OperationRequest extends TrustedDocumentRequest {
+  operationName?: string | null | undefined;
+  variables?: Readonly<Record<string, unknown>> | null | undefined;
+}
+
+/** An operation the door let in: what to execute, and with how many upstream calls at most. */
+export interface AdmittedOperation {
+  readonly document: DocumentNode;
+  readonly operation: OperationDefinitionNode;
+  readonly operationName: string | undefined;
+  readonly variables: Readonly<Record<string, unknown>> | undefined;
+  readonly measure: OperationMeasure;
+  /** The operation's upstream call budget: its cost plus its retries, at most the ceiling. */
+  readonly callLimit: number;
+}
+
+/** The door of one app. */
+export interface Door {
+  /** The validation rules of the query limits, for an executor that validates itself (Apollo). */
+  readonly validationRules: readonly ValidationRule[];
+  /** The parser options (`QUERY_MAX_TOKENS`), for an executor that parses itself (Apollo). */
+  readonly parseOptions: { readonly maxTokens: number };
+  /** Whether a browser page of `origin` may connect to `host` (transports without CORS). */
+  checkOrigin(origin: string | undefined, host: string | undefined): Refusal | undefined;
+  /** Who is this: the connection, or why not. */
+  connect(request: ConnectRequest): Promise<Connection | Refusal>;
+  /**
+   * Whether `connection`'s credential still holds: a refusal once its `exp` (with the clock
+   * tolerance) has passed. Asked before every operation of a long-lived connection.
+   */
+  checkCurrent(connection: Connection): Refusal | undefined;
+  /** When `connection`'s credential stops holding (ms since the epoch, tolerance included). */
+  expiresAt(connection: Connection): number | undefined;
+  /** Whether an anonymous request may run `query` (`_service`, or introspection when public). */
+  mayRunAnonymously(query: unknown): boolean;
+  /** Spends one operation from the caller's budget (the address's when anonymous). */
+  spendOperation(connection: Connection): Promise<Refusal | undefined>;
+  /**
+   * The text to run for `request` under trusted documents: a listed id's stored body, or the
+   * request's own text when listed; undefined when nothing limits it (no manifest, an operator,
+   * an anonymous request) and the request's own `query` runs.
+   */
+  trustedQuery(connection: Connection, request: TrustedDocumentRequest): string | undefined | Refusal;
+  /**
+   * The checks once the document is parsed and valid and the variables known: the transport serves
+   * its type, input strings, the cost with the variables; the operation's call budget.
+   */
+  checkOperation(
+    document: DocumentNode,
+    operationName: string | null | undefined,
+    variables: Readonly<Record<string, unknown>> | null | undefined,
+    transport: TransportRules,
+  ): AdmittedOperation | Refusal;
+  /**
+   * Everything an operation passes, in order, for a transport that executes itself: the credential
+   * still holds, the operation budget, trusted documents, parse, validation, {@link checkOperation}.
+   */
+  admit(
+    connection: Connection,
+    request: OperationRequest,
+    transport: TransportRules,
+  ): Promise<AdmittedOperation | Refusal>;
+  /**
+   * Holds one long-lived operation of the caller until the returned release is called; a refusal
+   * when it already runs `RATE_LIMIT_SUBSCRIPTIONS` of them, over every connection and transport.
+   */
+  holdOperation(connection: Connection): (() => void) | Refusal;
+  /**
+   * The call budget of one event's execution for one subscription: its own cost-derived limit, and
+   * a pool the caller's other subscriptions share for the same event, so however many subscriptions
+   * it runs, one event costs the caller at most `maxCallsPerOperation` upstream calls.
+   */
+  eventCallBudget(connection: Connection, eventId: string, callLimit: number): CallBudget;
+}
+
+/** How long an event's pool of upstream calls is kept for a caller's subscriptions. */
+const EVENT_POOL_WINDOW_MS = 10_000;
+
+/** Builds the door of one app. */
+export function createDoor(options: DoorOptions): Door {
+  const now = options.now ?? Date.now;
+  const logger = options.logger.child({ component: 'door' });
+  const validationRules = createQueryLimitsRules(options.queryLimits);
+  const prepare = createDocumentPreparer({
+    schema: options.schema,
+    validationRules,
+    maxTokens: options.queryLimits.maxTokens,
+  });
+  const toleranceMs = options.clockToleranceSeconds * 1000;
+  const { rateLimits } = options;
+  const runningBySubject = new Map<string, number>();
+  const eventPools = new Map<string, { pool: CallBudget; createdAt: number }>();
+
+  const addressKey = (address: string): RateKey => `ip:${address}`;
+  const callerKey = (connection: Connection): RateKey =>
+    connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
+
+  const spend = async (bucket: RateBucket, key: RateKey): Promise<Refusal | undefined> => {
+    const decision = await rateLimits.consume(bucket, key);
+    if (decision.allowed) return undefined;
+    options.onRateLimited?.(bucket);
+    return rateLimited(decision.retryAfterSeconds);
+  };
+
+  /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
+  const failed = async (address: string): Promise<Refusal> =>
+    (await spend('failed-auth', addressKey(address))) ??
+    refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE);
+
+  const door: Door = {
+    validationRules,
+    parseOptions: { maxTokens: options.queryLimits.maxTokens },
+
+    checkOrigin: (origin, host) => checkOrigin(origin, host, options.allowedOrigins),
+
+    async connect({ credentials, address, kind }) {
+      const authentication = await options.authenticator.authenticate(credentials, {
+        // A caller's own key costs an upstream check: an address that has failed too often pays
+        // with a refusal instead (a bearer token is checked locally and never asks).
+        mayCheckApiKey: async () => (await rateLimits.check('failed-auth', addressKey(address))).allowed,
+      });
+      switch (authentication.outcome) {
+        case 'unavailable':
+          logger.warn('could not check a credential: the issuer keys or the upstream are unavailable');
+          return refuse(
+            'credentials-unavailable',
+            'The access token cannot be checked right now; try again shortly.',
+            {
+              retryAfterSeconds: 5,
+            },
+          );
+        case 'invalid':
+          logger.debug('refused a credential', { reason: authentication.reason });
+          return failed(address);
+        case 'anonymous':
+          // A long-lived connection without a credential is a failing attempt like a bad one.
+          if (kind === 'live') return failed(address);
+          return { caller: undefined, apiKey: undefined, address };
+        case 'authenticated':
+          break;
+      }
+      const { caller, apiKey } = authentication;
+      if (kind === 'request') return { caller, apiKey, address };
+      if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
+        return refuse('forbidden', 'This caller may act for no customer: there is nothing to hear.');
+      }
+      const limited = await spend('ws-connect', `sub:${caller.subject}`);
+      if (limited !== undefined) return limited;
+      const probe = await options.environmentOf(apiKey);
+      if (probe.outcome === 'refused') {
+        return probe.problem.status === 401
+          ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
+          : refuse('forbidden', 'The upstream refuses this key.');
+      }
+      if (probe.outcome !== 'ready') {
+        logger.warn('could not learn the upstream environment of a live connection', {
+          outcome: probe.outcome,
+        });
+        return refuse('credentials-unavailable', 'The upstream cannot be reached now; try again shortly.', {
+          retryAfterSeconds: 5,
+        });
+      }
+      return { caller, apiKey, address, environment: probe.discovery.environment };
+    },
+
+    checkCurrent(connection) {
+      const expiresAt = door.expiresAt(connection);
+      if (expiresAt === undefined || now() < expiresAt) return undefined;
+      return refuse('credentials-expired', 'The access token has expired: connect again with a fresh one.');
+    },
+
+    expiresAt(connection) {
+      const exp = connection.caller?.expiresAt;
+      return exp === undefined ? undefined : exp + toleranceMs;
+    },
+
+    mayRunAnonymously: (query) => isAnonymousDocument(query, options.publicIntrospection),
+
+    spendOperation: (connection) => spend('request', callerKey(connection)),
+
+    trustedQuery(connection, request) {
+      const store = options.trustedDocuments;
+      // Operators keep free-form documents (and so Sandbox in their hands); an anonymous request
+      // gets here only with `_service` or public introspection.
+      if (store === undefined || connection.caller === undefined || connection.caller.operator)
+        return undefined;
+      const resolution = resolveTrustedDocument(store, request);
+      return resolution.ok
+        ? resolution.query
+        : refuse('not-trusted-document', 'This operation is not in the list of trusted documents.');
+    },
+
+    checkOperation(document, operationName, variables, transport) {
+      const operation = getOperationAST(document, operationName);
+      if (operation === null || operation === undefined) {
+        return refuse(
+          'validation-failed',
+          operationName
+            ? `Unknown operation named "${operationName}".`
+            : 'Must provide operation name if query contains multiple operations.',
+        );
+      }
+      const vars = variables ?? undefined;
+      const measure = checkOperation(
+        options.schema,
+        document,
+        operation,
+        vars,
+        options.queryLimits.maxCost,
+        transport,
+      );
+      if (isRefusal(measure)) return measure;
+      return {
+        document,
+        operation,
+        operationName: operationName ?? undefined,
+        variables: vars,
+        measure,
+        callLimit: callLimitOf(measure, options.retriesPerOperation, options.maxCallsPerOperation),
+      };
+    },
+
+    async admit(connection, request, transport) {
+      const stale = door.checkCurrent(connection);
+      if (stale !== undefined) return stale;
+      const limited = await door.spendOperation(connection);
+      if (limited !== undefined) return limited;
+      const trusted = door.trustedQuery(connection, request);
+      if (isRefusal(trusted)) return trusted;
+      const query = trusted ?? request.query;
+      if (typeof query !== 'string' || query === '') {
+        return refuse(
+          'parse-failed',
+          'The request names no operation: send `query` (or a listed `documentId`).',
+        );
+      }
+      const document = prepare(query);
+      if (isRefusal(document)) return document;
+      return door.checkOperation(document, request.operationName, request.variables, transport);
+    },
+
+    holdOperation(connection) {
+      const max = options.maxOperationsPerCaller;
+      const subject = connection.caller?.subject ?? `ip:${connection.address}`;
+      const running = runningBySubject.get(subject) ?? 0;
+      if (max !== undefined && running >= max) {
+        return refuse(
+          'too-many-operations',
+          `This caller already runs ${max} operations over graphql-ws, the most allowed; complete one before starting another.`,
+        );
+      }
+      runningBySubject.set(subject, running + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const left = (runningBySubject.get(subject) ?? 1) - 1;
+        if (left <= 0) runningBySubject.delete(subject);
+        else runningBySubject.set(subject, left);
+      };
+    },
+
+    eventCallBudget(connection, eventId, callLimit) {
+      const at = now();
+      // In creation order, so the expired ones are always at the front.
+      for (const [key, entry] of eventPools) {
+        if (at - entry.createdAt < EVENT_POOL_WINDOW_MS) break;
+        eventPools.delete(key);
+      }
+      const key = JSON.stringify([callerKey(connection), eventId]);
+      let entry = eventPools.get(key);
+      if (entry === undefined) {
+        entry = { pool: createCallBudget(options.maxCallsPerOperation), createdAt: at };
+        eventPools.set(key, entry);
+      }
+      return createPooledCallBudget(callLimit, entry.pool);
+    },
+  };
+  return door;
+}
+
+/** The same message whatever was wrong with a credential, so it helps no forger. */
+export const UNAUTHENTICATED_MESSAGE =
+  'Authentication required: send a valid access token as "Authorization: Bearer <token>".';

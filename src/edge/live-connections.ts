@@ -1,0 +1,245 @@
+/**
+ * What every live transport (graphql-ws, Server-Sent Events ...) does with a connection once the
+ * door has let its caller in, so an adapter only translates its wire: the caller's subscriber and
+ * the end of the connection when the token expires; then, per operation, the door's admission (the
+ * caller's running-operation cap, every check of `admit`, and the token and the connection asked
+ * again after each wait), the execution arguments with a context whose call budget is the
+ * document's own and the caller's one pool per event, and the same record (log line, metrics,
+ * lifecycle) for an operation that runs and for one refused.
+ */
+import type { ExecutionArgs, GraphQLSchema } from 'graphql';
+import type { LiveGraphContext } from '../events/delivery/live-context.ts';
+import type { LiveSessions, LiveSubscriber } from '../events/delivery/live-sessions.ts';
+import type { GraphContext } from '../graph/context.ts';
+import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
+import type { SharedReadCache } from '../upstream/client.ts';
+import type { AdmittedOperation, Connection, Door, OperationRequest, TransportRules } from './door.ts';
+import type { OperationRecorder, RecordedOperation } from './operation-record.ts';
+import { graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
+
+export interface LiveConnectionsOptions {
+  door: Door;
+  schema: GraphQLSchema;
+  live: LiveSessions;
+  record: OperationRecorder;
+  /** Builds an operation's context for `connection`, as HTTP does, with the door's call budget. */
+  createContext(input: {
+    connection: Connection;
+    callBudget: CallBudget;
+    readCache?: SharedReadCache | undefined;
+  }): GraphContext;
+}
+
+/** One admitted connection of a live transport. */
+export interface LiveConnection {
+  readonly connection: Connection;
+  /**
+   * Admits one operation (`id` is the transport's, unique on the connection); `isOpen` tells
+   * whether the transport can still deliver, asked again after every wait.
+   */
+  admit(id: string, request: OperationRequest, isOpen: () => boolean): Promise<LiveOperation | Refusal>;
+  /** The transport closed: every operation's hold is released and the expiry timer stopped. */
+  close(): void;
+}
+
+/** One admitted operation of a live connection. */
+export interface LiveOperation {
+  readonly admitted: AdmittedOperation;
+  /** What to execute (with `subscribeWithEventContexts`), its context included. */
+  readonly args: ExecutionArgs & { contextValue: LiveGraphContext };
+  /** The operation listens now (its queue subscribed, any replay read). */
+  started(): void;
+  /** The operation ended; its hold is released. Idempotent. */
+  completed(): void;
+}
+
+export interface LiveConnections {
+  /**
+   * Opens the live side of `connection` (admitted by `door.connect` with `kind: 'live'`).
+   * `onExpired` is called once its credential has expired (its queues already ended with an
+   * UNAUTHENTICATED error), with the refusal to close the transport with.
+   */
+  open(connection: Connection, onExpired: (refusal: Refusal) => void): LiveConnection;
+  /** Operations that listen now, over every connection. */
+  running(): number;
+  /** Resolves once no operation listens, or after `timeoutMs`. */
+  emptied(timeoutMs: number): Promise<void>;
+}
+
+/** Longest a timer may wait in Node; a later expiry is re-armed when this one fires. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export function createLiveConnections(
+  transport: TransportRules,
+  options: LiveConnectionsOptions,
+): LiveConnections {
+  const { door, live, record } = options;
+  const listening = new Set<string>();
+  const waiters = new Set<() => void>();
+  let nextConnection = 0;
+
+  const stopListening = (id: string): void => {
+    listening.delete(id);
+    if (listening.size > 0) return;
+    for (const wake of waiters) wake();
+    waiters.clear();
+  };
+
+  return {
+    open(connection, onExpired) {
+      const { caller, environment } = connection;
+      if (caller === undefined || environment === undefined)
+        throw new Error('a live connection without a caller');
+      const subscriber = live.subscriber(caller, connection.apiKey, environment);
+      const connectionId = (nextConnection += 1);
+      const holds = new Map<string, () => void>();
+      let expiry: NodeJS.Timeout | undefined;
+      const armExpiry = (): void => {
+        const expiresAt = door.expiresAt(connection);
+        if (expiresAt === undefined) return;
+        const wait = expiresAt - Date.now();
+        expiry = setTimeout(
+          () => {
+            if (wait > MAX_TIMER_MS) {
+              armExpiry();
+              return;
+            }
+            void expire(subscriber, () =>
+              onExpired(refuse('credentials-expired', 'The access token has expired.')),
+            );
+          },
+          Math.min(Math.max(0, wait), MAX_TIMER_MS),
+        );
+      };
+      armExpiry();
+
+      return {
+        connection,
+        async admit(id, request, isOpen) {
+          const key = `${connectionId}:${id}`;
+          const refused = (refusal: Refusal): Refusal => {
+            const codes = graphQLErrorsOf(refusal).map((error) => String(error.extensions['code']));
+            record.completed(recordOf(key, null, 'unknown', ''), codes, performance.now(), false);
+            return refusal;
+          };
+          const closing = (): Refusal | undefined =>
+            isOpen()
+              ? undefined
+              : refuse('connection-closing', 'The connection is closing: nothing more runs on it.');
+          const early = closing();
+          if (early !== undefined) return refused(early);
+          const release = door.holdOperation(connection);
+          if (isRefusal(release)) return refused(release);
+          const admitted = await door.admit(connection, request, transport);
+          // Asked again after the wait: the transport may have closed, or the token expired, meanwhile.
+          const refusal = isRefusal(admitted) ? admitted : (closing() ?? door.checkCurrent(connection));
+          if (refusal !== undefined || isRefusal(admitted)) {
+            release();
+            return refused(refusal ?? refuse('connection-closing', 'The connection is closing.'));
+          }
+          holds.set(id, release);
+          return operation(key, admitted, () => {
+            holds.delete(id);
+            release();
+          });
+        },
+        close() {
+          clearTimeout(expiry);
+          for (const release of holds.values()) release();
+          holds.clear();
+        },
+      };
+
+      function operation(key: string, admitted: AdmittedOperation, release: () => void): LiveOperation {
+        const contextFor = (eventId: string | undefined, readCache?: SharedReadCache) =>
+          options.createContext({
+            connection,
+            readCache,
+            // Each execution gets its document's cost-derived budget; an event's executions also
+            // share the caller's one pool for that event, however many subscriptions it runs.
+            callBudget:
+              eventId === undefined
+                ? createCallBudget(admitted.callLimit)
+                : door.eventCallBudget(connection, eventId, admitted.callLimit),
+          });
+        const context = contextFor(undefined);
+        const operationName = admitted.operationName ?? admitted.operation.name?.value ?? null;
+        const recorded = recordOf(
+          key,
+          operationName,
+          admitted.operation.operation,
+          context.upstream.requestId,
+        );
+        const args = {
+          schema: options.schema,
+          document: admitted.document,
+          operationName: admitted.operationName,
+          variableValues: admitted.variables,
+        };
+        const session = live.session(
+          subscriber,
+          args,
+          (event, readCache) => contextFor(event?.id, readCache),
+          operationName ?? undefined,
+        );
+        const startedAt = performance.now();
+        let listened = false;
+        let done = false;
+        return {
+          admitted,
+          args: { ...args, contextValue: { ...context, live: session } },
+          started() {
+            if (listened || done) return;
+            listened = true;
+            listening.add(key);
+            record.started(recorded);
+          },
+          completed() {
+            if (done) return;
+            done = true;
+            release();
+            if (listened) stopListening(key);
+            record.completed(recorded, [], startedAt, listened);
+          },
+        };
+      }
+
+      function recordOf(
+        key: string,
+        operationName: string | null,
+        operationType: RecordedOperation['operationType'],
+        requestId: string,
+      ): RecordedOperation {
+        return {
+          transport: transport.name,
+          id: key,
+          operationType,
+          operationName,
+          subject: caller?.subject ?? '',
+          requestId,
+        };
+      }
+    },
+
+    running: () => listening.size,
+
+    async emptied(timeoutMs) {
+      if (listening.size === 0) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, timeoutMs));
+        waiters.add(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+
+  /** Ends `subscriber`'s subscriptions with an UNAUTHENTICATED error, then tells the transport. */
+  async function expire(subscriber: LiveSubscriber, then: () => void): Promise<void> {
+    await live.revoke(subscriber, 1_000);
+    // A transport sends each completion right after the stream ends; let those go out first.
+    await new Promise((resolve) => setImmediate(resolve));
+    then();
+  }
+}

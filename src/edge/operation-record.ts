@@ -1,0 +1,76 @@
+/**
+ * The record of an operation that a transport runs outside Apollo Server's request pipeline (a
+ * subscription over graphql-ws, or over any other live transport): the same `graphql operation` log
+ * line, the same operation metrics and the same lifecycle events an HTTP operation gets from
+ * Apollo's plugins (src/observability/), with the transport named. Refusals are recorded too, as
+ * Apollo records an operation refused at validation.
+ */
+import type { Logger } from '../logger.ts';
+import type { LifecycleEmitter } from '../observability/lifecycle.ts';
+import type { Metrics, OperationTypeLabel } from '../observability/metrics.ts';
+
+/** One operation, as the record names it. */
+export interface RecordedOperation {
+  /** `graphql-ws`, `sse` ... */
+  readonly transport: string;
+  /** The transport's id of the operation (connection and operation id), stable until completion. */
+  readonly id: string;
+  readonly operationType: OperationTypeLabel;
+  /** The parsed operation's name; null for an anonymous one (or one refused before parsing). */
+  readonly operationName: string | null;
+  /** The caller's subject, as audit lines name it. */
+  readonly subject: string;
+  /** The operation's request id (`X-Request-Id` of its upstream calls). */
+  readonly requestId: string;
+}
+
+export interface OperationRecorder {
+  /** The operation listens (its queue subscribed and any replay read): no change is missed now. */
+  started(operation: RecordedOperation): void;
+  /**
+   * The operation ended (by the client, the server, expiry or shutdown), or was refused;
+   * `listened` when it had {@link started}.
+   */
+  completed(
+    operation: RecordedOperation,
+    errorCodes: readonly string[],
+    startedAt: number,
+    listened: boolean,
+  ): void;
+}
+
+export function createOperationRecorder(options: {
+  logger: Logger;
+  metrics: Metrics;
+  lifecycle: LifecycleEmitter;
+}): OperationRecorder {
+  const { logger, metrics, lifecycle } = options;
+  return {
+    started(operation) {
+      if (!lifecycle.observed('subscriptionStarted')) return;
+      lifecycle.emit('subscriptionStarted', {
+        subscriptionId: operation.id,
+        operationName: operation.operationName,
+        subject: operation.subject,
+      });
+    },
+    completed(operation, errorCodes, startedAt, listened) {
+      const durationMs = Math.round(performance.now() - startedAt);
+      logger.info('graphql operation', {
+        transport: operation.transport,
+        operationName: operation.operationName,
+        requestId: operation.requestId,
+        durationMs,
+        errorCodes,
+      });
+      const labels = {
+        operation_name: metrics.operationNameLabel(operation.operationName),
+        operation_type: operation.operationType,
+        outcome: errorCodes.length > 0 ? 'error' : 'ok',
+      };
+      metrics.operations.inc(labels);
+      metrics.operationDuration.observe(labels, durationMs / 1000);
+      if (listened) lifecycle.emit('subscriptionCompleted', { subscriptionId: operation.id });
+    },
+  };
+}

@@ -1,0 +1,139 @@
+/**
+ * The delivery side of every live transport (graphql-ws, and any other that streams subscription
+ * events): a subscriber per connection, a bounded queue per subscription on its environment's
+ * events, and the context each event is read with, shared by subscribers that read alike. The
+ * transport's adapter (src/edge/) admits the caller and the operation; it hands over here who the
+ * subscriber is and how to build a context for it, and nothing here reaches back into the app.
+ */
+import type { ExecutionArgs } from 'graphql';
+import { mayActFor, type Caller } from '../../auth/caller.ts';
+import type { GraphContext } from '../../graph/context.ts';
+import type { SharedReadCache } from '../../upstream/client.ts';
+import type { EventLog } from '../log/event-log.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import { AwaitableSet } from './awaitable-set.ts';
+import type { LiveObserver, LiveSession } from './live-context.ts';
+import { createSharedEventReads, operationKeyOf, readGroupOf } from './shared-event-reads.ts';
+import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
+
+/** One connection's subscriber: who it is, and the queues of its subscriptions. */
+export interface LiveSubscriber {
+  readonly caller: Caller;
+  readonly environment: PlatformEnvironment;
+  /** Which subscribers read alike (key and scope): their subscriptions of one operation share reads. */
+  readonly readGroup: string;
+  /** The queues of this connection's subscriptions, ended together when its credential expires. */
+  readonly queues: AwaitableSet<SubscriberQueue>;
+}
+
+/**
+ * Builds a context for one subscription: for `event` (its read cache shared by the group), or for
+ * the subscription's own reads (replay) when `event` is undefined.
+ */
+export type SubscriptionContexts = (
+  event: PlatformEvent | undefined,
+  readCache: SharedReadCache | undefined,
+) => GraphContext;
+
+export interface LiveSessionsOptions {
+  /** The event log subscribers listen to and resume from. */
+  log: EventLog;
+  /** Events one subscriber may let wait; see `subscriber-queue.ts` for what happens beyond. */
+  queueLimit: number;
+  /** Told about deliveries and overflows (metrics, delivery spans). */
+  observer?: LiveObserver | undefined;
+  /** Records the customers subscriptions follow (for the reconciliation of missed webhooks). */
+  watchCustomer?: (environment: PlatformEnvironment, customerId: string) => () => void;
+}
+
+export interface LiveSessions {
+  /** The subscriber of a connection admitted for `caller` (with its own key, if any). */
+  subscriber(caller: Caller, apiKey: string | undefined, environment: PlatformEnvironment): LiveSubscriber;
+  /** The live session of one subscription of `subscriber` running `args`. */
+  session(
+    subscriber: LiveSubscriber,
+    args: Pick<ExecutionArgs, 'document' | 'operationName' | 'variableValues'>,
+    contexts: SubscriptionContexts,
+    operationName: string | undefined,
+  ): LiveSession;
+  /** Ends `subscriber`'s queues with an UNAUTHENTICATED error; resolves once they have ended. */
+  revoke(subscriber: LiveSubscriber, timeoutMs: number): Promise<void>;
+  /** Ends every queue (shutdown); queues opened from now on end at once. */
+  endAll(): void;
+}
+
+export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
+  const queues = new Set<SubscriberQueue>();
+  const sharedReads = createSharedEventReads();
+  let ended = false;
+
+  return {
+    subscriber: (caller, apiKey, environment) => ({
+      caller,
+      environment,
+      readGroup: readGroupOf(caller, apiKey),
+      queues: new AwaitableSet(),
+    }),
+
+    session(subscriber, args, contexts, operationName) {
+      const { caller, readGroup } = subscriber;
+      // Only the same operation of the same group shares an event's context (and its execution):
+      // the context's call and retry budgets are one operation's, which another document's reads
+      // could spend. Other operations of the group share the event's GET answers instead, each
+      // charged to its own budget as if it had read alone.
+      const operation = operationKeyOf(args);
+      const sharedBy = operation === undefined ? undefined : JSON.stringify([readGroup, operation]);
+      const { watchCustomer } = options;
+      return {
+        environment: subscriber.environment,
+        async openQueue(accept, after) {
+          const queue = await openSubscriberQueue({
+            log: options.log,
+            ...(after === undefined ? {} : { after }),
+            environment: subscriber.environment,
+            // Events of customers the caller may not act for never take queue space, nor a read.
+            accept: (event) => isVisibleTo(caller, event.data.customerId) && accept(event),
+            limit: options.queueLimit,
+            onDone: () => {
+              queues.delete(queue);
+              subscriber.queues.delete(queue);
+            },
+          });
+          if (ended) queue.end();
+          queues.add(queue);
+          subscriber.queues.add(queue);
+          return queue;
+        },
+        createEventContext: () => contexts(undefined, undefined),
+        eventContext: (event) =>
+          sharedBy === undefined
+            ? contexts(event, undefined)
+            : sharedReads.contextFor(event.id, sharedBy, () =>
+                contexts(event, sharedReads.readCacheFor(event.id, readGroup)),
+              ),
+        sharedExecution: (context, run) => sharedReads.executionWith(context, run),
+        ...(options.observer === undefined ? {} : { observer: options.observer }),
+        ...(watchCustomer === undefined
+          ? {}
+          : { watchCustomer: (customerId: string) => watchCustomer(subscriber.environment, customerId) }),
+        ...(operationName === undefined ? {} : { operationName }),
+      };
+    },
+
+    async revoke(subscriber, timeoutMs) {
+      for (const queue of subscriber.queues) queue.revoke();
+      await subscriber.queues.emptied(timeoutMs);
+    },
+
+    endAll() {
+      ended = true;
+      for (const queue of queues) queue.end();
+    },
+  };
+}
+
+/** Whether an event of `customerId` may reach `caller`: its own customers', or every one for operators. */
+function isVisibleTo(caller: Caller, customerId: string | null): boolean {
+  if (caller.operator) return true;
+  return customerId !== null && mayActFor(caller, customerId);
+}

@@ -1,0 +1,101 @@
+/**
+ * Apollo Server as the facade runs it over HTTP: the executor behind the HTTP adapter of the door
+ * (src/edge/http.ts). It parses with the door's token limit, validates with the door's rules, and
+ * runs the door's plugin once the operation is known; the other plugins log, measure, trace and
+ * audit every operation, and drain the server on shutdown.
+ */
+import type http from 'node:http';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import type { Config } from '../config.ts';
+import type { Door } from '../edge/door.ts';
+import { createDoorPlugin } from '../edge/http.ts';
+import type { GraphContext } from '../graph/context.ts';
+import type { Logger } from '../logger.ts';
+import type { LifecycleEmitter } from '../observability/lifecycle.ts';
+import { createLifecyclePlugin } from '../observability/lifecycle-plugin.ts';
+import { createOperationLoggingPlugin } from '../observability/operation-logging-plugin.ts';
+import { createJsonStatusPlugin } from './json-status-plugin.ts';
+import { createNoStorePlugin } from './no-store-plugin.ts';
+
+export interface ApolloServerOptions {
+  config: Config;
+  schema: GraphQLSchema;
+  httpServer: http.Server;
+  door: Door;
+  logger: Logger;
+  lifecycle: LifecycleEmitter;
+  formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
+  /** Plugins of other parts (metrics, the audit trail, the events runtime's drain). */
+  plugins: readonly ApolloServerPlugin<GraphContext>[];
+}
+
+/**
+ * After the drain window, how long operations whose upstream calls were cancelled have to send
+ * their `SHUTTING_DOWN` answer before the remaining connections are closed.
+ */
+const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
+
+/** Builds and starts Apollo Server. */
+export async function createApolloServer(options: ApolloServerOptions): Promise<ApolloServer<GraphContext>> {
+  const { config, door } = options;
+  const development = config.nodeEnv === 'development';
+  const apollo = new ApolloServer<GraphContext>({
+    schema: options.schema,
+    logger: toApolloLogger(options.logger.child({ component: 'apollo' })),
+    // Every request that reaches Apollo has a caller, or is anonymous-safe (the HTTP door).
+    introspection: config.introspection !== 'off',
+    // "Did you mean …" describes the schema: not to callers who may not introspect.
+    hideSchemaDetailsFromClientErrors: config.introspection === 'off',
+    // A GET (or simple POST) must carry a header no browser form can send.
+    csrfPrevention: true,
+    // The process owns SIGINT/SIGTERM (src/main.ts): Apollo's own handler would stop the server
+    // under our ordered shutdown and re-raise the signal, so the process would die before exit 0.
+    stopOnTerminationSignals: false,
+    // Apollo parses and validates HTTP operations itself (keeping parsed documents), with the door's
+    // token limit and rules; the door's plugin runs the rest of its checks.
+    validationRules: [...door.validationRules],
+    parseOptions: door.parseOptions,
+    includeStacktraceInErrorResponses: development,
+    formatError: (formatted, error) => options.formatError(formatted, error),
+    plugins: [
+      ApolloServerPluginDrainHttpServer({
+        httpServer: options.httpServer,
+        stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
+      }),
+      ApolloServerPluginInlineTraceDisabled(),
+      // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
+      ApolloServerPluginCacheControlDisabled(),
+      createNoStorePlugin(),
+      config.landingPage
+        ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
+        : ApolloServerPluginLandingPageDisabled(),
+      createDoorPlugin(door),
+      createJsonStatusPlugin<GraphContext>(),
+      createOperationLoggingPlugin<GraphContext>(options.logger),
+      createLifecyclePlugin<GraphContext>(options.lifecycle),
+      ...options.plugins,
+    ],
+  });
+  await apollo.start();
+  return apollo;
+}
+
+/** Apollo Server's logger interface over ours: its messages become JSON lines too. */
+function toApolloLogger(logger: Logger): ConstructorParameters<typeof ApolloServer>[0]['logger'] {
+  const join = (args: unknown[]): string =>
+    args.map((arg) => (arg instanceof Error ? arg.message : String(arg))).join(' ');
+  return {
+    debug: (...args: unknown[]) => logger.debug(join(args)),
+    info: (...args: unknown[]) => logger.info(join(args)),
+    warn: (...args: unknown[]) => logger.warn(join(args)),
+    error: (...args: unknown[]) => logger.error(join(args)),
+  };
+}

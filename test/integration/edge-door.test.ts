@@ -1,0 +1,420 @@
+/**
+ * One door, two transports: every refusal sent over HTTP and over graphql-ws, each answered as the
+ * refusal table (src/edge/refusal.ts) says, and none of them reaching the upstream.
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import WsClient from 'ws';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
+import { waitFor } from '../support/harness/wait.ts';
+import type { Stack } from '../support/harness/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { bearer, issuerSignedToken, tokenFor, type TestCallerName } from '../support/tokens.ts';
+
+const ALLOWED_ORIGIN = 'https://app.example.com';
+const CUSTOMER = '{ customer(id: "cus_acme") { id } }';
+const WATCH = 'subscription Watch { accountChanged(customerId: "cus_acme") { accountId } }';
+
+/** What HTTP answered: the status and the first error's code. */
+interface HttpAnswer {
+  status: number;
+  code: string | undefined;
+}
+
+/** What graphql-ws answered: the upgrade's status, the close code, or the operation's error code. */
+type WsAnswer =
+  { upgrade: number; code: string | undefined } | { close: number } | { error: string | undefined };
+
+type Credentials = Record<string, string>;
+
+async function as(caller: TestCallerName): Promise<Credentials> {
+  return { Authorization: `Bearer ${await tokenFor(caller)}` };
+}
+
+async function expiredToken(): Promise<Credentials> {
+  const now = Math.floor(Date.now() / 1000);
+  // Well past the verifier's clock tolerance.
+  return { Authorization: `Bearer ${await issuerSignedToken({ iat: now - 600, exp: now - 60 })}` };
+}
+
+async function post(
+  stack: Stack,
+  credentials: Credentials,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<HttpAnswer> {
+  const response = await fetch(stack.graphqlUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      ...lowerCased(credentials),
+    },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
+  return { status: response.status, code: body.errors?.[0]?.extensions?.code };
+}
+
+/** A connection the door refuses: how its socket closed. */
+async function connectRefused(stack: Stack, credentials: Credentials): Promise<WsAnswer> {
+  const { code } = await stack.connect(credentials).closed;
+  return { close: code };
+}
+
+/** A subscription the door refuses on an accepted connection: the error's code. */
+async function subscribeRefused(
+  stack: Stack,
+  credentials: Credentials,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<WsAnswer> {
+  const received = stack.connect(credentials).subscribe(query, variables);
+  await received.done;
+  expect(received.data).toEqual([]);
+  const errors = received.errors as { extensions?: { code?: string } }[][];
+  return { error: errors[0]?.[0]?.extensions?.code };
+}
+
+function lowerCased(headers: Credentials): Credentials {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
+}
+
+/** Warms the key-environment probe of the facade's own key, so a case counts only its own calls. */
+async function warmUp(stack: Stack): Promise<void> {
+  const received = stack.connect().subscribe(WATCH);
+  await stack.subscriptionsStarted(1);
+  received.stop();
+  await stack.subscriptionsCompleted(1);
+}
+
+interface RefusalCase {
+  refusal: string;
+  http(stack: Stack): Promise<HttpAnswer>;
+  ws(stack: Stack): Promise<WsAnswer>;
+  expected: { http: HttpAnswer; ws: WsAnswer };
+}
+
+const admissionCases: RefusalCase[] = [
+  {
+    refusal: 'no token',
+    http: (stack) => post(stack, {}, CUSTOMER),
+    ws: (stack) => connectRefused(stack, {}),
+    expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
+  },
+  {
+    refusal: 'a bad token',
+    http: (stack) => post(stack, { Authorization: 'Bearer not.a.token' }, CUSTOMER),
+    ws: (stack) => connectRefused(stack, { Authorization: 'Bearer not.a.token' }),
+    expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
+  },
+  {
+    refusal: 'an expired token',
+    http: async (stack) => post(stack, await expiredToken(), CUSTOMER),
+    ws: async (stack) => connectRefused(stack, await expiredToken()),
+    expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
+  },
+  {
+    refusal: 'a page of another origin',
+    // The browser asks first (a JSON POST is not a simple request); the answer stops it there.
+    http: async (stack) => {
+      const response = await fetch(stack.graphqlUrl, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' },
+      });
+      const body = (await response.json()) as { errors: { extensions: { code: string } }[] };
+      return { status: response.status, code: body.errors[0]?.extensions.code };
+    },
+    ws: (stack) =>
+      new Promise<WsAnswer>((resolve, reject) => {
+        const socket = new WsClient(stack.graphqlUrl.replace(/^http/, 'ws'), 'graphql-transport-ws', {
+          origin: 'https://evil.example.net',
+        });
+        socket.once('unexpected-response', (_request, response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          response.on('end', () => {
+            const body = JSON.parse(text) as { errors: { extensions: { code: string } }[] };
+            resolve({ upgrade: response.statusCode ?? 0, code: body.errors[0]?.extensions.code });
+          });
+        });
+        socket.once('open', () => reject(new Error('the upgrade was accepted')));
+        socket.once('error', () => {});
+      }),
+    expected: { http: { status: 403, code: 'FORBIDDEN' }, ws: { upgrade: 403, code: 'FORBIDDEN' } },
+  },
+  {
+    refusal: 'the other transport’s operation type',
+    http: async (stack) => post(stack, await as('acme'), WATCH),
+    ws: async (stack) => subscribeRefused(stack, await as('acme'), CUSTOMER),
+    expected: { http: { status: 400, code: 'BAD_REQUEST' }, ws: { error: 'BAD_REQUEST' } },
+  },
+  {
+    refusal: 'too deep',
+    http: async (stack) =>
+      post(
+        stack,
+        await as('acme'),
+        '{ customer(id: "cus_acme") { accounts { nodes { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } } }',
+      ),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } }',
+      ),
+    expected: {
+      http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
+      ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
+    },
+  },
+  {
+    refusal: 'too costly',
+    http: async (stack) => post(stack, await as('acme'), '{ customers(first: 60) { nodes { id } } }'),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: 60) { nodes { id } } } } } }',
+      ),
+    expected: {
+      http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
+      ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
+    },
+  },
+  {
+    refusal: 'too costly once the variables are known',
+    http: async (stack) =>
+      post(stack, await as('acme'), 'query($n: Int) { customers(first: $n) { nodes { id } } }', { n: 60 }),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription($n: Int) { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: $n) { nodes { id } } } } } }',
+        { n: 60 },
+      ),
+    expected: {
+      http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
+      ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
+    },
+  },
+  {
+    refusal: 'too many aliases',
+    http: async (stack) =>
+      post(
+        stack,
+        await as('acme'),
+        `{ ${Array.from({ length: 16 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
+      ),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        `subscription { accountChanged(customerId: "cus_acme") { ${Array.from({ length: 16 }, (_, i) => `a${i}: accountId`).join(' ')} } }`,
+      ),
+    expected: {
+      http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
+      ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
+    },
+  },
+  {
+    refusal: 'too many tokens',
+    http: async (stack) => post(stack, await as('acme'), `{ ${'__typename '.repeat(120)}}`),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        `subscription { accountChanged(customerId: "cus_acme") { ${'accountId '.repeat(120)}} }`,
+      ),
+    expected: { http: { status: 400, code: 'GRAPHQL_PARSE_FAILED' }, ws: { error: 'GRAPHQL_PARSE_FAILED' } },
+  },
+  {
+    refusal: 'a malformed input string',
+    http: async (stack) =>
+      post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', { id: '\udfffcus' }),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+        { id: '\udfffcus' },
+      ),
+    expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
+  },
+];
+
+describe('every admission refusal, over HTTP and over graphql-ws', () => {
+  const stack = useStack({
+    env: { CORS_ORIGINS: ALLOWED_ORIGIN, QUERY_MAX_COST: '50', QUERY_MAX_TOKENS: '100' },
+  });
+
+  test('warm-up: the facade key’s environment is learnt once', async () => {
+    await warmUp(stack);
+  });
+
+  test.each(admissionCases)('$refusal', async (refusal) => {
+    await stack.resetUpstreamCalls();
+    expect(await refusal.http(stack)).toEqual(refusal.expected.http);
+    expect(await refusal.ws(stack)).toEqual(refusal.expected.ws);
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
+
+describe('budget and trusted-document refusals, over HTTP and over graphql-ws', () => {
+  const LISTED_QUERY = 'query Mine { customer(id: "cus_acme") { id } }';
+  const budgets = useStack({
+    env: {
+      RATE_LIMIT_REQUESTS: '4',
+      RATE_LIMIT_SUBSCRIPTIONS: '1',
+    },
+  });
+  let manifestStack: Stack | undefined;
+
+  test('warm-up', async () => {
+    await warmUp(budgets);
+  });
+
+  test('over the operation budget: 429 over HTTP, RATE_LIMITED over graphql-ws, nothing upstream', async () => {
+    const globex = await as('globex');
+    for (let i = 0; i < 4; i += 1) {
+      expect((await post(budgets, globex, '{ __typename }')).status).toBe(200);
+    }
+    await budgets.resetUpstreamCalls();
+    expect(await post(budgets, globex, '{ __typename }')).toEqual({ status: 429, code: 'RATE_LIMITED' });
+    expect(await subscribeRefused(budgets, globex, WATCH)).toEqual({ error: 'RATE_LIMITED' });
+    expect((await budgets.upstreamCalls()).total).toBe(0);
+  });
+
+  test('over the running-subscription cap: RATE_LIMITED over graphql-ws (HTTP runs no subscription)', async () => {
+    const operator = await as('operator');
+    const running = budgets.connect(operator).subscribe(WATCH);
+    await budgets.subscriptionsStarted(1);
+    await budgets.resetUpstreamCalls();
+    expect(await subscribeRefused(budgets, operator, WATCH)).toEqual({ error: 'RATE_LIMITED' });
+    expect(await post(budgets, operator, WATCH)).toEqual({ status: 400, code: 'BAD_REQUEST' });
+    expect((await budgets.upstreamCalls()).total).toBe(0);
+    running.stop();
+    await budgets.subscriptionsCompleted(1);
+  });
+
+  test('not in the trusted documents: PERSISTED_QUERY_NOT_IN_LIST over both, nothing upstream', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'door-trusted-'));
+    const manifest = join(directory, 'manifest.json');
+    await writeFile(manifest, JSON.stringify({ 'mine-v1': LISTED_QUERY, 'watch-v1': WATCH }));
+    const { startStack } = await import('../support/harness/stack.ts');
+    manifestStack = await startStack({ env: { TRUSTED_DOCUMENTS: manifest } });
+    try {
+      await warmUp(manifestStack);
+      await manifestStack.resetUpstreamCalls();
+      const acme = await as('acme');
+      expect(await post(manifestStack, acme, CUSTOMER)).toEqual({
+        status: 400,
+        code: 'PERSISTED_QUERY_NOT_IN_LIST',
+      });
+      expect(
+        await subscribeRefused(
+          manifestStack,
+          acme,
+          'subscription { accountChanged(customerId: "cus_acme") { type } }',
+        ),
+      ).toEqual({ error: 'PERSISTED_QUERY_NOT_IN_LIST' });
+      expect((await manifestStack.upstreamCalls()).total).toBe(0);
+
+      // The listed ones run, by body or by id, over both.
+      expect((await post(manifestStack, acme, LISTED_QUERY)).status).toBe(200);
+      const byId = await fetch(manifestStack.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(await bearer('acme')) },
+        body: JSON.stringify({ documentId: 'mine-v1' }),
+      });
+      expect(await byId.json()).toEqual({ data: { customer: { id: 'cus_acme' } } });
+      const watching = manifestStack.connect(acme).subscribe(WATCH);
+      await manifestStack.subscriptionsStarted(1);
+      expect(watching.errors).toEqual([]);
+      watching.stop();
+    } finally {
+      await manifestStack.close();
+    }
+  });
+});
+
+describe('operations over graphql-ws in the log and the metrics, as over HTTP', () => {
+  const stack = useStack();
+
+  const operationLines = (transport: string) =>
+    stack
+      .logs()
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line['msg'] === 'graphql operation' && line['transport'] === transport);
+
+  async function metric(pattern: RegExp): Promise<number> {
+    const text = await (await fetch(stack.metricsUrl)).text();
+    const line = text.split('\n').find((candidate) => pattern.test(candidate));
+    return line === undefined ? 0 : Number(line.split(' ').pop());
+  }
+
+  test('a subscription is logged and counted when it ends, with its transport named', async () => {
+    const received = stack.connect().subscribe(WATCH);
+    await stack.subscriptionsStarted(1);
+    received.stop();
+    await stack.subscriptionsCompleted(1);
+
+    expect(operationLines('graphql-ws')).toContainEqual(
+      expect.objectContaining({ operationName: 'Watch', errorCodes: [], requestId: expect.any(String) }),
+    );
+    expect(
+      await metric(
+        /^graphql_operations_total\{.*operation_name="Watch".*operation_type="subscription".*outcome="ok"/,
+      ),
+    ).toBe(1);
+  });
+
+  test('a query over graphql-ws is refused, logged and counted like a refused HTTP operation', async () => {
+    expect(await subscribeRefused(stack, await as('operator'), 'query Over { __typename }')).toEqual({
+      error: 'BAD_REQUEST',
+    });
+    expect(operationLines('graphql-ws')).toContainEqual(
+      expect.objectContaining({ errorCodes: ['BAD_REQUEST'] }),
+    );
+    expect(await metric(/^graphql_operations_total\{.*operation_type="unknown".*outcome="error"/)).toBe(1);
+
+    // The same query over HTTP runs, with its own line.
+    expect((await post(stack, await as('operator'), 'query Over { __typename }')).status).toBe(200);
+    expect(operationLines('http')).toContainEqual(
+      expect.objectContaining({ operationName: 'Over', errorCodes: [] }),
+    );
+  });
+});
+
+describe('over the call budget, over HTTP and over graphql-ws', () => {
+  const secret = generateWebhookSecret();
+  const stack = useStack({ env: { UPSTREAM_MAX_CALLS_PER_OPERATION: '1', WEBHOOK_SECRETS: secret } });
+
+  test('the field past the budget answers TOO_MANY_UPSTREAM_CALLS, and no call beyond it is made', async () => {
+    await warmUp(stack);
+    await stack.resetUpstreamCalls();
+    const http = await stack.query(
+      '{ a: customer(id: "cus_acme") { id } b: customer(id: "cus_globex") { id } }',
+    );
+    expect(http.status).toBe(200);
+    expect(http.body.errors?.map((error) => error.extensions?.code)).toEqual(['TOO_MANY_UPSTREAM_CALLS']);
+    expect((await stack.upstreamCalls()).total).toBe(1);
+
+    const received = stack
+      .connect()
+      .subscribe(
+        'subscription { accountChanged(customerId: "cus_acme") { account { id customer { id } } } }',
+      );
+    await stack.subscriptionsStarted(1);
+    await stack.resetUpstreamCalls();
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, acmeAccountUpdated())).status).toBe(200);
+    await waitFor(() => received.data.length > 0, 'the event');
+    const errors = received.errors as { extensions?: { code?: string } }[];
+    expect(errors.map((error) => error.extensions?.code)).toEqual(['TOO_MANY_UPSTREAM_CALLS']);
+    expect((await stack.upstreamCalls()).total).toBe(1);
+    received.stop();
+  });
+});
