@@ -14,6 +14,7 @@ import { attachGraphQLWebSocket, GRAPHQL_WS_TRANSPORT } from './edge/graphql-ws.
 import { connectionOf, httpDoor } from './edge/http.ts';
 import { createLiveConnections } from './edge/live-connections.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
+import { SSE_PATH, SSE_TRANSPORT, sseAdapter } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
@@ -183,6 +184,26 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   observability.mount(app);
+  const record = createOperationRecorder({ logger, metrics, lifecycle });
+  // GraphQL over SSE, before `/graphql` (whose prefix it shares): the door's third adapter.
+  app.use(
+    SSE_PATH,
+    cors({ origins: config.edge.corsOrigins }),
+    express.json({ limit: MAX_BODY }),
+    sseAdapter({
+      door,
+      connections: createLiveConnections(SSE_TRANSPORT, {
+        door,
+        schema,
+        live: events.live,
+        record,
+        createContext,
+      }),
+      addressOf,
+      formatError,
+      logger,
+    }),
+  );
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins }),
@@ -197,7 +218,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     door,
     schema,
     live: events.live,
-    record: createOperationRecorder({ logger, metrics, lifecycle }),
+    record,
     createContext,
   });
   const websocket = attachGraphQLWebSocket({
