@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
-import { tokenFor } from '../support/tokens.ts';
+import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
 
 const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
 
@@ -161,5 +161,26 @@ describe('subscriptions over Server-Sent Events', () => {
         errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND' }) })],
       }),
     ]);
+  });
+
+  test('a token that expires on an open stream ends it with UNAUTHENTICATED', async () => {
+    const token = await issuerSignedToken({ exp: Math.floor(Date.now() / 1000) + 2 });
+    const stream = await openStream(`subscription { accountChanged(customerId: "cus_acme") { accountId } }`, {
+      authorization: `Bearer ${token}`,
+    });
+    expect(stream.status).toBe(200);
+    await stack.subscriptionsStarted(1);
+    await stream.ended;
+    expect(nexts(stream).map((message) => message.data)).toEqual([
+      expect.objectContaining({
+        errors: [
+          expect.objectContaining({
+            message: expect.stringMatching(/access token of this connection has expired/),
+            extensions: expect.objectContaining({ code: 'UNAUTHENTICATED' }),
+          }),
+        ],
+      }),
+    ]);
+    expect(stream.messages.at(-1)?.event).toBe('complete');
   });
 });
