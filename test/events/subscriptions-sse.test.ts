@@ -183,4 +183,36 @@ describe('subscriptions over Server-Sent Events', () => {
     ]);
     expect(stream.messages.at(-1)?.event).toBe('complete');
   });
+
+  test('a GET with the document in the URL streams too; another Accept is answered 406', async () => {
+    const url = new URL(`${stack.facadeUrl}/graphql/stream`);
+    url.searchParams.set('query', 'subscription { accountChanged(customerId: "cus_acme") { accountId } }');
+    const abort = new AbortController();
+    const streaming = await fetch(url, {
+      headers: { accept: 'text/event-stream', ...(await operator()) },
+      signal: abort.signal,
+    });
+    expect(streaming.status).toBe(200);
+    expect(streaming.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await stack.subscriptionsStarted(1);
+    abort.abort();
+    await stack.subscriptionsCompleted(1);
+
+    const json = await fetch(url, { headers: { accept: 'application/json', ...(await operator()) } });
+    expect(json.status).toBe(406);
+    expect(await json.json()).toMatchObject({ errors: [{ extensions: { code: 'BAD_REQUEST' } }] });
+  });
+
+  test('a page of another origin is refused at the preflight, as on /graphql', async () => {
+    const preflight = await fetch(`${stack.facadeUrl}/graphql/stream`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://hostile.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
+    });
+    expect(preflight.status).toBe(403);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
 });
