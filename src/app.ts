@@ -343,7 +343,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   observability.mount(app);
   app.use(
     '/graphql',
-    cors({ origins: config.edge.corsOrigins }),
+    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
     express.json({ limit: MAX_BODY }),
     // An address that has failed too often is refused before its credentials are even looked at.
     (req, res, next) => {
