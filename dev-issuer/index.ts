@@ -200,7 +200,13 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   provider.silent = true;
   // Koa answers a failure of its own (ctx.onerror), so the handler's promise never rejects.
   const handleRequest = provider.callback();
-  const loginPage = { provider, users, resource, resourceScope: RESOURCE_SCOPE };
+  const loginPage = {
+    provider,
+    users,
+    resource,
+    resourceScope: RESOURCE_SCOPE,
+    originsOf: (clientId: string): ReadonlySet<string> => webOrigins.get(clientId) ?? new Set(),
+  };
   server.on('request', (request, response) => {
     if (!handleLoginPage(loginPage, request, response)) void handleRequest(request, response);
   });

@@ -87,6 +87,8 @@ export interface LoginPageOptions {
   /** The resource indicator of the facade, and the scope granted on it. */
   resource: string;
   resourceScope: string;
+  /** The origins a web client's redirect URIs are on: the login form's answer redirects there. */
+  originsOf(clientId: string): ReadonlySet<string>;
 }
 
 const INTERACTION_PATH = /^\/interaction\/([A-Za-z0-9_-]{1,64})(\/login)?$/;
@@ -133,7 +135,12 @@ async function answerLoginPage(
   }
   const clientId = String(interaction.params['client_id']);
   if (!submitted || request.method !== 'POST') {
-    sendPage(response, 200, loginForm(interaction.uid, clientId, options.users, undefined));
+    sendPage(
+      response,
+      200,
+      loginForm(interaction.uid, clientId, options.users, undefined),
+      options.originsOf(clientId),
+    );
     return;
   }
   const form = new URLSearchParams(await readBody(request));
@@ -145,6 +152,7 @@ async function answerLoginPage(
       response,
       401,
       loginForm(interaction.uid, clientId, options.users, 'Unknown user or wrong password.'),
+      options.originsOf(clientId),
     );
     return;
   }
@@ -191,13 +199,19 @@ function page(title: string, body: string): string {
 </head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
 }
 
-function sendPage(response: http.ServerResponse, status: number, html: string): void {
+function sendPage(
+  response: http.ServerResponse,
+  status: number,
+  html: string,
+  formTargets: ReadonlySet<string> = new Set(),
+): void {
+  // A form's redirects count as its target: a login's answer goes on to the app's redirect URI.
+  const formAction = ["'self'", ...formTargets].join(' ');
   response.writeHead(status, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    // A login form is never framed (clickjacking) and runs no script.
-    'content-security-policy':
-      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    // A login form is never framed (clickjacking), runs no script, and sends only here and on to the app.
+    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'`,
     'x-frame-options': 'DENY',
   });
   response.end(html);
