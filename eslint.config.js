@@ -22,6 +22,8 @@ const typeCheckedFiles = [
   'bench/**/*.ts',
   'examples/**/*.ts',
   'examples/**/*.tsx',
+  'explorer/**/*.ts',
+  'explorer/**/*.tsx',
   'deploy/**/*.ts',
   '*.ts',
 ];
@@ -33,6 +35,7 @@ export default tseslint.config(
       'src/generated/**',
       'examples/web/src/gql/**',
       'examples/web/dist/**',
+      'explorer/dist/**',
       'coverage/**',
       'bench/results/**',
       'test-results/**',

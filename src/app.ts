@@ -38,6 +38,7 @@ import {
 import { openRedisConnection } from './events/fan-out/redis-connection.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
+import { createExplorerRoutes } from './http/explorer.ts';
 import type { Config } from './config.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
@@ -140,6 +141,8 @@ const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
+  // First: a missing explorer build is refused before anything starts.
+  const explorerRoutes = createExplorerRoutes(config.explorer);
   // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
   const tracing = config.tracing.enabled
     ? (await import('./observability/tracing.ts')).createTracing()
@@ -341,6 +344,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   observability.mount(app);
+  app.use(explorerRoutes);
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),

@@ -80,6 +80,8 @@ export function useBrowser(): TestBrowser {
       if (browser === undefined) throw new Error('useBrowser: the browser is used before beforeAll ran');
       const context = await browser.createBrowserContext();
       const page = await context.newPage();
+      // Wide enough that editors and tables do not wrap what a test reads.
+      await page.setViewport({ width: 1600, height: 1000 });
       // A step that cannot happen fails well inside the test's own time, with the step named.
       page.setDefaultTimeout(STEP_TIMEOUT_MS);
       // What the page said, for the failure report: its errors and failed requests.
@@ -110,14 +112,15 @@ export function useBrowser(): TestBrowser {
 /** The text of the first element matching `selector`, once it exists (trimmed). */
 export async function textOf(page: Page, selector: string): Promise<string> {
   const element = await page.waitForSelector(selector);
-  return ((await element!.evaluate((node) => node.textContent)) ?? '').trim();
+  return ((await element!.evaluate((node) => node.textContent)) ?? '').replace(/\u00a0/g, ' ').trim();
 }
 
 /** Resolves once the element matching `selector` shows `expected` (a string it contains, or a pattern). */
 export async function waitForText(page: Page, selector: string, expected: string | RegExp): Promise<void> {
   await page.waitForFunction(
     (css: string, source: string, flags: string | null) => {
-      const text = document.querySelector(css)?.textContent ?? '';
+      // Editors (Monaco) render spaces as no-break spaces.
+      const text = (document.querySelector(css)?.textContent ?? '').replace(/\u00a0/g, ' ');
       return flags === null ? text.includes(source) : new RegExp(source, flags).test(text);
     },
     {},
