@@ -55,6 +55,7 @@ const PAGE = `<!doctype html>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>GraphiQL · Platform GraphQL facade</title>
+    <link rel="icon" href="data:," />
     <link rel="stylesheet" href="explorer/graphiql.css" />
   </head>
   <body style="margin: 0">
