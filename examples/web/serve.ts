@@ -110,6 +110,7 @@ function pagePolicy(config: WebConfig): string {
   const socket = `${facade.protocol === 'https:' ? 'wss' : 'ws'}://${facade.host}`;
   return [
     "default-src 'self'",
+    "img-src 'self' data:",
     `connect-src 'self' ${facade.origin} ${socket} ${new URL(config.issuer).origin}`,
     "object-src 'none'",
     "base-uri 'none'",
