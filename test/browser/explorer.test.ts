@@ -21,6 +21,8 @@ import { useStack } from '../support/harness/stack.ts';
 import { tokenFor } from '../support/tokens.ts';
 
 const skip = browserSkipReason();
+// Said where it shows in every reporter, not only in the skipped suite's name.
+if (skip !== undefined) console.log(`Browser tests ${skip}`);
 const secret = generateWebhookSecret();
 
 /** Minutes on a loaded machine: Monaco and GraphiQL are a few megabytes to bundle. */

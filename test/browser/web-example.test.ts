@@ -25,6 +25,8 @@ import { startStack, type Stack } from '../support/harness/stack.ts';
 import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
 
 const skip = browserSkipReason();
+// Said where it shows in every reporter, not only in the skipped suite's name.
+if (skip !== undefined) console.log(`Browser tests ${skip}`);
 const MANIFEST = path.resolve('examples/web/src/gql/persisted-documents.json');
 
 describe.skipIf(skip !== undefined)(
