@@ -97,6 +97,11 @@ describe.skipIf(skip !== undefined)(
 
     test('signs in, renders the dashboard, pages, tops up into the cached balance, and hears a change live', async () => {
       const page = await browser.newPage();
+      // What the app's requests to the facade carry: Apollo Client's own headers need CORS to allow them.
+      const sent: Record<string, string>[] = [];
+      page.on('request', (request) => {
+        if (request.url() === stack.graphqlUrl && request.method() === 'POST') sent.push(request.headers());
+      });
       await signIn(page, allowedOrigin);
 
       // Back on the app, the code gone from the address bar; the dashboard of acme's own customer.
@@ -104,6 +109,11 @@ describe.skipIf(skip !== undefined)(
       expect(page.url()).toBe(`${allowedOrigin}/`);
       const rows = () => page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-testid')));
       expect(await rows()).toEqual(['account-acc_acme_eth', 'account-acc_acme_polygon']);
+      expect(sent[0]).toMatchObject({
+        'apollographql-client-name': 'platform-web-example',
+        'apollographql-client-version': '1.0.0',
+      });
+      expect(sent[0]!['authorization']).toMatch(/^Bearer ey/);
 
       // The next page merges below the first (relayStylePagination), and no page follows it.
       await page.click('[data-testid="more-accounts"]');
