@@ -10,6 +10,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
+# GraphiQL for EXPLORER=graphiql, bundled from npm here so the image serves it offline.
+RUN npm run build:explorer
 
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -28,6 +30,7 @@ COPY emulator ./emulator
 COPY dev-issuer ./dev-issuer
 COPY examples ./examples
 COPY scripts/start.ts ./scripts/start.ts
+COPY --from=build /app/explorer/dist ./explorer/dist
 USER node
 EXPOSE 4000
 # /healthz answers 200 while the process serves HTTP (no upstream call).

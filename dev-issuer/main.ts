@@ -4,7 +4,7 @@
  * Environment: DEV_ISSUER_PORT (default 4100), DEV_ISSUER_HOST (default 127.0.0.1),
  * DEV_ISSUER_AUDIENCE (default `platform-graphql-facade`), DEV_ISSUER_URL (the issuer identifier,
  * default `http://<host>:<port>`; set it when clients reach the issuer under another name, as in
- * compose.yaml). The clients are the demo clients.
+ * compose.yaml). The clients are the demo clients; the browser clients and users the demo ones.
  */
 import { DEFAULT_AUDIENCE, startDevIssuer } from './index.ts';
 
@@ -25,6 +25,10 @@ async function main(): Promise<void> {
   );
   console.log(
     `Clients: ${issuer.clients.map((client) => client.clientId).join(', ')}; tokens from ${issuer.tokenUrl}`,
+  );
+  console.log(
+    `Browser sign-in: ${issuer.webClients.map((client) => client.clientId).join(', ')} as ` +
+      `${issuer.users.map((user) => user.username).join(', ')} (demo users, loopback only)`,
   );
 
   let stopping = false;

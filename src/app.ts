@@ -21,6 +21,7 @@ import { createSchema } from './graph/schema.ts';
 import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
+import { createExplorerRoutes } from './http/explorer.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
@@ -74,6 +75,8 @@ const MAX_BODY = '64kb';
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
+  // First: a missing explorer build is refused before anything starts.
+  const explorerRoutes = createExplorerRoutes(config.explorer);
   // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
   const tracing = config.tracing.enabled
     ? (await import('./observability/tracing.ts')).createTracing()
@@ -179,9 +182,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   observability.mount(app);
+  app.use(explorerRoutes);
   app.use(
     '/graphql',
-    cors({ origins: config.edge.corsOrigins }),
+    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
     express.json({ limit: MAX_BODY }),
     httpDoor({ door, addressOf, landingPage: config.landingPage }),
     createGraphQLHandler(apollo, {

@@ -5,6 +5,7 @@
 import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
+import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
@@ -24,7 +25,13 @@ export interface Config {
   host: string;
   nodeEnv: NodeEnv;
   logLevel: LogLevel;
-  /** Serve Apollo Sandbox to a browser GET on `/graphql`. */
+  /**
+   * `EXPLORER`: what a browser opening `/graphql` gets: Apollo Sandbox (`sandbox`, the default; its
+   * code comes from Apollo's CDN), GraphiQL served by the facade from its own files (`graphiql`,
+   * for networks where the CDN cannot be reached), or nothing (`off`).
+   */
+  explorer: ExplorerMode;
+  /** Serve Apollo Sandbox to a browser GET on `/graphql` (`explorer === 'sandbox'`). */
   landingPage: boolean;
   /**
    * Who may introspect (Sandbox needs it): `authenticated` callers (the default), everyone
@@ -86,7 +93,7 @@ export const CONFIG_DEFAULTS = {
   HOST: '127.0.0.1',
   NODE_ENV: 'production',
   LOG_LEVEL: 'info',
-  LANDING_PAGE: true,
+  EXPLORER: 'sandbox',
   INTROSPECTION: 'authenticated',
   QUERY_MAX_DEPTH: 6,
   QUERY_MAX_ALIASES: 15,
@@ -120,7 +127,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: reader.string('HOST', CONFIG_DEFAULTS.HOST),
     nodeEnv: reader.oneOf('NODE_ENV', NODE_ENVS, CONFIG_DEFAULTS.NODE_ENV),
     logLevel: reader.oneOf('LOG_LEVEL', LOG_LEVELS, CONFIG_DEFAULTS.LOG_LEVEL),
-    landingPage: reader.boolean('LANDING_PAGE', CONFIG_DEFAULTS.LANDING_PAGE),
+    ...readExplorer(reader),
     introspection: reader.oneOf('INTROSPECTION', INTROSPECTION_MODES, CONFIG_DEFAULTS.INTROSPECTION),
     queryLimits: {
       maxDepth: reader.integer('QUERY_MAX_DEPTH', CONFIG_DEFAULTS.QUERY_MAX_DEPTH, 1, 100),
@@ -242,4 +249,25 @@ function readSecret(reader: EnvReader, name: string): string {
     return '';
   }
   return value;
+}
+
+/**
+ * `EXPLORER`, or for configurations written before it, `LANDING_PAGE` (`false` meaning `off`).
+ * Both set and disagreeing is refused rather than one silently winning.
+ */
+function readExplorer(reader: EnvReader): Pick<Config, 'explorer' | 'landingPage'> {
+  const legacy =
+    reader.trimmed('LANDING_PAGE') === undefined ? undefined : reader.boolean('LANDING_PAGE', true);
+  const fromLegacy: ExplorerMode | undefined = legacy === undefined ? undefined : legacy ? 'sandbox' : 'off';
+  const explorer =
+    reader.trimmed('EXPLORER') === undefined
+      ? (fromLegacy ?? CONFIG_DEFAULTS.EXPLORER)
+      : reader.oneOf('EXPLORER', EXPLORER_MODES, CONFIG_DEFAULTS.EXPLORER);
+  if (legacy === false && explorer !== 'off') {
+    reader.report(
+      'LANDING_PAGE',
+      `false contradicts EXPLORER=${explorer}; set EXPLORER alone (sandbox, graphiql or off)`,
+    );
+  }
+  return { explorer, landingPage: explorer === 'sandbox' };
 }
