@@ -79,7 +79,7 @@ export function listenFailure(
   host: string,
   port: number,
   variable: string,
-): unknown {
+): Error {
   const code = (error as { code?: unknown } | undefined)?.code;
   const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const cannot = `Cannot start ${what} on ${where}:`;
