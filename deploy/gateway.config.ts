@@ -21,7 +21,7 @@
  *
  * The image loads this file by itself, so it imports nothing but Node's own modules (types aside).
  */
-import { createPublicKey, type JsonWebKey } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
 import type { GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
 import type { JWTAuthPluginOptions } from '@graphql-mesh/plugin-jwt-auth';
 
@@ -39,6 +39,18 @@ const ALGORITHMS = ['RS256', 'PS256', 'ES256'] as const;
 
 /** How long a fetched key set is trusted before an unknown key id may fetch it again. */
 const KEY_SET_REFRESH_MS = 30_000;
+
+/** How long one fetch of the key set may take. */
+const KEY_SET_TIMEOUT_MS = 10_000;
+
+/**
+ * The key given for a token whose key id the issuer does not publish (or that names none): a
+ * public key of this process's own, which verifies no token, so the JWT plugin answers 401 as for
+ * any invalid token. A key provider that throws makes the plugin answer 500 instead.
+ */
+const NO_KEY_OF_THE_ISSUER = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  .publicKey.export({ type: 'spki', format: 'pem' })
+  .toString();
 
 /** What the edge checks tokens and costs against. */
 export interface EdgeOptions {
@@ -139,7 +151,8 @@ function bearerToken({ request }: { request: Request }): { token: string; prefix
 
 /**
  * The public key (PEM) of a token's key id, from the issuer's key set: fetched on first use, and
- * again for an unknown key id (a rotation) at most every {@link KEY_SET_REFRESH_MS}.
+ * again for an unknown key id (a rotation) at most every {@link KEY_SET_REFRESH_MS}. Keys already
+ * fetched keep working while the issuer is unreachable. Nothing a caller sends makes it throw.
  */
 function createKeySetProvider(edge: EdgeOptions): (kid?: string) => Promise<string> {
   const url = edge.jwksUrl ?? (edge.issuer === undefined ? undefined : `${edge.issuer}/jwks`);
@@ -148,7 +161,9 @@ function createKeySetProvider(edge: EdgeOptions): (kid?: string) => Promise<stri
   let fetching: Promise<void> | undefined;
   const refresh = async (): Promise<void> => {
     if (url === undefined) throw new Error('AUTH_ISSUER and AUTH_AUDIENCE are not set: no token is accepted');
-    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    // Counted from the attempt: a rotation is looked for at most every refresh interval.
+    fetchedAt = Date.now();
+    const response = await fetch(url, { signal: AbortSignal.timeout(KEY_SET_TIMEOUT_MS) });
     if (!response.ok) throw new Error(`the key set at ${url} answered ${response.status}`);
     const { keys: published } = (await response.json()) as {
       keys?: (JsonWebKey & { kid?: string; use?: string })[];
@@ -162,17 +177,19 @@ function createKeySetProvider(edge: EdgeOptions): (kid?: string) => Promise<stri
       );
     }
     keys = next;
-    fetchedAt = Date.now();
   };
   return async (kid) => {
-    if (kid === undefined) throw new Error('the token names no key (kid)');
-    if (!keys.has(kid) && Date.now() - fetchedAt >= KEY_SET_REFRESH_MS) {
+    if (url === undefined || kid === undefined) return NO_KEY_OF_THE_ISSUER;
+    // Until a key set has been read, every request may try (one fetch at a time); after, an unknown
+    // key id fetches again at most every refresh interval.
+    if (!keys.has(kid) && (keys.size === 0 || Date.now() - fetchedAt >= KEY_SET_REFRESH_MS)) {
       fetching ??= refresh().finally(() => (fetching = undefined));
-      await fetching;
+      // An unreachable issuer fails the request (the plugin answers 500) unless the key is known.
+      await fetching.catch((error: unknown) => {
+        if (keys.size === 0) throw error;
+      });
     }
-    const key = keys.get(kid);
-    if (key === undefined) throw new Error(`the key set has no key ${kid}`);
-    return key;
+    return keys.get(kid) ?? NO_KEY_OF_THE_ISSUER;
   };
 }
 

@@ -48,9 +48,9 @@ describe('Hive Gateway with deploy/gateway.config.ts', () => {
     const query = '{ customer(id: "cus_acme") { displayName openSupportNoteCount } }';
     for (const caller of ['operator', 'acme'] as const) {
       const { status, body } = await postGraphQL(gateway.url, query, undefined, await bearer(caller));
-      expect(status).toBe(200);
-      expect(body).toEqual({
-        data: { customer: { displayName: 'Acme Robotics Ltd', openSupportNoteCount: 2 } },
+      expect({ status, body }).toEqual({
+        status: 200,
+        body: { data: { customer: { displayName: 'Acme Robotics Ltd', openSupportNoteCount: 2 } } },
       });
     }
     expect(facadeOperations.count('operationStarted')).toBeGreaterThanOrEqual(2);
@@ -74,13 +74,14 @@ describe('Hive Gateway with deploy/gateway.config.ts', () => {
     ['another audience', { aud: 'another-api' }],
     ['another issuer', { iss: 'https://issuer.invalid' }],
     ['an expired token', { exp: Math.floor(Date.now() / 1000) - 60 }],
-  ])('refuses %s at the gateway', async (_name, claims) => {
+    ['a key id the issuer never published', {}, 'not-a-key-of-the-issuer'],
+  ])('refuses %s at the gateway', async (_name, claims, kid?: string) => {
     const { status } = await postGraphQL(
       gateway.url,
       '{ customer(id: "cus_acme") { displayName } }',
       undefined,
       {
-        authorization: `Bearer ${await issuerSignedToken(claims)}`,
+        authorization: `Bearer ${await issuerSignedToken(claims, kid === undefined ? {} : { kid })}`,
       },
     );
     expect(status).toBe(401);
