@@ -1,9 +1,8 @@
-# The facade's image. Two stages: `build` installs every dependency (the supergraph composition and
-# the tests need the dev ones; compose.yaml runs `npm run supergraph` in it), `runtime` installs the
-# production dependencies only and runs as an unprivileged user.
-#
-# The base image brings npm; the Node that runs the facade is the one the project pins, from the
-# `node` package in package.json's dependencies (node_modules/.bin/node, first on PATH).
+# The facade's image, on the official Node 24 image (its `node` runs everything; the project's
+# `node` npm package is a development dependency and is not installed here). Two stages: `build`
+# installs every dependency (the supergraph composition, the demo OpenID provider and the tests need
+# the dev ones; compose.yaml runs `npm run supergraph` and `npm run dev-issuer` in it), `runtime`
+# installs the production dependencies only (`npm ci --omit=dev`) and runs as an unprivileged user.
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -16,18 +15,16 @@ RUN npm run build:explorer
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=4000 \
-    PATH=/app/node_modules/.bin:$PATH
+    PORT=4000
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # Only what runs: the facade, its SDL and contract, the emulator and the example subgraph (both
-# optional services of compose.yaml), the start script.
+# optional services of compose.yaml), the start script. Not the demo OpenID provider: its
+# oidc-provider is a development dependency (compose runs it from the build stage).
 COPY src ./src
 COPY schema ./schema
 COPY emulator ./emulator
-# The demo OpenID provider: `npm start` runs it beside the embedded emulator, compose as a service.
-COPY dev-issuer ./dev-issuer
 COPY examples ./examples
 COPY scripts/start.ts ./scripts/start.ts
 COPY --from=build /app/explorer/dist ./explorer/dist

@@ -184,6 +184,26 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
         ...(holder.customerIds === undefined ? {} : { [customerIdsClaim]: [...holder.customerIds] }),
       };
     },
+    formats: {
+      customizers: {
+        // RFC 9068's space-separated `scope` claim, which gateways check at the edge (Apollo
+        // Router's and Hive Gateway's `@requiresScopes`): the holder's roles, e.g. "operator".
+        // Set here because oidc-provider writes `scope` after the extra claims, from the scopes
+        // the request named, and the demo clients name none.
+        jwt: (_ctx, token, jwt) => {
+          const holder =
+            'accountId' in token && typeof token.accountId === 'string'
+              ? usersByName.get(token.accountId)
+              : token.clientId === undefined
+                ? undefined
+                : byId.get(token.clientId);
+          const requested = typeof jwt.payload.scope === 'string' ? jwt.payload.scope.split(' ') : [];
+          const scopes = new Set([...requested, ...(holder?.roles ?? [])]);
+          scopes.delete('');
+          if (scopes.size > 0) jwt.payload.scope = [...scopes].join(' ');
+        },
+      },
+    },
     ttl: {
       ClientCredentials: ttl,
       AccessToken: ttl,

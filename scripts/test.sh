@@ -16,6 +16,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The documents' commands (test/operations/docs-commands.test.ts) call curl and jq, and `ip` sets up
+# the network namespace they run in.
+missing=""
+for tool in curl:curl jq:jq ip:iproute2; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || missing="$missing ${tool#*:}"
+done
+if [ -n "$missing" ]; then
+  echo "Installing$missing from Debian's packages..."
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
 npm ci --no-audit --no-fund
 
 # The JSON report gives the closing line that says, in plain words, how many tests ran.

@@ -76,12 +76,17 @@ export interface MetricsConfig {
   maxOperationNames: number;
 }
 
-/** Thrown by {@link loadConfig} with one message per bad variable. */
+/** Thrown by {@link loadConfig} with one message per bad variable: one line when there is one. */
 export class ConfigError extends Error {
   readonly problems: readonly string[];
 
   constructor(problems: readonly string[]) {
-    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    // One problem is one line; several are listed one per line under the heading.
+    super(
+      problems.length === 1
+        ? `Invalid configuration: ${problems.join('')}`
+        : `Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
+    );
     this.name = 'ConfigError';
     this.problems = problems;
   }

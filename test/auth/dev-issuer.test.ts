@@ -71,6 +71,16 @@ describe('the dev issuer with its demo clients', () => {
     });
   });
 
+  test("each token's `scope` claim holds its client's roles, for a gateway's @requiresScopes", async () => {
+    const claimsOf = async (clientId: string) =>
+      JSON.parse(
+        Buffer.from((await issuer.token(clientId)).split('.')[1]!, 'base64url').toString(),
+      ) as Record<string, unknown>;
+    expect((await claimsOf('demo-operator')).scope).toBe('operator');
+    // No role, no scope: a gateway refuses it every operator-only field.
+    expect(await claimsOf('demo-acme')).not.toHaveProperty('scope');
+  });
+
   test('the configuration read from AUTH_* variables builds a verifier that accepts its tokens', async () => {
     const problems: string[] = [];
     const config = readAuthConfig(devIssuerEnv(issuer), (name) => problems.push(name));
