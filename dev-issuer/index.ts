@@ -6,10 +6,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { JWK } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { Agent, fetch } from 'undici';
 import Provider, { errors, type Adapter, type AdapterPayload, type ClientMetadata } from 'oidc-provider';
-import { DEMO_SIGNING_KEY } from './demo-signing-key.ts';
 
 /** A confidential client that gets tokens with its id and secret. */
 export interface DevIssuerClient {
@@ -28,7 +28,11 @@ export interface DevIssuerOptions {
   clients?: readonly DevIssuerClient[];
   /** Lifetime of access tokens (default 3600). */
   accessTokenTtlSeconds?: number;
-  /** Private signing JWK with `kid` (default the committed demo key, RS256; see demo-signing-key.ts). */
+  /**
+   * Private signing JWK with `kid`. Default: a fresh RS256 key generated at this start and never
+   * written anywhere, so no key in the repository can sign a token this issuer's key set verifies
+   * (tokens issued before a restart stop verifying).
+   */
   signingKey?: JWK;
   /** Name of the customer ids claim (default `customer_ids`, the facade's default). */
   customerIdsClaim?: string;
@@ -62,7 +66,10 @@ export interface DevIssuer {
 
 export const DEFAULT_AUDIENCE = 'platform-graphql-facade';
 
-/** Demo clients: their secrets are as public as the demo key. */
+/**
+ * Demo clients. Their secrets are public: the issuer is safe only where strangers cannot reach its
+ * token endpoint (loopback by default; compose.yaml publishes it on the host's loopback only).
+ */
 export const DEMO_CLIENTS: readonly DevIssuerClient[] = Object.freeze([
   { clientId: 'demo-operator', clientSecret: 'demo-operator-secret', roles: ['operator'] },
   { clientId: 'demo-acme', clientSecret: 'demo-acme-secret', roles: [], customerIds: ['cus_acme'] },
@@ -73,7 +80,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   const audience = options.audience ?? DEFAULT_AUDIENCE;
   const clients = options.clients ?? DEMO_CLIENTS;
   const ttl = options.accessTokenTtlSeconds ?? 3600;
-  const signingKey = options.signingKey ?? DEMO_SIGNING_KEY;
+  const signingKey = options.signingKey ?? (await generateSigningKey());
   const customerIdsClaim = options.customerIdsClaim ?? 'customer_ids';
   const rolesClaim = options.rolesClaim ?? 'roles';
   const host = options.host ?? '127.0.0.1';
@@ -182,6 +189,15 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
       );
     },
   };
+}
+
+/**
+ * A fresh RS256 private JWK with a random `kid`: a restart publishes a key set no verifier has
+ * cached under that id, so a verifier fetches it rather than failing on a stale key of the same id.
+ */
+export async function generateSigningKey(): Promise<JWK> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: `dev-issuer-${randomUUID()}`, alg: 'RS256', use: 'sig' };
 }
 
 /** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic authentication. */

@@ -6,7 +6,9 @@
  * Callers need an access token. With no AUTH_ISSUER (and AUTH_MODE not `none`) beside the embedded
  * emulator, a real OpenID provider (dev-issuer/) starts in-process too, with two demo clients, and
  * the commands that get their tokens are printed. Nothing of it runs when AUTH_ISSUER is set, and a
- * real upstream without AUTH_ISSUER refuses to start (config.ts says how to proceed).
+ * real upstream without AUTH_ISSUER refuses to start (config.ts says how to proceed). The demo
+ * issuer signs with a key generated at this start, and the facade refuses to run it while listening
+ * beyond loopback unless DEMO_ALLOW_NETWORK=true (scripts/demo-network-exposure.ts).
  *
  * Traces: when the OTEL_* variables ask for them (src/observability/tracing-config.ts), the
  * OpenTelemetry entry is imported first, and only then everything else, so its loader hook sees
@@ -24,13 +26,18 @@ const [
   { ConfigError, loadConfig },
   { createLogger },
   { main },
+  { demoExposure },
 ] = await Promise.all([
   import('../dev-issuer/index.ts'),
   import('../emulator/index.ts'),
   import('../src/config.ts'),
   import('../src/logger.ts'),
   import('../src/main.ts'),
+  import('./demo-network-exposure.ts'),
 ]);
+
+/** The demo was asked to listen where it must not: the message says what to do instead. */
+class DemoRefusal extends Error {}
 
 /** The emulator's default sandbox key (read_write): a demo value, not a secret. */
 const EMULATOR_SANDBOX_KEY = 'sk_sandbox_emulator';
@@ -61,6 +68,9 @@ try {
     logger.info('upstream: in-process emulator with demo data', { upstream: url });
 
     if (blank(env.AUTH_ISSUER) && env.AUTH_MODE?.trim() !== 'none') {
+      const exposure = demoExposure(blank(env.HOST) ? '127.0.0.1' : env.HOST!, env);
+      if (exposure.kind === 'refused') throw new DemoRefusal(exposure.message);
+      if (exposure.kind === 'allowed') logger.warn(exposure.warning);
       const port = blank(env.DEV_ISSUER_PORT) ? DEFAULT_DEV_ISSUER_PORT : Number(env.DEV_ISSUER_PORT);
       const issuer = await startDevIssuer({ port });
       stops.push(() => issuer.close());
@@ -81,7 +91,7 @@ try {
   await main(config, { afterClose: stopAll });
 } catch (error) {
   await stopAll();
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof DemoRefusal) {
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }

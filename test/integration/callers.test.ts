@@ -4,13 +4,13 @@
  * the run's OpenID provider, real HTTP, and the emulator's request counter proving that a refused
  * request never reaches the upstream.
  */
-import { importJWK, type JWTPayload } from 'jose';
+import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { describe, expect, inject, test } from 'vitest';
-import { DEMO_SIGNING_KEY, DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
 import { keyConfusionToken, signToken, unsignedToken, createTestKey } from '../support/issuer.ts';
 import type { GraphQLResult } from '../support/harness/facade.ts';
 import { useStack } from '../support/harness/stack.ts';
-import { issuerSignedToken, tokenClaims } from '../support/tokens.ts';
+import { LEAKED_DEMO_SIGNING_KEY, LEAKED_DEMO_SIGNING_KEY_ID } from '../support/leaked-demo-key.ts';
+import { issuerKeyId, issuerSignedToken, tokenClaims } from '../support/tokens.ts';
 
 const stack = useStack();
 
@@ -23,6 +23,13 @@ async function asToken(token: string, document: string, variables?: Record<strin
 
 function codes(result: GraphQLResult): (string | undefined)[] {
   return (result.body.errors ?? []).map((error) => error.extensions?.code);
+}
+
+/** A token signed with the private key earlier versions of the dev issuer published. */
+async function signWithLeakedKey(payload: JWTPayload, kid: string): Promise<string> {
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid })
+    .sign(await importJWK(LEAKED_DEMO_SIGNING_KEY, 'RS256'));
 }
 
 const CUSTOMER = 'query ($id: ID!) { customer(id: $id) { id displayName } }';
@@ -85,16 +92,16 @@ describe('a caller without a valid token', () => {
     ],
     [
       'signed with an unknown key under the issuer key id',
-      async () => signToken(claims(), { key: await createTestKey('x'), kid: DEMO_SIGNING_KEY_ID }),
+      async () => signToken(claims(), { key: await createTestKey('x'), kid: issuerKeyId() }),
     ],
-    ['unsigned (alg none)', async () => unsignedToken(claims(), DEMO_SIGNING_KEY_ID)],
+    ['unsigned (alg none)', async () => unsignedToken(claims(), issuerKeyId())],
     [
       'HS256 with the public key as secret',
       async () => {
-        const key = await createTestKey(DEMO_SIGNING_KEY_ID);
+        const key = await createTestKey(issuerKeyId());
         key.publicKey = (await importJWK(
           {
-            ...DEMO_SIGNING_KEY,
+            ...inject('issuer').signingKey,
             d: undefined,
             p: undefined,
             q: undefined,
@@ -106,6 +113,18 @@ describe('a caller without a valid token', () => {
         )) as CryptoKey;
         return keyConfusionToken(claims(), key);
       },
+    ],
+    [
+      'signed with the demo key earlier versions published (an operator token minted offline)',
+      async () =>
+        signWithLeakedKey(
+          claims({ roles: ['operator'], customer_ids: undefined }),
+          LEAKED_DEMO_SIGNING_KEY_ID,
+        ),
+    ],
+    [
+      'signed with the demo key earlier versions published, under the issuer key id',
+      async () => signWithLeakedKey(claims({ roles: ['operator'] }), issuerKeyId()),
     ],
     ['without a subject', async () => issuerSigned({ sub: undefined })],
     [
