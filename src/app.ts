@@ -249,6 +249,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     upstreamClient,
     logger,
     onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    addressOf: (request) => clientAddress(request, config.edge.trustProxy),
     lifecycle,
     liveObserver: {
       delivered: (event) =>
