@@ -180,7 +180,6 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
 
   /** Answers a refused delivery, counts it against its address, logs a sample, and closes the connection. */
   function refuse(
-    request: Request,
     response: Response,
     address: string,
     refusal: {
@@ -201,7 +200,8 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         refusedInPreviousWindow: sample.refusedInPreviousWindow,
       });
     }
-    sendProblem(response, refusal.status, refusal.title, refusal.detail, closeAfter(request));
+    // A refused sender keeps no connection: its next attempt pays for a new one.
+    sendProblem(response, refusal.status, refusal.title, refusal.detail, true);
   }
 
   async function receive(request: Request, response: Response): Promise<void> {
@@ -216,7 +216,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         429,
         'Too many refused deliveries',
         'this address was refused too often; retry later',
-        closeAfter(request),
+        true,
       );
       return;
     }
@@ -226,7 +226,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
       now: now(),
     });
     if (!checked.ok) {
-      refuse(request, response, address, {
+      refuse(response, address, {
         outcome: checked.reason === 'timestamp_outside_tolerance' ? 'stale' : 'forged',
         status: 401,
         title: 'Invalid webhook signature',
@@ -243,7 +243,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     const rawBody = read.body;
     const verification = verifyWebhookSignature(checked, rawBody, options.secrets());
     if (!verification.ok) {
-      refuse(request, response, address, {
+      refuse(response, address, {
         outcome: 'forged',
         status: 401,
         title: 'Invalid webhook signature',
@@ -315,7 +315,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   ): void {
     switch (failure) {
       case 'too_large':
-        refuse(request, response, address, {
+        refuse(response, address, {
           outcome: 'malformed',
           status: 413,
           title: 'Payload too large',
@@ -324,7 +324,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
         });
         return;
       case 'too_slow':
-        refuse(request, response, address, {
+        refuse(response, address, {
           outcome: 'too_slow',
           status: 408,
           title: 'Request timeout',
@@ -356,20 +356,10 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
       next(error);
       return;
     }
-    const outcome = reportTo(response);
-    const status = (error as { status?: unknown; type?: unknown } | null)?.status;
-    const type = (error as { type?: unknown } | null)?.type;
-    if (status === 413 || type === 'entity.too.large') {
-      outcome('malformed');
-      sendProblem(response, 413, 'Payload too large', 'the webhook body exceeds the accepted size');
-    } else if (typeof status === 'number' && status >= 400 && status < 500) {
-      outcome('malformed');
-      sendProblem(response, 400, 'Malformed webhook', 'the webhook body could not be read');
-    } else {
-      logger.error('webhook delivery failed', { error: String(error) });
-      outcome('unavailable');
-      sendProblem(response, 503, 'Event not received', 'the event could not be received; retry later');
-    }
+    // The body is read by webhook-body.ts, which never throws: what reaches here is a failure of ours.
+    logger.error('webhook delivery failed', { error: String(error) });
+    reportTo(response)('unavailable');
+    sendProblem(response, 503, 'Event not received', 'the event could not be received; retry later');
   });
 
   return {
