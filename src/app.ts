@@ -48,6 +48,9 @@ import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
+import { frameProtection } from './http/frame-protection.ts';
+import { createHostAllowList } from './http/host-allow-list.ts';
+import { serverTimeoutOptions } from './http/server-timeouts.ts';
 import { createJsonStatusPlugin } from './http/json-status-plugin.ts';
 import { createNoStorePlugin } from './http/no-store-plugin.ts';
 import { assignRequestId } from './http/request-id.ts';
@@ -89,8 +92,10 @@ export interface ContextInput {
   caller: Caller | undefined;
   /** The caller's own upstream key (AUTH_ALLOW_CALLER_API_KEY); the configured key when absent. */
   apiKey?: string | undefined;
-  /** The caller's request id; generated when absent or unusable. */
+  /** The facade's id of the request; generated when absent. */
   requestId?: string | undefined;
+  /** The caller's own `X-Request-Id`, when of a safe form (audit lines keep it apart). */
+  callerRequestId?: string | undefined;
   /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
   readCache?: SharedReadCache | undefined;
 }
@@ -120,7 +125,7 @@ export interface App {
    * Starts listening; resolves with the base URL (no path), the bound port, and the base URL of the
    * metrics server when `METRICS_PORT` gives it a port of its own.
    */
-  listen(port?: number, host?: string): Promise<{ url: string; port: number; metricsUrl?: string }>;
+  listen(port?: number, host?: string): Promise<{ url: string; port: number; metricsUrl: string }>;
   /** Stops accepting requests, lets in-flight ones finish, then closes upstream connections. */
   close(): Promise<void>;
 }
@@ -164,6 +169,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
     );
   }
+  // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
+  const hostAllowList = createHostAllowList({ listenHost: config.host, allowedHosts: config.allowedHosts });
   // What tests and embedding code listen to (app.lifecycle); costs nothing while nobody does.
   const lifecycle = createLifecycle(logger.child({ component: 'lifecycle' }));
   // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
@@ -176,6 +183,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
     live: () => events.liveCounts(),
+    hostCheck: hostAllowList.middleware,
+    isTrustedDocument: (query) => trustedDocuments?.isTrustedBody(query) === true,
   });
   const { metrics } = observability;
   const upstreamClient =
@@ -261,7 +270,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
 
   const app = express();
   app.disable('x-powered-by');
-  const httpServer = http.createServer(app);
+  const httpServer = http.createServer(serverTimeoutOptions(config.serverTimeouts), app);
 
   // The same limits over HTTP and graphql-ws: a subscription's selection runs on every event.
   const validationRules = createQueryLimitsRules(config.queryLimits);
@@ -321,6 +330,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
             ? undefined
             : { subject: input.caller.subject, client: input.caller.clientId ?? null },
         requestId: input.requestId,
+        callerRequestId: input.callerRequestId,
         signal: createOperationSignal(config.operationTimeoutMs, shutdown.signal),
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
         idempotencyOwner: input.caller?.subject,
@@ -330,6 +340,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     );
 
   const routes = express.Router();
+  app.use(hostAllowList.middleware, frameProtection());
   app.use(assignRequestId());
   app.get('/healthz', handleHealth());
   app.get(
@@ -339,9 +350,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       apiKey: config.upstream.apiKey,
       logger,
       checkRedis: () => events.checkRedis(),
+      cacheMs: config.readinessCacheMs,
     }),
   );
-  observability.mount(app);
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins }),
@@ -389,6 +400,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           caller: locals.caller,
           apiKey: locals.callerApiKey,
           requestId: res.locals.requestId as string,
+          callerRequestId: res.locals.callerRequestId as string | undefined,
         });
       },
     }),
@@ -403,6 +415,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     createContext: ({ caller, apiKey, readCache }) => createContext({ caller, apiKey, readCache }),
     formatError,
   });
+  hostAllowList.guardUpgrades(httpServer);
   app.use(routes);
   app.use(handleNotFound());
   app.use(handleHttpError(logger));
@@ -436,7 +449,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         const metricsUrl = await observability.listen(host);
         // The webhook endpoint is registered once the facade can receive deliveries.
         await events.start(listening.url);
-        return metricsUrl === undefined ? listening : { ...listening, metricsUrl };
+        return { ...listening, metricsUrl };
       });
     },
     close() {

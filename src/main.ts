@@ -16,7 +16,7 @@ export async function main(config: Config = readConfigOrExit(), options: MainOpt
   const { url, metricsUrl } = await app.listen(config.port, config.host);
   app.logger.info('facade listening', {
     url: `${url}/graphql`,
-    metrics: `${metricsUrl ?? url}/metrics`,
+    metrics: `${metricsUrl}/metrics`,
     upstream: config.upstream.baseUrl,
   });
 

@@ -1,15 +1,17 @@
 import type { RequestHandler } from 'express';
-import { resolveRequestId } from '../upstream/request-id.ts';
+import { acceptCallerRequestId, newRequestId } from '../upstream/request-id.ts';
 
 /**
- * Gives every request its id (the caller's `X-Request-Id` when acceptable, else a new one), stores
- * it in `res.locals.requestId` and echoes it in the response header, so a caller can quote it and
- * find the same id as `correlationId` in every upstream problem.
+ * Gives every request the facade's own id, stores it in `res.locals.requestId` and answers it in
+ * the response's `X-Request-Id`, so a caller can quote it and find the same id as `correlationId`
+ * in every upstream problem. The caller's own `X-Request-Id`, when of a safe form, is kept apart in
+ * `res.locals.callerRequestId` (audit lines carry both; see src/upstream/request-id.ts).
  */
 export function assignRequestId(): RequestHandler {
   return (req, res, next) => {
-    const requestId = resolveRequestId(req.get('x-request-id'));
+    const requestId = newRequestId();
     res.locals.requestId = requestId;
+    res.locals.callerRequestId = acceptCallerRequestId(req.get('x-request-id'));
     res.setHeader('x-request-id', requestId);
     next();
   };

@@ -46,8 +46,10 @@ export interface AuditOperation {
 /** One audit line's fields (besides `level`, `time`, `msg` and `log`). */
 export interface AuditEntry {
   actor: AuditActor;
-  /** The request id the write was sent with (`X-Request-Id`), shared with the operation's log line. */
+  /** The facade's id of the request, sent upstream as `X-Request-Id` and in the operation's log line. */
   requestId: string;
+  /** The caller's own `X-Request-Id` when it had a safe form, else null: never taken for the facade's. */
+  callerRequestId: string | null;
   /** Null for writes the facade makes on its own (webhook registration at start). */
   operation: AuditOperation | null;
   upstream: { method: string; route: string; status: number | null };
@@ -125,6 +127,7 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
     const entry: AuditEntry = {
       actor: auditActor(call, options.configuredApiKey),
       requestId: call.requestId,
+      callerRequestId: call.callerRequestId ?? null,
       operation: operations.get(call) ?? null,
       upstream: { method: request.method, route: template, status: response?.status ?? statusOf(error) },
       resources: resultId === undefined ? params : { ...params, resultId },

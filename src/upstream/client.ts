@@ -63,6 +63,8 @@ export interface UpstreamCall {
   /** Who the calls are made for (the audit trail's actor); undefined for the facade's own work. */
   readonly actor?: { readonly subject: string; readonly client: string | null } | undefined;
   readonly requestId: string;
+  /** The caller's own request id, for the audit trail only (see `request-id.ts`). */
+  readonly callerRequestId?: string | undefined;
   readonly retryBudget: RetryBudget;
   readonly callBudget: CallBudget;
   /** Aborted when the operation's deadline passes or the process shuts down: see `cancellation.ts`. */

@@ -25,8 +25,10 @@ export interface UpstreamContext {
   readonly scope: UpstreamScope;
   /** Who the calls are made for (the caller's subject and client), for the audit trail. */
   readonly actor: UpstreamActor | undefined;
-  /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
+  /** The facade's own id, sent as `X-Request-Id` on every call; the upstream echoes it as `correlationId`. */
   readonly requestId: string;
+  /** The caller's own `X-Request-Id`, when of a safe form: kept beside the facade's, never sent. */
+  readonly callerRequestId?: string | undefined;
   /** Retries the whole operation may still spend. */
   readonly retryBudget: RetryBudget;
   /** Upstream calls the whole operation may still make. */
@@ -53,8 +55,10 @@ export interface UpstreamContextOptions {
   scope: UpstreamScope;
   /** Who the calls are made for; undefined for the facade's own work. */
   actor?: UpstreamActor | undefined;
-  /** The caller's `X-Request-Id`, if any; a fresh id is generated when absent or unusable. */
-  requestId?: string;
+  /** The facade's id of the request (`assignRequestId`); a fresh one is generated when absent or not one. */
+  requestId?: string | undefined;
+  /** The caller's own `X-Request-Id`, already checked (`acceptCallerRequestId`). */
+  callerRequestId?: string | undefined;
   /** Retries the operation may spend; defaults to the client's configured budget. */
   retries?: number;
   /** The operation's deadline and shutdown signal (see `cancellation.ts`); none: no deadline. */
@@ -76,6 +80,7 @@ export function createUpstreamContext(
     scope: options.scope,
     actor: options.actor,
     requestId: resolveRequestId(options.requestId),
+    ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),
     signal: options.signal,

@@ -76,12 +76,13 @@ describe('audit trail', () => {
     expect(again.body.data!.sandboxTopUp.replayed).toBe(true);
 
     const actor = await operatorActor();
-    const line = (requestId: string, replayed: boolean) => ({
+    const line = (requestId: string | null, callerRequestId: string, replayed: boolean) => ({
       level: 'info',
       msg: 'upstream write',
       log: 'audit',
       actor,
       requestId,
+      callerRequestId,
       operation: { name: 'TopUp', fields: ['sandboxTopUp'] },
       upstream: {
         method: 'POST',
@@ -95,7 +96,11 @@ describe('audit trail', () => {
       replayed,
       attempts: 1,
     });
-    expect(auditSince(from)).toEqual([line('audit-req-1', false), line('audit-req-2', true)]);
+    // The facade's own id (answered in X-Request-Id, sent upstream) and the caller's, kept apart.
+    expect(auditSince(from)).toEqual([
+      line(first.headers.get('x-request-id'), 'audit-req-1', false),
+      line(again.headers.get('x-request-id'), 'audit-req-2', true),
+    ]);
   });
 
   it('writes one line for a write the upstream refuses, with its problem code and no personal data', async () => {
@@ -123,12 +128,13 @@ describe('audit trail', () => {
         msg: 'upstream write',
         log: 'audit',
         actor: await operatorActor(),
-        requestId: 'audit-req-3',
+        requestId: result.headers.get('x-request-id'),
+        callerRequestId: 'audit-req-3',
         operation: { name: 'AddDirector', fields: ['createRelatedParty'] },
         upstream: { method: 'POST', route: '/v3/customers/{customerId}/related-parties', status: 400 },
         resources: { customerId: 'cus_acme' },
         idempotencyKey: 'audit-refused-1',
-        correlationId: 'audit-req-3',
+        correlationId: result.headers.get('x-request-id'),
         outcome: 'validation_error',
         replayed: false,
         attempts: 1,
