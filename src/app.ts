@@ -44,6 +44,7 @@ import { createEventsRuntime } from './events/events-runtime.ts';
 import { createGraphContext, type GraphContext } from './graph/context.ts';
 import { createOperationLimitsPlugin } from './graph/operation-limits-plugin.ts';
 import { createQueryLimitsRules } from './graph/query-limits.ts';
+import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
@@ -92,8 +93,10 @@ export interface ContextInput {
   caller: Caller | undefined;
   /** The caller's own upstream key (AUTH_ALLOW_CALLER_API_KEY); the configured key when absent. */
   apiKey?: string | undefined;
-  /** The facade's id of the request; generated when absent. */
+  /** The request's id (the caller's of a safe form, or the facade's); generated when absent or unusable. */
   requestId?: string | undefined;
+  /** The facade's own id of the request (audit lines record it); `requestId` when absent. */
+  facadeRequestId?: string | undefined;
   /** The caller's own `X-Request-Id`, when of a safe form (audit lines keep it apart). */
   callerRequestId?: string | undefined;
   /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
@@ -309,6 +312,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
       createOperationLimitsPlugin({ maxCost: config.queryLimits.maxCost }),
+      ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin<GraphContext>()] : []),
       createJsonStatusPlugin<GraphContext>(),
       createOperationLoggingPlugin<GraphContext>(logger),
       createLifecyclePlugin<GraphContext>(lifecycle),
@@ -330,6 +334,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
             ? undefined
             : { subject: input.caller.subject, client: input.caller.clientId ?? null },
         requestId: input.requestId,
+        facadeRequestId: input.facadeRequestId,
         callerRequestId: input.callerRequestId,
         signal: createOperationSignal(config.operationTimeoutMs, shutdown.signal),
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
@@ -400,6 +405,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           caller: locals.caller,
           apiKey: locals.callerApiKey,
           requestId: res.locals.requestId as string,
+          facadeRequestId: res.locals.facadeRequestId as string,
           callerRequestId: res.locals.callerRequestId as string | undefined,
         });
       },

@@ -7,7 +7,7 @@ import type { LifecycleEmitter, OperationOutcome } from './lifecycle.ts';
 
 /** What the plugin reads from the request context (absent when the context was never built). */
 export interface LifecycleContext {
-  readonly upstream?: { readonly requestId: string; readonly callerRequestId?: string | undefined };
+  readonly upstream?: { readonly requestId: string };
 }
 
 /** Builds the lifecycle plugin. */
@@ -20,7 +20,6 @@ export function createLifecyclePlugin<TContext extends LifecycleContext>(
       if (lifecycle.observed('operationStarted')) {
         lifecycle.emit('operationStarted', {
           requestId: contextValue.upstream?.requestId ?? '',
-          callerRequestId: contextValue.upstream?.callerRequestId ?? null,
           operationName: request.operationName ?? null,
         });
       }
@@ -37,7 +36,6 @@ export function createLifecyclePlugin<TContext extends LifecycleContext>(
                 : 'failure';
           lifecycle.emit('operationCompleted', {
             requestId: context.upstream?.requestId ?? '',
-            callerRequestId: context.upstream?.callerRequestId ?? null,
             operationName: operationName ?? null,
             status: response.http.status ?? 200,
             outcome,

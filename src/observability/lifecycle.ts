@@ -23,10 +23,8 @@ export type OperationOutcome = 'success' | 'partial' | 'failure';
 
 /** A GraphQL request over HTTP that Apollo Server took (authentication and rate limits passed). */
 export interface OperationStarted {
-  /** The facade's id of the request, as log lines carry it (answered in `X-Request-Id`). */
+  /** The request id (`X-Request-Id`, or the one generated), as log lines carry it. */
   readonly requestId: string;
-  /** The caller's own `X-Request-Id` when of a safe form, else null. */
-  readonly callerRequestId: string | null;
   /** The `operationName` the request gave, which is not yet checked against the document. */
   readonly operationName: string | null;
 }
@@ -34,7 +32,6 @@ export interface OperationStarted {
 /** The same request once its response is ready, just before it is written. */
 export interface OperationCompleted {
   readonly requestId: string;
-  readonly callerRequestId: string | null;
   /** The name of the operation that ran; null for an anonymous one or one that never resolved. */
   readonly operationName: string | null;
   /** The HTTP status of the response. */

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts';
 
 /** What the plugin needs from the request context. */
 export interface LoggableContext {
-  readonly upstream: { readonly requestId: string; readonly callerRequestId?: string | undefined };
+  readonly upstream: { readonly requestId: string };
 }
 
 /** Builds the operation-logging plugin. */
@@ -36,10 +36,6 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
           logger.info('graphql operation', {
             operationName: operationName ?? null,
             requestId: contextValue.upstream.requestId,
-            // The caller's own id, apart from the facade's (src/upstream/request-id.ts).
-            ...(contextValue.upstream.callerRequestId === undefined
-              ? {}
-              : { callerRequestId: contextValue.upstream.callerRequestId }),
             status: response.http.status ?? 200,
             durationMs: Math.round(performance.now() - started),
             errorCodes,

@@ -25,9 +25,11 @@ export interface UpstreamContext {
   readonly scope: UpstreamScope;
   /** Who the calls are made for (the caller's subject and client), for the audit trail. */
   readonly actor: UpstreamActor | undefined;
-  /** The facade's own id, sent as `X-Request-Id` on every call; the upstream echoes it as `correlationId`. */
+  /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
   readonly requestId: string;
-  /** The caller's own `X-Request-Id`, when of a safe form: kept beside the facade's, never sent. */
+  /** The facade's own id of the operation (the audit trail's `requestId`); see `request-id.ts`. */
+  readonly facadeRequestId: string;
+  /** The caller's own `X-Request-Id` when it became `requestId` (the audit trail keeps it apart). */
   readonly callerRequestId?: string | undefined;
   /** Retries the whole operation may still spend. */
   readonly retryBudget: RetryBudget;
@@ -55,8 +57,10 @@ export interface UpstreamContextOptions {
   scope: UpstreamScope;
   /** Who the calls are made for; undefined for the facade's own work. */
   actor?: UpstreamActor | undefined;
-  /** The facade's id of the request (`assignRequestId`); a fresh one is generated when absent or not one. */
+  /** The request's id (`assignRequestId`); a fresh one is generated when absent or unusable. */
   requestId?: string | undefined;
+  /** The facade's own id of the request (`assignRequestId`); `requestId` when absent. */
+  facadeRequestId?: string | undefined;
   /** The caller's own `X-Request-Id`, already checked (`acceptCallerRequestId`). */
   callerRequestId?: string | undefined;
   /** Retries the operation may spend; defaults to the client's configured budget. */
@@ -74,12 +78,14 @@ export function createUpstreamContext(
   client: UpstreamClient,
   options: UpstreamContextOptions,
 ): UpstreamContext {
+  const requestId = resolveRequestId(options.requestId);
   return {
     client,
     credentials: createCredentials(options.apiKey),
     scope: options.scope,
     actor: options.actor,
-    requestId: resolveRequestId(options.requestId),
+    requestId,
+    facadeRequestId: options.facadeRequestId ?? requestId,
     ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: createCallBudget(client.maxCallsPerOperation),

@@ -316,6 +316,22 @@ describe('a caller scoped to one customer', () => {
 });
 
 describe('anonymous requests that stay allowed', () => {
+  test.each([
+    [
+      'fifteen aliases of _service',
+      `{ ${Array.from({ length: 15 }, (_, index) => `s${index}: _service { sdl }`).join(' ')} }`,
+    ],
+    ['one aliased _service', '{ copy: _service { sdl } }'],
+    ['_service twice', '{ _service { sdl } _service { sdl } }'],
+    ['_service in each of two operations', 'query A { _service { sdl } } query B { _service { sdl } }'],
+    ['an aliased sdl', '{ _service { a: sdl b: sdl } }'],
+  ])('without a token, %s is refused with 401 before it runs', async (_name, document) => {
+    const result = await stack.queryAnonymously(document);
+    expect(result.status).toBe(401);
+    expect(JSON.stringify(result.body)).not.toContain('type Customer');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
   test('a gateway reads _service { sdl } without a token, and nothing else rides along', async () => {
     const sdl = await stack.queryAnonymously('{ _service { sdl } }');
     const smuggled = await stack.queryAnonymously('{ _service { sdl } customer(id: "cus_acme") { id } }');
@@ -353,6 +369,32 @@ describe('INTROSPECTION=public and INTROSPECTION=off', () => {
 
     expect(schema.body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
     expect(data.status).toBe(401);
+  });
+
+  test('off: the SDL is read with a service credential (schema-reader) or an operator, by nobody else', async () => {
+    const anonymous = await closed.queryAnonymously('{ _service { sdl } }');
+    const acme = await closed.queryAs('acme', '{ _service { sdl } }');
+    const reader = await closed.queryAs(
+      'schemaReader',
+      'query __ApolloGetServiceDefinition__ { _service { sdl } }',
+    );
+    const operator = await closed.queryAs('operator', '{ _service { sdl } }');
+    const readerData = await closed.queryAs('schemaReader', '{ customer(id: "cus_acme") { id } }');
+
+    expect({ status: anonymous.status, codes: codes(anonymous), data: anonymous.body.data }).toEqual({
+      status: 401,
+      codes: ['UNAUTHENTICATED'],
+      data: undefined,
+    });
+    expect({ status: acme.status, codes: codes(acme), data: acme.body.data }).toEqual({
+      status: 403,
+      codes: ['FORBIDDEN'],
+      data: undefined,
+    });
+    expect((reader.body.data as { _service: { sdl: string } })._service.sdl).toContain('type Customer');
+    expect((operator.body.data as { _service: { sdl: string } })._service.sdl).toContain('type Customer');
+    // The service credential reaches no customer.
+    expect(readerData.body.data).toEqual({ customer: null });
   });
 
   test('off: nobody introspects, and validation errors make no suggestions', async () => {

@@ -261,8 +261,7 @@ describe('traces', () => {
         'http.response.status_code': 200,
         'http.request.resend_count': 0,
         'facade.upstream.attempts': 1,
-        // The facade's own id: the caller's X-Request-Id is never sent upstream.
-        'facade.upstream.request_id': expect.stringMatching(/^req_[0-9a-f]{24}$/) as string,
+        'facade.upstream.request_id': 'traced-dashboard-1',
         'facade.upstream.correlation_id': expect.any(String),
       });
     }
@@ -298,7 +297,7 @@ describe('traces', () => {
 
     // The operation's log line names the trace.
     const logged = facade.lines.find((line) => line.msg === 'graphql operation');
-    expect(logged).toMatchObject({ callerRequestId: 'traced-dashboard-1', traceId: CALLER_TRACE_ID });
+    expect(logged).toMatchObject({ requestId: 'traced-dashboard-1', traceId: CALLER_TRACE_ID });
     const audit = facade.lines.filter((line) => line.log === 'audit');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ idempotencyKey: 'traced-top-up-1', traceId: WRITE_TRACE_ID });
@@ -339,10 +338,10 @@ describe('traces', () => {
       undefined,
     ]);
     const operationLines = facade.lines.filter((line) => line.msg === 'graphql operation');
-    expect(operationLines.find((line) => line.callerRequestId === 'untraced-dashboard')).not.toHaveProperty(
+    expect(operationLines.find((line) => line.requestId === 'untraced-dashboard')).not.toHaveProperty(
       'traceId',
     );
-    expect(operationLines.find((line) => line.callerRequestId === 'caller-sampled-dashboard')).toMatchObject({
+    expect(operationLines.find((line) => line.requestId === 'caller-sampled-dashboard')).toMatchObject({
       traceId: SAMPLED_BY_CALLER_TRACE_ID,
     });
 
