@@ -11,13 +11,12 @@ const SERVICE_FIELD = '_service';
 
 /** True when `document` selects `_service` at most once, and nothing in it has an alias. */
 export function withinAnonymousServiceLimits(document: DocumentNode): boolean {
-  let serviceFields = 0;
-  let aliased = false;
+  const seen = { serviceFields: 0, aliases: 0 };
   visit(document, {
     [Kind.FIELD](field) {
-      if (field.alias !== undefined) aliased = true;
-      if (field.name.value === SERVICE_FIELD) serviceFields += 1;
+      if (field.alias !== undefined) seen.aliases += 1;
+      if (field.name.value === SERVICE_FIELD) seen.serviceFields += 1;
     },
   });
-  return !aliased && serviceFields <= 1;
+  return seen.aliases === 0 && seen.serviceFields <= 1;
 }

@@ -39,7 +39,7 @@ export function createMetricsPlugin<TContext extends MeasurableContext>(
               ? UNKNOWN_OPERATION
               : metrics.operationNameLabel(operation.name?.value, {
                   fromOperator: contextValue.caller?.operator === true,
-                  trustedDocument: source !== undefined && (options.isTrustedDocument?.(source) ?? false),
+                  trustedDocument: options.isTrustedDocument?.(source) ?? false,
                 });
           const failed =
             response.body.kind === 'single' && (response.body.singleResult.errors?.length ?? 0) > 0;
