@@ -29,7 +29,8 @@ COPY dev-issuer ./dev-issuer
 COPY examples ./examples
 COPY scripts/start.ts ./scripts/start.ts
 USER node
-EXPOSE 4000
+# The API, and the metrics server (METRICS_PORT): publish that one to the scraper only.
+EXPOSE 4000 9464
 # /healthz answers 200 while the process serves HTTP (no upstream call).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

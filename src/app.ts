@@ -173,7 +173,11 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     );
   }
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
-  const hostAllowList = createHostAllowList({ listenHost: config.host, allowedHosts: config.allowedHosts });
+  const hostAllowList = createHostAllowList({
+    listenHost: config.host,
+    allowedHosts: config.allowedHosts,
+    publicUrls: [config.events.webhooks.publicUrl],
+  });
   // What tests and embedding code listen to (app.lifecycle); costs nothing while nobody does.
   const lifecycle = createLifecycle(logger.child({ component: 'lifecycle' }));
   // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.

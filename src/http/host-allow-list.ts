@@ -5,7 +5,8 @@
  * name in `Host`; refusing unknown names keeps it from graphql-ws, `_service` and the metrics port.
  *
  * Allowed by default: IP literals (a browser that sends one resolved no name, so nothing was
- * rebound), `localhost` and `*.localhost`, and the listen address when it is a name. `ALLOWED_HOSTS`
+ * rebound), `localhost` and `*.localhost`, the listen address when it is a name, and the host of
+ * `WEBHOOK_PUBLIC_URL` (the upstream posts there). `ALLOWED_HOSTS`
  * adds names: exact (`api.example.com`), a domain and its subdomains (`.example.com`), or `*` for
  * any (behind a proxy that checks Host itself).
  */
@@ -19,6 +20,8 @@ export interface HostAllowListOptions {
   listenHost: string;
   /** `ALLOWED_HOSTS`: exact names, `.domain` suffixes, or `*`. */
   allowedHosts: readonly string[];
+  /** URLs the facade is configured to be reached at (`WEBHOOK_PUBLIC_URL`): their host names are allowed. */
+  publicUrls?: readonly (string | undefined)[];
 }
 
 export interface HostAllowList {
@@ -45,6 +48,9 @@ export function createHostAllowList(options: HostAllowListOptions): HostAllowLis
     if (entry === '*') any = true;
     else if (entry.startsWith('.')) suffixes.push(entry);
     else if (entry !== '') exact.add(entry);
+  }
+  for (const url of options.publicUrls ?? []) {
+    if (url !== undefined && URL.canParse(url)) exact.add(normaliseName(new URL(url).hostname));
   }
   const listen = normaliseName(options.listenHost);
   if (listen !== '' && isIP(listen) === 0) exact.add(listen);

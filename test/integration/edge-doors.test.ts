@@ -90,6 +90,18 @@ describe('the Host allow-list', () => {
     );
   });
 
+  test('the host of WEBHOOK_PUBLIC_URL is allowed: the upstream posts its webhooks there', async () => {
+    const behindName = await startStack({
+      env: { WEBHOOK_PUBLIC_URL: 'https://hooks.facade.test/webhooks/platform' },
+    });
+    try {
+      expect((await getWithHost(`${behindName.facadeUrl}/healthz`, 'hooks.facade.test')).status).toBe(200);
+      expect((await getWithHost(`${behindName.facadeUrl}/healthz`, 'other.facade.test')).status).toBe(421);
+    } finally {
+      await behindName.close();
+    }
+  });
+
   test('the metrics port refuses a foreign Host too', async () => {
     expect((await getWithHost(stack.metricsUrl, 'attacker.example')).status).toBe(421);
     expect((await getWithHost(stack.metricsUrl, 'localhost')).status).toBe(200);
