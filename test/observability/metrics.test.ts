@@ -3,6 +3,9 @@
  * route template, the operation, its loaders), webhook deliveries by outcome, and the bounds that
  * keep ids and invented names out of labels.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -265,6 +268,31 @@ describe('operation name labels', () => {
       });
     } finally {
       await own.close();
+    }
+  });
+  it('a trusted document keeps its name as a label whoever runs it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'metrics-trusted-'));
+    const listed = 'query ListedStatus { apiStatus { reachable } }';
+    const manifest = join(dir, 'manifest.json');
+    await writeFile(
+      manifest,
+      JSON.stringify({
+        format: 'apollo-persisted-query-manifest',
+        version: 1,
+        operations: [{ id: 'listed-status-v1', name: 'ListedStatus', type: 'query', body: listed }],
+      }),
+    );
+    const own = await startStack({ env: { TRUSTED_DOCUMENTS: manifest } });
+    try {
+      const before = await scrape(own.metricsUrl);
+      expect((await own.queryAs('acme', listed)).status).toBe(200);
+      const after = await scrape(own.metricsUrl);
+      expect(deltas(before, after, 'graphql_operations_total')).toEqual({
+        '{operation_name="ListedStatus",operation_type="query",outcome="ok"}': 1,
+      });
+    } finally {
+      await own.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
