@@ -34,7 +34,7 @@ export interface WebhooksConfig {
   toleranceSeconds: number;
   /** Largest accepted webhook body (`WEBHOOK_MAX_BODY_BYTES`); larger ones are answered 413. */
   maxBodyBytes: number;
-  /** Time a webhook's body has to arrive, slot wait included (`WEBHOOK_BODY_TIMEOUT_MS`); then 408. */
+  /** Time a webhook's body has to arrive once read, and to wait for a slot (`WEBHOOK_BODY_TIMEOUT_MS`). */
   bodyTimeoutMs: number;
   /** Webhook bodies read at once (`WEBHOOK_MAX_CONCURRENT_BODIES`); a quarter of them per address. */
   maxConcurrentBodies: number;

@@ -224,7 +224,51 @@ describe('stalled bodies', () => {
       body,
     });
     expect(response.status).toBe(200);
+    await waitFor(() => receiver.published.length === 1, 'the event to reach the bus');
     expect(receiver.published.map((published) => published.id)).toEqual([event.id]);
+  });
+});
+
+describe('reading slots under a flood of stalled bodies', () => {
+  test('a signed delivery from another address takes a place in the full line and the next free slot', async () => {
+    const secret = generateWebhookSecret();
+    const receiver = await startReceiver(secret, {
+      maxBodyBytes: 16 * 1024,
+      bodyLimits: {
+        maxConcurrentReads: 2,
+        maxConcurrentReadsPerAddress: 2,
+        maxWaiting: 4,
+        receiveTimeoutMs: 500,
+      },
+    });
+    // 10 stalled bodies from one address: 2 read, 4 waiting, 4 answered busy at once.
+    const stalled = Array.from({ length: 10 }, (_, index) =>
+      rawPost(
+        receiver.port,
+        '127.0.0.40',
+        forgedHeaders(`evt_stalled_${index}`),
+        16 * 1024 - 1,
+        Buffer.alloc(1024, 0x20),
+      ),
+    );
+    await waitFor(() => {
+      const state = receiver.router.bodies();
+      return state.reading === 2 && state.waiting === 4;
+    }, 'the flood to fill the slots and the line');
+
+    // The line is full, yet the signed delivery gets in, and is read before the flood's waiters.
+    const event = makeEvent();
+    const body = JSON.stringify(event);
+    const response = await fetch(`http://127.0.0.1:${receiver.port}/webhooks/platform`, {
+      method: 'POST',
+      headers: signedHeaders(secret, event, body),
+      body,
+    });
+    expect(await response.json()).toEqual({ received: true, eventId: event.id, duplicate: false });
+    await waitFor(() => receiver.published.length === 1, 'the event to reach the bus');
+    expect(receiver.published.map((published) => published.id)).toEqual([event.id]);
+    const statuses = await Promise.all(stalled.map((exchange) => exchange.status));
+    expect(statuses.every((status) => status === 408 || status === 503)).toBe(true);
   });
 });
 

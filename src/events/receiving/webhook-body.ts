@@ -11,7 +11,10 @@ import type { IncomingMessage } from 'node:http';
 export interface WebhookBodyLimits {
   /** Largest body accepted, in bytes; a larger one is refused unread (by its Content-Length) or cut. */
   maxBodyBytes: number;
-  /** Time from the start of a read (waiting for a slot included) to the body's last byte. */
+  /**
+   * Time from a reading slot granted to the body's last byte (then `too_slow`); also the longest a
+   * delivery waits for a slot (then `busy`).
+   */
   receiveTimeoutMs: number;
   /** Bodies read at once by this process. */
   maxConcurrentReads: number;
@@ -45,6 +48,8 @@ export interface WebhookBodyReader {
 interface Waiter {
   address: string;
   grant(): void;
+  /** Answers it busy: the line was full and another address needed its place more. */
+  evict(): void;
 }
 
 /** Builds a reader; its slots are shared by every delivery this process receives. */
@@ -66,14 +71,40 @@ export function createWebhookBodyReader(limits: WebhookBodyLimits): WebhookBodyR
     const mine = (readingByAddress.get(address) ?? 1) - 1;
     if (mine === 0) readingByAddress.delete(address);
     else readingByAddress.set(address, mine);
-    // First come, first served among the addresses that may take a slot now.
-    for (let index = 0; index < waiters.length && reading < limits.maxConcurrentReads;) {
-      const waiter = waiters[index]!;
-      if (tryAcquire(waiter.address)) {
-        waiters.splice(index, 1);
-        waiter.grant();
-      } else index += 1;
+    // The freed slot goes to the waiter whose address reads least right now (first come among
+    // equals): an address with nothing being read is served before the flood that holds the slots.
+    while (reading < limits.maxConcurrentReads) {
+      let next: number | undefined;
+      for (let index = 0; index < waiters.length; index += 1) {
+        const held = readingByAddress.get(waiters[index]!.address) ?? 0;
+        if (held >= limits.maxConcurrentReadsPerAddress) continue;
+        if (next === undefined || held < (readingByAddress.get(waiters[next]!.address) ?? 0)) next = index;
+      }
+      if (next === undefined) return;
+      const [waiter] = waiters.splice(next, 1);
+      tryAcquire(waiter!.address);
+      waiter!.grant();
     }
+  };
+
+  /**
+   * Makes room in a full line for a delivery from `address`: the newest waiter of the address with
+   * the most waiters gives up its place, when that address has more waiters than `address` does.
+   * So a flood from a few addresses fills the line only until another address comes: a sender with
+   * nothing waiting gets in line whenever some address has two or more waiting.
+   */
+  const makeRoomFor = (address: string): boolean => {
+    const counts = new Map<string, number>();
+    for (const waiter of waiters) counts.set(waiter.address, (counts.get(waiter.address) ?? 0) + 1);
+    let crowded: string | undefined;
+    for (const [candidate, count] of counts) {
+      if (crowded === undefined || count > counts.get(crowded)!) crowded = candidate;
+    }
+    if (crowded === undefined || counts.get(crowded)! <= (counts.get(address) ?? 0) + 1) return false;
+    const index = waiters.findLastIndex((waiter) => waiter.address === crowded);
+    const [evicted] = waiters.splice(index, 1);
+    evicted!.evict();
+    return true;
   };
 
   return {
@@ -101,10 +132,7 @@ export function createWebhookBodyReader(limits: WebhookBodyLimits): WebhookBodyR
           if (!request.complete) settle({ ok: false, failure: 'aborted' });
         };
         const onError = (): void => settle({ ok: false, failure: 'aborted' });
-        const timer = setTimeout(
-          () => settle({ ok: false, failure: holdsSlot ? 'too_slow' : 'busy' }),
-          limits.receiveTimeoutMs,
-        );
+        let timer = setTimeout(() => settle({ ok: false, failure: 'busy' }), limits.receiveTimeoutMs);
 
         function settle(result: BodyRead): void {
           if (settled) return;
@@ -132,6 +160,9 @@ export function createWebhookBodyReader(limits: WebhookBodyLimits): WebhookBodyR
             release(address);
             return;
           }
+          // The time to receive the body starts with its slot: waiting is not the sender's slowness.
+          clearTimeout(timer);
+          timer = setTimeout(() => settle({ ok: false, failure: 'too_slow' }), limits.receiveTimeoutMs);
           request.on('data', onData);
           request.once('end', onEnd);
         };
@@ -139,10 +170,10 @@ export function createWebhookBodyReader(limits: WebhookBodyLimits): WebhookBodyR
         request.once('error', onError);
         if (tryAcquire(address)) {
           start();
-        } else if (waiters.length >= limits.maxWaiting) {
+        } else if (waiters.length >= limits.maxWaiting && !makeRoomFor(address)) {
           settle({ ok: false, failure: 'busy' });
         } else {
-          waiter = { address, grant: start };
+          waiter = { address, grant: start, evict: () => settle({ ok: false, failure: 'busy' }) };
           waiters.push(waiter);
         }
       });
