@@ -5,13 +5,12 @@
  * each client's or user's customer ids and roles as claims. The facade verifies its tokens exactly as it would a production identity
  * provider's. Like emulator/, it imports nothing from src/: the two meet only over HTTP.
  */
-import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { JWK } from 'jose';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { Agent, fetch } from 'undici';
 import Provider, { errors, type Adapter, type AdapterPayload, type ClientMetadata } from 'oidc-provider';
-import { DEMO_SIGNING_KEY } from './demo-signing-key.ts';
 import {
   DEMO_USERS,
   DEMO_WEB_CLIENTS,
@@ -45,7 +44,11 @@ export interface DevIssuerOptions {
   users?: readonly DevIssuerUser[];
   /** Lifetime of access tokens (default 3600). */
   accessTokenTtlSeconds?: number;
-  /** Private signing JWK with `kid` (default the committed demo key, RS256; see demo-signing-key.ts). */
+  /**
+   * Private signing JWK with `kid`. Default: a fresh RS256 key generated at this start and never
+   * written anywhere, so no key in the repository can sign a token this issuer's key set verifies
+   * (tokens issued before a restart stop verifying).
+   */
   signingKey?: JWK;
   /** Name of the customer ids claim (default `customer_ids`, the facade's default). */
   customerIdsClaim?: string;
@@ -84,7 +87,10 @@ export const DEFAULT_AUDIENCE = 'platform-graphql-facade';
 /** The scope granted on the facade's resource. */
 const RESOURCE_SCOPE = 'platform';
 
-/** Demo clients: their secrets are as public as the demo key. */
+/**
+ * Demo clients. Their secrets are public: the issuer is safe only where strangers cannot reach its
+ * token endpoint (loopback by default; compose.yaml publishes it on the host's loopback only).
+ */
 export const DEMO_CLIENTS: readonly DevIssuerClient[] = Object.freeze([
   { clientId: 'demo-operator', clientSecret: 'demo-operator-secret', roles: ['operator'] },
   { clientId: 'demo-acme', clientSecret: 'demo-acme-secret', roles: [], customerIds: ['cus_acme'] },
@@ -95,7 +101,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   const audience = options.audience ?? DEFAULT_AUDIENCE;
   const clients = options.clients ?? DEMO_CLIENTS;
   const ttl = options.accessTokenTtlSeconds ?? 3600;
-  const signingKey = options.signingKey ?? DEMO_SIGNING_KEY;
+  const signingKey = options.signingKey ?? (await generateSigningKey());
   const customerIdsClaim = options.customerIdsClaim ?? 'customer_ids';
   const rolesClaim = options.rolesClaim ?? 'roles';
   const host = options.host ?? '127.0.0.1';
@@ -270,6 +276,15 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
       );
     },
   };
+}
+
+/**
+ * A fresh RS256 private JWK with a random `kid`: a restart publishes a key set no verifier has
+ * cached under that id, so a verifier fetches it rather than failing on a stale key of the same id.
+ */
+export async function generateSigningKey(): Promise<JWK> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: `dev-issuer-${randomUUID()}`, alg: 'RS256', use: 'sig' };
 }
 
 /** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic authentication. */

@@ -6,7 +6,9 @@
  * Callers need an access token. With no AUTH_ISSUER (and AUTH_MODE not `none`) beside the embedded
  * emulator, a real OpenID provider (dev-issuer/) starts in-process too, with two demo clients, and
  * the commands that get their tokens are printed. Nothing of it runs when AUTH_ISSUER is set, and a
- * real upstream without AUTH_ISSUER refuses to start (config.ts says how to proceed).
+ * real upstream without AUTH_ISSUER refuses to start (config.ts says how to proceed). The demo
+ * issuer signs with a key generated at this start, and the facade refuses to run it while listening
+ * beyond loopback unless DEMO_ALLOW_NETWORK=true (scripts/demo-network-exposure.ts).
  *
  * Traces: when the OTEL_* variables ask for them (src/observability/tracing-config.ts), the
  * OpenTelemetry entry is imported first, and only then everything else, so its loader hook sees
@@ -25,12 +27,16 @@ const [
   { ConfigError, loadConfig },
   { createLogger },
   { main, StartError, listenFailure },
+  { demoExposure },
 ] = await Promise.all([
   import('../emulator/index.ts'),
   import('../src/config.ts'),
   import('../src/logger.ts'),
   import('../src/main.ts'),
+  import('./demo-network-exposure.ts'),
 ]);
+
+/** The demo was asked to listen where it must not: the message says what to do instead. */
 
 /** The emulator's default sandbox key (read_write): a demo value, not a secret. */
 const EMULATOR_SANDBOX_KEY = 'sk_sandbox_emulator';
@@ -56,6 +62,12 @@ try {
   const embedUpstream = blank(env.UPSTREAM_BASE_URL);
   const embedIssuer = embedUpstream && blank(env.AUTH_ISSUER) && env.AUTH_MODE?.trim() !== 'none';
   const devIssuerPort = embedIssuer ? readDevIssuerPort(env.DEV_ISSUER_PORT) : undefined;
+  if (embedIssuer) {
+    // The demo's callers are documented: beyond loopback they are anyone's, unless asked for.
+    const exposure = demoExposure(blank(env.HOST) ? '127.0.0.1' : env.HOST!, env);
+    if (exposure.kind === 'refused') throw new StartError(exposure.message);
+    if (exposure.kind === 'allowed') logger.warn(exposure.warning);
+  }
   const devIssuer = embedIssuer ? await importDevIssuer() : undefined;
   if (embedUpstream) {
     // Everything the facade reads is checked before anything starts, so a bad variable is the only

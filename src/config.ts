@@ -11,6 +11,7 @@ import { EnvReader, type Env } from './env-reader.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
+import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
 
@@ -60,6 +61,12 @@ export interface Config {
   metrics: MetricsConfig;
   /** Traces (docs/operations.md): on when the standard OTEL_* variables ask for an exporter. */
   tracing: TracingConfig;
+  /** Host names served besides the defaults (`ALLOWED_HOSTS`; src/http/host-allow-list.ts). */
+  allowedHosts: readonly string[];
+  /** How long a client has to send a request's head and the whole request (src/http/server-timeouts.ts). */
+  serverTimeouts: ServerTimeouts;
+  /** How long a `/readyz` answer is reused (`READINESS_CACHE_MS`); 0 asks the upstream every time. */
+  readinessCacheMs: number;
 }
 
 /** Whether OpenTelemetry traces are exported; the OTEL_* variables tune the rest. */
@@ -70,8 +77,8 @@ export interface TracingConfig {
 
 /** Where `/metrics` is served and how its labels are bounded. */
 export interface MetricsConfig {
-  /** `METRICS_PORT`: serve `/metrics` on this port (on `host`) instead of the main port. */
-  port: number | undefined;
+  /** `METRICS_PORT`: `/metrics` is served on this port (on `host`), never on the main port. */
+  port: number;
   /** `METRICS_MAX_OPERATION_NAMES`: distinct operation names kept as labels before `other`. */
   maxOperationNames: number;
 }
@@ -117,7 +124,11 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_RETRY_BASE_DELAY_MS: 100,
   UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
   UPSTREAM_DOCS_URL: 'https://docs.platform.test/v3',
+  METRICS_PORT: 9464,
   METRICS_MAX_OPERATION_NAMES: 100,
+  HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
+  HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
+  READINESS_CACHE_MS: 2_000,
 } as const;
 
 /**
@@ -206,10 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
     metrics: {
-      port:
-        reader.trimmed('METRICS_PORT') === undefined
-          ? undefined
-          : reader.integer('METRICS_PORT', 0, 0, 65_535),
+      port: reader.integer('METRICS_PORT', CONFIG_DEFAULTS.METRICS_PORT, 0, 65_535),
       maxOperationNames: reader.integer(
         'METRICS_MAX_OPERATION_NAMES',
         CONFIG_DEFAULTS.METRICS_MAX_OPERATION_NAMES,
@@ -218,6 +226,25 @@ export function loadConfig(env: Env = process.env): Config {
       ),
     },
     tracing: { enabled: tracingRequested(env) },
+    allowedHosts: (reader.trimmed('ALLOWED_HOSTS') ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+    serverTimeouts: {
+      headersTimeoutMs: reader.integer(
+        'HTTP_HEADERS_TIMEOUT_MS',
+        CONFIG_DEFAULTS.HTTP_HEADERS_TIMEOUT_MS,
+        100,
+        600_000,
+      ),
+      requestTimeoutMs: reader.integer(
+        'HTTP_REQUEST_TIMEOUT_MS',
+        CONFIG_DEFAULTS.HTTP_REQUEST_TIMEOUT_MS,
+        100,
+        600_000,
+      ),
+    },
+    readinessCacheMs: reader.integer('READINESS_CACHE_MS', CONFIG_DEFAULTS.READINESS_CACHE_MS, 0, 600_000),
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

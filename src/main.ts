@@ -48,7 +48,7 @@ export async function main(config: Config = readConfigOrExit(), options: MainOpt
   const { url, metricsUrl } = listening;
   app.logger.info('facade listening', {
     url: `${url}/graphql`,
-    metrics: `${metricsUrl ?? url}/metrics`,
+    metrics: `${metricsUrl}/metrics`,
     upstream: config.upstream.baseUrl,
   });
 
