@@ -21,16 +21,30 @@ const typeCheckedFiles = [
   'scripts/**/*.ts',
   'bench/**/*.ts',
   'examples/**/*.ts',
+  'examples/**/*.tsx',
+  'explorer/**/*.ts',
+  'explorer/**/*.tsx',
   'deploy/**/*.ts',
   '*.ts',
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'src/generated/**', 'coverage/**', 'bench/results/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'src/generated/**',
+      'examples/web/src/gql/**',
+      'examples/web/dist/**',
+      'explorer/dist/**',
+      'coverage/**',
+      'bench/results/**',
+      'test-results/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
   },
   {

@@ -1,15 +1,27 @@
 /**
  * A real OpenID provider (oidc-provider) for the demo and the tests: the client credentials grant
- * only, issuing RFC 9068 JWT access tokens for the facade's audience, with each client's customer
- * ids and roles as claims. The facade verifies its tokens exactly as it would a production identity
+ * for servers, and browser sign-in of the demo users through public clients (authorization code
+ * with PKCE, see web-sign-in.ts), issuing RFC 9068 JWT access tokens for the facade's audience, with
+ * each client's or user's customer ids and roles as claims. The facade verifies its tokens exactly as it would a production identity
  * provider's. Like emulator/, it imports nothing from src/: the two meet only over HTTP.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { JWK } from 'jose';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { Agent, fetch } from 'undici';
 import Provider, { errors, type Adapter, type AdapterPayload, type ClientMetadata } from 'oidc-provider';
-import { DEMO_SIGNING_KEY } from './demo-signing-key.ts';
+import {
+  DEMO_USERS,
+  DEMO_WEB_CLIENTS,
+  handleLoginPage,
+  webClientMetadata,
+  webClientOrigins,
+  type DevIssuerUser,
+  type DevIssuerWebClient,
+} from './web-sign-in.ts';
+
+export { DEMO_USERS, DEMO_WEB_CLIENTS, type DevIssuerUser, type DevIssuerWebClient };
 
 /** A confidential client that gets tokens with its id and secret. */
 export interface DevIssuerClient {
@@ -26,9 +38,17 @@ export interface DevIssuerOptions {
   audience?: string;
   /** Clients (default {@link DEMO_CLIENTS}). */
   clients?: readonly DevIssuerClient[];
+  /** Public browser clients signing users in with PKCE (default {@link DEMO_WEB_CLIENTS}). */
+  webClients?: readonly DevIssuerWebClient[];
+  /** Who may sign in on the login page (default {@link DEMO_USERS}). */
+  users?: readonly DevIssuerUser[];
   /** Lifetime of access tokens (default 3600). */
   accessTokenTtlSeconds?: number;
-  /** Private signing JWK with `kid` (default the committed demo key, RS256; see demo-signing-key.ts). */
+  /**
+   * Private signing JWK with `kid`. Default: a fresh RS256 key generated at this start and never
+   * written anywhere, so no key in the repository can sign a token this issuer's key set verifies
+   * (tokens issued before a restart stop verifying).
+   */
   signingKey?: JWK;
   /** Name of the customer ids claim (default `customer_ids`, the facade's default). */
   customerIdsClaim?: string;
@@ -54,6 +74,8 @@ export interface DevIssuer {
   /** The resource indicator (RFC 8707) of the facade: the audience, or `urn:<audience>` when not a URI. Optional in requests. */
   resource: string;
   clients: readonly DevIssuerClient[];
+  webClients: readonly DevIssuerWebClient[];
+  users: readonly DevIssuerUser[];
   /** A fresh access token for a configured client, by the client credentials grant over HTTP. */
   token(clientId: string): Promise<string>;
   /** Stops listening and closes open connections. */
@@ -62,7 +84,13 @@ export interface DevIssuer {
 
 export const DEFAULT_AUDIENCE = 'platform-graphql-facade';
 
-/** Demo clients: their secrets are as public as the demo key. */
+/** The scope granted on the facade's resource. */
+const RESOURCE_SCOPE = 'platform';
+
+/**
+ * Demo clients. Their secrets are public: the issuer is safe only where strangers cannot reach its
+ * token endpoint (loopback by default; compose.yaml publishes it on the host's loopback only).
+ */
 export const DEMO_CLIENTS: readonly DevIssuerClient[] = Object.freeze([
   { clientId: 'demo-operator', clientSecret: 'demo-operator-secret', roles: ['operator'] },
   { clientId: 'demo-acme', clientSecret: 'demo-acme-secret', roles: [], customerIds: ['cus_acme'] },
@@ -73,14 +101,25 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   const audience = options.audience ?? DEFAULT_AUDIENCE;
   const clients = options.clients ?? DEMO_CLIENTS;
   const ttl = options.accessTokenTtlSeconds ?? 3600;
-  const signingKey = options.signingKey ?? DEMO_SIGNING_KEY;
+  const signingKey = options.signingKey ?? (await generateSigningKey());
   const customerIdsClaim = options.customerIdsClaim ?? 'customer_ids';
   const rolesClaim = options.rolesClaim ?? 'roles';
   const host = options.host ?? '127.0.0.1';
   // RFC 8707 wants the resource indicator to be an absolute URI; the audience need not be one.
   const resource = URL.canParse(audience) ? audience : `urn:${audience}`;
+  const webClients = options.webClients ?? DEMO_WEB_CLIENTS;
+  const users = options.users ?? DEMO_USERS;
   const byId = new Map(clients.map((client) => [client.clientId, client]));
-  if (byId.size !== clients.length) throw new Error('startDevIssuer: client ids must be unique');
+  const webById = new Map(webClients.map((client) => [client.clientId, client]));
+  if (
+    byId.size !== clients.length ||
+    webById.size !== webClients.length ||
+    clients.some(({ clientId }) => webById.has(clientId))
+  )
+    throw new Error('startDevIssuer: client ids must be unique');
+  const usersByName = new Map(users.map((user) => [user.username, user]));
+  const webMetadata = webClients.map(webClientMetadata);
+  const webOrigins = new Map(webClients.map((client) => [client.clientId, webClientOrigins(client)]));
 
   // The issuer URL holds the port, so the server listens first and gets its handler after.
   const server = http.createServer();
@@ -97,15 +136,24 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
 
   const provider = new Provider(issuer, {
     adapter: createMemoryAdapter(),
-    clients: clients.map((client): ClientMetadata => ({
-      client_id: client.clientId,
-      client_secret: client.clientSecret,
-      grant_types: ['client_credentials'],
-      redirect_uris: [],
-      response_types: [],
-      token_endpoint_auth_method: 'client_secret_basic',
-    })),
+    clients: [
+      ...clients.map((client): ClientMetadata => ({
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+        grant_types: ['client_credentials'],
+        redirect_uris: [],
+        response_types: [],
+        token_endpoint_auth_method: 'client_secret_basic',
+      })),
+      ...webMetadata,
+    ],
     jwks: { keys: [signingKey] },
+    // Sessions and interactions live as long as the process: a key of its own per start.
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
+    findAccount: (_ctx, id) => {
+      const user = usersByName.get(id);
+      return user === undefined ? undefined : { accountId: id, claims: () => ({ sub: id }) };
+    },
     features: {
       clientCredentials: { enabled: true },
       devInteractions: { enabled: false },
@@ -120,7 +168,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
           if (resourceIndicator !== resource) throw new errors.InvalidTarget();
           return {
             audience,
-            scope: 'platform',
+            scope: RESOURCE_SCOPE,
             accessTokenTTL: ttl,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: signingAlgorithm(signingKey) } },
@@ -129,21 +177,65 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
       },
     },
     extraTokenClaims: (_ctx, token) => {
-      const client = token.clientId === undefined ? undefined : byId.get(token.clientId);
-      if (client === undefined) return undefined;
+      // A signed-in user's token carries the user's claims; a server's, its client's.
+      const holder =
+        'accountId' in token && typeof token.accountId === 'string'
+          ? usersByName.get(token.accountId)
+          : token.clientId === undefined
+            ? undefined
+            : byId.get(token.clientId);
+      if (holder === undefined) return undefined;
       return {
-        ...(client.roles === undefined ? {} : { [rolesClaim]: [...client.roles] }),
-        ...(client.customerIds === undefined ? {} : { [customerIdsClaim]: [...client.customerIds] }),
+        ...(holder.roles === undefined ? {} : { [rolesClaim]: [...holder.roles] }),
+        ...(holder.customerIds === undefined ? {} : { [customerIdsClaim]: [...holder.customerIds] }),
       };
     },
-    ttl: { ClientCredentials: ttl },
-    clientBasedCORS: () => false,
+    formats: {
+      customizers: {
+        // RFC 9068's space-separated `scope` claim, which gateways check at the edge (Apollo
+        // Router's and Hive Gateway's `@requiresScopes`): the holder's roles, e.g. "operator".
+        // Set here because oidc-provider writes `scope` after the extra claims, from the scopes
+        // the request named, and the demo clients name none.
+        jwt: (_ctx, token, jwt) => {
+          const holder =
+            'accountId' in token && typeof token.accountId === 'string'
+              ? usersByName.get(token.accountId)
+              : token.clientId === undefined
+                ? undefined
+                : byId.get(token.clientId);
+          const requested = typeof jwt.payload.scope === 'string' ? jwt.payload.scope.split(' ') : [];
+          const scopes = new Set([...requested, ...(holder?.roles ?? [])]);
+          scopes.delete('');
+          if (scopes.size > 0) jwt.payload.scope = [...scopes].join(' ');
+        },
+      },
+    },
+    ttl: {
+      ClientCredentials: ttl,
+      AccessToken: ttl,
+      AuthorizationCode: 60,
+      IdToken: ttl,
+      Interaction: 600,
+      Session: 3600,
+      Grant: 3600,
+    },
+    // Browsers may call the token endpoint only from the pages of the web client asking.
+    clientBasedCORS: (_ctx, origin, client) => webOrigins.get(client.clientId)?.has(origin) === true,
   });
   // Koa prints every 500 to stderr unless silenced; the token endpoint's answers say enough.
   provider.silent = true;
   // Koa answers a failure of its own (ctx.onerror), so the handler's promise never rejects.
   const handleRequest = provider.callback();
-  server.on('request', (request, response) => void handleRequest(request, response));
+  const loginPage = {
+    provider,
+    users,
+    resource,
+    resourceScope: RESOURCE_SCOPE,
+    originsOf: (clientId: string): ReadonlySet<string> => webOrigins.get(clientId) ?? new Set(),
+  };
+  server.on('request', (request, response) => {
+    if (!handleLoginPage(loginPage, request, response)) void handleRequest(request, response);
+  });
 
   // Its own connections, closed with it: a pooled socket to a closed issuer would fail the next
   // token request of an issuer restarted on the same port.
@@ -156,6 +248,8 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
     audience,
     resource,
     clients,
+    webClients,
+    users,
     async token(clientId) {
       const client = byId.get(clientId);
       if (client === undefined) throw new Error(`startDevIssuer: no client ${JSON.stringify(clientId)}`);
@@ -182,6 +276,15 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
       );
     },
   };
+}
+
+/**
+ * A fresh RS256 private JWK with a random `kid`: a restart publishes a key set no verifier has
+ * cached under that id, so a verifier fetches it rather than failing on a stale key of the same id.
+ */
+export async function generateSigningKey(): Promise<JWK> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: `dev-issuer-${randomUUID()}`, alg: 'RS256', use: 'sig' };
 }
 
 /** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic authentication. */

@@ -4,7 +4,9 @@
  * Environment: DEV_ISSUER_PORT (default 4100), DEV_ISSUER_HOST (default 127.0.0.1),
  * DEV_ISSUER_AUDIENCE (default `platform-graphql-facade`), DEV_ISSUER_URL (the issuer identifier,
  * default `http://<host>:<port>`; set it when clients reach the issuer under another name, as in
- * compose.yaml). The clients are the demo clients.
+ * compose.yaml). The clients are the demo clients, whose secrets are documented: keep its port
+ * where only you reach it (compose.yaml publishes it on the host's loopback only); the browser
+ * clients and users are the demo ones. It signs with a key generated at each start.
  */
 import { DEFAULT_AUDIENCE, startDevIssuer } from './index.ts';
 
@@ -21,10 +23,14 @@ async function main(): Promise<void> {
     ...(process.env['DEV_ISSUER_URL'] ? { issuerUrl: process.env['DEV_ISSUER_URL'] } : {}),
   });
   console.log(
-    `Dev issuer (demo key, local use only) listening: AUTH_ISSUER=${issuer.issuer} AUTH_AUDIENCE=${issuer.audience}`,
+    `Dev issuer (key generated at this start, documented demo clients: local use only) listening: AUTH_ISSUER=${issuer.issuer} AUTH_AUDIENCE=${issuer.audience}`,
   );
   console.log(
     `Clients: ${issuer.clients.map((client) => client.clientId).join(', ')}; tokens from ${issuer.tokenUrl}`,
+  );
+  console.log(
+    `Browser sign-in: ${issuer.webClients.map((client) => client.clientId).join(', ')} as ` +
+      `${issuer.users.map((user) => user.username).join(', ')} (demo users, loopback only)`,
   );
 
   let stopping = false;

@@ -8,10 +8,12 @@
  *   network alias, round-robin in compose) is facade-a, so the gateway's traffic goes to one replica;
  * - Redis: the one given, not a container; with `REDIS_KEY_PREFIX` added so runs never meet;
  * - the gateway: Hive Gateway's runtime in this process (`@graphql-hive/gateway-runtime`, with the
- *   same deploy/gateway.config.ts) instead of the official image, which is the CLI over that runtime.
+ *   same deploy/gateway.config.ts and the gateway service's environment) instead of the official
+ *   image, which is the CLI over that runtime; the config's `jwt` option becomes the JWT plugin
+ *   here as the CLI makes it there.
  *
- * As a command: `REDIS_URL=redis://127.0.0.1:6379 node scripts/compose-twin.ts` runs the topology
- * until Ctrl-C and prints its addresses. As a module, tests start it with {@link startComposeTwin}.
+ * As a command: `REDIS_URL=redis://127.0.0.1:6379 npm run compose-twin` runs the topology until
+ * Ctrl-C and prints its addresses. As a module, tests start it with {@link startComposeTwin}.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -21,10 +23,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
+import {
+  createGatewayRuntime,
+  type GatewayConfigSupergraph,
+  type GatewayPlugin,
+} from '@graphql-hive/gateway-runtime';
+import { useJWT } from '@graphql-mesh/plugin-jwt-auth';
 import { parse } from 'yaml';
-import { gatewayConfig } from '../deploy/gateway.config.ts';
-import { gatewayTransports } from '../deploy/graphql-ws-transport.ts';
+import { createGatewayConfig, edgeOptionsFromEnv, type EdgeOptions } from '../deploy/gateway.config.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -234,10 +240,15 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     // 3. The gateway over the file the supergraph service wrote, with compose's gateway config.
     const gatewayCommand = compose.services.gateway!.command ?? [];
     const supergraphPath = rewrite(gatewayCommand[gatewayCommand.indexOf('supergraph') + 1] ?? '');
+    const gatewayEnvironment = Object.fromEntries(
+      Object.entries(compose.services.gateway!.environment ?? {}).map(([name, value]) => [
+        name,
+        rewrite(value),
+      ]),
+    );
+    environments.gateway = gatewayEnvironment;
     const runtime = createGatewayRuntime({
-      ...gatewayConfig,
-      // The image's CLI carries subscriptions over graphql-ws itself; the runtime needs this transport.
-      transports: gatewayTransports,
+      ...inProcessGatewayConfig(edgeOptionsFromEnv(gatewayEnvironment)),
       supergraph: readFileSync(supergraphPath, 'utf8'),
       logging: false,
     });
@@ -266,6 +277,18 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     await close();
     throw new Error(`${error instanceof Error ? error.message : String(error)}\n${shown}`, { cause: error });
   }
+}
+
+/**
+ * deploy/gateway.config.ts for `edge`, as the official image's CLI runs it, for Hive Gateway's
+ * runtime in process: the CLI turns the config's `jwt` option into the JWT plugin, so this does too.
+ * Subscriptions need nothing more: the runtime loads `@graphql-mesh/transport-ws` for `kind: 'ws'`.
+ */
+export function inProcessGatewayConfig(edge: EdgeOptions): Omit<GatewayConfigSupergraph, 'supergraph'> {
+  const { jwt, ...config } = createGatewayConfig(edge);
+  // The plugin's type carries its context extension, which the runtime's plugin list does not name.
+  const jwtPlugin = useJWT(jwt) as unknown as GatewayPlugin;
+  return { ...config, plugins: () => [jwtPlugin] };
 }
 
 /** SIGTERM to the process group started for a service (npm and the node it runs), SIGKILL after 10 s. */

@@ -18,13 +18,18 @@ import { SSE_PATH, SSE_TRANSPORT, sseAdapter } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
+import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
 import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
+import { createExplorerRoutes } from './http/explorer.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
+import { frameProtection } from './http/frame-protection.ts';
+import { createHostAllowList } from './http/host-allow-list.ts';
+import { serverTimeoutOptions } from './http/server-timeouts.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
@@ -61,7 +66,7 @@ export interface App {
    * Starts listening; resolves with the base URL (no path), the bound port, and the base URL of the
    * metrics server when `METRICS_PORT` gives it a port of its own.
    */
-  listen(port?: number, host?: string): Promise<{ url: string; port: number; metricsUrl?: string }>;
+  listen(port?: number, host?: string): Promise<{ url: string; port: number; metricsUrl: string }>;
   /** Stops accepting requests, lets in-flight ones finish, then closes upstream connections. */
   close(): Promise<void>;
 }
@@ -75,6 +80,8 @@ const MAX_BODY = '64kb';
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
+  // First: a missing explorer build is refused before anything starts.
+  const explorerRoutes = createExplorerRoutes(config.explorer);
   // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
   const tracing = config.tracing.enabled
     ? (await import('./observability/tracing.ts')).createTracing()
@@ -99,6 +106,12 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
     );
   }
+  // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
+  const hostAllowList = createHostAllowList({
+    listenHost: config.host,
+    allowedHosts: config.allowedHosts,
+    publicUrls: [config.events.webhooks.publicUrl],
+  });
   // What tests and embedding code listen to (app.lifecycle); costs nothing while nobody does.
   const lifecycle = createLifecycle(logger.child({ component: 'lifecycle' }));
   // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
@@ -115,6 +128,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       subscriptions: live.running(),
     }),
     eventLog: () => events.logStats(),
+    hostCheck: hostAllowList.middleware,
+    isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
   });
   const { metrics } = observability;
   const upstreamClient = createUpstreamClient({
@@ -136,6 +151,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     upstreamClient,
     logger,
     onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    addressOf: (request) => clientAddress(request, config.edge.trustProxy),
     lifecycle,
     liveObserver: {
       delivered: (event) =>
@@ -149,7 +165,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
 
   const app = express();
   app.disable('x-powered-by');
-  const httpServer = http.createServer(app);
+  const httpServer = http.createServer(serverTimeoutOptions(config.serverTimeouts), app);
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
@@ -161,7 +177,11 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     logger,
     lifecycle,
     formatError,
-    plugins: [...observability.plugins, events.apolloPlugin],
+    plugins: [
+      ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
+      ...observability.plugins,
+      events.apolloPlugin,
+    ],
   });
   const createContext = createOperationContexts({
     upstreamClient,
@@ -172,6 +192,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
 
   const routes = express.Router();
+  app.use(hostAllowList.middleware, frameProtection());
   app.use(assignRequestId());
   app.get('/healthz', handleHealth());
   app.get(
@@ -181,14 +202,15 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       apiKey: config.upstream.apiKey,
       logger,
       checkRedis: () => events.checkRedis(),
+      cacheMs: config.readinessCacheMs,
     }),
   );
-  observability.mount(app);
+  app.use(explorerRoutes);
   const record = createOperationRecorder({ logger, metrics, lifecycle });
   // GraphQL over SSE, before `/graphql` (whose prefix it shares): the door's third adapter.
   app.use(
     SSE_PATH,
-    cors({ origins: config.edge.corsOrigins }),
+    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
     express.json({ limit: MAX_BODY }),
     sseAdapter({
       door,
@@ -206,12 +228,17 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   );
   app.use(
     '/graphql',
-    cors({ origins: config.edge.corsOrigins }),
+    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
     express.json({ limit: MAX_BODY }),
     httpDoor({ door, addressOf, landingPage: config.landingPage }),
     createGraphQLHandler(apollo, {
       context: async ({ res }) =>
-        createContext({ connection: connectionOf(res), requestId: res.locals.requestId as string }),
+        createContext({
+          connection: connectionOf(res),
+          requestId: res.locals.requestId as string,
+          facadeRequestId: res.locals.facadeRequestId as string,
+          callerRequestId: res.locals.callerRequestId as string | undefined,
+        }),
     }),
   );
   const live = createLiveConnections(GRAPHQL_WS_TRANSPORT, {
@@ -231,6 +258,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     formatError,
     logger,
   });
+  hostAllowList.guardUpgrades(httpServer);
   events.attach({ routes });
   app.use(routes);
   app.use(handleNotFound());
@@ -253,7 +281,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         const metricsUrl = await observability.listen(host);
         // The webhook endpoint is registered once the facade can receive deliveries.
         await events.start(listening.url);
-        return metricsUrl === undefined ? listening : { ...listening, metricsUrl };
+        return { ...listening, metricsUrl };
       });
     },
     close() {

@@ -5,11 +5,13 @@
 import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
+import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
+import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
 
@@ -24,7 +26,13 @@ export interface Config {
   host: string;
   nodeEnv: NodeEnv;
   logLevel: LogLevel;
-  /** Serve Apollo Sandbox to a browser GET on `/graphql`. */
+  /**
+   * `EXPLORER`: what a browser opening `/graphql` gets: Apollo Sandbox (`sandbox`, the default; its
+   * code comes from Apollo's CDN), GraphiQL served by the facade from its own files (`graphiql`,
+   * for networks where the CDN cannot be reached), or nothing (`off`).
+   */
+  explorer: ExplorerMode;
+  /** Serve Apollo Sandbox to a browser GET on `/graphql` (`explorer === 'sandbox'`). */
   landingPage: boolean;
   /**
    * Who may introspect (Sandbox needs it): `authenticated` callers (the default), everyone
@@ -53,6 +61,12 @@ export interface Config {
   metrics: MetricsConfig;
   /** Traces (docs/operations.md): on when the standard OTEL_* variables ask for an exporter. */
   tracing: TracingConfig;
+  /** Host names served besides the defaults (`ALLOWED_HOSTS`; src/http/host-allow-list.ts). */
+  allowedHosts: readonly string[];
+  /** How long a client has to send a request's head and the whole request (src/http/server-timeouts.ts). */
+  serverTimeouts: ServerTimeouts;
+  /** How long a `/readyz` answer is reused (`READINESS_CACHE_MS`); 0 asks the upstream every time. */
+  readinessCacheMs: number;
 }
 
 /** Whether OpenTelemetry traces are exported; the OTEL_* variables tune the rest. */
@@ -63,18 +77,23 @@ export interface TracingConfig {
 
 /** Where `/metrics` is served and how its labels are bounded. */
 export interface MetricsConfig {
-  /** `METRICS_PORT`: serve `/metrics` on this port (on `host`) instead of the main port. */
-  port: number | undefined;
+  /** `METRICS_PORT`: `/metrics` is served on this port (on `host`), never on the main port. */
+  port: number;
   /** `METRICS_MAX_OPERATION_NAMES`: distinct operation names kept as labels before `other`. */
   maxOperationNames: number;
 }
 
-/** Thrown by {@link loadConfig} with one message per bad variable. */
+/** Thrown by {@link loadConfig} with one message per bad variable: one line when there is one. */
 export class ConfigError extends Error {
   readonly problems: readonly string[];
 
   constructor(problems: readonly string[]) {
-    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    // One problem is one line; several are listed one per line under the heading.
+    super(
+      problems.length === 1
+        ? `Invalid configuration: ${problems.join('')}`
+        : `Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
+    );
     this.name = 'ConfigError';
     this.problems = problems;
   }
@@ -86,7 +105,7 @@ export const CONFIG_DEFAULTS = {
   HOST: '127.0.0.1',
   NODE_ENV: 'production',
   LOG_LEVEL: 'info',
-  LANDING_PAGE: true,
+  EXPLORER: 'sandbox',
   INTROSPECTION: 'authenticated',
   QUERY_MAX_DEPTH: 6,
   QUERY_MAX_ALIASES: 15,
@@ -105,7 +124,11 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_RETRY_BASE_DELAY_MS: 100,
   UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
   UPSTREAM_DOCS_URL: 'https://docs.platform.test/v3',
+  METRICS_PORT: 9464,
   METRICS_MAX_OPERATION_NAMES: 100,
+  HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
+  HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
+  READINESS_CACHE_MS: 2_000,
 } as const;
 
 /**
@@ -120,7 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: reader.string('HOST', CONFIG_DEFAULTS.HOST),
     nodeEnv: reader.oneOf('NODE_ENV', NODE_ENVS, CONFIG_DEFAULTS.NODE_ENV),
     logLevel: reader.oneOf('LOG_LEVEL', LOG_LEVELS, CONFIG_DEFAULTS.LOG_LEVEL),
-    landingPage: reader.boolean('LANDING_PAGE', CONFIG_DEFAULTS.LANDING_PAGE),
+    ...readExplorer(reader),
     introspection: reader.oneOf('INTROSPECTION', INTROSPECTION_MODES, CONFIG_DEFAULTS.INTROSPECTION),
     queryLimits: {
       maxDepth: reader.integer('QUERY_MAX_DEPTH', CONFIG_DEFAULTS.QUERY_MAX_DEPTH, 1, 100),
@@ -194,10 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
     metrics: {
-      port:
-        reader.trimmed('METRICS_PORT') === undefined
-          ? undefined
-          : reader.integer('METRICS_PORT', 0, 0, 65_535),
+      port: reader.integer('METRICS_PORT', CONFIG_DEFAULTS.METRICS_PORT, 0, 65_535),
       maxOperationNames: reader.integer(
         'METRICS_MAX_OPERATION_NAMES',
         CONFIG_DEFAULTS.METRICS_MAX_OPERATION_NAMES,
@@ -206,6 +226,25 @@ export function loadConfig(env: Env = process.env): Config {
       ),
     },
     tracing: { enabled: tracingRequested(env) },
+    allowedHosts: (reader.trimmed('ALLOWED_HOSTS') ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+    serverTimeouts: {
+      headersTimeoutMs: reader.integer(
+        'HTTP_HEADERS_TIMEOUT_MS',
+        CONFIG_DEFAULTS.HTTP_HEADERS_TIMEOUT_MS,
+        100,
+        600_000,
+      ),
+      requestTimeoutMs: reader.integer(
+        'HTTP_REQUEST_TIMEOUT_MS',
+        CONFIG_DEFAULTS.HTTP_REQUEST_TIMEOUT_MS,
+        100,
+        600_000,
+      ),
+    },
+    readinessCacheMs: reader.integer('READINESS_CACHE_MS', CONFIG_DEFAULTS.READINESS_CACHE_MS, 0, 600_000),
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(
@@ -242,4 +281,25 @@ function readSecret(reader: EnvReader, name: string): string {
     return '';
   }
   return value;
+}
+
+/**
+ * `EXPLORER`, or for configurations written before it, `LANDING_PAGE` (`false` meaning `off`).
+ * Both set and disagreeing is refused rather than one silently winning.
+ */
+function readExplorer(reader: EnvReader): Pick<Config, 'explorer' | 'landingPage'> {
+  const legacy =
+    reader.trimmed('LANDING_PAGE') === undefined ? undefined : reader.boolean('LANDING_PAGE', true);
+  const fromLegacy: ExplorerMode | undefined = legacy === undefined ? undefined : legacy ? 'sandbox' : 'off';
+  const explorer =
+    reader.trimmed('EXPLORER') === undefined
+      ? (fromLegacy ?? CONFIG_DEFAULTS.EXPLORER)
+      : reader.oneOf('EXPLORER', EXPLORER_MODES, CONFIG_DEFAULTS.EXPLORER);
+  if (legacy === false && explorer !== 'off') {
+    reader.report(
+      'LANDING_PAGE',
+      `false contradicts EXPLORER=${explorer}; set EXPLORER alone (sandbox, graphiql or off)`,
+    );
+  }
+  return { explorer, landingPage: explorer === 'sandbox' };
 }

@@ -2,6 +2,7 @@
  * Reads the configuration, builds the app, listens, and shuts down gracefully on SIGINT/SIGTERM.
  * Nothing else.
  */
+import { createServer } from 'node:net';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 
@@ -10,13 +11,44 @@ export interface MainOptions {
   afterClose?: () => Promise<void>;
 }
 
-/** Runs the facade until a signal stops it. Exits with status 1 on invalid configuration. */
+/** A start that cannot succeed as configured; its message is one line that says what to change. */
+export class StartError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StartError';
+  }
+}
+
+/**
+ * Runs the facade until a signal stops it. Resolves once it listens.
+ *
+ * @throws {StartError} when a port cannot be listened on; nothing is left running.
+ */
 export async function main(config: Config = readConfigOrExit(), options: MainOptions = {}): Promise<void> {
+  // A busy port is found before anything is built: a server that failed to bind would otherwise
+  // report it through every listener of its 'error' event (graphql-ws's included).
+  await probeListen(config.port, config.host, 'PORT');
+  if (config.metrics.port !== undefined) await probeListen(config.metrics.port, config.host, 'METRICS_PORT');
   const app = await createApp(config);
-  const { url, metricsUrl } = await app.listen(config.port, config.host);
+  let listening: { url: string; metricsUrl?: string };
+  try {
+    listening = await app.listen(config.port, config.host);
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    const port = (error as { port?: unknown }).port;
+    const variable = port !== undefined && port === config.metrics.port ? 'METRICS_PORT' : 'PORT';
+    throw listenFailure(
+      error,
+      'the facade',
+      config.host,
+      typeof port === 'number' ? port : config.port,
+      variable,
+    );
+  }
+  const { url, metricsUrl } = listening;
   app.logger.info('facade listening', {
     url: `${url}/graphql`,
-    metrics: `${metricsUrl ?? url}/metrics`,
+    metrics: `${metricsUrl}/metrics`,
     upstream: config.upstream.baseUrl,
   });
 
@@ -37,6 +69,57 @@ export async function main(config: Config = readConfigOrExit(), options: MainOpt
   process.once('SIGTERM', shutdown);
 }
 
+/**
+ * The one line that says why `what` could not listen on `host:port` and what to change, as a
+ * {@link StartError}; any other error is returned as it is.
+ */
+export function listenFailure(
+  error: unknown,
+  what: string,
+  host: string,
+  port: number,
+  variable: string,
+): Error {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const cannot = `Cannot start ${what} on ${where}:`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return new StartError(
+        `${cannot} the port is in use by another process. Stop that process, or set ${variable} to another port (0: any free port).`,
+        { cause: error },
+      );
+    case 'EACCES':
+      return new StartError(
+        `${cannot} permission denied (ports below 1024 need privileges). Set ${variable} to a port from 1024.`,
+        {
+          cause: error,
+        },
+      );
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new StartError(
+        `${cannot} ${host} is not an address of this machine. Set HOST to one (127.0.0.1, 0.0.0.0).`,
+        {
+          cause: error,
+        },
+      );
+    default:
+      return error instanceof Error ? error : new Error(String(error));
+  }
+}
+
+/** Binds `port` on `host` and lets it go at once; rejects with a {@link StartError} if it cannot. */
+async function probeListen(port: number, host: string, variable: string): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (error) => reject(listenFailure(error, 'the facade', host, port, variable)));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 function readConfigOrExit(): Config {
   try {
     return loadConfig();
@@ -49,4 +132,10 @@ function readConfigOrExit(): Config {
   }
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  await main().catch((error: unknown) => {
+    if (!(error instanceof StartError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  });
+}

@@ -5,6 +5,7 @@
  * neither the upstream nor a validation message that describes the schema.
  */
 import { Kind, OperationTypeNode, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
+import { withinAnonymousServiceLimits } from './anonymous-service-limits.ts';
 
 /** Tokens an anonymous document may have: `_service { sdl }` and introspection queries fit. */
 const MAX_ANONYMOUS_TOKENS = 2_000;
@@ -24,6 +25,7 @@ export function isAnonymousDocument(query: unknown, allowIntrospection: boolean)
   } catch {
     return false;
   }
+  if (!withinAnonymousServiceLimits(document)) return false;
   const allowed = allowIntrospection ? new Set([...SERVICE_FIELDS, ...INTROSPECTION_FIELDS]) : SERVICE_FIELDS;
   return document.definitions.every((definition) => {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) return allowIntrospection;

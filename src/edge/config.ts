@@ -31,6 +31,11 @@ export interface RateLimitsConfig {
 export interface EdgeConfig {
   /** `CORS_ORIGINS`: browser origins allowed to call the facade, each `scheme://host[:port]`. */
   corsOrigins: readonly string[];
+  /**
+   * `CORS_ALLOWED_HEADERS`: request headers a browser may send beyond the defaults of
+   * `src/http/cors.ts` (e.g. a header of the company's own), lower case.
+   */
+  corsAllowedHeaders: readonly string[];
   /** `TRUST_PROXY`: proxy hops in front of the facade whose `X-Forwarded-For` entries are believed. */
   trustProxy: number;
   rateLimits: RateLimitsConfig;
@@ -60,6 +65,7 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
   const reader = new EnvReader(env, report);
   return {
     corsOrigins: readCorsOrigins(reader),
+    corsAllowedHeaders: readCorsAllowedHeaders(reader),
     trustProxy: reader.integer('TRUST_PROXY', EDGE_CONFIG_DEFAULTS.TRUST_PROXY, 0, 10),
     rateLimits: {
       enabled: reader.boolean('RATE_LIMIT_ENABLED', EDGE_CONFIG_DEFAULTS.RATE_LIMIT_ENABLED),
@@ -123,6 +129,33 @@ function readCorsOrigins(reader: EnvReader): readonly string[] {
     return [];
   }
   return [...origins];
+}
+
+/** An HTTP field name (RFC 9110 §5.1: a token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
+
+/**
+ * `CORS_ALLOWED_HEADERS`: comma separated header names, each a valid field name; no `*` (with it a
+ * browser could send any header but still not `Authorization`, which must be named: a wildcard
+ * promises what it does not give).
+ */
+function readCorsAllowedHeaders(reader: EnvReader): readonly string[] {
+  const raw = reader.trimmed('CORS_ALLOWED_HEADERS');
+  if (raw === undefined) return [];
+  const names = raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  const bad = names.filter((name) => name === '*' || !HEADER_NAME.test(name));
+  if (bad.length > 0) {
+    reader.report(
+      'CORS_ALLOWED_HEADERS',
+      `each entry must be a header name such as x-tenant-id (no wildcard, no spaces or colons), got ` +
+        bad.map((name) => JSON.stringify(name)).join(', '),
+    );
+    return [];
+  }
+  return [...new Set(names.map((name) => name.toLowerCase()))];
 }
 
 function toOrigin(entry: string): string | undefined {

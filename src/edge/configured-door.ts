@@ -16,11 +16,13 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createDoor, type Door } from './door.ts';
 import { createRateLimits } from './rate-limits.ts';
-import { loadTrustedDocuments } from './trusted-documents.ts';
+import { loadTrustedDocuments, type TrustedDocumentStore } from './trusted-documents.ts';
 
 /** The door and what closes its connections. */
 export interface ConfiguredDoor {
   readonly door: Door;
+  /** The manifest of `TRUSTED_DOCUMENTS`, when given (metrics label the operations it lists). */
+  readonly trustedDocuments: TrustedDocumentStore | undefined;
   close(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export async function createConfiguredDoor(
   });
   return {
     door,
+    trustedDocuments,
     async close() {
       await rateLimits.close();
       redis?.disconnect();

@@ -116,6 +116,8 @@ export interface AdmittedOperation {
   readonly measure: OperationMeasure;
   /** The operation's upstream call budget: its cost plus its retries, at most the ceiling. */
   readonly callLimit: number;
+  /** Its text is a listed trusted document (metrics label such operations by name). */
+  readonly trustedDocument?: boolean;
 }
 
 /** The door of one app. */
@@ -340,7 +342,9 @@ export function createDoor(options: DoorOptions): Door {
       }
       const document = prepare(query);
       if (isRefusal(document)) return document;
-      return door.checkOperation(document, request.operationName, request.variables, transport);
+      const admitted = door.checkOperation(document, request.operationName, request.variables, transport);
+      if (isRefusal(admitted) || options.trustedDocuments?.isTrustedBody(query) !== true) return admitted;
+      return { ...admitted, trustedDocument: true };
     },
 
     holdOperation(connection) {

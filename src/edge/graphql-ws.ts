@@ -104,6 +104,8 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
           closeWith(socket, connection);
           return false;
         }
+        // A socket closed while its credential was checked has no `close` event to come.
+        if (socket.readyState !== socket.OPEN) return false;
         const live = connections.open(connection, (expired) => closeWith(socket, expired));
         socket.once('close', () => live.close());
         ctx.extra.live = live;

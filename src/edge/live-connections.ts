@@ -119,7 +119,7 @@ export function createLiveConnections(
           const key = `${connectionId}:${id}`;
           const refused = (refusal: Refusal): Refusal => {
             const codes = graphQLErrorsOf(refusal).map((error) => String(error.extensions['code']));
-            record.completed(recordOf(key, null, 'unknown', ''), codes, performance.now(), false);
+            record.completed(recordOf(key, null, 'unknown', '', false), codes, performance.now(), false);
             return refusal;
           };
           const closing = (): Refusal | undefined =>
@@ -169,6 +169,7 @@ export function createLiveConnections(
           operationName,
           admitted.operation.operation,
           context.upstream.requestId,
+          admitted.trustedDocument === true,
         );
         const args = {
           schema: options.schema,
@@ -209,6 +210,7 @@ export function createLiveConnections(
         operationName: string | null,
         operationType: RecordedOperation['operationType'],
         requestId: string,
+        trustedDocument: boolean,
       ): RecordedOperation {
         return {
           transport: transport.name,
@@ -217,6 +219,7 @@ export function createLiveConnections(
           operationName,
           subject: caller?.subject ?? '',
           requestId,
+          nameSource: { fromOperator: caller?.operator === true, trustedDocument },
         };
       }
     },

@@ -8,6 +8,7 @@
 import type { Logger } from '../logger.ts';
 import type { LifecycleEmitter } from '../observability/lifecycle.ts';
 import type { Metrics, OperationTypeLabel } from '../observability/metrics.ts';
+import type { OperationNameSource } from '../observability/operation-labels.ts';
 
 /** One operation, as the record names it. */
 export interface RecordedOperation {
@@ -22,6 +23,8 @@ export interface RecordedOperation {
   readonly subject: string;
   /** The operation's request id (`X-Request-Id` of its upstream calls). */
   readonly requestId: string;
+  /** Where its name came from: only an operator's or a trusted document's name is a label. */
+  readonly nameSource: OperationNameSource;
 }
 
 export interface OperationRecorder {
@@ -64,7 +67,7 @@ export function createOperationRecorder(options: {
         errorCodes,
       });
       const labels = {
-        operation_name: metrics.operationNameLabel(operation.operationName),
+        operation_name: metrics.operationNameLabel(operation.operationName, operation.nameSource),
         operation_type: operation.operationType,
         outcome: errorCodes.length > 0 ? 'error' : 'ok',
       };

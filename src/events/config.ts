@@ -7,7 +7,12 @@ import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
 import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './delivery/subscriber-queue.ts';
 import { DEFAULT_LOG_RETENTION, parseLogRetention, type LogRetention } from './log/event-log.ts';
 import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './receiving/verify-webhook.ts';
-import { DEFAULT_WEBHOOK_MAX_BODY_BYTES } from './receiving/webhook-route.ts';
+import type { WebhookBodyLimits } from './receiving/webhook-body.ts';
+import {
+  DEFAULT_WEBHOOK_BODY_LIMITS,
+  DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+  DEFAULT_WEBHOOK_REFUSALS,
+} from './receiving/webhook-route.ts';
 
 /** Where the facade's webhook route is mounted on its own HTTP server. */
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -30,6 +35,12 @@ export interface WebhooksConfig {
   toleranceSeconds: number;
   /** Largest accepted webhook body (`WEBHOOK_MAX_BODY_BYTES`); larger ones are answered 413. */
   maxBodyBytes: number;
+  /** Time a webhook's body has to arrive once read, and to wait for a slot (`WEBHOOK_BODY_TIMEOUT_MS`). */
+  bodyTimeoutMs: number;
+  /** Webhook bodies read at once (`WEBHOOK_MAX_CONCURRENT_BODIES`); a quarter of them per address. */
+  maxConcurrentBodies: number;
+  /** Refused deliveries one address may have per minute before 429 (`WEBHOOK_MAX_REFUSALS_PER_MINUTE`). */
+  maxRefusalsPerMinute: number;
   /** How long a received event id is remembered to drop redeliveries (`WEBHOOK_DEDUP_RETENTION_SECONDS`). */
   dedupRetentionSeconds: number;
 }
@@ -75,6 +86,9 @@ export interface EventsConfig {
 export const EVENTS_CONFIG_DEFAULTS = {
   WEBHOOK_TOLERANCE_SECONDS: DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
   WEBHOOK_MAX_BODY_BYTES: DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+  WEBHOOK_BODY_TIMEOUT_MS: DEFAULT_WEBHOOK_BODY_LIMITS.receiveTimeoutMs,
+  WEBHOOK_MAX_CONCURRENT_BODIES: DEFAULT_WEBHOOK_BODY_LIMITS.maxConcurrentReads,
+  WEBHOOK_MAX_REFUSALS_PER_MINUTE: DEFAULT_WEBHOOK_REFUSALS.limit,
   // The upstream retries for about two minutes; a day also covers manual resends.
   WEBHOOK_DEDUP_RETENTION_SECONDS: 24 * 60 * 60,
   REDIS_KEY_PREFIX: 'facade:',
@@ -111,7 +125,25 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
         'WEBHOOK_MAX_BODY_BYTES',
         EVENTS_CONFIG_DEFAULTS.WEBHOOK_MAX_BODY_BYTES,
         1024,
-        64 * 1024 * 1024,
+        16 * 1024 * 1024,
+      ),
+      bodyTimeoutMs: reader.integer(
+        'WEBHOOK_BODY_TIMEOUT_MS',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_BODY_TIMEOUT_MS,
+        100,
+        120_000,
+      ),
+      maxConcurrentBodies: reader.integer(
+        'WEBHOOK_MAX_CONCURRENT_BODIES',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_MAX_CONCURRENT_BODIES,
+        1,
+        1_024,
+      ),
+      maxRefusalsPerMinute: reader.integer(
+        'WEBHOOK_MAX_REFUSALS_PER_MINUTE',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_MAX_REFUSALS_PER_MINUTE,
+        1,
+        1_000_000,
       ),
       dedupRetentionSeconds: reader.integer(
         'WEBHOOK_DEDUP_RETENTION_SECONDS',
@@ -218,4 +250,18 @@ function readRedisUrl(
     return undefined;
   }
   return value;
+}
+
+/**
+ * The body-reading limits of `webhooks`: its cap, time and concurrency, a quarter of the slots per
+ * sender address (one address cannot hold them all) and four times as many waiting.
+ */
+export function webhookBodyLimits(webhooks: WebhooksConfig): WebhookBodyLimits {
+  return {
+    maxBodyBytes: webhooks.maxBodyBytes,
+    receiveTimeoutMs: webhooks.bodyTimeoutMs,
+    maxConcurrentReads: webhooks.maxConcurrentBodies,
+    maxConcurrentReadsPerAddress: Math.max(1, Math.ceil(webhooks.maxConcurrentBodies / 4)),
+    maxWaiting: webhooks.maxConcurrentBodies * 4,
+  };
 }

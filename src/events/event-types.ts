@@ -30,7 +30,17 @@ export interface PlatformEvent {
  * How a delivery was answered: `accepted` (published), `duplicate` (published before), `forged`
  * (no valid signature), `stale` (signature timestamp outside the tolerance), `malformed` (bad body
  * or too large), `in_flight` (another delivery of it is being published), `unavailable` (not
- * published: shutting down or the event log failed).
+ * published: shutting down or the event log failed), `too_slow` (the body did not arrive in time),
+ * `busy` (no reading slot in time), `throttled` (its address was refused too often lately).
  */
 export type WebhookDeliveryOutcome =
-  'accepted' | 'duplicate' | 'forged' | 'stale' | 'malformed' | 'in_flight' | 'unavailable';
+  | 'accepted'
+  | 'duplicate'
+  | 'forged'
+  | 'stale'
+  | 'malformed'
+  | 'in_flight'
+  | 'unavailable'
+  | 'too_slow'
+  | 'busy'
+  | 'throttled';

@@ -5,6 +5,7 @@
  * reconciler of missed webhooks, registration of the webhook endpoint at start, and the shutdown
  * order.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Redis } from 'ioredis';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Router } from 'express';
@@ -33,6 +34,7 @@ import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
 import { openRedisConnection } from './fan-out/redis-connection.ts';
 import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
+import { webhookBodyLimits } from './config.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
 import type { LiveObserver } from './delivery/live-context.ts';
 import type { LifecycleEmitter } from '../observability/lifecycle.ts';
@@ -53,6 +55,8 @@ export interface EventsRuntimeOptions {
   logger: Logger;
   /** Told how each webhook delivery was answered (metrics). */
   onWebhookDelivery?: (outcome: WebhookDeliveryOutcome) => void;
+  /** A webhook sender's address (trusted proxies applied), for the per-address webhook limits. */
+  addressOf?: (request: IncomingMessage) => string;
   /** Told about deliveries to subscribers and queue overflows (metrics). */
   liveObserver?: LiveObserver;
   /** Told how many changes each reconciliation of missed webhooks appended (metrics). */
@@ -185,6 +189,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         log,
         logger,
         maxBodyBytes: config.webhooks.maxBodyBytes,
+        bodyLimits: webhookBodyLimits(config.webhooks),
+        refusals: { limit: config.webhooks.maxRefusalsPerMinute, windowMs: 60_000 },
+        ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
         toleranceSeconds: config.webhooks.toleranceSeconds,
         ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
         ...(lifecycle === undefined

@@ -15,8 +15,12 @@ import { createGraphContext, type GraphContext } from './context.ts';
 export interface OperationContextInput {
   /** Who the door admitted (the caller undefined for an anonymous request). */
   connection: { readonly caller: Caller | undefined; readonly apiKey: string | undefined };
-  /** The caller's request id; generated when absent or unusable. */
+  /** The request's id (the caller's of a safe form, or the facade's); generated when absent or unusable. */
   requestId?: string | undefined;
+  /** The facade's own id of the request (audit lines record it); `requestId` when absent. */
+  facadeRequestId?: string | undefined;
+  /** The caller's own `X-Request-Id`, when of a safe form (audit lines keep it apart). */
+  callerRequestId?: string | undefined;
   /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
   readCache?: SharedReadCache | undefined;
   /** The operation's call budget when the door set it already (live transports). */
@@ -37,7 +41,14 @@ export interface OperationContextsOptions {
 export function createOperationContexts(
   options: OperationContextsOptions,
 ): (input: OperationContextInput) => GraphContext {
-  return ({ connection: { caller, apiKey }, requestId, readCache, callBudget }) =>
+  return ({
+    connection: { caller, apiKey },
+    requestId,
+    facadeRequestId,
+    callerRequestId,
+    readCache,
+    callBudget,
+  }) =>
     createGraphContext(
       createUpstreamContext(options.upstreamClient, {
         apiKey: apiKey ?? options.defaultApiKey,
@@ -48,6 +59,8 @@ export function createOperationContexts(
             ? undefined
             : { subject: caller.subject, client: caller.clientId ?? null },
         requestId,
+        facadeRequestId,
+        callerRequestId,
         signal: createOperationSignal(options.operationTimeoutMs, options.shutdown),
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
         idempotencyOwner: caller?.subject,

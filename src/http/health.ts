@@ -23,6 +23,10 @@ export interface ReadinessOptions {
   logger: Logger;
   /** Pings Redis; resolves undefined when the facade uses none (no `REDIS_URL`). */
   checkRedis?: () => Promise<{ reachable: boolean; reason?: string } | undefined>;
+  /** How long an answer is reused after it settled (`READINESS_CACHE_MS`). Default 0: none. */
+  cacheMs?: number;
+  /** Clock in milliseconds. Default `performance.now`. */
+  now?: () => number;
 }
 
 /**
@@ -31,13 +35,27 @@ export interface ReadinessOptions {
  */
 export function handleReadiness(options: ReadinessOptions): RequestHandler {
   // Anyone may ask, without a token: probes that arrive while a probe is under way share its
-  // answer, so a flood of them costs the upstream one call at a time, not one call each.
-  let inFlight: Promise<Readiness> | undefined;
+  // answer, and so do those that arrive within `cacheMs` after it, so a flood of them costs the
+  // upstream one call per `cacheMs`, not one call each.
+  const cacheMs = options.cacheMs ?? 0;
+  const now = options.now ?? (() => performance.now());
+  interface Entry {
+    answer: Promise<Readiness>;
+    settledAt: number | undefined;
+  }
+  let current: Entry | undefined;
+  const isFresh = (entry: Entry): boolean =>
+    entry.settledAt === undefined || now() - entry.settledAt < cacheMs;
   return async (_req, res) => {
-    inFlight ??= checkReadiness(options, res.locals.requestId as string | undefined).finally(() => {
-      inFlight = undefined;
-    });
-    const { status, body } = await inFlight;
+    let entry = current;
+    if (entry === undefined || !isFresh(entry)) {
+      const started: Entry = { answer: Promise.resolve({ status: 503, body: {} }), settledAt: undefined };
+      started.answer = checkReadiness(options, res.locals.requestId as string | undefined).finally(() => {
+        started.settledAt = now();
+      });
+      entry = current = started;
+    }
+    const { status, body } = await entry.answer;
     res.status(status).json(body);
   };
 }

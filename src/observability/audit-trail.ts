@@ -46,8 +46,14 @@ export interface AuditOperation {
 /** One audit line's fields (besides `level`, `time`, `msg` and `log`). */
 export interface AuditEntry {
   actor: AuditActor;
-  /** The request id the write was sent with (`X-Request-Id`), shared with the operation's log line. */
+  /**
+   * The facade's own id of the request, which no caller chooses. The id sent upstream (and in the
+   * operation's log line) is the caller's when it gave one of a safe form: that one is here as
+   * `callerRequestId`, and the upstream's echo of it as `correlationId`.
+   */
   requestId: string;
+  /** The caller's own `X-Request-Id` (of a safe form), else null: kept apart from the facade's. */
+  callerRequestId: string | null;
   /** Null for writes the facade makes on its own (webhook registration at start). */
   operation: AuditOperation | null;
   upstream: { method: string; route: string; status: number | null };
@@ -124,7 +130,8 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
     const resultId = idOf(response?.body);
     const entry: AuditEntry = {
       actor: auditActor(call, options.configuredApiKey),
-      requestId: call.requestId,
+      requestId: call.facadeRequestId ?? call.requestId,
+      callerRequestId: call.callerRequestId ?? null,
       operation: operations.get(call) ?? null,
       upstream: { method: request.method, route: template, status: response?.status ?? statusOf(error) },
       resources: resultId === undefined ? params : { ...params, resultId },

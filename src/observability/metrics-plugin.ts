@@ -8,25 +8,39 @@ import type { LoaderStats } from '../loaders/fan-out-loader.ts';
 import type { CallBudget } from '../upstream/call-budget.ts';
 import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from './metrics.ts';
 
-/** What the plugin reads from the request context; both are absent when the context was never built. */
+/** What the plugin reads from the request context; all are absent when the context was never built. */
 export interface MeasurableContext {
   readonly upstream?: { readonly callBudget: CallBudget };
   readonly loaderStats?: LoaderStats;
+  /** An operator's operation names may become labels (operation-labels.ts). */
+  readonly caller?: { readonly operator: boolean } | undefined;
+}
+
+/** Options of {@link createMetricsPlugin}. */
+export interface MetricsPluginOptions {
+  /** Whether `query` is a listed trusted document, whose name may become a label. Default: none is. */
+  isTrustedDocument?: (query: string) => boolean;
 }
 
 /** Builds the metrics plugin. */
 export function createMetricsPlugin<TContext extends MeasurableContext>(
   metrics: Metrics,
+  options: MetricsPluginOptions = {},
 ): ApolloServerPlugin<TContext> {
   return {
     async requestDidStart() {
       const started = performance.now();
       return {
-        async willSendResponse({ operation, contextValue, response }) {
+        async willSendResponse({ operation, contextValue, response, source }) {
           // Only a name from the parsed operation: the request's own `operationName` is any string.
           const operationType: OperationTypeLabel = operation?.operation ?? 'unknown';
           const operationName =
-            operation === undefined ? UNKNOWN_OPERATION : metrics.operationNameLabel(operation.name?.value);
+            operation === undefined
+              ? UNKNOWN_OPERATION
+              : metrics.operationNameLabel(operation.name?.value, {
+                  fromOperator: contextValue.caller?.operator === true,
+                  trustedDocument: options.isTrustedDocument?.(source) ?? false,
+                });
           const failed =
             response.body.kind === 'single' && (response.body.singleResult.errors?.length ?? 0) > 0;
           const labels = {

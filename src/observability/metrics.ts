@@ -5,28 +5,23 @@
  *
  * No label carries an id, a key, a URL with ids in it or anything else a caller could make grow
  * without bound: upstream routes are the contract's templates, operation names go through
- * {@link createOperationNameBound}, outcomes and reasons are closed sets.
+ * {@link createOperationLabels}, outcomes and reasons are closed sets.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestHandler } from 'express';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
+import { createOperationLabels, type OperationLabeler } from './operation-labels.ts';
 
-/** Label of an operation without a name. */
-export const ANONYMOUS_OPERATION = 'anonymous';
-/** Label of an operation whose name did not fit the bound (too many names seen, or too long). */
-export const OTHER_OPERATION = 'other';
+export { ANONYMOUS_OPERATION, OTHER_OPERATION } from './operation-labels.ts';
 /** Label of a request that never became an operation (unparsable, invalid, unknown operation name). */
 export const UNKNOWN_OPERATION = 'unknown';
-
-/** Longest operation name kept as a label; longer ones count as {@link OTHER_OPERATION}. */
-const MAX_OPERATION_NAME_LENGTH = 64;
 
 /** Operation type label: a GraphQL operation type, or `unknown` before one is known. */
 export type OperationTypeLabel = 'query' | 'mutation' | 'subscription' | 'unknown';
 
 export interface MetricsOptions {
-  /** Distinct operation names kept as labels; later new names count as {@link OTHER_OPERATION}. */
+  /** Distinct operation names kept as labels; later new names count as `other`. */
   maxOperationNames: number;
   /** Live numbers read at each scrape (open graphql-ws sockets, running subscriptions). */
   live?: () => { connections: number; subscriptions: number };
@@ -63,8 +58,8 @@ export interface Metrics {
    * `metrics.rateLimitRefusals.inc({ bucket: 'operations' })`.
    */
   readonly rateLimitRefusals: Counter<'bucket'>;
-  /** The bounded label for an operation name (see {@link createOperationNameBound}). */
-  operationNameLabel(name: string | null | undefined): string;
+  /** The label of an operation name: its own only when it cannot be squatted (operation-labels.ts). */
+  operationNameLabel: OperationLabeler;
   /** Watches upstream calls: plug into `createUpstreamClient({ observer })`. */
   readonly upstreamObserver: UpstreamObserver;
   /** `GET /metrics`: the registry in Prometheus text format. */
@@ -85,7 +80,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   const operationLabels = ['operation_name', 'operation_type', 'outcome'] as const;
   const upstreamLabels = ['method', 'route', 'status'] as const;
   const routeOf: RouteMatcher = createRouteMatcher();
-  const operationNameLabel = createOperationNameBound(options.maxOperationNames);
+  const operationNameLabel = createOperationLabels(options.maxOperationNames);
 
   const upstreamRequests = new Counter({
     name: 'facade_upstream_requests_total',
@@ -266,22 +261,4 @@ export function createMetrics(options: MetricsOptions): Metrics {
 function failureLabel(status: number | undefined, failure: string): string {
   if (status !== undefined) return String(status);
   return /^[a-z_]+$/.test(failure) ? failure : 'unknown';
-}
-
-/**
- * Bounds the operation names used as labels. Names come from the parsed document, so they are
- * GraphQL names, but any client can invent new ones: the first `max` distinct names seen by this
- * process keep their own label, any later new name is {@link OTHER_OPERATION}, and so is a name
- * longer than 64 characters. A missing name is {@link ANONYMOUS_OPERATION}.
- */
-export function createOperationNameBound(max: number): (name: string | null | undefined) => string {
-  const known = new Set<string>();
-  return (name) => {
-    if (name === null || name === undefined || name === '') return ANONYMOUS_OPERATION;
-    if (name.length > MAX_OPERATION_NAME_LENGTH) return OTHER_OPERATION;
-    if (known.has(name)) return name;
-    if (known.size >= max) return OTHER_OPERATION;
-    known.add(name);
-    return name;
-  };
 }

@@ -1,12 +1,13 @@
 /**
  * Puts the facade's metrics and audit trail together for `createApp`: the upstream observer both
- * listen through, their Apollo plugins, and `/metrics`, on the main server or, with `METRICS_PORT`,
- * on a server of its own (so the public port need not expose it).
+ * listen through, their Apollo plugins, and `/metrics`, always on a server of its own
+ * (`METRICS_PORT`, 9464 by default), the way an orchestrator scrapes it: the public port never
+ * shows other callers' operations, upstream routes or webhook outcomes.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ApolloServerPlugin } from '@apollo/server';
-import express, { type Express } from 'express';
+import express, { type RequestHandler } from 'express';
 import type { MetricsConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamObserver } from '../upstream/client.ts';
@@ -31,6 +32,10 @@ export interface ObservabilityOptions {
   live: () => { connections: number; subscriptions: number };
   /** The event log's length and this replica's lag, read at each scrape. */
   eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
+  /** Whether a query is a listed trusted document (its name may become a label). */
+  isTrustedDocument?: (query: string) => boolean;
+  /** Refuses a request to the metrics server whose Host is not allowed (DNS rebinding); see app.ts. */
+  hostCheck?: RequestHandler;
 }
 
 export interface Observability {
@@ -39,10 +44,8 @@ export interface Observability {
   /** Metrics and the audit trail, for `createUpstreamClient({ observer })`. */
   readonly upstreamObserver: UpstreamObserver;
   readonly plugins: ApolloServerPlugin<MeasurableContext & AuditableContext>[];
-  /** Mounts `/metrics` on `app` unless a metrics port is configured. */
-  mount(app: Express): void;
-  /** Starts the metrics server when a port is configured; resolves with its base URL. */
-  listen(host: string): Promise<string | undefined>;
+  /** Starts the metrics server on its own port (`METRICS_PORT`); resolves with its base URL. */
+  listen(host: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -73,14 +76,16 @@ export function createObservability(options: ObservabilityOptions): Observabilit
         for (const observer of observers) observer.call?.(report);
       },
     },
-    plugins: [createMetricsPlugin<MeasurableContext & AuditableContext>(metrics), audit.plugin],
-    mount(app) {
-      if (options.config.port === undefined) app.get(METRICS_PATH, metrics.handler());
-    },
+    plugins: [
+      createMetricsPlugin<MeasurableContext & AuditableContext>(metrics, {
+        ...(options.isTrustedDocument === undefined ? {} : { isTrustedDocument: options.isTrustedDocument }),
+      }),
+      audit.plugin,
+    ],
     async listen(host) {
-      if (options.config.port === undefined) return undefined;
       const metricsApp = express();
       metricsApp.disable('x-powered-by');
+      if (options.hostCheck !== undefined) metricsApp.use(options.hostCheck);
       metricsApp.get(METRICS_PATH, metrics.handler());
       metricsApp.use((_request, response) => {
         response.status(404).json({ error: 'not found' });

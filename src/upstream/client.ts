@@ -41,6 +41,10 @@ export interface UpstreamCall {
   /** Who the calls are made for (the audit trail's actor); undefined for the facade's own work. */
   readonly actor?: { readonly subject: string; readonly client: string | null } | undefined;
   readonly requestId: string;
+  /** The facade's own id of the operation, for the audit trail (see `request-id.ts`). */
+  readonly facadeRequestId?: string;
+  /** The caller's own request id when it is `requestId`, for the audit trail. */
+  readonly callerRequestId?: string | undefined;
   readonly retryBudget: RetryBudget;
   readonly callBudget: CallBudget;
   /** Aborted when the operation's deadline passes or the process shuts down: see `cancellation.ts`. */

@@ -27,6 +27,10 @@ export interface UpstreamContext {
   readonly actor: UpstreamActor | undefined;
   /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
   readonly requestId: string;
+  /** The facade's own id of the operation (the audit trail's `requestId`); see `request-id.ts`. */
+  readonly facadeRequestId: string;
+  /** The caller's own `X-Request-Id` when it became `requestId` (the audit trail keeps it apart). */
+  readonly callerRequestId?: string | undefined;
   /** Retries the whole operation may still spend. */
   readonly retryBudget: RetryBudget;
   /** Upstream calls the whole operation may still make. */
@@ -53,8 +57,12 @@ export interface UpstreamContextOptions {
   scope: UpstreamScope;
   /** Who the calls are made for; undefined for the facade's own work. */
   actor?: UpstreamActor | undefined;
-  /** The caller's `X-Request-Id`, if any; a fresh id is generated when absent or unusable. */
-  requestId?: string;
+  /** The request's id (`assignRequestId`); a fresh one is generated when absent or unusable. */
+  requestId?: string | undefined;
+  /** The facade's own id of the request (`assignRequestId`); `requestId` when absent. */
+  facadeRequestId?: string | undefined;
+  /** The caller's own `X-Request-Id`, already checked (`acceptCallerRequestId`). */
+  callerRequestId?: string | undefined;
   /** Retries the operation may spend; defaults to the client's configured budget. */
   retries?: number;
   /** The operation's deadline and shutdown signal (see `cancellation.ts`); none: no deadline. */
@@ -72,12 +80,15 @@ export function createUpstreamContext(
   client: UpstreamClient,
   options: UpstreamContextOptions,
 ): UpstreamContext {
+  const requestId = resolveRequestId(options.requestId);
   return {
     client,
     credentials: createCredentials(options.apiKey),
     scope: options.scope,
     actor: options.actor,
-    requestId: resolveRequestId(options.requestId),
+    requestId,
+    facadeRequestId: options.facadeRequestId ?? requestId,
+    ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: options.callBudget ?? createCallBudget(client.maxCallsPerOperation),
     signal: options.signal,

@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { readAuthConfig } from '../../src/auth/config.ts';
 import { AuthenticationError, createTokenVerifier } from '../../src/auth/token-verifier.ts';
-import { DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
+import { LEAKED_DEMO_SIGNING_KEY } from '../support/leaked-demo-key.ts';
 import { devIssuerEnv, startDevIssuer, useDevIssuer } from '../support/issuer.ts';
 
 describe('the dev issuer with its demo clients', () => {
@@ -25,10 +25,16 @@ describe('the dev issuer with its demo clients', () => {
     expect(issuer.issuer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 
-  test('its key set publishes the fixed demo key, public part only', async () => {
+  test('its key set publishes a key generated at its start, public part only, never the leaked demo key', async () => {
     const { keys } = (await (await fetch(issuer.jwksUrl)).json()) as { keys: Record<string, unknown>[] };
     expect(keys).toHaveLength(1);
-    expect(keys[0]).toMatchObject({ kid: DEMO_SIGNING_KEY_ID, kty: 'RSA', alg: 'RS256', use: 'sig' });
+    expect(keys[0]).toMatchObject({
+      kid: expect.stringMatching(/^dev-issuer-[0-9a-f-]{36}$/) as string,
+      kty: 'RSA',
+      alg: 'RS256',
+      use: 'sig',
+    });
+    expect(keys[0]!['n']).not.toBe(LEAKED_DEMO_SIGNING_KEY.n);
     expect(
       Object.keys(keys[0]!).filter((member) => ['d', 'p', 'q', 'dp', 'dq', 'qi'].includes(member)),
     ).toEqual([]);
@@ -56,7 +62,7 @@ describe('the dev issuer with its demo clients', () => {
       .split('.')
       .slice(0, 2)
       .map((part) => JSON.parse(Buffer.from(part, 'base64url').toString()));
-    expect(header).toEqual({ alg: 'RS256', typ: 'at+jwt', kid: DEMO_SIGNING_KEY_ID });
+    expect(header).toEqual({ alg: 'RS256', typ: 'at+jwt', kid: (await jwksKeyIds(issuer.jwksUrl))[0] });
     expect(payload.exp - payload.iat).toBe(3600);
 
     const caller = await verifier.verify(token);
@@ -69,6 +75,16 @@ describe('the dev issuer with its demo clients', () => {
       scope: { kind: 'customers', customerIds: new Set(['cus_acme']) },
       expiresAt: payload.exp * 1000,
     });
+  });
+
+  test("each token's `scope` claim holds its client's roles, for a gateway's @requiresScopes", async () => {
+    const claimsOf = async (clientId: string) =>
+      JSON.parse(
+        Buffer.from((await issuer.token(clientId)).split('.')[1]!, 'base64url').toString(),
+      ) as Record<string, unknown>;
+    expect((await claimsOf('demo-operator')).scope).toBe('operator');
+    // No role, no scope: a gateway refuses it every operator-only field.
+    expect(await claimsOf('demo-acme')).not.toHaveProperty('scope');
   });
 
   test('the configuration read from AUTH_* variables builds a verifier that accepts its tokens', async () => {
@@ -214,23 +230,35 @@ describe('a dev issuer with its own options', () => {
     }
   });
 
-  test('a restarted issuer keeps its key: a verifier that cached the key set accepts the new tokens', async () => {
+  test('a restarted issuer has a new key: its earlier tokens stop verifying, its new ones verify', async () => {
     const first = await startDevIssuer();
     const port = Number(new URL(first.issuer).port);
-    const verifier = createTokenVerifier({
-      issuer: first.issuer,
-      audience: first.audience,
-      jwksUrl: first.jwksUrl,
-    });
-    expect((await verifier.verify(await first.token('demo-acme'))).subject).toBe('demo-acme');
+    const before = await first.token('demo-acme');
+    const firstKeys = await jwksKeyIds(first.jwksUrl);
     await first.close();
 
     const second = await startDevIssuer({ port });
     try {
       expect(second.issuer).toBe(first.issuer);
+      const secondKeys = await jwksKeyIds(second.jwksUrl);
+      expect(secondKeys).toHaveLength(1);
+      expect(secondKeys).not.toEqual(firstKeys);
+      // A verifier that meets the restarted issuer fresh: the new key id is fetched, the old token's is unknown.
+      const verifier = createTokenVerifier({
+        issuer: second.issuer,
+        audience: second.audience,
+        jwksUrl: second.jwksUrl,
+      });
       expect((await verifier.verify(await second.token('demo-operator'))).operator).toBe(true);
+      await expect(verifier.verify(before)).rejects.toBeInstanceOf(AuthenticationError);
     } finally {
       await second.close();
     }
   });
 });
+
+/** The key ids of the key set at `jwksUrl`. */
+async function jwksKeyIds(jwksUrl: string): Promise<string[]> {
+  const { keys } = (await (await fetch(jwksUrl)).json()) as { keys: { kid: string }[] };
+  return keys.map((key) => key.kid);
+}

@@ -1,8 +1,9 @@
 /**
  * The committed federation files: supergraph.yaml (Rover's composition config) names the subgraphs
  * `npm run supergraph` composes, with the same routing URLs and the same SDL; router.yaml (Apollo
- * Router) has the shape the Router's documentation gives and names only those subgraphs. The Router
- * binary cannot run here, so its configuration is checked, not executed.
+ * Router) has the shape the Router's documentation gives, names only those subgraphs, and enforces
+ * at the edge what deploy/gateway.config.ts enforces (test/federation/hive-gateway-edge.test.ts runs
+ * that one live). The Router binary cannot run here, so its configuration is checked, not executed.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -14,6 +15,7 @@ import {
   loadRepositorySubgraphs,
   SUPPORT_NOTES_SUBGRAPH_NAME,
 } from '../../scripts/compose-supergraph.ts';
+import { ASSUMED_LIST_SIZE, DEFAULT_MAX_COST } from '../../deploy/gateway.config.ts';
 import { useStack } from '../support/harness/stack.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -67,8 +69,45 @@ describe('router.yaml', () => {
   const router = readYaml('router.yaml');
   const subgraphNames = loadRepositorySubgraphs().map(({ name }) => name);
 
-  it('serves the supergraph at /graphql', () => {
-    expect(router.supergraph).toEqual({ listen: expect.stringMatching(/^[\w.]+:\d+$/), path: '/graphql' });
+  it('serves the supergraph at /graphql, on a port none of the local services takes', () => {
+    expect(router.supergraph).toEqual({ listen: '0.0.0.0:4080', path: '/graphql' });
+    // The facade, the example subgraph, facade-b, the emulator, npm start's OpenID provider, compose's.
+    const taken = [4000, 4001, 4002, 4010, 4100, 4200];
+    expect(taken).not.toContain(Number((router.supergraph.listen as string).split(':')[1]));
+  });
+
+  it("verifies the caller's JWT with the facade's own issuer, audience and key set variables", () => {
+    expect(router.authentication).toEqual({
+      router: {
+        jwt: {
+          header_name: 'authorization',
+          header_value_prefix: 'Bearer',
+          jwks: [
+            {
+              url: '${env.AUTH_JWKS_URL}',
+              issuers: ['${env.AUTH_ISSUER}'],
+              audiences: ['${env.AUTH_AUDIENCE}'],
+              algorithms: ['RS256', 'PS256', 'ES256'],
+            },
+          ],
+        },
+      },
+    });
+  });
+
+  it('refuses anonymous callers and any operation reaching a field beyond its scopes', () => {
+    expect(router.authorization).toEqual({
+      require_authentication: true,
+      directives: { enabled: true, reject_unauthorized: true },
+    });
+  });
+
+  it("enforces the same estimated cost limit as Hive Gateway's configuration", () => {
+    expect(router.demand_control).toEqual({
+      enabled: true,
+      mode: 'enforce',
+      strategy: { static_estimated: { list_size: ASSUMED_LIST_SIZE, max: DEFAULT_MAX_COST } },
+    });
   });
 
   it('overrides the URL of exactly the composed subgraphs', () => {

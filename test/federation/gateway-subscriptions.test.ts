@@ -1,54 +1,46 @@
 /**
  * Subscriptions through Hive Gateway: a client subscribes at the gateway (server-sent events), the
- * gateway subscribes to the facade over graphql-ws (deploy/graphql-ws-transport.ts, with
- * compose's deploy/gateway.config.ts), and each event arrives with a field the support-notes
- * subgraph resolves (`Customer.openSupportNoteCount`), fetched by the gateway per event.
+ * gateway subscribes to the facade over graphql-ws (`@graphql-mesh/transport-ws`, with compose's
+ * deploy/gateway.config.ts and its token check at the edge), and each event arrives with a field
+ * the support-notes subgraph resolves (`Customer.openSupportNoteCount`), fetched by the gateway
+ * per event.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayConfig } from '../../deploy/gateway.config.ts';
-import { gatewayTransports } from '../../deploy/graphql-ws-transport.ts';
 import { type FederationStack, startFederationStack } from '../support/harness/federation.ts';
+import { type RunningGateway, startEdgeHiveGateway } from '../support/harness/gateways.ts';
 import type { Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
-import { bearer } from '../support/tokens.ts';
+import { bearer, issuerEnv } from '../support/tokens.ts';
 
 let federation: FederationStack;
 let stack: Stack;
-let gatewayServer: Server;
-let disposeGateway: () => Promise<void>;
+let gateway: RunningGateway;
 let gatewayUrl: string;
 
 beforeAll(async () => {
   // The emulator delivers its webhooks to the facade, as in compose.yaml.
   federation = await startFederationStack({ env: { WEBHOOK_REGISTER: 'true' } });
   ({ stack } = federation);
-  // compose's own Hive Gateway configuration, with its graphql-ws transport to the facade.
-  const runtime = createGatewayRuntime({
-    ...gatewayConfig,
-    transports: gatewayTransports,
-    supergraph: federation.supergraphSdl,
-    logging: false,
+  // compose's own Hive Gateway configuration, trusting the run's OpenID provider.
+  const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
+  gateway = await startEdgeHiveGateway(federation.supergraphSdl, {
+    issuer: AUTH_ISSUER,
+    audience: AUTH_AUDIENCE,
   });
-  disposeGateway = async () => {
-    await runtime.dispose();
-  };
-  gatewayServer = createServer(runtime.requestListener);
-  await new Promise<void>((resolve) => gatewayServer.listen(0, '127.0.0.1', resolve));
-  gatewayUrl = `http://127.0.0.1:${(gatewayServer.address() as AddressInfo).port}${runtime.graphqlEndpoint}`;
+  gatewayUrl = gateway.url;
 });
 
 afterAll(async () => {
-  await disposeGateway?.();
-  gatewayServer?.closeAllConnections();
-  await new Promise<void>((resolve) => (gatewayServer ? gatewayServer.close(() => resolve()) : resolve()));
+  await gateway?.close();
   await federation?.close();
 });
 
 /** Subscribes at `url` over server-sent events and collects each `next` payload until aborted. */
-function subscribeOverSse(url: string, query: string) {
+function subscribeOverSse(
+  url: string,
+  query: string,
+  credentials: Promise<Record<string, string>> = bearer('operator'),
+) {
   const received: { data?: Record<string, unknown>; errors?: unknown[] }[] = [];
   const controller = new AbortController();
   const done = (async () => {
@@ -58,7 +50,7 @@ function subscribeOverSse(url: string, query: string) {
       headers: {
         'content-type': 'application/json',
         accept: 'text/event-stream',
-        ...(await bearer('operator')),
+        ...(await credentials),
       },
       body: JSON.stringify({ query }),
       signal: controller.signal,
@@ -144,6 +136,42 @@ describe('subscriptions through Hive Gateway', () => {
     } finally {
       subscription.stop();
       await subscription.done;
+    }
+  });
+
+  it('refuses a subscription without a token at the gateway', async () => {
+    const response = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({
+        query: 'subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { type } }',
+      }),
+    });
+    expect(response.status).toBe(401);
+    await response.body?.cancel();
+  });
+
+  it("carries each caller's own token: a scoped caller cannot subscribe to another customer through the gateway", async () => {
+    // The operator's subscription runs meanwhile: its connection to the facade is not shared.
+    const operator = subscribeOverSse(
+      gatewayUrl,
+      'subscription { accountChanged(customerId: "cus_globex", accountId: "acc_globex_eth") { type } }',
+    );
+    const acme = subscribeOverSse(
+      gatewayUrl,
+      'subscription { accountChanged(customerId: "cus_globex", accountId: "acc_globex_eth") { type } }',
+      bearer('acme'),
+    );
+    try {
+      await stack.subscriptionsStarted(1);
+      await waitFor(() => acme.received.length >= 1, 'the refusal at the gateway', 15_000);
+      expect(acme.received[0]).toMatchObject({
+        errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND' }) })],
+      });
+    } finally {
+      operator.stop();
+      acme.stop();
+      await Promise.all([operator.done, acme.done]);
     }
   });
 });

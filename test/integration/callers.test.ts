@@ -4,13 +4,13 @@
  * the run's OpenID provider, real HTTP, and the emulator's request counter proving that a refused
  * request never reaches the upstream.
  */
-import { importJWK, type JWTPayload } from 'jose';
+import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { describe, expect, inject, test } from 'vitest';
-import { DEMO_SIGNING_KEY, DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
 import { keyConfusionToken, signToken, unsignedToken, createTestKey } from '../support/issuer.ts';
 import type { GraphQLResult } from '../support/harness/facade.ts';
 import { useStack } from '../support/harness/stack.ts';
-import { issuerSignedToken, tokenClaims } from '../support/tokens.ts';
+import { LEAKED_DEMO_SIGNING_KEY, LEAKED_DEMO_SIGNING_KEY_ID } from '../support/leaked-demo-key.ts';
+import { issuerKeyId, issuerSignedToken, tokenClaims } from '../support/tokens.ts';
 
 const stack = useStack();
 
@@ -23,6 +23,13 @@ async function asToken(token: string, document: string, variables?: Record<strin
 
 function codes(result: GraphQLResult): (string | undefined)[] {
   return (result.body.errors ?? []).map((error) => error.extensions?.code);
+}
+
+/** A token signed with the private key earlier versions of the dev issuer published. */
+async function signWithLeakedKey(payload: JWTPayload, kid: string): Promise<string> {
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid })
+    .sign(await importJWK(LEAKED_DEMO_SIGNING_KEY, 'RS256'));
 }
 
 const CUSTOMER = 'query ($id: ID!) { customer(id: $id) { id displayName } }';
@@ -85,16 +92,16 @@ describe('a caller without a valid token', () => {
     ],
     [
       'signed with an unknown key under the issuer key id',
-      async () => signToken(claims(), { key: await createTestKey('x'), kid: DEMO_SIGNING_KEY_ID }),
+      async () => signToken(claims(), { key: await createTestKey('x'), kid: issuerKeyId() }),
     ],
-    ['unsigned (alg none)', async () => unsignedToken(claims(), DEMO_SIGNING_KEY_ID)],
+    ['unsigned (alg none)', async () => unsignedToken(claims(), issuerKeyId())],
     [
       'HS256 with the public key as secret',
       async () => {
-        const key = await createTestKey(DEMO_SIGNING_KEY_ID);
+        const key = await createTestKey(issuerKeyId());
         key.publicKey = (await importJWK(
           {
-            ...DEMO_SIGNING_KEY,
+            ...inject('issuer').signingKey,
             d: undefined,
             p: undefined,
             q: undefined,
@@ -106,6 +113,18 @@ describe('a caller without a valid token', () => {
         )) as CryptoKey;
         return keyConfusionToken(claims(), key);
       },
+    ],
+    [
+      'signed with the demo key earlier versions published (an operator token minted offline)',
+      async () =>
+        signWithLeakedKey(
+          claims({ roles: ['operator'], customer_ids: undefined }),
+          LEAKED_DEMO_SIGNING_KEY_ID,
+        ),
+    ],
+    [
+      'signed with the demo key earlier versions published, under the issuer key id',
+      async () => signWithLeakedKey(claims({ roles: ['operator'] }), issuerKeyId()),
     ],
     ['without a subject', async () => issuerSigned({ sub: undefined })],
     [
@@ -297,6 +316,22 @@ describe('a caller scoped to one customer', () => {
 });
 
 describe('anonymous requests that stay allowed', () => {
+  test.each([
+    [
+      'fifteen aliases of _service',
+      `{ ${Array.from({ length: 15 }, (_, index) => `s${index}: _service { sdl }`).join(' ')} }`,
+    ],
+    ['one aliased _service', '{ copy: _service { sdl } }'],
+    ['_service twice', '{ _service { sdl } _service { sdl } }'],
+    ['_service in each of two operations', 'query A { _service { sdl } } query B { _service { sdl } }'],
+    ['an aliased sdl', '{ _service { a: sdl b: sdl } }'],
+  ])('without a token, %s is refused with 401 before it runs', async (_name, document) => {
+    const result = await stack.queryAnonymously(document);
+    expect(result.status).toBe(401);
+    expect(JSON.stringify(result.body)).not.toContain('type Customer');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
   test('a gateway reads _service { sdl } without a token, and nothing else rides along', async () => {
     const sdl = await stack.queryAnonymously('{ _service { sdl } }');
     const smuggled = await stack.queryAnonymously('{ _service { sdl } customer(id: "cus_acme") { id } }');
@@ -334,6 +369,32 @@ describe('INTROSPECTION=public and INTROSPECTION=off', () => {
 
     expect(schema.body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
     expect(data.status).toBe(401);
+  });
+
+  test('off: the SDL is read with a service credential (schema-reader) or an operator, by nobody else', async () => {
+    const anonymous = await closed.queryAnonymously('{ _service { sdl } }');
+    const acme = await closed.queryAs('acme', '{ _service { sdl } }');
+    const reader = await closed.queryAs(
+      'schemaReader',
+      'query __ApolloGetServiceDefinition__ { _service { sdl } }',
+    );
+    const operator = await closed.queryAs('operator', '{ _service { sdl } }');
+    const readerData = await closed.queryAs('schemaReader', '{ customer(id: "cus_acme") { id } }');
+
+    expect({ status: anonymous.status, codes: codes(anonymous), data: anonymous.body.data }).toEqual({
+      status: 401,
+      codes: ['UNAUTHENTICATED'],
+      data: undefined,
+    });
+    expect({ status: acme.status, codes: codes(acme), data: acme.body.data }).toEqual({
+      status: 403,
+      codes: ['FORBIDDEN'],
+      data: undefined,
+    });
+    expect((reader.body.data as { _service: { sdl: string } })._service.sdl).toContain('type Customer');
+    expect((operator.body.data as { _service: { sdl: string } })._service.sdl).toContain('type Customer');
+    // The service credential reaches no customer.
+    expect(readerData.body.data).toEqual({ customer: null });
   });
 
   test('off: nobody introspects, and validation errors make no suggestions', async () => {

@@ -13,7 +13,12 @@ let handled = 0;
 
 beforeAll(async () => {
   const app = express();
-  app.use(cors({ origins: [ALLOWED, 'http://localhost:3000'] }));
+  app.use(
+    cors({
+      origins: [ALLOWED, 'http://localhost:3000'],
+      extraAllowedHeaders: ['x-tenant-id', 'traceparent'],
+    }),
+  );
   app.all('/graphql', (_req, res) => {
     handled += 1;
     res.setHeader('x-request-id', 'req-1');
@@ -62,6 +67,28 @@ const CORS_HEADERS = [
 ];
 
 describe('CORS preflight', () => {
+  test("allows the headers the ecosystem's clients send, and no header nobody reads", async () => {
+    const response = await preflight(ALLOWED);
+    await response.body.text();
+    const allowed = String(response.headers['access-control-allow-headers']).split(', ');
+    // Apollo Client (CSRF prevention, client awareness), browser OpenTelemetry (trace context, baggage).
+    for (const header of [
+      'authorization',
+      'content-type',
+      'apollo-require-preflight',
+      'x-apollo-operation-name',
+      'apollographql-client-name',
+      'apollographql-client-version',
+      'traceparent',
+      'tracestate',
+      'baggage',
+    ])
+      expect(allowed).toContain(header);
+    expect(allowed).not.toContain('idempotency-key');
+    // Listed once although configured again.
+    expect(allowed.filter((header) => header === 'traceparent')).toHaveLength(1);
+  });
+
   test('an allowed origin gets 204 with its origin, methods, headers and max age, without reaching the handler', async () => {
     const response = await preflight(ALLOWED);
     await response.body.text();
@@ -70,10 +97,13 @@ describe('CORS preflight', () => {
     expect(response.headers['access-control-allow-origin']).toBe(ALLOWED);
     expect(response.headers['access-control-allow-methods']).toBe('GET, POST, OPTIONS');
     expect(response.headers['access-control-allow-headers']).toBe(
-      'authorization, content-type, apollo-require-preflight, x-apollo-operation-name, x-request-id, idempotency-key, traceparent',
+      'authorization, content-type, accept, apollo-require-preflight, x-apollo-operation-name, ' +
+        'apollographql-client-name, apollographql-client-version, x-request-id, traceparent, tracestate, ' +
+        'baggage, x-tenant-id',
     );
     expect(response.headers['access-control-max-age']).toBe(String(CORS_MAX_AGE_SECONDS));
     expect(response.headers['vary']).toBe('Origin');
+    expect(response.headers['content-length']).toBe('0');
     expect(response.headers['access-control-allow-credentials']).toBeUndefined();
     expect(handled).toBe(0);
   });
@@ -138,12 +168,22 @@ describe('CORS on actual requests', () => {
     expect(handled).toBe(2);
   });
 
-  test('OPTIONS with Origin but without Access-Control-Request-Method is not a preflight', async () => {
+  test('OPTIONS from an allowed origin is answered here, without reaching the handler', async () => {
     const response = await request(url, { method: 'OPTIONS', headers: { origin: ALLOWED } });
     await response.body.text();
-    expect(response.statusCode).toBe(200);
+    expect(response.statusCode).toBe(204);
     expect(response.headers['access-control-allow-origin']).toBe(ALLOWED);
-    expect(response.headers['access-control-allow-methods']).toBeUndefined();
+    expect(handled).toBe(0);
+  });
+
+  test('OPTIONS without Access-Control-Request-Method from another origin is not a refused preflight', async () => {
+    const response = await request(url, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example.com' },
+    });
+    await response.body.text();
+    expect(response.statusCode).toBe(200);
+    for (const header of CORS_HEADERS) expect(response.headers[header]).toBeUndefined();
     expect(handled).toBe(1);
   });
 

@@ -418,3 +418,22 @@ describe('over the call budget, over HTTP and over graphql-ws', () => {
     received.stop();
   });
 });
+
+describe('a valid credential from an address that has just failed 21 times', () => {
+  const stack = useStack();
+
+  test('is served over HTTP and over graphql-ws, while the failing attempts are refused', async () => {
+    const bad = { Authorization: 'Bearer not.a.token' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i += 1) statuses.push((await post(stack, bad, CUSTOMER)).status);
+    expect(statuses.slice(0, 20)).toEqual(Array.from({ length: 20 }, () => 401));
+    expect(statuses[20]).toBe(429);
+
+    expect(await post(stack, await as('acme'), CUSTOMER)).toEqual({ status: 200, code: undefined });
+    const received = stack.connect(await as('acme')).subscribe(WATCH);
+    await stack.subscriptionsStarted(1);
+    expect(received.errors).toEqual([]);
+    received.stop();
+    await stack.subscriptionsCompleted(1);
+  });
+});

@@ -8,7 +8,8 @@ import { bearer } from '../support/tokens.ts';
 
 const CUSTOMER_QUERY = '{ customer(id: "cus_acme") { id displayName } }';
 
-const stack = useStack();
+// Each /readyz below must ask the upstream: no answer is reused (the cache has its own tests).
+const stack = useStack({ env: { READINESS_CACHE_MS: '0' } });
 
 function getUrl(query: string): string {
   return `${stack.graphqlUrl}?query=${encodeURIComponent(query)}`;
@@ -190,7 +191,7 @@ describe('health and readiness', () => {
 });
 
 describe('with a facade key the upstream refuses', () => {
-  const refused = useStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_revoked' } });
+  const refused = useStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_revoked', READINESS_CACHE_MS: '0' } });
 
   test('/readyz answers 503 with the reason', async () => {
     const response = await fetch(`${refused.facadeUrl}/readyz`);

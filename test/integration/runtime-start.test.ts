@@ -1,12 +1,16 @@
 /**
  * `npm start` and `src/main.ts` as real processes: the in-process emulator when no upstream is
- * configured, configuration errors reported before anything listens, graceful exit on SIGTERM.
+ * configured, configuration errors reported before anything listens, graceful exit on SIGTERM
+ * (to npm's own process too), and every failed start reported as one line.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, test } from 'vitest';
 import { demoToken, loggedIssuer } from '../support/demo-token.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const children: ChildProcess[] = [];
 
@@ -16,7 +20,8 @@ afterEach(() => {
   }
 });
 
-function run(script: string, env: Record<string, string>): ChildProcess {
+/** The environment a user's shell gives: the test run's own upstream and issuer removed. */
+function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const {
     UPSTREAM_BASE_URL: _base,
     UPSTREAM_API_KEY: _key,
@@ -24,14 +29,58 @@ function run(script: string, env: Record<string, string>): ChildProcess {
     AUTH_AUDIENCE: _audience,
     ...inherited
   } = process.env;
+  // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
+  return { ...inherited, NODE_ENV: 'production', ...env };
+}
+
+function run(script: string, env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, [script], {
     cwd: new URL('../..', import.meta.url),
-    // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-    env: { ...inherited, NODE_ENV: 'production', ...env },
+    env: userEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
   return child;
+}
+
+/** A loopback port another process holds until the test closes `server`. */
+async function busyPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, server };
+}
+
+/** Runs `script` to its exit; its status and what it wrote. */
+async function runToExit(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = run(script, env);
+  const stdout = collect(child.stdout);
+  const stderr = collect(child.stderr);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout: await stdout, stderr: await stderr };
+}
+
+/** Whether a process with this id still exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether something still accepts connections at `url`. */
+async function answers(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url);
+    await response.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function collect(stream: NodeJS.ReadableStream | null): Promise<string> {
@@ -109,7 +158,7 @@ describe('npm start', () => {
 
     expect(code).toBe(1);
     expect(await stderr).toMatch(
-      /^Invalid configuration:\n {2}- AUTH_ISSUER: is required when AUTH_MODE is oidc .*AUTH_MODE=none/,
+      /^Invalid configuration: AUTH_ISSUER: is required when AUTH_MODE is oidc .*AUTH_MODE=none/,
     );
   });
 
@@ -120,7 +169,7 @@ describe('npm start', () => {
     const [code] = (await once(child, 'exit')) as [number | null];
 
     expect(code).toBe(1);
-    expect(await stderr).toBe('Invalid configuration:\n  - UPSTREAM_API_KEY: is required\n');
+    expect(await stderr).toBe('Invalid configuration: UPSTREAM_API_KEY: is required\n');
   });
 
   test('refuses an upstream URL holding credentials without ever writing them out', async () => {
@@ -136,9 +185,132 @@ describe('npm start', () => {
 
     expect(code).toBe(1);
     expect(await stderr).toBe(
-      'Invalid configuration:\n  - UPSTREAM_BASE_URL: must not contain credentials, a query or a fragment\n',
+      'Invalid configuration: UPSTREAM_BASE_URL: must not contain credentials, a query or a fragment\n',
     );
     expect(await stdout).not.toContain('hunter2-password');
+  });
+});
+
+describe('npm start, run by npm', () => {
+  test('SIGTERM to npm itself stops the facade, its emulator and its OpenID provider', async () => {
+    const npm = spawn('npm', ['start'], {
+      cwd: new URL('../..', import.meta.url),
+      env: userEnv({ PORT: '0', HOST: '127.0.0.1', DEV_ISSUER_PORT: '0', LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(npm);
+    const lines: Record<string, unknown>[] = [];
+    createInterface({ input: npm.stdout! }).on('line', (line) => {
+      if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
+    });
+    const logged = (msg: string) => lines.find((entry) => entry.msg === msg);
+    await waitFor(() => logged('facade listening') !== undefined, 'the facade to listen', 30_000);
+    const graphqlUrl = logged('facade listening')!.url as string;
+    const issuer = loggedIssuer(lines);
+    // npm's child is the facade's own process (no shell in between left to orphan it).
+    const [facadePid] = readFileSync(`/proc/${npm.pid}/task/${npm.pid}/children`, 'utf8')
+      .trim()
+      .split(' ')
+      .map(Number);
+    expect(facadePid).toBeGreaterThan(0);
+    const facadeCommand = readFileSync(`/proc/${facadePid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    expect(facadeCommand.slice(-1)).toEqual(['scripts/start.ts']);
+    expect(await answers(`${issuer}/jwks`)).toBe(true);
+
+    npm.kill('SIGTERM');
+    const [code] = (await once(npm, 'exit')) as [number | null];
+
+    expect(code).toBe(0);
+    await waitFor(() => !alive(facadePid!), 'the facade process to exit', 15_000);
+    expect(logged('shutting down')).toMatchObject({ signal: 'SIGTERM' });
+    expect(await answers(graphqlUrl)).toBe(false);
+    expect(await answers(`${issuer}/jwks`)).toBe(false);
+  });
+});
+
+describe('a start that cannot succeed', () => {
+  test('a busy PORT is one line on stderr, exit 1, and nothing printed as started', async () => {
+    const { port, server } = await busyPort();
+    try {
+      const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DEV_ISSUER_PORT: '0',
+      });
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        `Cannot start the facade on 127.0.0.1:${port}: the port is in use by another process. ` +
+          'Stop that process, or set PORT to another port (0: any free port).\n',
+      );
+      expect(stdout).not.toContain('facade listening');
+    } finally {
+      server.close();
+    }
+  });
+
+  test('a busy METRICS_PORT names METRICS_PORT', async () => {
+    const { port, server } = await busyPort();
+    try {
+      const { code, stderr } = await runToExit('src/main.ts', {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        METRICS_PORT: String(port),
+        UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
+        UPSTREAM_API_KEY: 'sk_live_start_test',
+        AUTH_MODE: 'none',
+      });
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        `Cannot start the facade on 127.0.0.1:${port}: the port is in use by another process. ` +
+          'Stop that process, or set METRICS_PORT to another port (0: any free port).\n',
+      );
+    } finally {
+      server.close();
+    }
+  });
+
+  test('a busy DEV_ISSUER_PORT is one line naming DEV_ISSUER_PORT, and no token is offered', async () => {
+    const { port, server } = await busyPort();
+    try {
+      const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DEV_ISSUER_PORT: String(port),
+      });
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        `Cannot start the demo OpenID provider on 127.0.0.1:${port}: the port is in use by another process. ` +
+          'Stop that process, or set DEV_ISSUER_PORT to another port (0: any free port).\n',
+      );
+      expect(stdout).not.toContain('facade listening');
+      expect(stdout).not.toContain('OpenID provider with demo clients');
+    } finally {
+      server.close();
+    }
+  });
+
+  test('DEV_ISSUER_PORT=abc is one line, before anything starts', async () => {
+    const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DEV_ISSUER_PORT: 'abc',
+    });
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      'DEV_ISSUER_PORT must be a port number from 0 to 65535 (0: any free port); got "abc".\n',
+    );
+    expect(stdout).toBe('');
+  });
+
+  test('PORT=abc is refused before anything starts: no token instructions, no log line', async () => {
+    const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+      PORT: 'abc',
+      HOST: '127.0.0.1',
+      DEV_ISSUER_PORT: '0',
+    });
+    expect(code).toBe(1);
+    expect(stderr).toBe('Invalid configuration: PORT: must be an integer from 0 to 65535, got "abc"\n');
+    expect(stdout).toBe('');
   });
 });
 

@@ -51,6 +51,9 @@ async function operatorActor(): Promise<{ subject: string; client: string }> {
   return { subject: payload.sub, client: payload.client_id };
 }
 
+/** An id of the facade's own, which the audit trail records apart from the caller's. */
+const FACADE_ID = expect.stringMatching(/^req_[0-9a-f]{24}$/) as string;
+
 describe('audit trail', () => {
   it('writes one line for a top-up, and one marked replayed for the same key again', async () => {
     const input = {
@@ -76,12 +79,14 @@ describe('audit trail', () => {
     expect(again.body.data!.sandboxTopUp.replayed).toBe(true);
 
     const actor = await operatorActor();
-    const line = (requestId: string, replayed: boolean) => ({
+    const line = (callerRequestId: string, replayed: boolean) => ({
       level: 'info',
       msg: 'upstream write',
       log: 'audit',
       actor,
-      requestId,
+      // The facade's own id, apart from the caller's (which went upstream and came back).
+      requestId: FACADE_ID,
+      callerRequestId,
       operation: { name: 'TopUp', fields: ['sandboxTopUp'] },
       upstream: {
         method: 'POST',
@@ -90,7 +95,7 @@ describe('audit trail', () => {
       },
       resources: { accountId: 'acc_globex_eth', resultId: topUpId },
       idempotencyKey: 'audit-top-up-1',
-      correlationId: requestId,
+      correlationId: callerRequestId,
       outcome: 'ok',
       replayed,
       attempts: 1,
@@ -123,7 +128,8 @@ describe('audit trail', () => {
         msg: 'upstream write',
         log: 'audit',
         actor: await operatorActor(),
-        requestId: 'audit-req-3',
+        requestId: FACADE_ID,
+        callerRequestId: 'audit-req-3',
         operation: { name: 'AddDirector', fields: ['createRelatedParty'] },
         upstream: { method: 'POST', route: '/v3/customers/{customerId}/related-parties', status: 400 },
         resources: { customerId: 'cus_acme' },

@@ -3,9 +3,13 @@
  * route template, the operation, its loaders), webhook deliveries by outcome, and the bounds that
  * keep ids and invented names out of labels.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
-import { createOperationNameBound } from '../../src/observability/metrics.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createOperationLabels } from '../../src/observability/operation-labels.ts';
 import { createRouteMatcher } from '../../src/upstream/route-template.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { startStack, useStack } from '../support/harness/stack.ts';
@@ -222,6 +226,13 @@ describe('/metrics', () => {
 });
 
 describe('METRICS_PORT', () => {
+  it('is 9464 by default: metrics are never on the main port', () => {
+    expect(
+      loadConfig({ UPSTREAM_BASE_URL: 'http://upstream.test', UPSTREAM_API_KEY: 'k', AUTH_MODE: 'none' })
+        .metrics.port,
+    ).toBe(9464);
+  });
+
   it('serves /metrics on a port of its own, and not on the main port', async () => {
     const own = await startStack({ env: { METRICS_PORT: '0' } });
     try {
@@ -242,6 +253,50 @@ describe('METRICS_PORT', () => {
   });
 });
 
+describe('operation name labels', () => {
+  it("a caller's new names count as other; an operator's become labels, then for everyone", async () => {
+    const own = await startStack();
+    try {
+      const before = await scrape(own.metricsUrl);
+      await own.queryAs('acme', 'query SquattedByAcme { apiStatus { reachable } }');
+      await own.query('query NamedByOperator { apiStatus { reachable } }');
+      await own.queryAs('acme', 'query NamedByOperator { apiStatus { reachable } }');
+      const after = await scrape(own.metricsUrl);
+      expect(deltas(before, after, 'graphql_operations_total')).toEqual({
+        '{operation_name="other",operation_type="query",outcome="ok"}': 1,
+        '{operation_name="NamedByOperator",operation_type="query",outcome="ok"}': 2,
+      });
+    } finally {
+      await own.close();
+    }
+  });
+  it('a trusted document keeps its name as a label whoever runs it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'metrics-trusted-'));
+    const listed = 'query ListedStatus { apiStatus { reachable } }';
+    const manifest = join(dir, 'manifest.json');
+    await writeFile(
+      manifest,
+      JSON.stringify({
+        format: 'apollo-persisted-query-manifest',
+        version: 1,
+        operations: [{ id: 'listed-status-v1', name: 'ListedStatus', type: 'query', body: listed }],
+      }),
+    );
+    const own = await startStack({ env: { TRUSTED_DOCUMENTS: manifest } });
+    try {
+      const before = await scrape(own.metricsUrl);
+      expect((await own.queryAs('acme', listed)).status).toBe(200);
+      const after = await scrape(own.metricsUrl);
+      expect(deltas(before, after, 'graphql_operations_total')).toEqual({
+        '{operation_name="ListedStatus",operation_type="query",outcome="ok"}': 1,
+      });
+    } finally {
+      await own.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('label bounds', () => {
   it('derives route templates without ids from the contract', () => {
     const routeOf = createRouteMatcher();
@@ -257,10 +312,20 @@ describe('label bounds', () => {
     expect(routeOf('/v3/nothing/here')).toEqual({ template: 'other', params: {} });
   });
 
-  it('keeps the first names up to the bound, then other; anonymous and overlong names apart', () => {
-    const label = createOperationNameBound(2);
-    expect([label('A'), label('B'), label('C'), label('A'), label(undefined), label('x'.repeat(65))]).toEqual(
-      ['A', 'B', 'other', 'A', 'anonymous', 'other'],
-    );
+  it('labels only names first sent by an operator or a trusted document, up to the bound', () => {
+    const label = createOperationLabels(2);
+    const operator = { fromOperator: true, trustedDocument: false };
+    const trusted = { fromOperator: false, trustedDocument: true };
+    const caller = { fromOperator: false, trustedDocument: false };
+    expect([
+      label('Squat', caller),
+      label('A', operator),
+      label('A', caller),
+      label('B', trusted),
+      label('C', operator),
+      label('Squat', caller),
+      label(undefined, caller),
+      label('x'.repeat(65), operator),
+    ]).toEqual(['other', 'A', 'A', 'B', 'other', 'other', 'anonymous', 'other']);
   });
 });

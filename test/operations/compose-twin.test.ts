@@ -81,6 +81,33 @@ describe('compose.yaml and its twin', () => {
   });
 });
 
+describe("compose.yaml's gateway", () => {
+  it('is a pinned release of the official image, not a moving tag', () => {
+    expect(readComposeFile().services.gateway!.image).toMatch(
+      /^ghcr\.io\/graphql-hive\/gateway:\d+\.\d+\.\d+$/,
+    );
+  });
+
+  it("trusts the twin's OpenID provider, as compose's gateway trusts the dev-issuer service", () => {
+    expect(twin.environments.gateway).toMatchObject({
+      AUTH_ISSUER: twin.urls['dev-issuer'],
+      AUTH_AUDIENCE: 'platform-graphql-facade',
+    });
+  });
+
+  it('refuses a request without a token at the edge', async () => {
+    const result = await postGraphQL(
+      twin.gatewayUrl,
+      '{ customer(id: "cus_acme") { displayName } }',
+      undefined,
+      {
+        authorization: '',
+      },
+    );
+    expect(result).toEqual({ status: 401, body: { errors: [{ message: 'Unauthenticated' }] } });
+  });
+});
+
 describe('the topology', () => {
   it('answers a query across both subgraphs through the gateway', async () => {
     const result = await postGraphQL(

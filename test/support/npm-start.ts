@@ -48,6 +48,7 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
       HOST: '127.0.0.1',
       LOG_LEVEL: 'debug',
       DEV_ISSUER_PORT: '0',
+      METRICS_PORT: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

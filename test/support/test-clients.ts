@@ -14,6 +14,13 @@ export const TEST_CLIENTS = {
     roles: [],
     customerIds: ['cus_globex'],
   },
+  /** A gateway's service credential: may read the SDL when introspection is off, and no customer. */
+  schemaReader: {
+    clientId: 'test-schema-reader',
+    clientSecret: 'test-schema-reader-secret',
+    roles: ['schema-reader'],
+    customerIds: [],
+  },
   /** Authenticated, with no customer and no role: may read only what any caller may. */
   nobody: { clientId: 'test-nobody', clientSecret: 'test-nobody-secret', roles: [], customerIds: [] },
 } as const;

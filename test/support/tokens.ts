@@ -4,7 +4,6 @@
  */
 import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { inject } from 'vitest';
-import { DEMO_SIGNING_KEY, DEMO_SIGNING_KEY_ID } from '../../dev-issuer/demo-signing-key.ts';
 import { TEST_CLIENTS, type TestCallerName } from './test-clients.ts';
 
 export { TEST_CLIENTS, type TestCallerName } from './test-clients.ts';
@@ -53,8 +52,15 @@ async function fetchToken(caller: TestCallerName): Promise<string> {
   return body.access_token;
 }
 
+/** The `kid` of the run's issuer's signing key (generated at the run's start). */
+export function issuerKeyId(): string {
+  const { kid } = inject('issuer').signingKey;
+  if (kid === undefined) throw new Error("the run issuer's signing key has no kid");
+  return kid;
+}
+
 /**
- * A token the run's issuer would have signed (its key is the dev issuer's demo key), with claims
+ * A token the run's issuer would have signed (with its signing key, generated for the run), with claims
  * chosen by the test: a subject scoped to `cus_acme` valid five minutes, over `overrides`. For
  * tokens the issuer would never hand out (expired, short-lived, odd claims).
  */
@@ -62,11 +68,11 @@ export async function issuerSignedToken(
   overrides: JWTPayload = {},
   header: { kid?: string | null; typ?: string | null } = {},
 ): Promise<string> {
-  const kid = header.kid === undefined ? DEMO_SIGNING_KEY_ID : header.kid;
+  const kid = header.kid === undefined ? issuerKeyId() : header.kid;
   const typ = header.typ === undefined ? 'at+jwt' : header.typ;
   return new SignJWT(tokenClaims(overrides))
     .setProtectedHeader({ alg: 'RS256', ...(kid === null ? {} : { kid }), ...(typ === null ? {} : { typ }) })
-    .sign(await importJWK(DEMO_SIGNING_KEY, 'RS256'));
+    .sign(await importJWK(inject('issuer').signingKey, 'RS256'));
 }
 
 /** Claims of a valid token of the run's issuer for `cus_acme`, over `overrides` (undefined removes a claim). */

@@ -13,6 +13,7 @@ describe('readEdgeConfig', () => {
       problems: [],
       config: {
         corsOrigins: [],
+        corsAllowedHeaders: [],
         trustProxy: 0,
         rateLimits: {
           enabled: true,
@@ -31,6 +32,7 @@ describe('readEdgeConfig', () => {
   test('reads every variable', () => {
     const { config, problems } = read({
       CORS_ORIGINS: ' https://app.example.com, http://localhost:3000 ,https://admin.example.com:8443',
+      CORS_ALLOWED_HEADERS: ' X-Tenant-Id ,x-feature-flags,x-tenant-id,',
       TRUST_PROXY: '2',
       RATE_LIMIT_ENABLED: 'false',
       RATE_LIMIT_WINDOW_SECONDS: '10',
@@ -43,6 +45,7 @@ describe('readEdgeConfig', () => {
     expect(problems).toEqual([]);
     expect(config).toEqual({
       corsOrigins: ['https://app.example.com', 'http://localhost:3000', 'https://admin.example.com:8443'],
+      corsAllowedHeaders: ['x-tenant-id', 'x-feature-flags'],
       trustProxy: 2,
       rateLimits: {
         enabled: false,
@@ -110,5 +113,18 @@ describe('readEdgeConfig', () => {
       wsConnects: 60,
       subscriptions: 200,
     });
+  });
+
+  test.each([
+    ['a wildcard', '*'],
+    ['a name with a colon', 'x-tenant-id:'],
+    ['a name with a space', 'x tenant'],
+    ['a header with its value', 'x-tenant-id=acme'],
+  ])('CORS_ALLOWED_HEADERS refuses %s, naming it, and allows no extra header', (_what, entry) => {
+    const { config, problems } = read({ CORS_ALLOWED_HEADERS: `x-ok,${entry}` });
+    expect(problems).toEqual([
+      `CORS_ALLOWED_HEADERS: each entry must be a header name such as x-tenant-id (no wildcard, no spaces or colons), got ${JSON.stringify(entry)}`,
+    ]);
+    expect(config.corsAllowedHeaders).toEqual([]);
   });
 });

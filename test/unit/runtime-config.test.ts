@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       host: CONFIG_DEFAULTS.HOST,
       nodeEnv: 'production',
       logLevel: 'info',
+      explorer: 'sandbox',
       landingPage: true,
       introspection: 'authenticated',
       queryLimits: { maxDepth: 6, maxAliases: 15, maxDirectives: 50, maxTokens: 1_000, maxCost: 5_000 },
@@ -89,6 +90,7 @@ describe('loadConfig', () => {
       host: '0.0.0.0',
       nodeEnv: 'development',
       logLevel: 'debug',
+      explorer: 'off',
       landingPage: false,
       introspection: 'off',
       queryLimits: { maxDepth: 8, maxAliases: 3, maxDirectives: 4, maxTokens: 2_000, maxCost: 500 },
@@ -115,6 +117,25 @@ describe('loadConfig', () => {
 
   test('treats a blank variable as unset', () => {
     expect(loadConfig({ ...REQUIRED, PORT: '  ', LOG_LEVEL: '' }).port).toBe(4000);
+  });
+
+  test.each([
+    [{ EXPLORER: 'graphiql' }, 'graphiql', false],
+    [{ EXPLORER: 'off' }, 'off', false],
+    [{ EXPLORER: 'sandbox', LANDING_PAGE: 'true' }, 'sandbox', true],
+    [{ LANDING_PAGE: 'true' }, 'sandbox', true],
+    [{ LANDING_PAGE: 'false', EXPLORER: 'off' }, 'off', false],
+  ])('EXPLORER and the older LANDING_PAGE: %o', (env, explorer, landingPage) => {
+    expect(loadConfig({ ...REQUIRED, ...env })).toMatchObject({ explorer, landingPage });
+  });
+
+  test('EXPLORER outside its values, or contradicted by LANDING_PAGE=false, is refused', () => {
+    expect(problemsOf({ ...REQUIRED, EXPLORER: 'playground' })).toEqual([
+      'EXPLORER: must be one of sandbox, graphiql, off, got "playground"',
+    ]);
+    expect(problemsOf({ ...REQUIRED, EXPLORER: 'graphiql', LANDING_PAGE: 'false' })).toEqual([
+      'LANDING_PAGE: false contradicts EXPLORER=graphiql; set EXPLORER alone (sandbox, graphiql or off)',
+    ]);
   });
 
   test('reports every bad value at once, one line each', () => {

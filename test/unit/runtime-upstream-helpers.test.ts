@@ -5,7 +5,7 @@ import { capCallBudget, createCallBudget, spendCall } from '../../src/upstream/c
 import { createCredentials } from '../../src/upstream/credentials.ts';
 import { UnsafeIdError, UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
 import { parseProblem } from '../../src/upstream/problem.ts';
-import { resolveRequestId } from '../../src/upstream/request-id.ts';
+import { acceptCallerRequestId, resolveRequestId } from '../../src/upstream/request-id.ts';
 import { isPlainId, MAX_ID_LENGTH, restPath } from '../../src/upstream/rest-path.ts';
 import { backoffDelayMs, isRetryable } from '../../src/upstream/retry.ts';
 import type { Problem } from '../../src/upstream/types.ts';
@@ -150,13 +150,38 @@ describe('restPath', () => {
   });
 });
 
-describe('resolveRequestId', () => {
-  test("keeps the caller's acceptable id", () => {
+describe('request ids', () => {
+  test("keeps the caller's safe id as the request id, and replaces anything else with a new one", () => {
     expect(resolveRequestId('order-42')).toBe('order-42');
+    for (const value of [undefined, '', 'has space', 'x'.repeat(65), 'tab\there']) {
+      expect(resolveRequestId(value)).toMatch(/^req_[0-9a-f]{24}$/);
+    }
   });
 
-  test.each([undefined, '', 'has space', 'x'.repeat(201), 'tab\there'])('replaces %j', (value) => {
-    expect(resolveRequestId(value)).toMatch(/^req_[0-9a-f]{24}$/);
+  test.each([
+    'order-42',
+    '01J9Z3QK8Y5V6W7X8Y9Z0A1B2C',
+    '4bf92f3577b34da6a3ce929d0e0e4736',
+    'a:b.c_d',
+    'x'.repeat(64),
+  ])("accepts the caller's safe id %j", (value) => {
+    expect(acceptCallerRequestId(value)).toBe(value);
+  });
+
+  test.each([
+    undefined,
+    '',
+    'has space',
+    'x'.repeat(65),
+    'tab\there',
+    'line\nbreak',
+    '"quoted"',
+    '../../etc',
+    '-starts-with-dash',
+    'ünïcode',
+    '{"level":"error"}',
+  ])("drops the caller's unsafe id %j", (value) => {
+    expect(acceptCallerRequestId(value)).toBeUndefined();
   });
 });
 

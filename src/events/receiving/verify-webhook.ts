@@ -43,20 +43,32 @@ export type WebhookRejection =
 export type WebhookVerification =
   { ok: true; id: string; timestamp: number } | { ok: false; reason: WebhookRejection; message: string };
 
+/** What the headers of a delivery say, once their form and timestamp window are checked. */
+export interface CheckedWebhookHeaders {
+  id: string;
+  timestampText: string;
+  timestamp: number;
+  /** The well-formed `v1` digests of `webhook-signature` (at least one). */
+  signatures: readonly Buffer[];
+}
+
+/** The outcome of {@link checkWebhookHeaders}. */
+export type WebhookHeaderCheck =
+  ({ ok: true } & CheckedWebhookHeaders) | { ok: false; reason: WebhookRejection; message: string };
+
 /**
- * Verifies a Standard Webhooks delivery: HMAC-SHA256, keyed with the base64-decoded part of a
- * secret after `whsec_`, over `${webhook-id}.${webhook-timestamp}.${rawBody}`, compared in constant
- * time with every `v1,` signature of the `webhook-signature` header (space separated), under every
- * secret given; the timestamp must be within `toleranceSeconds` of `now`, in the past or the future,
- * which bounds how long a captured delivery can be replayed.
- *
- * Never throws, whatever the input: garbage headers or bodies are a `{ ok: false }` result. No
- * message mentions a secret or a computed signature.
+ * Everything about a delivery that can be checked before its body is read: the three `webhook-*`
+ * headers are present, the timestamp is whole seconds within `toleranceSeconds` of `now`, and the
+ * signature header holds at least one well-formed `v1` digest. A delivery that fails here is refused
+ * without a byte of its body read or hashed. Never throws.
  */
-export function verifyWebhook(input: VerifyWebhookInput): WebhookVerification {
-  const id = headerValue(input.headers, 'webhook-id');
-  const timestampText = headerValue(input.headers, 'webhook-timestamp');
-  const signatureHeader = headerValue(input.headers, 'webhook-signature');
+export function checkWebhookHeaders(
+  headers: WebhookHeaders,
+  options: { toleranceSeconds?: number; now?: number } = {},
+): WebhookHeaderCheck {
+  const id = headerValue(headers, 'webhook-id');
+  const timestampText = headerValue(headers, 'webhook-timestamp');
+  const signatureHeader = headerValue(headers, 'webhook-signature');
   if (id === undefined || timestampText === undefined || signatureHeader === undefined) {
     return reject(
       'missing_headers',
@@ -68,8 +80,8 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookVerification {
     return reject('invalid_timestamp', 'webhook-timestamp must be whole Unix seconds');
   }
   const timestamp = Number(timestampText);
-  const toleranceSeconds = input.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
-  const nowSeconds = Math.floor((input.now ?? Date.now()) / 1000);
+  const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
+  const nowSeconds = Math.floor((options.now ?? Date.now()) / 1000);
   if (Math.abs(nowSeconds - timestamp) > toleranceSeconds) {
     return reject(
       'timestamp_outside_tolerance',
@@ -77,18 +89,49 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookVerification {
     );
   }
 
-  const keys = input.secrets.map(decodeSecret).filter((key) => key !== undefined);
+  const signatures = parseSignatures(signatureHeader);
+  if (signatures.length === 0) {
+    return reject('no_matching_signature', 'webhook-signature holds no well-formed v1 signature');
+  }
+  return { ok: true, id, timestampText, timestamp, signatures };
+}
+
+/**
+ * Verifies a Standard Webhooks delivery: HMAC-SHA256, keyed with the base64-decoded part of a
+ * secret after `whsec_`, over `${webhook-id}.${webhook-timestamp}.${rawBody}`, compared in constant
+ * time with every `v1,` signature of the `webhook-signature` header (space separated), under every
+ * secret given; the timestamp must be within `toleranceSeconds` of `now`, in the past or the future,
+ * which bounds how long a captured delivery can be replayed.
+ *
+ * Never throws, whatever the input: garbage headers or bodies are a `{ ok: false }` result. No
+ * message mentions a secret or a computed signature.
+ */
+export function verifyWebhook(input: VerifyWebhookInput): WebhookVerification {
+  const checked = checkWebhookHeaders(input.headers, {
+    ...(input.toleranceSeconds === undefined ? {} : { toleranceSeconds: input.toleranceSeconds }),
+    ...(input.now === undefined ? {} : { now: input.now }),
+  });
+  if (!checked.ok) return checked;
+  return verifyWebhookSignature(checked, input.rawBody, input.secrets);
+}
+
+/** The signature check of {@link verifyWebhook}, over headers {@link checkWebhookHeaders} accepted. */
+export function verifyWebhookSignature(
+  checked: CheckedWebhookHeaders,
+  rawBody: Buffer | string,
+  secrets: readonly string[],
+): WebhookVerification {
+  const keys = secrets.map(decodeSecret).filter((key) => key !== undefined);
   if (keys.length === 0) {
     return reject('no_usable_secret', 'no valid webhook signing secret is configured');
   }
-
-  const candidates = parseSignatures(signatureHeader);
-  const body = typeof input.rawBody === 'string' ? Buffer.from(input.rawBody, 'utf8') : input.rawBody;
+  const { id, timestampText, timestamp, signatures } = checked;
+  const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
   for (const key of keys) {
     const expected = createHmac('sha256', key).update(`${id}.${timestampText}.`).update(body).digest();
     // Every candidate is compared, even after a match, so the time taken does not tell which one matched.
     let matched = false;
-    for (const candidate of candidates) {
+    for (const candidate of signatures) {
       if (timingSafeEqual(expected, candidate)) matched = true;
     }
     if (matched) return { ok: true, id, timestamp };
@@ -96,7 +139,10 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookVerification {
   return reject('no_matching_signature', 'no webhook-signature matches the body under any configured secret');
 }
 
-function reject(reason: WebhookRejection, message: string): WebhookVerification {
+function reject(
+  reason: WebhookRejection,
+  message: string,
+): { ok: false; reason: WebhookRejection; message: string } {
   return { ok: false, reason, message };
 }
 

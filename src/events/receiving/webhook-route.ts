@@ -2,17 +2,41 @@
  * The route the upstream POSTs its events to: verify, parse, claim the event id, publish, confirm,
  * then answer. The order is what makes each event published once and never acknowledged unpublished.
  */
+import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
 import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
-import { verifyWebhook } from './verify-webhook.ts';
+import { checkWebhookHeaders, verifyWebhookSignature } from './verify-webhook.ts';
+import {
+  createWebhookBodyReader,
+  type BodyReadFailure,
+  type WebhookBodyLimits,
+  type WebhookBodyReaderState,
+} from './webhook-body.ts';
+import { createWebhookRefusals, type WebhookRefusals } from './webhook-refusals.ts';
 import type { WebhookDeliveryOutcome } from '../event-types.ts';
 
-/** Default cap of a webhook body; the upstream's own request cap is the same 1 MiB. */
-export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * Default cap of a webhook body: 64 KiB. The platform's events are an envelope and one resource
+ * (a few KiB at most); the cap bounds what one unauthenticated sender makes the facade hold.
+ */
+export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 64 * 1024;
+
+/** Default limits on reading bodies (variables in `src/events/config.ts`, docs/security.md). */
+export const DEFAULT_WEBHOOK_BODY_LIMITS: WebhookBodyLimits = {
+  maxBodyBytes: DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+  // A few KiB from a server in a data centre: seconds are plenty, and a slow sender loses its slot.
+  receiveTimeoutMs: 10_000,
+  maxConcurrentReads: 16,
+  maxConcurrentReadsPerAddress: 4,
+  maxWaiting: 64,
+};
+
+/** Default: an address refused more than 30 times in a minute is answered 429 for the rest of it. */
+export const DEFAULT_WEBHOOK_REFUSALS = { limit: 30, windowMs: 60_000 } as const;
 
 /** Options of {@link createWebhookRouter}. */
 export interface WebhookRouterOptions {
@@ -25,8 +49,14 @@ export interface WebhookRouterOptions {
   /** Where a verified, new event is appended; the delivery is acknowledged once it holds it. */
   log: Pick<EventLog, 'append'>;
   logger: Logger;
-  /** Largest accepted body; a larger one is answered 413 unread. Default 1 MiB. */
+  /** Largest accepted body; a larger one is answered 413 unread. Default 64 KiB. */
   maxBodyBytes?: number;
+  /** Limits on reading bodies, over {@link DEFAULT_WEBHOOK_BODY_LIMITS} (`maxBodyBytes` above wins). */
+  bodyLimits?: Partial<WebhookBodyLimits>;
+  /** Refusals per address and window before 429 (default {@link DEFAULT_WEBHOOK_REFUSALS}). */
+  refusals?: { limit: number; windowMs: number };
+  /** The sender's address, as the rest of the facade sees it (trusted proxies). Default: the socket's. */
+  addressOf?: (request: IncomingMessage) => string;
   /** Accepted distance between `webhook-timestamp` and the clock, in seconds. Default 300. */
   toleranceSeconds?: number;
   /** Clock in milliseconds. Default `Date.now`. */
@@ -47,6 +77,8 @@ export interface WebhookRouter {
   router: Router;
   /** From now on every delivery is answered 503, so the upstream retries it elsewhere or later. */
   stopAccepting(): void;
+  /** Bodies being read and waiting, and the bytes they hold. */
+  bodies(): WebhookBodyReaderState;
 }
 
 /**
@@ -54,8 +86,12 @@ export interface WebhookRouter {
  *
  * Order of checks, and what each answers:
  * - shutting down: 503 with `Retry-After`;
- * - body over `maxBodyBytes`: 413;
- * - missing, forged or stale signature: 401, and nothing is published (checked before the body is
+ * - the sender's address refused too often in the current window: 429 with `Retry-After`, unread;
+ * - missing `webhook-*` headers, a timestamp outside the tolerance, or no well-formed signature:
+ *   401, before a byte of the body is read;
+ * - body over `maxBodyBytes` (413), not received in time (408), or no reading slot in time (503
+ *   with `Retry-After`); see webhook-body.ts;
+ * - a signature that does not match: 401, and nothing is published (checked before the body is
  *   even parsed, so unauthenticated input goes no further);
  * - malformed JSON or envelope, or `webhook-id` differing from the body's `id`: 400;
  * - an event already published: 200 with `duplicate: true`, not published again;
@@ -65,7 +101,10 @@ export interface WebhookRouter {
  *   acknowledged event is an event the subscribers get. A failed publication answers 503, so the
  *   upstream's retry publishes it later.
  *
- * Every answer to a refused delivery is `application/problem+json`; none mentions a secret.
+ * Every answer to a refused delivery is `application/problem+json`; none mentions a secret. A
+ * refusal (401, 408, 413, 429) closes the connection, whatever of the body is unread; it counts
+ * against the sender's address (webhook-refusals.ts), and only the first of each address in a
+ * window is logged.
  */
 export function createWebhookRouter(options: WebhookRouterOptions): WebhookRouter {
   const { dedup, log, logger } = options;
@@ -74,6 +113,17 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   const { tracer } = options;
   const router = express.Router();
   let accepting = true;
+  const bodyReader = createWebhookBodyReader({
+    ...DEFAULT_WEBHOOK_BODY_LIMITS,
+    ...options.bodyLimits,
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+  });
+  const refusals: WebhookRefusals = createWebhookRefusals({
+    ...(options.refusals ?? DEFAULT_WEBHOOK_REFUSALS),
+    now,
+  });
+  const addressOf =
+    options.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? 'unknown');
 
   /** The receipt span of `response`'s delivery (tracing on and recorded), ended once it is answered. */
   const receiptOf = (response: Response): WebhookReceiptTrace | undefined =>
@@ -98,10 +148,14 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
       }
       outcome('unavailable');
       response.setHeader('Retry-After', '5');
-      sendProblem(response, 503, 'Shutting down', 'this instance no longer accepts webhooks');
+      sendProblem(
+        response,
+        503,
+        'Shutting down',
+        'this instance no longer accepts webhooks',
+        closeAfter(request),
+      );
     },
-    // Every content type is read raw: the signature covers the exact bytes, whatever they claim to be.
-    express.raw({ type: () => true, limit: options.maxBodyBytes ?? DEFAULT_WEBHOOK_MAX_BODY_BYTES }),
     (request: Request, response: Response, next: NextFunction) => {
       const receipt = receiptOf(response);
       const receiving = () => receive(request, response);
@@ -109,20 +163,78 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     },
   );
 
+  /** Answers a refused delivery, counts it against its address, logs a sample, and closes the connection. */
+  function refuse(
+    response: Response,
+    address: string,
+    refusal: {
+      outcome: WebhookDeliveryOutcome;
+      status: number;
+      title: string;
+      detail: string;
+      reason: string;
+    },
+  ): void {
+    reportTo(response)(refusal.outcome);
+    const sample = refusals.refused(address);
+    if (sample.log) {
+      logger.warn('refused a webhook delivery', {
+        reason: refusal.reason,
+        address,
+        // Later refusals from this address in the same window are counted, not logged.
+        refusedInPreviousWindow: sample.refusedInPreviousWindow,
+      });
+    }
+    // A refused sender keeps no connection: its next attempt pays for a new one.
+    sendProblem(response, refusal.status, refusal.title, refusal.detail, true);
+  }
+
   async function receive(request: Request, response: Response): Promise<void> {
     const outcome = reportTo(response);
-    const rawBody: Buffer = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const verification = verifyWebhook({
-      headers: request.headers,
-      rawBody,
-      secrets: options.secrets(),
+    const address = addressOf(request);
+    const blockedFor = refusals.blockedFor(address);
+    if (blockedFor !== undefined) {
+      outcome('throttled');
+      response.setHeader('Retry-After', String(blockedFor));
+      sendProblem(
+        response,
+        429,
+        'Too many refused deliveries',
+        'this address was refused too often; retry later',
+        true,
+      );
+      return;
+    }
+    // Everything the headers can tell is checked before a byte of the body is read.
+    const checked = checkWebhookHeaders(request.headers, {
       ...(options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds }),
       now: now(),
     });
+    if (!checked.ok) {
+      refuse(response, address, {
+        outcome: checked.reason === 'timestamp_outside_tolerance' ? 'stale' : 'forged',
+        status: 401,
+        title: 'Invalid webhook signature',
+        detail: checked.message,
+        reason: checked.reason,
+      });
+      return;
+    }
+    const read = await bodyReader.read(request, address);
+    if (!read.ok) {
+      answerUnread(request, response, address, read.failure);
+      return;
+    }
+    const rawBody = read.body;
+    const verification = verifyWebhookSignature(checked, rawBody, options.secrets());
     if (!verification.ok) {
-      logger.warn('refused a webhook delivery', { reason: verification.reason });
-      outcome(verification.reason === 'timestamp_outside_tolerance' ? 'stale' : 'forged');
-      sendProblem(response, 401, 'Invalid webhook signature', verification.message);
+      refuse(response, address, {
+        outcome: 'forged',
+        status: 401,
+        title: 'Invalid webhook signature',
+        detail: verification.message,
+        reason: verification.reason,
+      });
       return;
     }
 
@@ -179,25 +291,60 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     response.status(200).json({ received: true, eventId: event.id, duplicate: false });
   }
 
+  /** The answer to a delivery whose body was not read whole. */
+  function answerUnread(
+    request: Request,
+    response: Response,
+    address: string,
+    failure: BodyReadFailure,
+  ): void {
+    switch (failure) {
+      case 'too_large':
+        refuse(response, address, {
+          outcome: 'malformed',
+          status: 413,
+          title: 'Payload too large',
+          detail: 'the webhook body exceeds the accepted size',
+          reason: 'too_large',
+        });
+        return;
+      case 'too_slow':
+        refuse(response, address, {
+          outcome: 'too_slow',
+          status: 408,
+          title: 'Request timeout',
+          detail: 'the webhook body did not arrive in time',
+          reason: 'too_slow',
+        });
+        return;
+      case 'busy':
+        // Not the sender's fault: not counted against it, and the upstream retries.
+        reportTo(response)('busy');
+        response.setHeader('Retry-After', '1');
+        sendProblem(
+          response,
+          503,
+          'Busy',
+          'too many webhook bodies are being received; retry later',
+          closeAfter(request),
+        );
+        return;
+      case 'aborted':
+        reportTo(response)('malformed');
+        request.socket.destroy();
+        return;
+    }
+  }
+
   router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
     if (response.headersSent) {
       next(error);
       return;
     }
-    const outcome = reportTo(response);
-    const status = (error as { status?: unknown; type?: unknown } | null)?.status;
-    const type = (error as { type?: unknown } | null)?.type;
-    if (status === 413 || type === 'entity.too.large') {
-      outcome('malformed');
-      sendProblem(response, 413, 'Payload too large', 'the webhook body exceeds the accepted size');
-    } else if (typeof status === 'number' && status >= 400 && status < 500) {
-      outcome('malformed');
-      sendProblem(response, 400, 'Malformed webhook', 'the webhook body could not be read');
-    } else {
-      logger.error('webhook delivery failed', { error: String(error) });
-      outcome('unavailable');
-      sendProblem(response, 503, 'Event not received', 'the event could not be received; retry later');
-    }
+    // The body is read by webhook-body.ts, which never throws: what reaches here is a failure of ours.
+    logger.error('webhook delivery failed', { error: String(error) });
+    reportTo(response)('unavailable');
+    sendProblem(response, 503, 'Event not received', 'the event could not be received; retry later');
   });
 
   return {
@@ -205,12 +352,22 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     stopAccepting() {
       accepting = false;
     },
+    bodies: () => bodyReader.state(),
   };
 }
 
-function sendProblem(response: Response, status: number, title: string, detail: string): void {
-  response
-    .status(status)
-    .type('application/problem+json')
-    .send(JSON.stringify({ type: 'about:blank', title, status, detail }));
+/**
+ * Closes the connection once the answer is written when the request's body was not read whole:
+ * its unread rest would otherwise be read (and dropped) by Node to keep the connection alive.
+ */
+function closeAfter(request: IncomingMessage): boolean {
+  return !request.complete;
+}
+
+function sendProblem(response: Response, status: number, title: string, detail: string, close = false): void {
+  if (close) response.setHeader('Connection', 'close');
+  response.status(status).type('application/problem+json');
+  response.end(JSON.stringify({ type: 'about:blank', title, status, detail }), () => {
+    if (close) response.socket?.destroy();
+  });
 }

@@ -44,7 +44,7 @@ export interface RunningFacade {
   wsUrl: string;
   /** Where the upstream delivers webhooks. */
   webhookUrl: string;
-  /** Where `/metrics` is served: on the facade's port, or on `METRICS_PORT`'s server. */
+  /** Where `/metrics` is served: `METRICS_PORT`'s server (a free port in tests). */
   metricsUrl: string;
   /** Every line the facade logged so far (JSON strings), audit lines included. */
   logs(): readonly string[];
@@ -103,6 +103,8 @@ export function facadeTestEnv(emulatorUrl: string): Record<string, string> {
     UPSTREAM_API_KEY: SANDBOX_KEY,
     HOST: '127.0.0.1',
     PORT: '0',
+    // Metrics have a port of their own: a free one, so facades side by side never collide.
+    METRICS_PORT: '0',
     NODE_ENV: 'test',
     LOG_LEVEL: 'debug',
     UPSTREAM_RETRY_BASE_DELAY_MS: '5',
@@ -145,7 +147,7 @@ export async function startFacade(emulatorUrl: string, options: FacadeOptions = 
     graphqlUrl,
     wsUrl,
     webhookUrl: `${url}/webhooks/platform`,
-    metricsUrl: `${listening.metricsUrl ?? url}/metrics`,
+    metricsUrl: `${listening.metricsUrl}/metrics`,
     logs: () => lines,
     lifecycle,
     async query<T>(

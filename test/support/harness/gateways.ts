@@ -9,7 +9,9 @@ import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { startStandaloneServer } from '@apollo/server/standalone';
-import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
+import { createGatewayRuntime, type GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
+import type { EdgeOptions } from '../../../deploy/gateway.config.ts';
+import { inProcessGatewayConfig } from '../../../scripts/compose-twin.ts';
 
 /** A gateway listening on loopback. */
 export type RunningGateway = {
@@ -52,9 +54,9 @@ export async function startApolloGateway(supergraphSdl: string): Promise<Running
   };
 }
 
-/** Hive Gateway's runtime over `supergraphSdl`, served by node:http. */
+/** Hive Gateway's runtime over `supergraphSdl`, served by node:http, forwarding the caller's headers only. */
 export async function startHiveGateway(supergraphSdl: string): Promise<RunningGateway> {
-  const runtime = createGatewayRuntime({
+  return serveHiveGateway({
     supergraph: supergraphSdl,
     propagateHeaders: {
       fromClientToSubgraphs({ request }) {
@@ -66,8 +68,23 @@ export async function startHiveGateway(supergraphSdl: string): Promise<RunningGa
         return headers;
       },
     },
-    logging: false,
   });
+}
+
+/**
+ * Hive Gateway's runtime over `supergraphSdl` with deploy/gateway.config.ts for `edge`, as the
+ * official image runs it: its `jwt` option becomes the JWT plugin, as the image's CLI does it, and
+ * subscriptions go to the facade through `@graphql-mesh/transport-ws`, which the runtime loads.
+ */
+export async function startEdgeHiveGateway(
+  supergraphSdl: string,
+  edge: EdgeOptions,
+): Promise<RunningGateway> {
+  return serveHiveGateway({ ...inProcessGatewayConfig(edge), supergraph: supergraphSdl });
+}
+
+async function serveHiveGateway(config: GatewayConfigSupergraph): Promise<RunningGateway> {
+  const runtime = createGatewayRuntime({ ...config, logging: false });
   const server = createServer(runtime.requestListener);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

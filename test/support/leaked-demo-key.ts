@@ -1,14 +1,15 @@
 /**
- * THE DEMO SIGNING KEY: PUBLIC, FOR LOCAL USE ONLY. Anyone can read this private key, so anyone can
- * sign tokens the dev issuer would sign. It is fixed so that a restarted dev issuer keeps publishing
- * the same key set (a facade that cached it goes on accepting its tokens). Never trust this key in a
- * deployed facade: point AUTH_ISSUER at a real identity provider there.
+ * The RSA key that earlier versions of the dev issuer shipped, private part included, as their fixed
+ * demo signing key. It is no secret: it stays readable in the repository's history, so anyone can
+ * sign with it. It is kept here, in the tests only, so that the tests can prove that nothing the
+ * repository ships trusts it any more: the dev issuer generates a fresh key at every start.
  */
 import type { JWK } from 'jose';
 
-export const DEMO_SIGNING_KEY_ID = 'dev-issuer-demo-2026';
+/** The leaked key's id, as the old tokens carried it. */
+export const LEAKED_DEMO_SIGNING_KEY_ID = 'dev-issuer-demo-2026';
 
-export const DEMO_SIGNING_KEY: JWK = {
+export const LEAKED_DEMO_SIGNING_KEY: JWK = {
   kty: 'RSA',
   kid: 'dev-issuer-demo-2026',
   alg: 'RS256',

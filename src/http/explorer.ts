@@ -1,0 +1,118 @@
+/**
+ * The self-hosted explorer (`EXPLORER=graphiql`): GraphiQL, bundled from npm packages at build time
+ * (`npm run build:explorer` writes `explorer/dist/`), served by the facade itself, so it works where
+ * Apollo Sandbox's CDN cannot be reached (air-gapped networks, strict proxies). A browser opening
+ * `/graphql` gets the page; its script, stylesheet and Monaco's workers come from `/explorer/`. The
+ * page is same-origin with the API, so CORS and the WebSocket origin check are unchanged by it, and
+ * it holds no data: every operation it runs carries the user's own token through the usual door.
+ * See docs/operations.md.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { type Request, type Router } from 'express';
+
+/** What a browser opening `/graphql` gets: Apollo Sandbox (CDN), GraphiQL (served here), or nothing. */
+export const EXPLORER_MODES = ['sandbox', 'graphiql', 'off'] as const;
+
+export type ExplorerMode = (typeof EXPLORER_MODES)[number];
+
+/** Where `npm run build:explorer` writes the bundle (explorer/build.ts). */
+export const EXPLORER_BUILD_DIR = fileURLToPath(new URL('../../explorer/dist/', import.meta.url));
+
+/** Thrown at start when `EXPLORER=graphiql` but the bundle was never built. */
+export class ExplorerNotBuiltError extends Error {
+  constructor(directory: string) {
+    super(
+      `EXPLORER=graphiql needs the explorer's files in ${directory}: run \`npm run build:explorer\` ` +
+        '(or choose EXPLORER=sandbox or off).',
+    );
+    this.name = 'ExplorerNotBuiltError';
+  }
+}
+
+/**
+ * The page's policy: its own files only (Monaco's styles are inline, its icon font a file), calls
+ * to its own origin only (`/graphql` over HTTP and WebSocket), never framed.
+ */
+export const EXPLORER_CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "font-src 'self' data:",
+  "img-src 'self' data:",
+  "worker-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+// Relative URLs: behind a proxy that mounts the facade under a prefix, the page still finds its files.
+const PAGE = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>GraphiQL · Platform GraphQL facade</title>
+    <link rel="icon" href="data:," />
+    <link rel="stylesheet" href="explorer/graphiql.css" />
+  </head>
+  <body style="margin: 0">
+    <div id="graphiql" style="height: 100vh"></div>
+    <script type="module" src="explorer/graphiql.js"></script>
+  </body>
+</html>
+`;
+
+/**
+ * Routes of the GraphiQL explorer, to mount before `/graphql`'s own handlers; an empty router for
+ * any other mode (Apollo's plugin serves Sandbox).
+ *
+ * @throws {ExplorerNotBuiltError} when `mode` is `graphiql` and `directory` holds no build.
+ */
+export function createExplorerRoutes(mode: ExplorerMode, directory: string = EXPLORER_BUILD_DIR): Router {
+  const routes = express.Router();
+  if (mode !== 'graphiql') return routes;
+  if (!existsSync(path.join(directory, 'graphiql.js'))) throw new ExplorerNotBuiltError(directory);
+  routes.get('/graphql', (req, res, next) => {
+    if (!isPageRequest(req)) {
+      next();
+      return;
+    }
+    res
+      .status(200)
+      .set({
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-cache',
+        'content-security-policy': EXPLORER_CONTENT_SECURITY_POLICY,
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+      })
+      .send(PAGE);
+  });
+  routes.use(
+    '/explorer',
+    express.static(directory, {
+      index: false,
+      dotfiles: 'deny',
+      fallthrough: false,
+      setHeaders: (res) => {
+        res.setHeader('x-content-type-options', 'nosniff');
+        res.setHeader('cache-control', 'no-cache');
+      },
+    }),
+  );
+  return routes;
+}
+
+/**
+ * A browser opening `/graphql`: a GET that prefers HTML to JSON and names no operation in its URL
+ * (a GET query keeps going to Apollo, whatever its `Accept`).
+ */
+function isPageRequest(req: Request): boolean {
+  if (req.accepts(['application/json', 'application/graphql-response+json', 'text/html']) !== 'text/html')
+    return false;
+  const params = new URL(req.originalUrl, 'http://facade.invalid').searchParams;
+  return !params.has('query') && !params.has('extensions');
+}
