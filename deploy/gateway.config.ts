@@ -139,7 +139,8 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
           const value = request.headers.get(name);
           if (value !== null) headers[name] = value;
         }
-        const seen = (context as { req?: { socket?: { remoteAddress?: string } } }).req?.socket?.remoteAddress;
+        const seen = (context as { req?: { socket?: { remoteAddress?: string } } }).req?.socket
+          ?.remoteAddress;
         if (seen !== undefined) {
           const earlier = request.headers.get('x-forwarded-for');
           headers['x-forwarded-for'] = earlier === null ? seen : `${earlier}, ${seen}`;

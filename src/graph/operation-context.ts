@@ -41,7 +41,14 @@ export interface OperationContextsOptions {
 export function createOperationContexts(
   options: OperationContextsOptions,
 ): (input: OperationContextInput) => GraphContext {
-  return ({ connection: { caller, apiKey }, requestId, facadeRequestId, callerRequestId, readCache, callBudget }) =>
+  return ({
+    connection: { caller, apiKey },
+    requestId,
+    facadeRequestId,
+    callerRequestId,
+    readCache,
+    callBudget,
+  }) =>
     createGraphContext(
       createUpstreamContext(options.upstreamClient, {
         apiKey: apiKey ?? options.defaultApiKey,
