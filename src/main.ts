@@ -28,9 +28,9 @@ export async function main(config: Config = readConfigOrExit(), options: MainOpt
   // A busy port is found before anything is built: a server that failed to bind would otherwise
   // report it through every listener of its 'error' event (graphql-ws's included).
   await probeListen(config.port, config.host, 'PORT');
-  if (config.metrics.port !== undefined) await probeListen(config.metrics.port, config.host, 'METRICS_PORT');
+  await probeListen(config.metrics.port, config.host, 'METRICS_PORT');
   const app = await createApp(config);
-  let listening: { url: string; metricsUrl?: string };
+  let listening: { url: string; metricsUrl: string };
   try {
     listening = await app.listen(config.port, config.host);
   } catch (error) {
