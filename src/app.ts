@@ -93,6 +93,8 @@ export interface ContextInput {
   requestId?: string | undefined;
   /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
   readCache?: SharedReadCache | undefined;
+  /** Ask the upstream rather than the response cache (the request's `Cache-Control: no-cache`). */
+  readThrough?: boolean | undefined;
 }
 
 export interface App {
@@ -176,6 +178,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
     live: () => events.liveCounts(),
+    responseCache: () => upstreamClient.cache?.stats(),
   });
   const { metrics } = observability;
   const upstreamClient =
@@ -324,6 +327,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
         idempotencyOwner: input.caller?.subject,
         readCache: input.readCache,
+        readThrough: input.readThrough,
       }),
       input.caller,
     );
@@ -382,12 +386,13 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         ]),
     createGraphQLHandler(apollo, {
       // authenticateHttp decided who is calling before Apollo saw the request.
-      context: async ({ res }) => {
+      context: async ({ req, res }) => {
         const locals = res.locals as Partial<AuthenticatedLocals>;
         return createContext({
           caller: locals.caller,
           apiKey: locals.callerApiKey,
           requestId: res.locals.requestId as string,
+          readThrough: /(?:^|[\s,])no-cache(?:$|[\s,=])/i.test(req.headers['cache-control'] ?? ''),
         });
       },
     }),

@@ -18,6 +18,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import { invalidateForEvent } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
@@ -133,6 +134,17 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           overflowed: () => options.liveObserver?.overflowed(),
           traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
         };
+  const cache = upstreamClient.cache;
+  // Every replica drops what each event makes stale as the event reaches it, before any subscriber
+  // of this process hears it (this listener is the first of the bus). Awaited by `start`.
+  const invalidating =
+    cache === undefined
+      ? []
+      : (['sandbox', 'live'] as const).map((environment) =>
+          bus.subscribe(environment, (event) => invalidateForEvent(cache, event)),
+        );
+  // A failed subscription fails `start`; until then it is not an unhandled rejection.
+  for (const subscription of invalidating) subscription.catch(() => undefined);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;
@@ -163,6 +175,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         maxBodyBytes: config.webhooks.maxBodyBytes,
         toleranceSeconds: config.webhooks.toleranceSeconds,
         ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
+        // The receiving replica drops the stale answers before acknowledging: a read that starts
+        // after the acknowledgement asks the upstream.
+        ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
         ...(lifecycle === undefined
           ? {}
           : {
@@ -205,6 +220,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     },
 
     async start(baseUrl) {
+      await Promise.all(invalidating);
       if (!config.webhooks.register) {
         if (secrets.length === 0) {
           logger.warn(

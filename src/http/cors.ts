@@ -17,6 +17,8 @@ export const CORS_ALLOWED_HEADERS = [
   'x-request-id',
   'idempotency-key',
   'traceparent',
+  // `Cache-Control: no-cache` reads one operation through the upstream response cache.
+  'cache-control',
 ] as const;
 
 /** Response headers a browser client may read beyond the CORS-safelisted ones. */

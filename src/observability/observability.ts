@@ -13,6 +13,7 @@ import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
 import { createMetricsPlugin, type MeasurableContext } from './metrics-plugin.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 /** The path metrics are served at, on whichever port. */
 export const METRICS_PATH = '/metrics';
@@ -29,6 +30,8 @@ export interface ObservabilityOptions {
   traceId?: () => string | undefined;
   /** Open graphql-ws connections and running subscriptions, read at each scrape. */
   live: () => { connections: number; subscriptions: number };
+  /** The upstream response cache's counts, read at each scrape; undefined when it is off. */
+  responseCache?: () => ResponseCacheStats | undefined;
 }
 
 export interface Observability {
@@ -47,7 +50,11 @@ export interface Observability {
 export function createObservability(options: ObservabilityOptions): Observability {
   const metrics =
     options.metrics ??
-    createMetrics({ maxOperationNames: options.config.maxOperationNames, live: options.live });
+    createMetrics({
+      maxOperationNames: options.config.maxOperationNames,
+      live: options.live,
+      ...(options.responseCache === undefined ? {} : { responseCache: options.responseCache }),
+    });
   const audit = createAuditTrail({
     logger: options.auditLogger,
     configuredApiKey: options.configuredApiKey,

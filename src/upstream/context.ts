@@ -41,6 +41,8 @@ export interface UpstreamContext {
   readonly idempotencyOwner?: string | undefined;
   /** GET answers shared with operations that read alike (see `client.ts`); absent: none. */
   readonly readCache?: SharedReadCache;
+  /** Every read asks the upstream, not the response cache (`Cache-Control: no-cache`). */
+  readonly readThrough?: boolean;
 }
 
 export interface UpstreamContextOptions {
@@ -63,6 +65,8 @@ export interface UpstreamContextOptions {
   idempotencyOwner?: string | undefined;
   /** See {@link UpstreamContext.readCache}. */
   readCache?: SharedReadCache | undefined;
+  /** See {@link UpstreamContext.readThrough}. */
+  readThrough?: boolean | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -81,5 +85,6 @@ export function createUpstreamContext(
     signal: options.signal,
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
+    ...(options.readThrough === true ? { readThrough: true } : {}),
   };
 }
