@@ -1,0 +1,63 @@
+/**
+ * Two replicas sharing the run's real Redis: an event acknowledged by one drops the stale answers
+ * of both, the receiving one before it acknowledges, the other when the event reaches it through
+ * the pub/sub.
+ */
+import { describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import type { RunningFacade } from '../support/harness/facade.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
+
+const secret = generateWebhookSecret();
+const stack = useStack({ facades: 2, redis: true, env: { CACHE_ENABLED: 'true', WEBHOOK_SECRETS: secret } });
+const ACCOUNT_ROUTE = 'GET /v3/customers/{customerId}/accounts/{accountId}';
+const USDC_OF_ADA =
+  '{ account(customerId: "cus_ada", id: "acc_ada_polygon") { balances { currency available } } }';
+
+async function usdcOfAda(facade: RunningFacade): Promise<number> {
+  const result = await facade.query<{ account: { balances: { currency: string; available: string }[] } }>(
+    USDC_OF_ADA,
+  );
+  return Number(result.body.data!.account.balances.find((held) => held.currency === 'USDC')?.available ?? 0);
+}
+
+describe('the response cache of two replicas', () => {
+  test('a change at the upstream, its webhook acknowledged by one replica, shows on both', async () => {
+    const [receiving, other] = stack.facades as [RunningFacade, RunningFacade];
+    const before = await usdcOfAda(receiving);
+    expect(await usdcOfAda(other)).toBe(before);
+    const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_ada_polygon/topup', {
+      body: { amount: '3.00', currency: 'USDC' },
+    });
+    expect(topUp.status).toBe(200);
+    // Held on both until the platform's event says otherwise.
+    await stack.resetUpstreamCalls();
+    expect(await usdcOfAda(receiving)).toBe(before);
+    expect(await usdcOfAda(other)).toBe(before);
+    expect((await stack.upstreamCalls()).total).toBe(0);
+
+    const otherCache = other.app.upstreamClient.cache!;
+    const droppedBefore = otherCache.stats().invalidations;
+    const event = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_ada',
+      resourceType: 'account',
+      resourceId: 'acc_ada_polygon',
+    });
+    expect((await postSignedEvent(receiving.webhookUrl, secret, event)).status).toBe(200);
+    // The receiving replica: the first read after the acknowledgement asks the upstream.
+    expect(await usdcOfAda(receiving)).toBe(before + 3);
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ [ACCOUNT_ROUTE]: 1 });
+
+    // The other replica: once the event has reached it through Redis.
+    await waitFor(
+      () => otherCache.stats().invalidations > droppedBefore,
+      'the event to reach the other replica',
+    );
+    expect(await usdcOfAda(other)).toBe(before + 3);
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ [ACCOUNT_ROUTE]: 2 });
+  });
+});
