@@ -18,7 +18,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
-import { invalidateForEvent } from './invalidation.ts';
+import { invalidateForEvent, listenForInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
@@ -136,15 +136,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         };
   const cache = upstreamClient.cache;
   // Every replica drops what each event makes stale as the event reaches it, before any subscriber
-  // of this process hears it (this listener is the first of the bus). Awaited by `start`.
-  const invalidating =
-    cache === undefined
-      ? []
-      : (['sandbox', 'live'] as const).map((environment) =>
-          bus.subscribe(environment, (event) => invalidateForEvent(cache, event)),
-        );
-  // A failed subscription fails `start`; until then it is not an unhandled rejection.
-  for (const subscription of invalidating) subscription.catch(() => undefined);
+  // of this process hears it (this listener is the bus's first). `start` waits for it.
+  const invalidations = cache === undefined ? undefined : listenForInvalidations(bus, cache, logger);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;
@@ -220,7 +213,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     },
 
     async start(baseUrl) {
-      await Promise.all(invalidating);
+      await invalidations?.ready;
       if (!config.webhooks.register) {
         if (secrets.length === 0) {
           logger.warn(
@@ -253,6 +246,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     close() {
       closing ??= (async () => {
         await runtime.drain();
+        invalidations?.stop();
         await dedup.close();
         await bus.close();
       })();
