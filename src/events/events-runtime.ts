@@ -137,7 +137,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const cache = upstreamClient.cache;
   // Every replica drops what each event makes stale as the event reaches it, before any subscriber
   // of this process hears it (this listener is the bus's first). `start` waits for it.
-  const invalidations = cache === undefined ? undefined : listenForInvalidations(bus, cache, logger);
+  const invalidations = cache === undefined ? undefined : listenForInvalidations(bus, cache, logger, redis);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;

@@ -3,6 +3,7 @@
  * answers it makes stale (`STALE_BY_EVENT_KIND`), on the replica that receives it before it is
  * acknowledged, and on every replica when the event reaches it through the pub/sub.
  */
+import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import {
   COLLECTION_OF_RESOURCE_TYPE,
@@ -51,48 +52,63 @@ export function invalidateForEvent(cache: ResponseCache, event: PlatformEvent): 
 
 /** How long a failed subscription of the bus waits before it is tried again. */
 const RESUBSCRIBE_DELAY_MS = 5_000;
+/** How long the start waits for Redis to answer before it goes on without the listener. */
+const REDIS_READY_WAIT_MS = 2_000;
 
 /** The bus listener that keeps a replica's cache in step with the events every replica receives. */
 export interface CacheInvalidationListener {
-  /** Settles once the bus is listened to for both environments, or once a first attempt failed. */
+  /** Settles once the bus is listened to for both environments, or once that had to be put off. */
   readonly ready: Promise<void>;
-  /** Stops retrying (the bus's own `close` ends the subscriptions). */
+  /** Stops trying (the bus's own `close` ends the subscriptions). */
   stop(): void;
 }
 
 /**
  * Listens to the bus for both environments and drops what each event makes stale. Subscribed as
- * the pipeline is built, before any subscriber, so this listener hears each event first. A
- * subscription that fails (Redis unreachable at start) is logged and tried again every few
- * seconds: the facade still starts, its answers then bounded by the maximum age alone.
+ * the pipeline is built, before any subscriber, so this listener hears each event first.
+ *
+ * With Redis (`redis`, the bus's publishing connection), nothing is subscribed before Redis
+ * answers: a subscription graphql-redis-subscriptions cannot make leaves a rejection no caller can
+ * handle. A Redis away at start is logged and waited for, and a failed subscription is tried again
+ * every few seconds; meanwhile the facade serves, its answers bounded by the maximum age alone.
  */
 export function listenForInvalidations(
   bus: EventBus,
   cache: ResponseCache,
   logger: Logger,
+  redis?: Redis,
 ): CacheInvalidationListener {
   let stopped = false;
   const timers = new Set<NodeJS.Timeout>();
-  const subscribe = (environment: PlatformEnvironment): Promise<void> =>
-    bus
-      .subscribe(environment, (event) => invalidateForEvent(cache, event))
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          logger.error('the response cache does not hear events yet; retrying', {
-            environment,
-            error: String(error),
-          });
-          if (stopped) return;
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            if (!stopped) void subscribe(environment);
-          }, RESUBSCRIBE_DELAY_MS);
-          timer.unref();
-          timers.add(timer);
-        },
-      );
-  const ready = Promise.all((['sandbox', 'live'] as const).map(subscribe)).then(() => undefined);
+  const retryLater = (environment: PlatformEnvironment): void => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      void subscribe(environment);
+    }, RESUBSCRIBE_DELAY_MS);
+    timer.unref();
+    timers.add(timer);
+  };
+  const subscribe = async (environment: PlatformEnvironment): Promise<void> => {
+    if (stopped) return;
+    if (redis !== undefined && redis.status !== 'ready') {
+      logger.warn('the response cache waits for Redis to hear events', { environment });
+      redis.once('ready', () => void subscribe(environment));
+      return;
+    }
+    try {
+      await bus.subscribe(environment, (event) => invalidateForEvent(cache, event));
+    } catch (error) {
+      logger.error('the response cache does not hear events yet; retrying', {
+        environment,
+        error: String(error),
+      });
+      if (!stopped) retryLater(environment);
+    }
+  };
+  const subscribeAll = async (): Promise<void> => {
+    await Promise.all((['sandbox', 'live'] as const).map(subscribe));
+  };
+  const ready = redis === undefined ? subscribeAll() : whenReady(redis).then(subscribeAll);
   return {
     ready,
     stop() {
@@ -101,4 +117,19 @@ export function listenForInvalidations(
       timers.clear();
     },
   };
+}
+
+/** Resolves once `redis` is ready, or after {@link REDIS_READY_WAIT_MS}. */
+async function whenReady(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return;
+  // Not events.once: it rejects on the 'error' events an unreachable Redis emits.
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, REDIS_READY_WAIT_MS);
+    redis.once('ready', done);
+  });
 }

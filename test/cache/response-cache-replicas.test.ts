@@ -61,3 +61,19 @@ describe('the response cache of two replicas', () => {
     expect((await stack.upstreamCalls()).byRoute).toEqual({ [ACCOUNT_ROUTE]: 2 });
   });
 });
+
+describe('a replica whose Redis is away at start', () => {
+  const away = useStack({
+    env: { CACHE_ENABLED: 'true', REDIS_URL: 'redis://127.0.0.1:9', RATE_LIMIT_ENABLED: 'false' },
+  });
+
+  test('starts and serves, its cache bounded by the maximum age, and says why in its log', async () => {
+    const read = '{ customer(id: "cus_acme") { id } }';
+    expect((await away.query(read)).body.errors).toBeUndefined();
+    expect((await away.query(read)).body.errors).toBeUndefined();
+    expect((await away.upstreamCalls()).total).toBe(1);
+    expect(
+      away.logs().some((line) => line.includes('the response cache waits for Redis to hear events')),
+    ).toBe(true);
+  });
+});
