@@ -401,8 +401,10 @@ async function measureMemoryAtCap(
   const before = { cached: await settledMemory(cached), uncached: await settledMemory(uncached) };
   // Every `updatedSince` is a distinct key; each answer is acme's whole list of accounts.
   const base = Date.UTC(2020, 0, 1);
-  const distinctRead = (index: number) =>
-    `{ customer(id: "cus_acme") { accounts(updatedSince: "${new Date(base + index * 1000).toISOString()}") { nodes { id } } } }`;
+  const distinctRead = `query ($since: DateTime!) {
+    customer(id: "cus_acme") { accounts(updatedSince: $since) { nodes { id } } }
+  }`;
+  const sinceOf = (index: number) => new Date(base + index * 1000).toISOString();
   const fill = async (ask: Ask, count: number) => {
     let next = 0;
     await runLoad({
@@ -410,7 +412,7 @@ async function measureMemoryAtCap(
       concurrency,
       operation: async () => {
         next += 1;
-        await ask(distinctRead(next));
+        await ask(distinctRead, { since: sinceOf(next) });
       },
     });
   };
