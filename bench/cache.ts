@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     );
     const mixed = await measureMixed(askA, askUncached);
     await upstream.latency(0, 0);
-    const freshness = await measureFreshness(emulator.url, replicaA.url, secret, askA, askB);
+    const freshness = await measureFreshness(emulator.url, replicaA.url, replicaB.url, secret, askA, askB);
     const reconnects = await measureReconnects(upstream, replicaA, uncached);
     const memory = await measureMemoryAtCap(replicaA, uncached, askA, askUncached);
     await rest.close();
@@ -273,6 +273,7 @@ async function measureDashboard(
 async function measureFreshness(
   emulatorUrl: string,
   webhookBaseUrl: string,
+  bUrl: string,
   secret: string,
   askA: Ask,
   askB: Ask,
@@ -283,7 +284,16 @@ async function measureFreshness(
   const acks: number[] = [];
   for (let change = 0; change < changes; change += 1) {
     const before = usdcOf(await askA(ADA_USDC));
-    if (usdcOf(await askB(ADA_USDC)) !== before) throw new Error('the replicas disagree before a change');
+    const onB = usdcOf(await askB(ADA_USDC));
+    if (onB !== before) {
+      const upstreamNow = await fetch(`${emulatorUrl}/v3/customers/cus_ada/accounts/acc_ada_polygon`, {
+        headers: { 'x-api-key': API_KEY },
+      }).then((response) => response.text());
+      throw new Error(
+        `the replicas disagree before change ${change}: A ${before}, B ${onB}, upstream ${/"available":"([^"]+)"/.exec(upstreamNow)?.[1]}, ` +
+          `invalidations A ${await gauge(webhookBaseUrl, 'facade_upstream_cache_invalidations_total')} B ${await gauge(bUrl, 'facade_upstream_cache_invalidations_total')}`,
+      );
+    }
     const topUp = await fetch(`${emulatorUrl}/v3/sandbox/accounts/acc_ada_polygon/topup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': API_KEY, 'idempotency-key': randomUUID() },
@@ -302,7 +312,16 @@ async function measureFreshness(
     for (;;) {
       reads += 1;
       if (usdcOf(await askB(ADA_USDC)) === expected) break;
-      if (performance.now() - acknowledged > 10_000) throw new Error('B never showed the change');
+      if (performance.now() - acknowledged > 10_000) {
+        const upstreamNow = await fetch(`${emulatorUrl}/v3/customers/cus_ada/accounts/acc_ada_polygon`, {
+          headers: { 'x-api-key': API_KEY },
+        }).then((response) => response.text());
+        throw new Error(
+          `B never showed the change ${change}: expected ${expected}, B ${usdcOf(await askB(ADA_USDC))}, ` +
+            `A ${usdcOf(await askA(ADA_USDC))}, B's invalidations ${await gauge(bUrl, 'facade_upstream_cache_invalidations_total')}, ` +
+            `upstream ${upstreamNow.slice(0, 400)}`,
+        );
+      }
     }
     windowsOnB.push(performance.now() - acknowledged);
     readsOfB.push(reads);

@@ -124,7 +124,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
   const { tracer } = options;
-  const { bus, dedup, redis } = createStores(config, logger, tracer);
+  const { bus, dedup, redis, subscriber } = createStores(config, logger, tracer);
   // Delivery spans are opened where the metrics hear of deliveries.
   const liveObserver: LiveObserver | undefined =
     tracer === undefined
@@ -137,7 +137,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const cache = upstreamClient.cache;
   // Every replica drops what each event makes stale as the event reaches it, before any subscriber
   // of this process hears it (this listener is the bus's first). `start` waits for it.
-  const invalidations = cache === undefined ? undefined : listenForInvalidations(bus, cache, logger, redis);
+  const invalidations =
+    cache === undefined ? undefined : listenForInvalidations(bus, cache, logger, subscriber);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;
@@ -285,7 +286,7 @@ function createStores(
   config: EventsConfig,
   logger: Logger,
   tracer: EventTracer | undefined,
-): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis } {
+): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis; subscriber?: Redis } {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
   if (config.redisUrl === undefined) {
     return {
@@ -299,6 +300,7 @@ function createStores(
   const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
   return {
     redis: publisher,
+    subscriber,
     bus: createRedisEventBus({
       publisher,
       subscriber,

@@ -67,9 +67,10 @@ export interface CacheInvalidationListener {
  * Listens to the bus for both environments and drops what each event makes stale. Subscribed as
  * the pipeline is built, before any subscriber, so this listener hears each event first.
  *
- * With Redis (`redis`, the bus's publishing connection), nothing is subscribed before Redis
- * answers: a subscription graphql-redis-subscriptions cannot make leaves a rejection no caller can
- * handle. A Redis away at start is logged and waited for, and a failed subscription is tried again
+ * With Redis (`redis`, the bus's subscribing connection), nothing is subscribed before that
+ * connection is ready: a SUBSCRIBE queued while it connects runs before ioredis's ready check,
+ * whose INFO is then refused in subscriber mode, and a subscription graphql-redis-subscriptions
+ * cannot make leaves a rejection no caller can handle. A Redis away at start is logged and waited for, and a failed subscription is tried again
  * every few seconds; meanwhile the facade serves, its answers bounded by the maximum age alone.
  */
 export function listenForInvalidations(
