@@ -153,6 +153,7 @@ interface Entry {
 }
 
 interface Flight {
+  key: string;
   promise: Promise<CachedAnswer>;
   path: string;
   bucket: string;
@@ -166,8 +167,11 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   // Keys of the answers held and of the reads in flight, by customer: an invalidation looks at one
   // customer's, not at everything held.
   const held = new Map<string, Set<string>>();
+  // The flight later reads of a key join, and every flight still out, by customer: a read-through
+  // (or a retry after a cancelled leader) can leave two flights of one key out at once, and an
+  // invalidation must mark both.
   const flights = new Map<string, Flight>();
-  const flightsByBucket = new Map<string, Set<string>>();
+  const flightsByBucket = new Map<string, Set<Flight>>();
   const now = options.now;
   const entries = new LRUCache<string, Entry>({
     maxSize: options.maxBytes,
@@ -197,14 +201,12 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   }
 
   function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
-    const flight: Flight = { promise: load(), path, bucket, invalidated: false };
+    const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
     flights.set(key, flight);
-    addTo(flightsByBucket, bucket, key);
+    addTo(flightsByBucket, bucket, flight);
     const land = () => {
-      if (flights.get(key) === flight) {
-        flights.delete(key);
-        removeFrom(flightsByBucket, bucket, key);
-      }
+      if (flights.get(key) === flight) flights.delete(key);
+      removeFrom(flightsByBucket, bucket, flight);
     };
     flight.promise.then(
       (answer) => {
@@ -253,8 +255,11 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       let dropped = 0;
       for (const reads of stale) {
         if (reads.kind === 'everything') {
-          dropped += entries.size + flights.size;
-          for (const flight of flights.values()) flight.invalidated = true;
+          dropped += entries.size;
+          for (const out of flightsByBucket.values()) {
+            for (const flight of out) flight.invalidated = true;
+            dropped += out.size;
+          }
           flights.clear();
           flightsByBucket.clear();
           entries.clear();
@@ -270,14 +275,12 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
             dropped += 1;
           }
         }
-        for (const key of [...(flightsByBucket.get(bucket) ?? [])]) {
-          const flight = flights.get(key);
-          if (flight !== undefined && matches(flight.path)) {
-            flight.invalidated = true;
-            flights.delete(key);
-            removeFrom(flightsByBucket, bucket, key);
-            dropped += 1;
-          }
+        for (const flight of [...(flightsByBucket.get(bucket) ?? [])]) {
+          if (!matches(flight.path)) continue;
+          flight.invalidated = true;
+          if (flights.get(flight.key) === flight) flights.delete(flight.key);
+          removeFrom(flightsByBucket, bucket, flight);
+          dropped += 1;
         }
       }
       stats.invalidations += dropped;
@@ -325,17 +328,17 @@ function bucketOf(path: string): string {
   return CUSTOMER_OF_PATH.exec(path)?.[1] ?? PLATFORM_BUCKET;
 }
 
-function addTo(index: Map<string, Set<string>>, bucket: string, key: string): void {
-  let keys = index.get(bucket);
-  if (keys === undefined) index.set(bucket, (keys = new Set()));
-  keys.add(key);
+function addTo<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
+  let members = index.get(bucket);
+  if (members === undefined) index.set(bucket, (members = new Set()));
+  members.add(member);
 }
 
-function removeFrom(index: Map<string, Set<string>>, bucket: string, key: string): void {
-  const keys = index.get(bucket);
-  if (keys === undefined) return;
-  keys.delete(key);
-  if (keys.size === 0) index.delete(bucket);
+function removeFrom<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
+  const members = index.get(bucket);
+  if (members === undefined) return;
+  members.delete(member);
+  if (members.size === 0) index.delete(bucket);
 }
 
 /**

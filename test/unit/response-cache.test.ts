@@ -66,6 +66,21 @@ describe('createResponseCache', () => {
     expect(loads.count).toBe(1);
   });
 
+  test('a read-through beside a read in flight: an invalidation marks both', async () => {
+    const cache = createResponseCache({ maxAgeSeconds: 30, maxBytes: 1 << 20 });
+    const first = deferred<CachedAnswer>();
+    const second = deferred<CachedAnswer>();
+    const reading = cache.read(read('/v3/customers/cus_1'), () => first.promise);
+    const through = cache.read(read('/v3/customers/cus_1', { readThrough: true }), () => second.promise);
+    expect(cache.invalidate([{ kind: 'customer', customerId: 'cus_1' }])).toBe(2);
+    second.resolve({ status: 200, text: '"through"' });
+    first.resolve({ status: 200, text: '"old"' });
+    await Promise.all([reading, through]);
+    const { load, loads } = loader('"new"');
+    expect((await cache.read(read('/v3/customers/cus_1'), load)).text).toBe('"new"');
+    expect(loads.count).toBe(1);
+  });
+
   test('concurrent misses share one load; one whose leader was cancelled reads for itself', async () => {
     const cache = createResponseCache({ maxAgeSeconds: 30, maxBytes: 1 << 20 });
     const slow = deferred<CachedAnswer>();
