@@ -432,14 +432,16 @@ async function measureMemoryAtCap(
     customer(id: "cus_acme") { accounts(updatedSince: $since) { nodes { id } } }
   }`;
   const sinceOf = (index: number) => new Date(base + index * 1000).toISOString();
+  // One count for every fill of a facade, so each read is a key it has not read before.
+  const next = new Map<Ask, number>();
   const fill = async (ask: Ask, count: number) => {
-    let next = 0;
     await runLoad({
       total: count,
       concurrency,
       operation: async () => {
-        next += 1;
-        await ask(distinctRead, { since: sinceOf(next) });
+        const index = (next.get(ask) ?? 0) + 1;
+        next.set(ask, index);
+        await ask(distinctRead, { since: sinceOf(index) });
       },
     });
   };
