@@ -290,7 +290,7 @@ async function measureFreshness(
         headers: { 'x-api-key': API_KEY },
       }).then((response) => response.text());
       throw new Error(
-        `the replicas disagree before change ${change}: A ${before}, B ${onB}, upstream ${/"available":"([^"]+)"/.exec(upstreamNow)?.[1]}, ` +
+        `the replicas disagree before change ${change}: A ${before}, B ${onB}, upstream ${/"available":"([^"]+)"/.exec(upstreamNow)?.[1] ?? '?'}, ` +
           `invalidations A ${await gauge(webhookBaseUrl, 'facade_upstream_cache_invalidations_total')} B ${await gauge(bUrl, 'facade_upstream_cache_invalidations_total')}`,
       );
     }

@@ -103,7 +103,8 @@ export function listenForInvalidations(
         environment,
         error: String(error),
       });
-      if (!stopped) retryLater(environment);
+      // A retry after `stop` returns at once: `subscribe` checks it first.
+      retryLater(environment);
     }
   };
   const subscribeAll = async (): Promise<void> => {
