@@ -70,7 +70,7 @@ describe('CORS preflight', () => {
     expect(response.headers['access-control-allow-origin']).toBe(ALLOWED);
     expect(response.headers['access-control-allow-methods']).toBe('GET, POST, OPTIONS');
     expect(response.headers['access-control-allow-headers']).toBe(
-      'authorization, content-type, apollo-require-preflight, x-apollo-operation-name, x-request-id, idempotency-key, traceparent',
+      'authorization, content-type, apollo-require-preflight, x-apollo-operation-name, x-request-id, idempotency-key, traceparent, cache-control',
     );
     expect(response.headers['access-control-max-age']).toBe(String(CORS_MAX_AGE_SECONDS));
     expect(response.headers['vary']).toBe('Origin');
