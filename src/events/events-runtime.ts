@@ -18,7 +18,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
-import { invalidateForEvent, listenForInvalidations } from './invalidation.ts';
+import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
@@ -139,6 +139,17 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   // of this process hears it (this listener is the bus's first). `start` waits for it.
   const invalidations =
     cache === undefined ? undefined : listenForInvalidations(bus, cache, logger, subscriber);
+  // Writes through this replica reach the others' caches through Redis, event or no event.
+  const sharedWrites =
+    cache === undefined || redis === undefined || config.redisUrl === undefined
+      ? undefined
+      : shareWriteInvalidations({
+          cache,
+          redisUrl: config.redisUrl,
+          keyPrefix: config.redisKeyPrefix,
+          publisher: redis,
+          logger,
+        });
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   let websocket: GraphQLWebSocketEndpoint | undefined;
@@ -248,6 +259,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       closing ??= (async () => {
         await runtime.drain();
         invalidations?.stop();
+        await sharedWrites?.close();
         await dedup.close();
         await bus.close();
       })();

@@ -3,14 +3,17 @@
  * answers it makes stale (`STALE_BY_EVENT_KIND`), on the replica that receives it before it is
  * acknowledged, and on every replica when the event reaches it through the pub/sub.
  */
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import {
   COLLECTION_OF_RESOURCE_TYPE,
+  type CustomerCollection,
   type ResponseCache,
   type StaleReads,
 } from '../upstream/response-cache.ts';
 import type { EventBus } from './fan-out/event-bus.ts';
+import { openRedisConnection } from './fan-out/redis-connection.ts';
 import type { PlatformEnvironment, PlatformEvent } from './receiving/platform-event.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
@@ -134,4 +137,110 @@ async function whenReady(redis: Redis): Promise<void> {
     const timer = setTimeout(done, REDIS_READY_WAIT_MS);
     redis.once('ready', done);
   });
+}
+
+/** The collections a message from another replica may name: what the cache itself knows. */
+const COLLECTIONS = new Set<string>(Object.values(COLLECTION_OF_RESOURCE_TYPE));
+
+/** Options of {@link shareWriteInvalidations}. */
+export interface SharedWriteInvalidationsOptions {
+  cache: ResponseCache;
+  redisUrl: string;
+  /** `REDIS_KEY_PREFIX`: the channel is `<prefix>cache:writes`. */
+  keyPrefix: string;
+  /** A connection that may PUBLISH (the bus's publisher). */
+  publisher: Redis;
+  logger: Logger;
+}
+
+/**
+ * Carries what writes through this facade made stale to every replica, over Redis: a write is
+ * visible to the next read on the replica that made it at once, and on the others as soon as the
+ * message reaches them, whether or not the platform sends an event for it. A connection of its own
+ * listens (one in subscriber mode can do nothing else), subscribed once it is ready; what arrives
+ * was written by another process and is checked like any input.
+ */
+export function shareWriteInvalidations(options: SharedWriteInvalidationsOptions): {
+  close(): Promise<void>;
+} {
+  const { cache, publisher, logger } = options;
+  const channel = `${options.keyPrefix}cache:writes`;
+  // Its own messages come back too; it has dropped what they name already.
+  const origin = randomUUID();
+  const listener = openRedisConnection(options.redisUrl, 'cache-invalidations', logger);
+  let closed = false;
+  const subscribe = (): void => {
+    listener.subscribe(channel).catch((error: unknown) => {
+      logger.error('the response cache does not hear other replicas’ writes', { error: String(error) });
+    });
+  };
+  if (listener.status === 'ready') subscribe();
+  else listener.once('ready', subscribe);
+  listener.on('message', (received: string, message: string) => {
+    if (received !== channel) return;
+    const parsed = parseWriteMessage(message);
+    if (parsed === undefined) {
+      logger.warn('dropped a malformed cache invalidation from Redis', { channel });
+      return;
+    }
+    if (parsed.origin !== origin) cache.invalidate(parsed.stale);
+  });
+  cache.onWrite((stale) => {
+    if (closed) return;
+    publisher.publish(channel, JSON.stringify({ origin, stale })).catch((error: unknown) => {
+      logger.error('could not tell the other replicas what a write made stale', { error: String(error) });
+    });
+  });
+  return {
+    async close() {
+      closed = true;
+      await listener.quit().catch(() => listener.disconnect());
+    },
+  };
+}
+
+/** A message of {@link shareWriteInvalidations}, checked; undefined when it is not one. */
+function parseWriteMessage(message: string): { origin: string; stale: StaleReads[] } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { origin, stale } = value as { origin?: unknown; stale?: unknown };
+  if (typeof origin !== 'string' || !Array.isArray(stale)) return undefined;
+  const checked: StaleReads[] = [];
+  for (const reads of stale as unknown[]) {
+    const one = toStaleReads(reads);
+    if (one === undefined) return undefined;
+    checked.push(one);
+  }
+  return { origin, stale: checked };
+}
+
+function toStaleReads(value: unknown): StaleReads | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { kind, customerId, collection, id } = value as Record<string, unknown>;
+  const isId = (text: unknown): text is string =>
+    typeof text === 'string' && text.length > 0 && text.length <= 512;
+  const isCollection = (text: unknown): text is CustomerCollection =>
+    typeof text === 'string' && COLLECTIONS.has(text);
+  switch (kind) {
+    case 'everything':
+    case 'customer-list':
+      return { kind };
+    case 'customer':
+    case 'all-of-customer':
+      return isId(customerId) ? { kind, customerId } : undefined;
+    case 'list':
+    case 'collection':
+      return isId(customerId) && isCollection(collection) ? { kind, customerId, collection } : undefined;
+    case 'record':
+      return isId(customerId) && isCollection(collection) && isId(id)
+        ? { kind, customerId, collection, id }
+        : undefined;
+    default:
+      return undefined;
+  }
 }

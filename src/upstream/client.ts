@@ -420,7 +420,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     try {
       return withoutText(await sendTraced(call, request));
     } finally {
-      responseCache?.invalidate(staleReadsOfWrite(request.path, request.actingFor));
+      responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
     }
   }
 

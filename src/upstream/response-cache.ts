@@ -127,6 +127,13 @@ export interface ResponseCache {
   read(read: CacheRead, load: () => Promise<CachedAnswer>): Promise<CachedAnswer>;
   /** Drops what `stale` names and marks the reads of it in flight; returns how many of either. */
   invalidate(stale: readonly StaleReads[]): number;
+  /**
+   * Drops what a write through this facade made stale, and tells the listeners of
+   * {@link onWrite} (which carry it to the other replicas).
+   */
+  invalidateWrite(stale: readonly StaleReads[]): void;
+  /** Calls `listener` with what each write through this facade made stale. Must not throw. */
+  onWrite(listener: (stale: readonly StaleReads[]) => void): void;
   stats(): ResponseCacheStats;
 }
 
@@ -187,6 +194,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     },
   });
   const keyDigests = new Map<string, string>();
+  const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
 
   /** A digest of the key, so no key sits in a map a heap dump could show; remembered per key. */
   function digestOf(apiKey: string): string {
@@ -285,6 +293,15 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       }
       stats.invalidations += dropped;
       return dropped;
+    },
+
+    invalidateWrite(stale) {
+      this.invalidate(stale);
+      for (const listener of writeListeners) listener(stale);
+    },
+
+    onWrite(listener) {
+      writeListeners.push(listener);
     },
 
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),

@@ -7,6 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
+import { connectRedis } from '../support/harness/redis.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
@@ -59,6 +60,70 @@ describe('the response cache of two replicas', () => {
     );
     expect(await usdcOfAda(other)).toBe(before + 3);
     expect((await stack.upstreamCalls()).byRoute).toEqual({ [ACCOUNT_ROUTE]: 2 });
+  });
+});
+
+describe('writes through one replica', () => {
+  test("drop the other replica's answers through Redis, with no event from the platform", async () => {
+    const [writing, other] = stack.facades as [RunningFacade, RunningFacade];
+    const parties = '{ customer(id: "cus_globex") { relatedParties(first: 100) { nodes { id } } } }';
+    type Parties = { customer: { relatedParties: { nodes: unknown[] } } };
+    const count = async (facade: RunningFacade) =>
+      (await facade.query<Parties>(parties)).body.data!.customer.relatedParties.nodes.length;
+    const before = await count(other);
+    expect(await count(writing)).toBe(before);
+    const otherCache = other.app.upstreamClient.cache!;
+    const droppedBefore = otherCache.stats().invalidations;
+
+    const created = await writing.query(
+      'mutation ($input: CreateRelatedPartyInput!) { createRelatedParty(input: $input) { relatedParty { id } } }',
+      {
+        input: {
+          customerId: 'cus_globex',
+          partyType: 'person',
+          roles: ['DIRECTOR'],
+          person: { firstName: 'Annie', lastName: 'Easley', residenceCountry: 'US' },
+          idempotencyKey: `replica-write-${Date.now()}`,
+        },
+      },
+    );
+    expect(created.body.errors).toBeUndefined();
+    await waitFor(
+      () => otherCache.stats().invalidations > droppedBefore,
+      'the write to reach the other replica',
+    );
+    await stack.resetUpstreamCalls();
+    expect(await count(other)).toBe(before + 1);
+    expect((await stack.upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}': 1,
+      'GET /v3/customers/{customerId}/related-parties': 1,
+    });
+  });
+});
+
+describe('a message on the write channel that no replica wrote', () => {
+  test.each([
+    ['not JSON', '{'],
+    ['an unknown kind', JSON.stringify({ origin: 'x', stale: [{ kind: 'accounts-of-everyone' }] })],
+    [
+      'an unknown collection',
+      JSON.stringify({ origin: 'x', stale: [{ kind: 'list', customerId: 'c', collection: 'keys' }] }),
+    ],
+  ])('%s is dropped with a warning, dropping nothing', async (_name, message) => {
+    const facade = stack.facades[1]!;
+    const cache = facade.app.upstreamClient.cache!;
+    const before = cache.stats().invalidations;
+    const warnings = () =>
+      facade.logs().filter((line) => line.includes('dropped a malformed cache invalidation'));
+    const seen = warnings().length;
+    const redis = connectRedis();
+    try {
+      await redis.publish(`${facade.config.events.redisKeyPrefix}cache:writes`, message);
+    } finally {
+      redis.disconnect();
+    }
+    await waitFor(() => warnings().length > seen, 'the warning');
+    expect(cache.stats().invalidations).toBe(before);
   });
 });
 
