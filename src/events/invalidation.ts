@@ -186,7 +186,7 @@ export function shareWriteInvalidations(options: SharedWriteInvalidationsOptions
     if (parsed.origin !== origin) cache.invalidate(parsed.stale);
   });
   cache.onWrite((stale) => {
-    if (closed) return;
+    if (closed || stale.length === 0) return;
     publisher.publish(channel, JSON.stringify({ origin, stale })).catch((error: unknown) => {
       logger.error('could not tell the other replicas what a write made stale', { error: String(error) });
     });
