@@ -13,6 +13,7 @@ import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
@@ -90,7 +91,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
   const { tracer } = options;
-  const { bus, dedup, redis } = createStores(config, logger, tracer);
+  const { bus, dedup, redis, subscriber } = createStores(config, logger, tracer);
   // Delivery spans are opened where the metrics hear of deliveries.
   const liveObserver: LiveObserver | undefined =
     tracer === undefined
@@ -100,6 +101,22 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           overflowed: () => options.liveObserver?.overflowed(),
           traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
         };
+  const cache = upstreamClient.cache;
+  // Every replica drops what each event makes stale as the event reaches it, before any subscriber
+  // of this process hears it (this listener is the bus's first). `start` waits for it.
+  const invalidations =
+    cache === undefined ? undefined : listenForInvalidations(bus, cache, logger, subscriber);
+  // Writes through this replica reach the others' caches through Redis, event or no event.
+  const sharedWrites =
+    cache === undefined || redis === undefined || config.redisUrl === undefined
+      ? undefined
+      : shareWriteInvalidations({
+          cache,
+          redisUrl: config.redisUrl,
+          keyPrefix: config.redisKeyPrefix,
+          publisher: redis,
+          logger,
+        });
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   const live = createLiveSessions({ bus, queueLimit: config.subscriberQueueLimit, observer: liveObserver });
@@ -134,6 +151,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
         toleranceSeconds: config.webhooks.toleranceSeconds,
         ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
+        // The receiving replica drops the stale answers before acknowledging: a read that starts
+        // after the acknowledgement asks the upstream.
+        ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
         ...(lifecycle === undefined
           ? {}
           : {
@@ -153,6 +173,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     },
 
     async start(baseUrl) {
+      await invalidations?.ready;
       if (!config.webhooks.register) {
         if (secrets.length === 0) {
           logger.warn(
@@ -185,6 +206,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     close() {
       closing ??= (async () => {
         await runtime.drain();
+        invalidations?.stop();
+        await sharedWrites?.close();
         await dedup.close();
         await bus.close();
       })();
@@ -216,7 +239,7 @@ function createStores(
   config: EventsConfig,
   logger: Logger,
   tracer: EventTracer | undefined,
-): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis } {
+): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis; subscriber?: Redis } {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
   if (config.redisUrl === undefined) {
     return {
@@ -230,6 +253,7 @@ function createStores(
   const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
   return {
     redis: publisher,
+    subscriber,
     bus: createRedisEventBus({
       publisher,
       subscriber,
