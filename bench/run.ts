@@ -101,6 +101,9 @@ async function main(): Promise<void> {
         // The facade's own path is measured: no caller tokens to verify, no request quotas.
         AUTH_MODE: 'none',
         RATE_LIMIT_ENABLED: 'false',
+        // The facade's own path, every read made afresh; the response cache has its own benchmark
+        // (bench/cache.ts), with its baselines beside it.
+        CACHE_ENABLED: 'false',
       },
       readyPath: '/readyz',
     });

@@ -38,6 +38,7 @@ import { createObservability } from './observability/observability.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
 import { createUpstreamClient } from './upstream/client.ts';
+import type { ResponseCache } from './upstream/response-cache.ts';
 import { createKeyEnvironments } from './upstream/key-environments.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
@@ -56,6 +57,8 @@ export interface App {
   readonly logger: Logger;
   /** Prometheus metrics (served on `/metrics`). */
   readonly metrics: Metrics;
+  /** The upstream response cache (its counts, for tests and tools); undefined with `CACHE_ENABLED=false`. */
+  readonly responseCache: ResponseCache | undefined;
   /**
    * Operations started and completed (HTTP), subscriptions started and completed (graphql-ws),
    * webhook events published: `app.lifecycle.on('subscriptionStarted', listener)`. See
@@ -130,6 +133,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
+    responseCache: () => upstreamClient.cache?.stats(),
   });
   const { metrics } = observability;
   const upstreamClient = createUpstreamClient({
@@ -232,12 +236,14 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     express.json({ limit: MAX_BODY }),
     httpDoor({ door, addressOf, landingPage: config.landingPage }),
     createGraphQLHandler(apollo, {
-      context: async ({ res }) =>
+      context: async ({ req, res }) =>
         createContext({
           connection: connectionOf(res),
           requestId: res.locals.requestId as string,
           facadeRequestId: res.locals.facadeRequestId as string,
           callerRequestId: res.locals.callerRequestId as string | undefined,
+          // `Cache-Control: no-cache` on the request: this operation reads through the response cache.
+          readThrough: /(?:^|[\s,])no-cache(?:$|[\s,=])/i.test(req.headers['cache-control'] ?? ''),
         }),
     }),
   );
@@ -268,6 +274,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   return {
     logger,
     metrics,
+    responseCache: upstreamClient.cache,
     lifecycle,
     listen(port = config.port, host = config.host) {
       return new Promise<{ url: string; port: number }>((resolve, reject) => {

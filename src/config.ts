@@ -125,6 +125,9 @@ export const CONFIG_DEFAULTS = {
   UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
   UPSTREAM_DOCS_URL: 'https://docs.platform.test/v3',
   METRICS_PORT: 9464,
+  CACHE_ENABLED: true,
+  CACHE_MAX_AGE_SECONDS: 30,
+  CACHE_MAX_BYTES: 64 * 1024 * 1024,
   METRICS_MAX_OPERATION_NAMES: 100,
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
@@ -212,6 +215,16 @@ export function loadConfig(env: Env = process.env): Config {
       problemDocsUrl: reader
         .string('UPSTREAM_DOCS_URL', CONFIG_DEFAULTS.UPSTREAM_DOCS_URL)
         .replace(/\/+$/, ''),
+      cache: {
+        enabled: reader.boolean('CACHE_ENABLED', CONFIG_DEFAULTS.CACHE_ENABLED),
+        maxAgeSeconds: reader.integer(
+          'CACHE_MAX_AGE_SECONDS',
+          CONFIG_DEFAULTS.CACHE_MAX_AGE_SECONDS,
+          1,
+          86_400,
+        ),
+        maxBytes: reader.integer('CACHE_MAX_BYTES', CONFIG_DEFAULTS.CACHE_MAX_BYTES, 4_096, 2 ** 40),
+      },
     },
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),

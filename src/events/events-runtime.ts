@@ -15,6 +15,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import type { EventLog, LogStats } from './log/event-log.ts';
@@ -132,6 +133,21 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           overflowed: () => options.liveObserver?.overflowed(),
           traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
         };
+  const cache = upstreamClient.cache;
+  // Every replica drops what each event makes stale as the event reaches it, before any subscriber
+  // of this process hears it (this listener is the log's first). `start` waits for it.
+  const invalidations = cache === undefined ? undefined : listenForInvalidations(log, cache, logger, redis);
+  // Writes through this replica reach the others' caches through Redis, event or no event.
+  const sharedWrites =
+    cache === undefined || redis === undefined || config.redisUrl === undefined
+      ? undefined
+      : shareWriteInvalidations({
+          cache,
+          redisUrl: config.redisUrl,
+          keyPrefix: config.redisKeyPrefix,
+          publisher: redis,
+          logger,
+        });
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   const live = createLiveSessions({
@@ -194,6 +210,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
         toleranceSeconds: config.webhooks.toleranceSeconds,
         ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
+        // The receiving replica drops the stale answers before acknowledging: a read that starts
+        // after the acknowledgement asks the upstream.
+        ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
         ...(lifecycle === undefined
           ? {}
           : {
@@ -213,6 +232,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     },
 
     async start(baseUrl) {
+      await invalidations?.ready;
       await registerAtStart(baseUrl);
       reconciler?.start();
     },
@@ -229,6 +249,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     close() {
       closing ??= (async () => {
         await runtime.drain();
+        invalidations?.stop();
+        await sharedWrites?.close();
         await dedup.close();
         await log.close();
         await closeRedis?.();

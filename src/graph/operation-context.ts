@@ -21,6 +21,8 @@ export interface OperationContextInput {
   facadeRequestId?: string | undefined;
   /** The caller's own `X-Request-Id`, when of a safe form (audit lines keep it apart). */
   callerRequestId?: string | undefined;
+  /** Ask the upstream rather than the response cache (the request's `Cache-Control: no-cache`). */
+  readThrough?: boolean | undefined;
   /** GET answers shared with operations that read alike (one event's subscribers); none when absent. */
   readCache?: SharedReadCache | undefined;
   /** The operation's call budget when the door set it already (live transports). */
@@ -46,6 +48,7 @@ export function createOperationContexts(
     requestId,
     facadeRequestId,
     callerRequestId,
+    readThrough,
     readCache,
     callBudget,
   }) =>
@@ -65,6 +68,7 @@ export function createOperationContexts(
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
         idempotencyOwner: caller?.subject,
         readCache,
+        readThrough,
         callBudget,
       }),
       caller,

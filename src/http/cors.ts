@@ -30,6 +30,8 @@ export const CORS_DEFAULT_ALLOWED_HEADERS = [
   'traceparent',
   'tracestate',
   'baggage',
+  // `Cache-Control: no-cache` reads one operation through the upstream response cache.
+  'cache-control',
 ] as const;
 
 /** Response headers a browser client may read beyond the CORS-safelisted ones. */

@@ -3,7 +3,9 @@
  * wrote; which of the operation's cached reads that changes (the record itself, the lists that may
  * hold it, a parent whose `updatedAt` moved with it) is known here, once, next to the loaders.
  * A written record the upstream handed back replaces any earlier read of it, so the payload's
- * fields read it without another request.
+ * fields read it without another request. Across operations, the upstream response cache drops at
+ * least as much for every write, in `src/upstream/` where the request is known
+ * (`staleReadsOfWrite` in `response-cache.ts`).
  */
 import type {
   Account,

@@ -12,6 +12,7 @@ import type { RequestHandler } from 'express';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
 import { createOperationLabels, type OperationLabeler } from './operation-labels.ts';
+import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 export { ANONYMOUS_OPERATION, OTHER_OPERATION } from './operation-labels.ts';
 /** Label of a request that never became an operation (unparsable, invalid, unknown operation name). */
@@ -27,6 +28,8 @@ export interface MetricsOptions {
   live?: () => { connections: number; subscriptions: number };
   /** The event log read at each scrape: its length and this replica's lag, per environment. */
   eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
+  /** The upstream response cache's counts, read at each scrape; undefined while it is off. */
+  responseCache?: () => ResponseCacheStats | undefined;
   /** Collect Node's process metrics (CPU, memory, event loop, GC). Default true. */
   processMetrics?: boolean;
 }
@@ -199,6 +202,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
   };
 
+  if (options.responseCache !== undefined) registerResponseCacheMetrics(options.responseCache, registers);
   if (options.live !== undefined) {
     const live = options.live;
     new Gauge({
@@ -251,6 +255,63 @@ export function createMetrics(options: MetricsOptions): Metrics {
     });
   }
   return metrics;
+}
+
+/**
+ * The response cache's counters and sizes, read from its own counts at each scrape (the cache
+ * lives in `src/upstream/`, which knows nothing of Prometheus).
+ */
+function registerResponseCacheMetrics(
+  statsOf: () => ResponseCacheStats | undefined,
+  registers: Registry[],
+): void {
+  const counters: [name: string, help: string, count: keyof ResponseCacheStats][] = [
+    [
+      'facade_upstream_cache_hits_total',
+      'Upstream GETs answered by the response cache (held, or joined in flight).',
+      'hits',
+    ],
+    [
+      'facade_upstream_cache_misses_total',
+      'Upstream GETs the response cache sent to the upstream.',
+      'misses',
+    ],
+    ['facade_upstream_cache_evictions_total', 'Answers dropped to stay under CACHE_MAX_BYTES.', 'evictions'],
+    [
+      'facade_upstream_cache_invalidations_total',
+      'Answers dropped, and reads in flight kept from storing, because an event or a write named them.',
+      'invalidations',
+    ],
+    ['facade_upstream_cache_expirations_total', 'Answers dropped at CACHE_MAX_AGE_SECONDS.', 'expirations'],
+  ];
+  for (const [name, help, count] of counters) {
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const stats = statsOf();
+        this.reset();
+        if (stats !== undefined) this.inc(stats[count]);
+      },
+    });
+  }
+  new Gauge({
+    name: 'facade_upstream_cache_bytes',
+    help: 'Bytes the response cache holds (bodies, keys and a fixed overhead per answer).',
+    registers,
+    collect() {
+      this.set(statsOf()?.bytes ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'facade_upstream_cache_entries',
+    help: 'Answers the response cache holds.',
+    registers,
+    collect() {
+      this.set(statsOf()?.entries ?? 0);
+    },
+  });
 }
 
 /**

@@ -14,6 +14,7 @@ import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
 import { createMetricsPlugin, type MeasurableContext } from './metrics-plugin.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 /** The path metrics are served at, on whichever port. */
 export const METRICS_PATH = '/metrics';
@@ -36,6 +37,8 @@ export interface ObservabilityOptions {
   isTrustedDocument?: (query: string) => boolean;
   /** Refuses a request to the metrics server whose Host is not allowed (DNS rebinding); see app.ts. */
   hostCheck?: RequestHandler;
+  /** The upstream response cache's counts, read at each scrape; undefined when it is off. */
+  responseCache?: () => ResponseCacheStats | undefined;
 }
 
 export interface Observability {
@@ -56,6 +59,7 @@ export function createObservability(options: ObservabilityOptions): Observabilit
       maxOperationNames: options.config.maxOperationNames,
       live: options.live,
       ...(options.eventLog === undefined ? {} : { eventLog: options.eventLog }),
+      ...(options.responseCache === undefined ? {} : { responseCache: options.responseCache }),
     });
   const audit = createAuditTrail({
     logger: options.auditLogger,

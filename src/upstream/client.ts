@@ -16,6 +16,13 @@ import {
 import { parseProblem } from './problem.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
+import {
+  createResponseCache,
+  staleReadsOfWrite,
+  type CachedAnswer,
+  type ResponseCache,
+  type ResponseCacheConfig,
+} from './response-cache.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
 import type { UpstreamRequest } from './types.ts';
@@ -54,12 +61,16 @@ export interface UpstreamCall {
    * event with the same key and scope); see {@link SharedReadCache}. Absent: every read is its own.
    */
   readonly readCache?: SharedReadCache;
+  /** Ask the upstream even where the response cache holds an answer (and keep the new one). */
+  readonly readThrough?: boolean;
 }
 
 /**
- * GET answers shared by operations that read alike, by path and query. A read found here costs
- * no upstream request, but still one call of the operation's own budget, so each operation's
- * limits are what they would be alone. A failed read is not kept.
+ * GET answers shared by operations that read alike, by path and query: one event's subscribers of
+ * the same key and scope, who then see one answer for the event even if an invalidation arrives
+ * while they read. A read found here costs no upstream request, but still one call of the
+ * operation's own budget, so each operation's limits are what they would be alone. A failed read
+ * is not kept. Below it, the process-wide {@link ResponseCache} keeps answers across operations.
  */
 export type SharedReadCache = Map<string, Promise<UpstreamResponse>>;
 
@@ -69,6 +80,11 @@ export interface UpstreamClient {
   readonly maxCallsPerOperation: number;
   /** `{docs_url}` of problem types, for answers the facade gives in the upstream's words. */
   readonly problemDocsUrl: string;
+  /**
+   * The GET answers kept across operations (`response-cache.ts`); undefined when switched off.
+   * The event pipeline drops what each verified event makes stale; writes drop what they change.
+   */
+  readonly cache?: ResponseCache | undefined;
   /**
    * Sends `request`, retrying what may be retried.
    *
@@ -103,6 +119,8 @@ export interface UpstreamConfig {
    * scope answers the upstream's own 404, `type` included.
    */
   problemDocsUrl: string;
+  /** GET answers kept across operations (`CACHE_*`); absent or disabled: every read is sent. */
+  cache?: ResponseCacheConfig;
 }
 
 export interface UpstreamClientOptions extends UpstreamConfig {
@@ -193,7 +211,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     request: UpstreamRequest,
     attempt: number,
     traceHeaders: Readonly<Record<string, string>> | undefined,
-  ): Promise<UpstreamResponse> {
+  ): Promise<SentResponse> {
     const headers: Record<string, string> = {
       ...traceHeaders,
       accept: 'application/json',
@@ -238,6 +256,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         body: parseJsonBody(text, call.requestId),
         replayed: headerValue(response.headers['idempotency-replayed'])?.toLowerCase() === 'true',
         ...correlationIdOf(response.headers),
+        text,
       };
     } catch (error) {
       const upstreamError = call.signal?.aborted
@@ -268,7 +287,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     request: UpstreamRequest,
     progress: { attempts: number },
     traceHeaders: Readonly<Record<string, string>> | undefined,
-  ): Promise<UpstreamResponse> {
+  ): Promise<SentResponse> {
     for (let attempt = 1; ; attempt++) {
       // Past the deadline (or in shutdown) nothing more is sent, retries included.
       if (call.signal?.aborted) throw cancelled(call);
@@ -308,7 +327,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   }
 
   /** Sends `request` with its retries, under a span of its own when tracing is on. */
-  async function sendTraced(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+  async function sendTraced(call: UpstreamCall, request: UpstreamRequest): Promise<SentResponse> {
     const progress = { attempts: 0 };
     if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
     const traced = tracer.startCall(call, request);
@@ -322,30 +341,83 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     }
   }
 
+  const responseCache =
+    options.cache?.enabled === true
+      ? createResponseCache({ maxAgeSeconds: options.cache.maxAgeSeconds, maxBytes: options.cache.maxBytes })
+      : undefined;
+
+  /**
+   * A GET through the response cache: a held answer (or one being read for the same key) costs
+   * one call of the budget and no request; a miss is sent and kept.
+   */
+  async function readCached(
+    cache: ResponseCache,
+    call: UpstreamCall,
+    request: UpstreamRequest,
+  ): Promise<UpstreamResponse> {
+    let sent: SentResponse | undefined;
+    const answer = await cache.read(
+      {
+        apiKey: call.credentials.apiKey,
+        path: request.path,
+        query: toQueryString(request.query),
+        readThrough: call.readThrough === true,
+        signal: call.signal,
+      },
+      async () => {
+        sent = await sendTraced(call, request);
+        return { status: sent.status, text: sent.text };
+      },
+    );
+    if (sent !== undefined) return withoutText(sent);
+    spendCall(call.callBudget);
+    return answerOf(answer, call.requestId);
+  }
+
+  /** A GET, through the event's shared reads and the response cache where there are any. */
+  function read(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    const send = (): Promise<UpstreamResponse> =>
+      responseCache?.isCacheable(request.path) === true
+        ? readCached(responseCache, call, request)
+        : sendTraced(call, request).then(withoutText);
+    const shared = call.readCache;
+    if (shared === undefined) return send();
+    const key = `${request.path}${toQueryString(request.query)}`;
+    const held = shared.get(key);
+    if (held !== undefined) {
+      spendCall(call.callBudget);
+      return held;
+    }
+    const sending = send();
+    shared.set(key, sending);
+    // A failure may be the first operation's own (its deadline): the next one reads for itself.
+    sending.catch(() => {
+      if (shared.get(key) === sending) shared.delete(key);
+    });
+    return sending;
+  }
+
+  /** A write; whatever its outcome (it may have reached the upstream), what it may change is dropped. */
+  async function write(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    try {
+      return withoutText(await sendTraced(call, request));
+    } finally {
+      responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
+    }
+  }
+
   return {
     retryPolicy: policy,
     maxCallsPerOperation: options.maxCallsPerOperation,
     problemDocsUrl: options.problemDocsUrl,
+    cache: responseCache,
     async send(call, request) {
+      // The scope first: neither a held answer nor a write reaches what the caller may not.
       authorizeUpstreamRequest(call.scope, request, {
         requestId: call.requestId,
         problemDocsUrl: options.problemDocsUrl,
       });
-      const cache = request.method === 'GET' ? call.readCache : undefined;
-      if (cache === undefined) return sendTraced(call, request);
-      const key = `${request.path}${toQueryString(request.query)}`;
-      const held = cache.get(key);
-      if (held !== undefined) {
-        spendCall(call.callBudget);
-        return held;
-      }
-      const sending = sendTraced(call, request);
-      cache.set(key, sending);
-      // A failure may be the first operation's own (its deadline): the next one reads for itself.
-      sending.catch(() => {
-        if (cache.get(key) === sending) cache.delete(key);
-      });
-      return sending;
+      return request.method === 'GET' ? read(call, request) : write(call, request);
     },
     async close() {
       const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
@@ -358,6 +430,18 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       }
     },
   };
+}
+
+/** A response as sent, with the body's text the response cache keeps. */
+type SentResponse = UpstreamResponse & { readonly text: string };
+
+function withoutText({ text: _text, ...response }: SentResponse): UpstreamResponse {
+  return response;
+}
+
+/** A held answer as a response of its own: its body parsed anew, so no caller shares an object. */
+function answerOf(answer: CachedAnswer, requestId: string): UpstreamResponse {
+  return { status: answer.status, body: parseJsonBody(answer.text, requestId), replayed: false };
 }
 
 function cancelled(call: UpstreamCall, cause?: unknown): UpstreamCancelledError {

@@ -45,6 +45,8 @@ export interface UpstreamContext {
   readonly idempotencyOwner?: string | undefined;
   /** GET answers shared with operations that read alike (see `client.ts`); absent: none. */
   readonly readCache?: SharedReadCache;
+  /** Every read asks the upstream, not the response cache (`Cache-Control: no-cache`). */
+  readonly readThrough?: boolean;
 }
 
 export interface UpstreamContextOptions {
@@ -73,6 +75,8 @@ export interface UpstreamContextOptions {
   readCache?: SharedReadCache | undefined;
   /** The operation's call budget when the door set it already; default: the client's ceiling. */
   callBudget?: CallBudget | undefined;
+  /** See {@link UpstreamContext.readThrough}. */
+  readThrough?: boolean | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -94,5 +98,6 @@ export function createUpstreamContext(
     signal: options.signal,
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
+    ...(options.readThrough === true ? { readThrough: true } : {}),
   };
 }

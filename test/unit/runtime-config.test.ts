@@ -51,6 +51,7 @@ describe('loadConfig', () => {
       maxCallsPerOperation: 100,
       retry: { maxAttempts: 3, budget: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
       problemDocsUrl: 'https://docs.platform.test/v3',
+      cache: { enabled: true, maxAgeSeconds: 30, maxBytes: 64 * 1024 * 1024 },
     });
   });
 
@@ -83,6 +84,9 @@ describe('loadConfig', () => {
       UPSTREAM_RETRY_BUDGET: '0',
       UPSTREAM_RETRY_BASE_DELAY_MS: '10',
       UPSTREAM_RETRY_MAX_DELAY_MS: '40',
+      CACHE_ENABLED: 'false',
+      CACHE_MAX_AGE_SECONDS: '5',
+      CACHE_MAX_BYTES: '1048576',
     });
 
     expect(config).toMatchObject({
@@ -111,6 +115,7 @@ describe('loadConfig', () => {
         bodyTimeoutMs: 300,
         connections: 4,
         retry: { maxAttempts: 1, budget: 0, baseDelayMs: 10, maxDelayMs: 40 },
+        cache: { enabled: false, maxAgeSeconds: 5, maxBytes: 1_048_576 },
       },
     });
   });
@@ -148,6 +153,9 @@ describe('loadConfig', () => {
       UPSTREAM_CONNECT_TIMEOUT_MS: '-5',
       UPSTREAM_CONNECTIONS: 'many',
       UPSTREAM_RETRY_MAX_ATTEMPTS: '3.5',
+      CACHE_ENABLED: 'sometimes',
+      CACHE_MAX_AGE_SECONDS: '0',
+      CACHE_MAX_BYTES: '1k',
     });
 
     expect(problems).toEqual([
@@ -160,6 +168,9 @@ describe('loadConfig', () => {
       'UPSTREAM_CONNECT_TIMEOUT_MS: must be an integer from 1 to 600000, got "-5"',
       'UPSTREAM_CONNECTIONS: must be an integer from 1 to 10000, got "many"',
       'UPSTREAM_RETRY_MAX_ATTEMPTS: must be an integer from 1 to 10, got "3.5"',
+      'CACHE_ENABLED: must be true or false, got "sometimes"',
+      'CACHE_MAX_AGE_SECONDS: must be an integer from 1 to 86400, got "0"',
+      'CACHE_MAX_BYTES: must be an integer from 4096 to 1099511627776, got "1k"',
       expect.stringMatching(/^AUTH_ISSUER: is required when AUTH_MODE is oidc/),
     ]);
   });

@@ -63,6 +63,11 @@ export interface WebhookRouterOptions {
   now?: () => number;
   /** Told how each delivery was answered (metrics). Must not throw. */
   onDelivery?: (outcome: WebhookDeliveryOutcome) => void;
+  /**
+   * Called with each verified, de-duplicated event just before it is published (so before it is
+   * acknowledged): the response cache drops what it makes stale. Must not throw.
+   */
+  beforePublish?: (event: PlatformEvent) => void;
   /** Told of each event this route published, before the delivery is acknowledged. Must not throw. */
   onPublished?: (event: PlatformEvent) => void;
   /** With tracing on: a receipt span per POST, the publish under it. */
@@ -265,6 +270,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
       return;
     }
 
+    options.beforePublish?.(event);
     try {
       await log.append(event);
     } catch (error) {
