@@ -436,6 +436,9 @@ export function share(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
+/** Where each facade serves `/metrics`: a port of its own, never the main one. */
+const metricsUrls = new WeakMap<ServiceProcess, string>();
+
 export async function startFacade(
   emulatorUrl: string,
   secret: string,
@@ -444,7 +447,8 @@ export async function startFacade(
   replica: number,
 ): Promise<ServiceProcess> {
   const port = await findFreePort();
-  return startService({
+  const metricsPort = await findFreePort();
+  const facade = await startService({
     name: `facade ${replica}`,
     script: facadeScript,
     port,
@@ -457,6 +461,7 @@ export async function startFacade(
     ipc: true,
     env: {
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       HOST: '127.0.0.1',
       NODE_ENV: 'production',
       UPSTREAM_BASE_URL: emulatorUrl,
@@ -476,6 +481,8 @@ export async function startFacade(
     },
     readyPath: '/readyz',
   });
+  metricsUrls.set(facade, `http://127.0.0.1:${metricsPort}`);
+  return facade;
 }
 
 async function readMemory(
@@ -540,7 +547,7 @@ async function readMappings(pid: number): Promise<NonNullable<MemoryReading['map
 
 /** The facade's open graphql-ws connections and running subscriptions, from its `/metrics`. */
 async function liveCounts(facade: ServiceProcess): Promise<{ connections: number; subscriptions: number }> {
-  const text = await (await fetch(`${facade.url}/metrics`)).text();
+  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
   const gauge = (name: string): number => {
     const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     return match ? Number(match[1]) : Number.NaN;
