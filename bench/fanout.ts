@@ -51,8 +51,8 @@ import {
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
 const API_KEY = 'sk_sandbox_emulator';
-const CUSTOMER_ID = 'cus_acme';
-const ACCOUNT_ID = 'acc_acme_eth';
+export const CUSTOMER_ID = 'cus_acme';
+export const ACCOUNT_ID = 'acc_acme_eth';
 /** Every subscriber runs this; its event reads the account (and its balances) upstream. */
 const SUBSCRIPTION = `subscription {
   accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
@@ -432,11 +432,14 @@ function labelOf(replica: number): string {
 }
 
 /** The `index`th of `parts` near-equal shares of `total`. */
-function share(total: number, parts: number, index: number): number {
+export function share(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
-async function startFacade(
+/** Where each facade serves `/metrics`: a port of its own, never the main one. */
+const metricsUrls = new WeakMap<ServiceProcess, string>();
+
+export async function startFacade(
   emulatorUrl: string,
   secret: string,
   redisUrl: string | undefined,
@@ -444,7 +447,8 @@ async function startFacade(
   replica: number,
 ): Promise<ServiceProcess> {
   const port = await findFreePort();
-  return startService({
+  const metricsPort = await findFreePort();
+  const facade = await startService({
     name: `facade ${replica}`,
     script: facadeScript,
     port,
@@ -457,6 +461,7 @@ async function startFacade(
     ipc: true,
     env: {
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       HOST: '127.0.0.1',
       NODE_ENV: 'production',
       UPSTREAM_BASE_URL: emulatorUrl,
@@ -476,6 +481,8 @@ async function startFacade(
     },
     readyPath: '/readyz',
   });
+  metricsUrls.set(facade, `http://127.0.0.1:${metricsPort}`);
+  return facade;
 }
 
 async function readMemory(
@@ -540,7 +547,7 @@ async function readMappings(pid: number): Promise<NonNullable<MemoryReading['map
 
 /** The facade's open graphql-ws connections and running subscriptions, from its `/metrics`. */
 async function liveCounts(facade: ServiceProcess): Promise<{ connections: number; subscriptions: number }> {
-  const text = await (await fetch(`${facade.url}/metrics`)).text();
+  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
   const gauge = (name: string): number => {
     const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     return match ? Number(match[1]) : Number.NaN;
@@ -552,7 +559,7 @@ async function liveCounts(facade: ServiceProcess): Promise<{ connections: number
 }
 
 /** Polls {@link liveCounts} until `done` holds or `timeoutMs` passed; returns the last counts. */
-async function waitForLiveCounts(
+export async function waitForLiveCounts(
   facade: ServiceProcess,
   done: (counts: { connections: number; subscriptions: number }) => boolean,
   timeoutMs: number,
@@ -566,7 +573,7 @@ async function waitForLiveCounts(
 }
 
 /** `GET` requests the emulator has received under `/v3` (every read; nothing else is sent here). */
-async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
+export async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
   const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as {
     byRoute: Record<string, number>;
   };
@@ -576,7 +583,7 @@ async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
 }
 
 let eventSequence = 0;
-function accountUpdated(index: number) {
+export function accountUpdated(index: number) {
   eventSequence += 1;
   return {
     id: `evt_bench_fanout_${process.pid}_${Date.now()}_${eventSequence}_${index}`,
@@ -593,7 +600,7 @@ function accountUpdated(index: number) {
 }
 
 /** A Standard Webhooks delivery, signed the way the upstream (and the emulator) signs it. */
-async function postSigned(
+export async function postSigned(
   facadeUrl: string,
   secret: string,
   event: { id: string },
@@ -621,14 +628,14 @@ async function postSigned(
 }
 
 /** A child process holding subscribers (`fanout-clients.ts`), asked one thing at a time per request id. */
-interface ClientProcess {
+export interface ClientProcess {
   pid: number;
   ask(request: ClientsRequest): Promise<ClientsReply>;
   stop(): void;
 }
 
 let nextRequestId = 0;
-function startClientProcess(): ClientProcess {
+export function startClientProcess(): ClientProcess {
   const child: ChildProcess = fork(`${root}bench/fanout-clients.ts`, [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -779,4 +786,5 @@ function toMarkdown(report: {
   return `${lines.join('\n')}\n`;
 }
 
-await main();
+// Run as a script, not when another benchmark imports its helpers (`bench/resume.ts`).
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

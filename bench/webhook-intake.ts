@@ -13,7 +13,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import express from 'express';
-import { createMemoryEventBus } from '../src/events/fan-out/event-bus.ts';
+import { createMemoryEventLog } from '../src/events/log/memory-event-log.ts';
 import { createMemoryEventDeduplicator } from '../src/events/fan-out/memory-event-dedup.ts';
 import { createWebhookRouter } from '../src/events/receiving/webhook-route.ts';
 import { createLogger } from '../src/logger.ts';
@@ -89,7 +89,7 @@ function intakeApp(): express.Express {
   const webhooks = createWebhookRouter({
     secrets: () => ['whsec_' + Buffer.alloc(24, 2).toString('base64')],
     dedup: createMemoryEventDeduplicator(),
-    bus: createMemoryEventBus(logger),
+    log: createMemoryEventLog({ logger }),
     logger,
     // The flood must stall, not be cut, while it is measured.
     bodyLimits: { receiveTimeoutMs: 60_000 },

@@ -14,6 +14,7 @@ import { attachGraphQLWebSocket, GRAPHQL_WS_TRANSPORT } from './edge/graphql-ws.
 import { connectionOf, httpDoor } from './edge/http.ts';
 import { createLiveConnections } from './edge/live-connections.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
+import { SSE_PATH, SSE_TRANSPORT, sseAdapter } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
@@ -129,6 +130,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       connections: websocket.activeConnections(),
       subscriptions: live.running(),
     }),
+    eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     responseCache: () => upstreamClient.cache?.stats(),
@@ -149,6 +151,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const events = createEventsRuntime({
     config: config.events,
     defaultApiKey: config.upstream.apiKey,
+    keyEnvironments,
     upstreamClient,
     logger,
     onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
@@ -158,7 +161,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       delivered: (event) =>
         metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
       overflowed: () => metrics.subscriberQueueOverflows.inc(),
+      replayed: () => metrics.eventsReplayed.inc(),
     },
+    onReconciled: (count) => metrics.eventsReconciled.inc(count),
     ...(tracing === undefined ? {} : { tracer: tracing.events }),
   });
 
@@ -205,6 +210,26 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   app.use(explorerRoutes);
+  const record = createOperationRecorder({ logger, metrics, lifecycle });
+  // GraphQL over SSE, before `/graphql` (whose prefix it shares): the door's third adapter.
+  app.use(
+    SSE_PATH,
+    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
+    express.json({ limit: MAX_BODY }),
+    sseAdapter({
+      door,
+      connections: createLiveConnections(SSE_TRANSPORT, {
+        door,
+        schema,
+        live: events.live,
+        record,
+        createContext,
+      }),
+      addressOf,
+      formatError,
+      logger,
+    }),
+  );
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
@@ -226,7 +251,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     door,
     schema,
     live: events.live,
-    record: createOperationRecorder({ logger, metrics, lifecycle }),
+    record,
     createContext,
   });
   const websocket = attachGraphQLWebSocket({

@@ -20,6 +20,7 @@ export type FacadeErrorCode =
   | 'UPSTREAM_TIMEOUT'
   | 'SHUTTING_DOWN'
   | 'TOO_MANY_SUBSCRIPTIONS'
+  | 'CURSOR_EXPIRED'
   | 'INTERNAL_SERVER_ERROR';
 
 /** The problem codes the spec and docs/upstream-assumptions.md name. The upstream catalog is open. */

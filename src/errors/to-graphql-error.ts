@@ -19,6 +19,7 @@ import { findIdempotencyKey } from './mutation-failure.ts';
 import { findIdRefusal } from './id-argument.ts';
 import { MAX_ID_LENGTH } from '../upstream/rest-path.ts';
 import { STATUS_REASON_ACTOR_VALUES } from '../graph/enum-values.ts';
+import { CursorExpiredError } from '../events/log/event-log.ts';
 
 export interface ToGraphQLErrorOptions {
   /** Add `extensions.stacktrace` (development only: stack traces reveal internals). */
@@ -75,6 +76,8 @@ const PASS_THROUGH_CODES = new Set([
  * - An {@link UpstreamCallLimitError} becomes `TOO_MANY_UPSTREAM_CALLS` with the limit.
  * - An {@link UpstreamCancelledError} becomes `UPSTREAM_TIMEOUT` (the operation's deadline passed)
  *   or `SHUTTING_DOWN` (retryable: the process is stopping).
+ * - A {@link CursorExpiredError} (a subscription resumed after a cursor the event log no longer
+ *   holds everything after) becomes `CURSOR_EXPIRED` with the cursor and `oldestCursor`.
  * - A parse failure caused by the parser's own recursion limit gets a plain message.
  * - An error of a mutation carries `extensions.idempotencyKey`, the key the mutation was sent with.
  * - A GraphQLError raised on purpose (by graphql-js, Apollo Server or a resolver) passes through.
@@ -170,6 +173,20 @@ function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
       options,
     );
   }
+  const expired = findCursorExpired(error);
+  if (expired !== undefined) {
+    return build(
+      located,
+      expired,
+      expired.message,
+      {
+        code: 'CURSOR_EXPIRED' satisfies FacadeErrorCode,
+        cursor: expired.cursor,
+        ...(expired.oldest === undefined ? {} : { oldestCursor: expired.oldest }),
+      },
+      options,
+    );
+  }
   if (cause instanceof UpstreamAccessDeniedError) {
     // The reason stays in the server's logs: it would tell a prober which rule it met.
     return build(located, cause, cause.message, { code: 'FORBIDDEN' satisfies FacadeErrorCode }, options);
@@ -214,7 +231,7 @@ function describeRefusedId(id: string, inputPath: InputPath | undefined): string
  * nothing of them.
  */
 export function isUnexpectedError(error: unknown): boolean {
-  if (findUpstreamError(error) || findIdRefusal(error)) return false;
+  if (findUpstreamError(error) || findIdRefusal(error) || findCursorExpired(error)) return false;
   if (!isGraphQLError(error)) return true;
   const original = error.originalError;
   // No original error: graphql-js or Apollo raised it about the document or the response shape.
@@ -251,6 +268,16 @@ function withInputPath(fieldError: FieldError): GraphQLFieldError {
 }
 
 /** Follows `originalError` (GraphQL's wrapping) and `cause` (ours and DataLoader users') a few levels. */
+/** The {@link CursorExpiredError} in `error`'s `originalError`/`cause` chain, if any. */
+function findCursorExpired(error: unknown): CursorExpiredError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current instanceof CursorExpiredError) return current;
+    current = isGraphQLError(current) ? (current.originalError ?? current.cause) : current.cause;
+  }
+  return undefined;
+}
+
 function findUpstreamError(
   error: unknown,
 ):

@@ -5,6 +5,7 @@
  */
 import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
 import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './delivery/subscriber-queue.ts';
+import { DEFAULT_LOG_RETENTION, parseLogRetention, type LogRetention } from './log/event-log.ts';
 import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './receiving/verify-webhook.ts';
 import type { WebhookBodyLimits } from './receiving/webhook-body.ts';
 import {
@@ -56,6 +57,17 @@ export interface WebSocketLimits {
   keepAliveMs: number;
 }
 
+export interface ReconcileConfig {
+  /** Seconds between two reconciliations (`RECONCILE_INTERVAL_SECONDS`); 0 turns it off. */
+  intervalSeconds: number;
+  /**
+   * How old a change must be before a missing webhook is called missed (`RECONCILE_GRACE_SECONDS`):
+   * the upstream retries a delivery for about two minutes, and a change recovered before its own
+   * webhook arrives would reach subscribers twice.
+   */
+  graceSeconds: number;
+}
+
 export interface EventsConfig {
   webhooks: WebhooksConfig;
   /** `REDIS_URL`: when set, fan-out and de-duplication go through Redis, shared by every replica. */
@@ -64,6 +76,10 @@ export interface EventsConfig {
   redisKeyPrefix: string;
   /** Events one subscriber may let wait before it is ended (`SUBSCRIPTION_QUEUE_LIMIT`); see docs/events.md. */
   subscriberQueueLimit: number;
+  /** How much of the event log is kept (`EVENT_LOG_RETENTION`): a count of events or an age. */
+  logRetention: LogRetention;
+  /** The reconciliation of missed webhooks (docs/events.md, "Missed webhooks"). */
+  reconcile: ReconcileConfig;
   webSocket: WebSocketLimits;
 }
 
@@ -77,6 +93,9 @@ export const EVENTS_CONFIG_DEFAULTS = {
   WEBHOOK_DEDUP_RETENTION_SECONDS: 24 * 60 * 60,
   REDIS_KEY_PREFIX: 'facade:',
   SUBSCRIPTION_QUEUE_LIMIT: DEFAULT_SUBSCRIBER_QUEUE_LIMIT,
+  RECONCILE_INTERVAL_SECONDS: 60,
+  // Beyond the upstream's retries (about 127 s), so a webhook that is only late arrives first.
+  RECONCILE_GRACE_SECONDS: 150,
   // A subscribe message is one document of at most QUERY_MAX_TOKENS tokens and its variables.
   GRAPHQL_WS_MAX_PAYLOAD_BYTES: 64 * 1024,
   GRAPHQL_WS_MAX_SUBSCRIPTIONS: 50,
@@ -136,6 +155,21 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
     },
     redisUrl: readRedisUrl(reader.trimmed('REDIS_URL'), report),
     redisKeyPrefix: reader.trimmed('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
+    logRetention: readLogRetention(reader.trimmed('EVENT_LOG_RETENTION'), report),
+    reconcile: {
+      intervalSeconds: reader.integer(
+        'RECONCILE_INTERVAL_SECONDS',
+        EVENTS_CONFIG_DEFAULTS.RECONCILE_INTERVAL_SECONDS,
+        0,
+        86_400,
+      ),
+      graceSeconds: reader.integer(
+        'RECONCILE_GRACE_SECONDS',
+        EVENTS_CONFIG_DEFAULTS.RECONCILE_GRACE_SECONDS,
+        0,
+        86_400,
+      ),
+    },
     subscriberQueueLimit: reader.integer(
       'SUBSCRIPTION_QUEUE_LIMIT',
       EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
@@ -169,6 +203,19 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
       ),
     },
   };
+}
+
+function readLogRetention(value: string | undefined, report: ReportProblem): LogRetention {
+  if (value === undefined) return DEFAULT_LOG_RETENTION;
+  const retention = parseLogRetention(value);
+  if (retention === undefined) {
+    report(
+      'EVENT_LOG_RETENTION',
+      `must be a count of events (e.g. 10000) or an age (e.g. 90s, 30m, 24h, 7d), got ${JSON.stringify(value)}`,
+    );
+    return DEFAULT_LOG_RETENTION;
+  }
+  return retention;
 }
 
 function readSecrets(value: string | undefined, report: (name: string, problem: string) => void): string[] {

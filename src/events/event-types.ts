@@ -30,7 +30,7 @@ export interface PlatformEvent {
  * How a delivery was answered: `accepted` (published), `duplicate` (published before), `forged`
  * (no valid signature), `stale` (signature timestamp outside the tolerance), `malformed` (bad body
  * or too large), `in_flight` (another delivery of it is being published), `unavailable` (not
- * published: shutting down or the pub/sub failed), `too_slow` (the body did not arrive in time),
+ * published: shutting down or the event log failed), `too_slow` (the body did not arrive in time),
  * `busy` (no reading slot in time), `throttled` (its address was refused too often lately).
  */
 export type WebhookDeliveryOutcome =

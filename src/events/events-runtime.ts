@@ -1,8 +1,9 @@
 /**
  * The event pipeline of one facade process, assembled from configuration: the webhook route, the
- * pub/sub and de-duplication store (memory, or Redis when `REDIS_URL` is set), the live sessions
- * every live transport delivers through (src/edge/ admits their callers and operations),
- * registration of the webhook endpoint at start, and the shutdown order.
+ * event log and de-duplication store (memory, or Redis when `REDIS_URL` is set), the live sessions
+ * every live transport delivers through (src/edge/ admits their callers and operations), the
+ * reconciler of missed webhooks, registration of the webhook endpoint at start, and the shutdown
+ * order.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Redis } from 'ioredis';
@@ -11,18 +12,27 @@ import type { Router } from 'express';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
-import { createMemoryEventBus, type EventBus } from './fan-out/event-bus.ts';
+import type { EventLog, LogStats } from './log/event-log.ts';
+import { createMemoryEventLog } from './log/memory-event-log.ts';
+import { createRedisEventLog } from './log/redis-event-log.ts';
+import type { PlatformEnvironment } from './event-types.ts';
+import { createReconciler } from './reconcile/reconciler.ts';
+import {
+  createMemoryReconcileState,
+  createRedisReconcileState,
+  type ReconcileState,
+} from './reconcile/reconcile-state.ts';
 import type { EventDeduplicator } from './fan-out/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
 import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
 import { openRedisConnection } from './fan-out/redis-connection.ts';
-import { createRedisEventBus } from './fan-out/redis-event-bus.ts';
 import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { webhookBodyLimits } from './config.ts';
@@ -40,6 +50,8 @@ export interface EventsRuntimeOptions {
   config: EventsConfig;
   /** The facade's configured key: registration uses it, and connections without a key of their own. */
   defaultApiKey: string;
+  /** The environment of each upstream key: the reconciler reconciles its key's. */
+  keyEnvironments: KeyEnvironments;
   upstreamClient: UpstreamClient;
   logger: Logger;
   /** Told how each webhook delivery was answered (metrics). */
@@ -48,6 +60,8 @@ export interface EventsRuntimeOptions {
   addressOf?: (request: IncomingMessage) => string;
   /** Told about deliveries to subscribers and queue overflows (metrics). */
   liveObserver?: LiveObserver;
+  /** Told how many changes each reconciliation of missed webhooks appended (metrics). */
+  onReconciled?: (count: number) => void;
   /** Told when a webhook event is published. */
   lifecycle?: LifecycleEmitter;
   /**
@@ -77,8 +91,10 @@ export interface EventsRuntime {
   start(baseUrl: string): Promise<void>;
   /** Stops taking webhooks and ends every subscriber's queue. Idempotent. */
   drain(): Promise<void>;
-  /** Drains, then closes the pub/sub and Redis connections. Idempotent. */
+  /** Drains, then closes the event log and Redis connections. Idempotent. */
   close(): Promise<void>;
+  /** The event log's length and this replica's lag behind its head, per environment (metrics). */
+  logStats(): Promise<(LogStats & { environment: PlatformEnvironment })[]>;
   /** Whether Redis answers PING (within `timeoutMs`); undefined when `REDIS_URL` is not set. */
   checkRedis(timeoutMs?: number): Promise<RedisCheck | undefined>;
 }
@@ -91,21 +107,36 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const { config, upstreamClient, lifecycle } = options;
   const logger = options.logger.child({ component: 'events' });
   const { tracer } = options;
-  const { bus, dedup, redis, subscriber } = createStores(config, logger, tracer);
+  const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
+  const reconciler =
+    config.reconcile.intervalSeconds > 0
+      ? createReconciler({
+          log,
+          dedup,
+          state: reconcileState,
+          upstreamClient,
+          apiKey: options.defaultApiKey,
+          keyEnvironments: options.keyEnvironments,
+          intervalSeconds: config.reconcile.intervalSeconds,
+          graceSeconds: config.reconcile.graceSeconds,
+          logger,
+          ...(options.onReconciled === undefined ? {} : { onReconciled: options.onReconciled }),
+        })
+      : undefined;
   // Delivery spans are opened where the metrics hear of deliveries.
   const liveObserver: LiveObserver | undefined =
     tracer === undefined
       ? options.liveObserver
       : {
           delivered: (event) => options.liveObserver?.delivered(event),
+          replayed: () => options.liveObserver?.replayed?.(),
           overflowed: () => options.liveObserver?.overflowed(),
           traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
         };
   const cache = upstreamClient.cache;
   // Every replica drops what each event makes stale as the event reaches it, before any subscriber
-  // of this process hears it (this listener is the bus's first). `start` waits for it.
-  const invalidations =
-    cache === undefined ? undefined : listenForInvalidations(bus, cache, logger, subscriber);
+  // of this process hears it (this listener is the log's first). `start` waits for it.
+  const invalidations = cache === undefined ? undefined : listenForInvalidations(log, cache, logger, redis);
   // Writes through this replica reach the others' caches through Redis, event or no event.
   const sharedWrites =
     cache === undefined || redis === undefined || config.redisUrl === undefined
@@ -119,12 +150,40 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         });
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
-  const live = createLiveSessions({ bus, queueLimit: config.subscriberQueueLimit, observer: liveObserver });
+  const live = createLiveSessions({
+    log,
+    queueLimit: config.subscriberQueueLimit,
+    observer: liveObserver,
+    watchCustomer: (environment, customerId) => reconcileState.watch(environment, customerId),
+  });
   let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
   const upstreamAs = (apiKey: string) =>
     createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
+
+  /** Registers (or reuses) the webhook endpoint when registration is on. */
+  const registerAtStart = async (baseUrl: string): Promise<void> => {
+    if (!config.webhooks.register) {
+      if (secrets.length === 0) {
+        logger.warn(
+          'webhooks are not registered and WEBHOOK_SECRETS is empty: every delivery will be refused',
+        );
+      }
+      return;
+    }
+    const url = config.webhooks.publicUrl ?? `${baseUrl}${WEBHOOK_PATH}`;
+    // A failed registration fails the start: a facade that cannot receive events would serve
+    // subscriptions that never deliver anything.
+    const registration = await registerWebhookEndpoint({
+      api: createUpstreamWebhookEndpointsApi(() => upstreamAs(options.defaultApiKey)),
+      url,
+      events: SUBSCRIBED_EVENT_KINDS,
+      configuredSecrets: config.webhooks.secrets,
+      logger,
+    });
+    secrets = registration.secrets;
+  };
 
   const runtime: EventsRuntime = {
     live,
@@ -143,7 +202,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       webhooks = createWebhookRouter({
         secrets: () => secrets,
         dedup,
-        bus,
+        log,
         logger,
         maxBodyBytes: config.webhooks.maxBodyBytes,
         bodyLimits: webhookBodyLimits(config.webhooks),
@@ -174,30 +233,14 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
 
     async start(baseUrl) {
       await invalidations?.ready;
-      if (!config.webhooks.register) {
-        if (secrets.length === 0) {
-          logger.warn(
-            'webhooks are not registered and WEBHOOK_SECRETS is empty: every delivery will be refused',
-          );
-        }
-        return;
-      }
-      const url = config.webhooks.publicUrl ?? `${baseUrl}${WEBHOOK_PATH}`;
-      // A failed registration fails the start: a facade that cannot receive events would serve
-      // subscriptions that never deliver anything.
-      const registration = await registerWebhookEndpoint({
-        api: createUpstreamWebhookEndpointsApi(() => upstreamAs(options.defaultApiKey)),
-        url,
-        events: SUBSCRIBED_EVENT_KINDS,
-        configuredSecrets: config.webhooks.secrets,
-        logger,
-      });
-      secrets = registration.secrets;
+      await registerAtStart(baseUrl);
+      reconciler?.start();
     },
 
     drain() {
       draining ??= (async () => {
         webhooks?.stopAccepting();
+        await reconciler?.stop();
         live.endAll();
       })();
       return draining;
@@ -209,11 +252,18 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         invalidations?.stop();
         await sharedWrites?.close();
         await dedup.close();
-        await bus.close();
+        await log.close();
+        await closeRedis?.();
       })();
       return closing;
     },
 
+    async logStats() {
+      const environments: PlatformEnvironment[] = ['sandbox', 'live'];
+      return Promise.all(
+        environments.map(async (environment) => ({ environment, ...(await log.stats(environment)) })),
+      );
+    },
     async checkRedis(timeoutMs = 1_000) {
       if (redis === undefined) return undefined;
       let timer: NodeJS.Timeout | undefined;
@@ -239,28 +289,50 @@ function createStores(
   config: EventsConfig,
   logger: Logger,
   tracer: EventTracer | undefined,
-): { bus: EventBus; dedup: EventDeduplicator; redis?: Redis; subscriber?: Redis } {
+): {
+  log: EventLog;
+  dedup: EventDeduplicator;
+  reconcileState: ReconcileState;
+  redis?: Redis;
+  closeRedis?: () => Promise<void>;
+} {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
+  const retention = config.logRetention;
   if (config.redisUrl === undefined) {
     return {
-      bus: createMemoryEventBus(logger, tracer),
+      log: createMemoryEventLog({
+        retention,
+        keyPrefix: config.redisKeyPrefix,
+        logger,
+        ...(tracer === undefined ? {} : { tracer }),
+      }),
       dedup: createMemoryEventDeduplicator({ retentionMs }),
+      reconcileState: createMemoryReconcileState(),
     };
   }
-  // Two connections: one in subscriber mode can run nothing else, so PUBLISH and the
-  // de-duplication commands share the other. The bus quits both on close.
-  const publisher = openRedisConnection(config.redisUrl, 'publisher', logger);
-  const subscriber = openRedisConnection(config.redisUrl, 'subscriber', logger);
+  // One connection for appends, log reads and de-duplication; each environment's blocking XREAD
+  // gets one of its own (opened by the log, closed by it).
+  const { redisUrl } = config;
+  const client = openRedisConnection(redisUrl, 'events', logger);
   return {
-    redis: publisher,
-    subscriber,
-    bus: createRedisEventBus({
-      publisher,
-      subscriber,
-      channelPrefix: config.redisKeyPrefix,
+    redis: client,
+    log: createRedisEventLog({
+      client,
+      openReader: (environment) => openRedisConnection(redisUrl, `log-reader-${environment}`, logger),
+      keyPrefix: config.redisKeyPrefix,
+      retention,
       logger,
       ...(tracer === undefined ? {} : { tracer }),
     }),
-    dedup: createRedisEventDeduplicator({ client: publisher, keyPrefix: config.redisKeyPrefix, retentionMs }),
+    dedup: createRedisEventDeduplicator({ client, keyPrefix: config.redisKeyPrefix, retentionMs }),
+    reconcileState: createRedisReconcileState({
+      client,
+      keyPrefix: config.redisKeyPrefix,
+      // A replica vouches for its watched customers for a few intervals; it refreshes every one.
+      watchTtlMs: () => Math.max(3 * config.reconcile.intervalSeconds * 1000, 30_000),
+    }),
+    closeRedis: async () => {
+      await client.quit().catch(() => undefined);
+    },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The response cache follows the platform's events: every verified, de-duplicated event drops the
  * answers it makes stale (`STALE_BY_EVENT_KIND`), on the replica that receives it before it is
- * acknowledged, and on every replica when the event reaches it through the pub/sub.
+ * acknowledged, and on every replica when the event reaches it through the event log.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -12,7 +12,7 @@ import {
   type ResponseCache,
   type StaleReads,
 } from '../upstream/response-cache.ts';
-import type { EventBus } from './fan-out/event-bus.ts';
+import type { EventLog } from './log/event-log.ts';
 import { openRedisConnection } from './fan-out/redis-connection.ts';
 import type { PlatformEnvironment, PlatformEvent } from './receiving/platform-event.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
@@ -53,31 +53,31 @@ export function invalidateForEvent(cache: ResponseCache, event: PlatformEvent): 
   return cache.invalidate(staleReadsOfEvent(event));
 }
 
-/** How long a failed subscription of the bus waits before it is tried again. */
+/** How long a failed subscription to the event log waits before it is tried again. */
 const RESUBSCRIBE_DELAY_MS = 5_000;
 /** How long the start waits for Redis to answer before it goes on without the listener. */
 const REDIS_READY_WAIT_MS = 2_000;
 
-/** The bus listener that keeps a replica's cache in step with the events every replica receives. */
+/** The event log listener that keeps a replica's cache in step with the events every replica receives. */
 export interface CacheInvalidationListener {
-  /** Settles once the bus is listened to for both environments, or once that had to be put off. */
+  /** Settles once the event log is listened to for both environments, or once that had to be put off. */
   readonly ready: Promise<void>;
-  /** Stops trying (the bus's own `close` ends the subscriptions). */
+  /** Stops trying (the log's own `close` ends the subscriptions). */
   stop(): void;
 }
 
 /**
- * Listens to the bus for both environments and drops what each event makes stale. Subscribed as
- * the pipeline is built, before any subscriber, so this listener hears each event first.
+ * Listens to the event log for both environments and drops what each event makes stale.
+ * Subscribed as the pipeline is built, before any subscriber, so this listener hears each event
+ * first.
  *
- * With Redis (`redis`, the bus's subscribing connection), nothing is subscribed before that
- * connection is ready: a SUBSCRIBE queued while it connects runs before ioredis's ready check,
- * whose INFO is then refused in subscriber mode, and a subscription graphql-redis-subscriptions
- * cannot make leaves a rejection no caller can handle. A Redis away at start is logged and waited for, and a failed subscription is tried again
- * every few seconds; meanwhile the facade serves, its answers bounded by the maximum age alone.
+ * With Redis (`redis`, the log's connection), nothing is subscribed before that connection is
+ * ready: the log reads its position there when the first listener subscribes. A Redis away at
+ * start is logged and waited for, and a failed subscription is tried again every few seconds;
+ * meanwhile the facade serves, its answers bounded by the maximum age alone.
  */
 export function listenForInvalidations(
-  bus: EventBus,
+  log: Pick<EventLog, 'subscribe'>,
   cache: ResponseCache,
   logger: Logger,
   redis?: Redis,
@@ -100,7 +100,7 @@ export function listenForInvalidations(
       return;
     }
     try {
-      await bus.subscribe(environment, (event) => invalidateForEvent(cache, event));
+      await log.subscribe(environment, ({ event }) => invalidateForEvent(cache, event));
     } catch (error) {
       logger.error('the response cache does not hear events yet; retrying', {
         environment,
@@ -148,7 +148,7 @@ export interface SharedWriteInvalidationsOptions {
   redisUrl: string;
   /** `REDIS_KEY_PREFIX`: the channel is `<prefix>cache:writes`. */
   keyPrefix: string;
-  /** A connection that may PUBLISH (the bus's publisher). */
+  /** A connection that may PUBLISH (the event log's). */
   publisher: Redis;
   logger: Logger;
 }

@@ -80,6 +80,11 @@ export type AccountChangedEvent = {
   account?: Maybe<Account>;
   /** The account's id. */
   accountId: Scalars['ID']['output'];
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer owning the account. */
   customerId: Scalars['ID']['output'];
   /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
@@ -349,6 +354,11 @@ export type CapabilityChangedEvent = {
   capability?: Maybe<Capability>;
   /** The capability's id. */
   capabilityId: Scalars['ID']['output'];
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer owning the capability. */
   customerId: Scalars['ID']['output'];
   /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
@@ -735,6 +745,11 @@ export type CustomerTransfersArgs = {
 /** A change of a customer itself. */
 export type CustomerChangedEvent = {
   __typename?: 'CustomerChangedEvent';
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer as it is now; null with an error when it could not be read. */
   customer?: Maybe<Customer>;
   /** The customer's id. */
@@ -867,6 +882,11 @@ export type DeveloperFeeInput = {
 /** A customer document archived. */
 export type DocumentChangedEvent = {
   __typename?: 'DocumentChangedEvent';
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer owning the document. */
   customerId: Scalars['ID']['output'];
   /** The document as the event carried it (an archived document can no longer be read). */
@@ -1375,6 +1395,11 @@ export type PersonInput = {
 /** Any upstream event, with its resource. */
 export type PlatformEvent = {
   __typename?: 'PlatformEvent';
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer the resource belongs to; null for resources outside a customer. */
   customerId?: Maybe<Scalars['ID']['output']>;
   /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed by `since`. */
@@ -1745,6 +1770,11 @@ export type RelatedParty = Node & {
 /** A related party created or archived. */
 export type RelatedPartyChangedEvent = {
   __typename?: 'RelatedPartyChangedEvent';
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The business customer. */
   customerId: Scalars['ID']['output'];
   /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
@@ -1860,6 +1890,11 @@ export type Rule = Node & {
 /** A rule created, paused, resumed or archived. */
 export type RuleChangedEvent = {
   __typename?: 'RuleChangedEvent';
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer owning the rule. */
   customerId: Scalars['ID']['output'];
   /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
@@ -2098,9 +2133,10 @@ export type StatusReasonActor =
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type Subscription = {
   __typename?: 'Subscription';
@@ -2114,7 +2150,10 @@ export type Subscription = {
    * archived). Answers `NOT_FOUND` when the customer does not exist or is not the caller's to read.
    */
   customerChanged: CustomerChangedEvent;
-  /** Documents of a customer archived. No replay: an archived document leaves the upstream list. */
+  /**
+   * Documents of a customer archived. No `since` replay (an archived document leaves the upstream
+   * list); `after` resumes from the event log.
+   */
   documentChanged: DocumentChangedEvent;
   /**
    * Every upstream event the subscriber's key may read, optionally narrowed. With `customerId`,
@@ -2137,12 +2176,14 @@ export type Subscription = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionAccountChangedArgs = {
   accountId?: InputMaybe<Scalars['ID']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -2155,11 +2196,13 @@ export type SubscriptionAccountChangedArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionCapabilityChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -2172,11 +2215,13 @@ export type SubscriptionCapabilityChangedArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionCustomerChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -2189,11 +2234,13 @@ export type SubscriptionCustomerChangedArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionDocumentChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
 };
 
@@ -2205,11 +2252,13 @@ export type SubscriptionDocumentChangedArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionEventsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId?: InputMaybe<Scalars['ID']['input']>;
   since?: InputMaybe<Scalars['DateTime']['input']>;
   types?: InputMaybe<Array<Scalars['String']['input']>>;
@@ -2223,11 +2272,13 @@ export type SubscriptionEventsArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionRelatedPartyChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -2240,11 +2291,13 @@ export type SubscriptionRelatedPartyChangedArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionRuleChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -2257,11 +2310,13 @@ export type SubscriptionRuleChangedArgs = {
  * events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
- * A subscriber that falls more than the configured number of events behind is ended with an error
- * whose `extensions.code` is `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeSince` is the
- * earliest change it missed: subscribe again with `since` set to it (see docs/events.md).
+ * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
+ * received misses nothing and receives nothing twice (see docs/events.md). A subscriber that falls
+ * more than the configured number of events behind is ended with an error whose `extensions.code` is
+ * `SUBSCRIPTION_OVERFLOW` and whose `extensions.resumeAfter` is the cursor to resume after.
  */
 export type SubscriptionTransferChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   customerId: Scalars['ID']['input'];
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -2428,6 +2483,11 @@ export type Transfer = Node & {
 /** A transfer created or completed. */
 export type TransferChangedEvent = {
   __typename?: 'TransferChangedEvent';
+  /**
+   * The event's place in the facade's event log: subscribe again with `after` set to it to resume
+   * from here. For a change replayed by `since`, the log's position when the subscription began.
+   */
+  cursor: Scalars['String']['output'];
   /** The customer owning the transfer. */
   customerId: Scalars['ID']['output'];
   /** The upstream event id (`evt_...`), or `replay:<id>:<updatedAt>` for a change replayed from the list. */
@@ -2983,6 +3043,7 @@ export type AccountResolvers<ContextType = GraphContext, ParentType extends Reso
 export type AccountChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['AccountChangedEvent'] = ResolversParentTypes['AccountChangedEvent']> = {
   account?: Resolver<Maybe<ResolversTypes['Account']>, ParentType, ContextType>;
   accountId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
@@ -3090,6 +3151,7 @@ export type CapabilityApplicationResolvers<ContextType = GraphContext, ParentTyp
 export type CapabilityChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CapabilityChangedEvent'] = ResolversParentTypes['CapabilityChangedEvent']> = {
   capability?: Resolver<Maybe<ResolversTypes['Capability']>, ParentType, ContextType>;
   capabilityId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
@@ -3174,6 +3236,7 @@ export type CustomerResolvers<ContextType = GraphContext, ParentType extends Res
 };
 
 export type CustomerChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['CustomerChangedEvent'] = ResolversParentTypes['CustomerChangedEvent']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
@@ -3242,6 +3305,7 @@ export type DeveloperFeeResolvers<ContextType = GraphContext, ParentType extends
 };
 
 export type DocumentChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['DocumentChangedEvent'] = ResolversParentTypes['DocumentChangedEvent']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   document?: Resolver<Maybe<ResolversTypes['CustomerDocument']>, ParentType, ContextType>;
   documentId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
@@ -3344,6 +3408,7 @@ export type PersonResolvers<ContextType = GraphContext, ParentType extends Resol
 };
 
 export type PlatformEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['PlatformEvent'] = ResolversParentTypes['PlatformEvent']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
@@ -3462,6 +3527,7 @@ export type RelatedPartyResolvers<ContextType = GraphContext, ParentType extends
 };
 
 export type RelatedPartyChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RelatedPartyChangedEvent'] = ResolversParentTypes['RelatedPartyChangedEvent']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
@@ -3502,6 +3568,7 @@ export type RuleResolvers<ContextType = GraphContext, ParentType extends Resolve
 };
 
 export type RuleChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['RuleChangedEvent'] = ResolversParentTypes['RuleChangedEvent']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
@@ -3668,6 +3735,7 @@ export type TransferResolvers<ContextType = GraphContext, ParentType extends Res
 };
 
 export type TransferChangedEventResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['TransferChangedEvent'] = ResolversParentTypes['TransferChangedEvent']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   customerId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   occurredAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;

@@ -16,42 +16,43 @@ import type { Resolvers } from '../generated/graphql.ts';
 export const eventResolvers: Resolvers = {
   Subscription: {
     customerChanged: {
-      subscribe: (_root, { customerId, since }, context) =>
-        subscribeToChanges(context, 'customer', { customerId, since }),
+      subscribe: (_root, { customerId, since, after }, context) =>
+        subscribeToChanges(context, 'customer', { customerId, since, after }),
       resolve: payloadOf,
     },
     accountChanged: {
-      subscribe: (_root, { customerId, accountId, since }, context) =>
-        subscribeToChanges(context, 'account', { customerId, resourceId: accountId, since }),
+      subscribe: (_root, { customerId, accountId, since, after }, context) =>
+        subscribeToChanges(context, 'account', { customerId, resourceId: accountId, since, after }),
       resolve: payloadOf,
     },
     capabilityChanged: {
-      subscribe: (_root, { customerId, since }, context) =>
-        subscribeToChanges(context, 'capability', { customerId, since }),
+      subscribe: (_root, { customerId, since, after }, context) =>
+        subscribeToChanges(context, 'capability', { customerId, since, after }),
       resolve: payloadOf,
     },
     relatedPartyChanged: {
-      subscribe: (_root, { customerId, since }, context) =>
-        subscribeToChanges(context, 'related_party', { customerId, since }),
+      subscribe: (_root, { customerId, since, after }, context) =>
+        subscribeToChanges(context, 'related_party', { customerId, since, after }),
       resolve: payloadOf,
     },
     documentChanged: {
-      subscribe: (_root, { customerId }, context) => subscribeToChanges(context, 'document', { customerId }),
+      subscribe: (_root, { customerId, after }, context) =>
+        subscribeToChanges(context, 'document', { customerId, after }),
       resolve: payloadOf,
     },
     transferChanged: {
-      subscribe: (_root, { customerId, since }, context) =>
-        subscribeToChanges(context, 'transfer', { customerId, since }),
+      subscribe: (_root, { customerId, since, after }, context) =>
+        subscribeToChanges(context, 'transfer', { customerId, since, after }),
       resolve: payloadOf,
     },
     ruleChanged: {
-      subscribe: (_root, { customerId, since }, context) =>
-        subscribeToChanges(context, 'rule', { customerId, since }),
+      subscribe: (_root, { customerId, since, after }, context) =>
+        subscribeToChanges(context, 'rule', { customerId, since, after }),
       resolve: payloadOf,
     },
     events: {
-      subscribe: (_root, { customerId, types, since }, context) =>
-        subscribeToEvents(context, { customerId, types, since }),
+      subscribe: (_root, { customerId, types, since, after }, context) =>
+        subscribeToEvents(context, { customerId, types, since, after }),
       resolve: payloadOf,
     },
   },

@@ -19,6 +19,7 @@ import {
   type ReplayedChange,
 } from '../events/delivery/live-stream.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
+import { CursorExpiredError, isCursor } from '../events/log/event-log.ts';
 
 /** A record as a list returns it, with what a replay needs. */
 interface ListedRecord {
@@ -181,6 +182,31 @@ export interface ChangeSubscription {
   customerId: string;
   resourceId?: string | null;
   since?: string | null;
+  /** A cursor: resume from the event log after it. */
+  after?: string | null;
+}
+
+/**
+ * The cursor to resume after, checked: well formed, and not asked together with `since` (the two
+ * are different replays; the cursor's is the exact one).
+ */
+function resumeCursor(
+  after: string | null | undefined,
+  since: string | null | undefined,
+): string | undefined {
+  if (after == null) return undefined;
+  if (since != null) {
+    throw new GraphQLError('Give either "after" (a cursor) or "since" (a time), not both.', {
+      extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' },
+    });
+  }
+  if (!isCursor(after)) {
+    throw new GraphQLError(
+      `"after" must be a cursor this API returned (the "cursor" of an event), got ${JSON.stringify(after.slice(0, 64))}.`,
+      { extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' } },
+    );
+  }
+  return after;
 }
 
 /**
@@ -209,52 +235,51 @@ export async function subscribeToChanges(
   resourceType: ChangedResourceType,
   subscription: ChangeSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  return openLiveStream(
-    liveSessionOf(context),
-    changeFeed(RESOURCES[resourceType]!, resourceType, subscription),
-  );
+  const live = liveSessionOf(context);
+  const after = resumeCursor(subscription.after, subscription.since);
+  return openLiveStream(live, changeFeed(RESOURCES[resourceType]!, resourceType, { ...subscription, after }));
 }
 
 function changeFeed(
   kind: EventResourceKind,
   resourceType: string,
-  { customerId, resourceId, since }: ChangeSubscription,
+  { customerId, resourceId, since, after }: Omit<ChangeSubscription, 'after'> & { after: string | undefined },
 ): ChangeFeed<object> {
   const payload = (header: ChangeHeader, id: string, resource: unknown): object => ({
     ...header,
     [`${kind.field}Id`]: id,
     [kind.field]: resource,
   });
-  const header = (eventId: string, type: string, occurredAt: string, replayed: boolean): ChangeHeader => ({
-    eventId,
-    type,
-    occurredAt,
-    replayed,
-    customerId,
-  });
+  const header = (
+    eventId: string,
+    cursor: string,
+    type: string,
+    occurredAt: string,
+    replayed: boolean,
+  ): ChangeHeader => ({ eventId, cursor, type, occurredAt, replayed, customerId });
   const { replayedType } = kind;
-  const replayedChange = (record: ListedRecord, type: string): ReplayedChange<object> => ({
+  const replayedChange = (record: ListedRecord, type: string, cursor: string): ReplayedChange<object> => ({
     resourceId: record.id,
     updatedAt: record.updatedAt,
     payload: payload(
-      header(`replay:${record.id}:${record.updatedAt}`, type, record.updatedAt, true),
+      header(`replay:${record.id}:${record.updatedAt}`, cursor, type, record.updatedAt, true),
       record.id,
       record,
     ),
   });
   const { list } = kind;
   // Always run: it checks the customer, then replays what `since` asks for where the type replays.
-  const replay = async (context: GraphContext): Promise<ReplayedChange<object>[]> => {
+  const replay = async (context: GraphContext, cursor: string): Promise<ReplayedChange<object>[]> => {
     const customer = await readSubscribedCustomer(context, customerId);
     if (since == null || replayedType === undefined) return [];
     if (resourceType === 'customer') {
-      return changedSince(customer, since) ? [replayedChange(customer, replayedType(customer))] : [];
+      return changedSince(customer, since) ? [replayedChange(customer, replayedType(customer), cursor)] : [];
     }
     if (list === undefined) return [];
     const records = await readAllSince(since, (page) => list(context, customerId, page));
     return records
       .filter((record) => resourceId == null || record.id === resourceId)
-      .map((record) => replayedChange(record, replayedType(record)));
+      .map((record) => replayedChange(record, replayedType(record), cursor));
   };
   return {
     accept: (event) =>
@@ -263,12 +288,12 @@ function changeFeed(
       (resourceType !== 'customer' || event.data.resourceId === customerId) &&
       (resourceId == null || event.data.resourceId === resourceId),
 
-    async toPayload(event, context) {
+    async toPayload(event, cursor, context) {
       const hydrated = await readResource(event, context);
       if (hydrated === DROP) return DROP;
       return {
         ...payload(
-          header(event.id, event.type, event.occurredAt, false),
+          header(event.id, cursor, event.type, event.occurredAt, false),
           event.data.resourceId,
           hydrated.resource ?? null,
         ),
@@ -277,12 +302,15 @@ function changeFeed(
     },
 
     replay,
+    ...(after === undefined ? {} : { after }),
+    customerId,
   };
 }
 
 /** The fields every change payload has. */
 interface ChangeHeader {
   eventId: string;
+  cursor: string;
   type: string;
   occurredAt: string;
   replayed: boolean;
@@ -294,11 +322,20 @@ export interface EventsSubscription {
   customerId?: string | null;
   types?: readonly string[] | null;
   since?: string | null;
+  /** A cursor: resume from the event log after it. */
+  after?: string | null;
 }
 
 /** The `PlatformEvent` payload of a change of `resourceType`, its resource tagged with its GraphQL type. */
 function platformEventPayload(
-  header: { eventId: string; type: string; occurredAt: string; replayed: boolean; customerId: string | null },
+  header: {
+    eventId: string;
+    cursor: string;
+    type: string;
+    occurredAt: string;
+    replayed: boolean;
+    customerId: string | null;
+  },
   resourceType: string,
   resourceId: string,
   resource: unknown,
@@ -321,9 +358,10 @@ function platformEventPayload(
  */
 export async function subscribeToEvents(
   context: GraphContext,
-  { customerId, types, since }: EventsSubscription,
+  { customerId, types, since, after: afterArgument }: EventsSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   const live = liveSessionOf(context);
+  const after = resumeCursor(afterArgument, since);
   if (since != null && customerId == null) {
     throw new GraphQLError(
       'Replaying events needs "customerId": the upstream lists changes per customer. Subscribe per customer with "since", or without "since".',
@@ -335,7 +373,7 @@ export async function subscribeToEvents(
   const replay =
     customerId == null
       ? undefined
-      : async (replayContext: GraphContext): Promise<ReplayedChange<object>[]> => {
+      : async (replayContext: GraphContext, cursor: string): Promise<ReplayedChange<object>[]> => {
           const customer = await readSubscribedCustomer(replayContext, customerId);
           if (since == null) return [];
           const changes: ReplayedChange<object>[] = [];
@@ -347,6 +385,7 @@ export async function subscribeToEvents(
               payload: platformEventPayload(
                 {
                   eventId: `replay:${record.id}:${record.updatedAt}`,
+                  cursor,
                   type,
                   occurredAt: record.updatedAt,
                   replayed: true,
@@ -374,13 +413,14 @@ export async function subscribeToEvents(
     accept: (event) =>
       (customerId == null || event.data.customerId === customerId) &&
       (types == null || types.includes(event.type)),
-    async toPayload(event, eventContext) {
+    async toPayload(event, cursor, eventContext) {
       const hydrated = await readResource(event, eventContext);
       if (hydrated === DROP) return DROP;
       return {
         ...platformEventPayload(
           {
             eventId: event.id,
+            cursor,
             type: event.type,
             occurredAt: event.occurredAt,
             replayed: false,
@@ -394,6 +434,8 @@ export async function subscribeToEvents(
       };
     },
     ...(replay === undefined ? {} : { replay }),
+    ...(after === undefined ? {} : { after }),
+    ...(customerId == null ? {} : { customerId }),
   });
 }
 
@@ -430,17 +472,19 @@ export function payloadOf<T>(delivery: unknown): T {
   if (item?.kind === 'overflow') {
     throw new GraphQLError(
       `This subscription fell more than ${item.limit} events behind and was ended; ${item.dropped} were not delivered. ` +
-        'Subscribe again with "since" set to extensions.resumeSince to receive them (where the subscription replays).',
+        'Subscribe again with "after" set to extensions.resumeAfter to receive them.',
       {
         extensions: {
           code: 'SUBSCRIPTION_OVERFLOW',
           resumeSince: item.resumeSince,
+          ...(item.resumeAfter === undefined ? {} : { resumeAfter: item.resumeAfter }),
           limit: item.limit,
           dropped: item.dropped,
         },
       },
     );
   }
+  if (item?.kind === 'expired') throw new CursorExpiredError(item.after, item.oldest);
   if (item?.kind === 'revoked') {
     throw new GraphQLError(
       'The access token of this connection has expired; the subscription has ended. Reconnect with a fresh token and subscribe with "since" to resume.',
@@ -473,4 +517,15 @@ export function typenameOf(resource: unknown): EventResourceKind['typename'] {
   const typename = (resource as { __typename?: EventResourceKind['typename'] }).__typename;
   if (typename === undefined) throw new Error('an untagged resource reached EventResource');
   return typename;
+}
+
+/**
+ * The event kind a record read from a list stands for (`account.created`, `rule.archived`, ...),
+ * as a `since` replay names it; undefined for a resource type whose changes are not replayed.
+ */
+export function impliedEventType(
+  resourceType: string,
+  record: { id: string; createdAt: string; updatedAt: string; state?: string; status?: string },
+): string | undefined {
+  return RESOURCES[resourceType]?.replayedType?.(record);
 }

@@ -60,7 +60,7 @@ export interface SubscriptionCompleted {
   readonly subscriptionId: string;
 }
 
-/** A webhook event this app received, verified and handed to the pub/sub (before acknowledging it). */
+/** A webhook event this app received, verified and appended to the event log (before acknowledging it). */
 export interface WebhookEventPublished {
   readonly eventId: string;
   readonly type: string;

@@ -26,6 +26,8 @@ export interface MetricsOptions {
   maxOperationNames: number;
   /** Live numbers read at each scrape (open graphql-ws sockets, running subscriptions). */
   live?: () => { connections: number; subscriptions: number };
+  /** The event log read at each scrape: its length and this replica's lag, per environment. */
+  eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
   /** The upstream response cache's counts, read at each scrape; undefined while it is off. */
   responseCache?: () => ResponseCacheStats | undefined;
   /** Collect Node's process metrics (CPU, memory, event loop, GC). Default true. */
@@ -48,6 +50,10 @@ export interface Metrics {
   readonly upstreamRetries: Counter<'method' | 'route' | 'reason'>;
   readonly webhookDeliveries: Counter<'outcome'>;
   readonly subscriberQueueOverflows: Counter;
+  /** Events of the log delivered to subscribers resuming after a cursor. */
+  readonly eventsReplayed: Counter;
+  /** Events appended by the reconciliation of missed webhooks. */
+  readonly eventsReconciled: Counter;
   /** From an event's `occurredAt` to its payload leaving for a subscriber. */
   readonly eventDeliveryLatency: Histogram;
   /**
@@ -142,6 +148,16 @@ export function createMetrics(options: MetricsOptions): Metrics {
       help: 'Subscriptions ended because their subscriber let too many events wait.',
       registers,
     }),
+    eventsReplayed: new Counter({
+      name: 'facade_events_replayed_total',
+      help: 'Events of the log delivered to subscribers that resumed after a cursor.',
+      registers,
+    }),
+    eventsReconciled: new Counter({
+      name: 'facade_events_reconciled_total',
+      help: 'Events appended to the log by the reconciliation of missed webhooks.',
+      registers,
+    }),
     eventDeliveryLatency: new Histogram({
       name: 'facade_event_delivery_latency_seconds',
       help: "From an upstream event's occurredAt to its payload leaving for a subscriber.",
@@ -203,6 +219,38 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers,
       collect() {
         this.set(live().subscriptions);
+      },
+    });
+  }
+  if (options.eventLog !== undefined) {
+    const eventLog = options.eventLog;
+    // One read of the log per scrape feeds both gauges.
+    let reading: ReturnType<typeof eventLog> | undefined;
+    const read = () => {
+      reading ??= eventLog().finally(() => {
+        reading = undefined;
+      });
+      return reading;
+    };
+    new Gauge({
+      name: 'facade_event_log_length',
+      help: 'Events the event log holds, per environment.',
+      labelNames: ['environment'] as const,
+      registers,
+      async collect() {
+        for (const stats of await read().catch(() => []))
+          this.set({ environment: stats.environment }, stats.length);
+      },
+    });
+    new Gauge({
+      name: 'facade_event_log_lag_seconds',
+      help: "How far this replica's reading of the event log is behind its head: the age of the oldest event it has not read, 0 when caught up.",
+      labelNames: ['environment'] as const,
+      registers,
+      async collect() {
+        for (const stats of await read().catch(() => [])) {
+          this.set({ environment: stats.environment }, stats.lagSeconds);
+        }
       },
     });
   }

@@ -31,6 +31,8 @@ export interface ObservabilityOptions {
   traceId?: () => string | undefined;
   /** Open graphql-ws connections and running subscriptions, read at each scrape. */
   live: () => { connections: number; subscriptions: number };
+  /** The event log's length and this replica's lag, read at each scrape. */
+  eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
   /** Whether a query is a listed trusted document (its name may become a label). */
   isTrustedDocument?: (query: string) => boolean;
   /** Refuses a request to the metrics server whose Host is not allowed (DNS rebinding); see app.ts. */
@@ -56,6 +58,7 @@ export function createObservability(options: ObservabilityOptions): Observabilit
     createMetrics({
       maxOperationNames: options.config.maxOperationNames,
       live: options.live,
+      ...(options.eventLog === undefined ? {} : { eventLog: options.eventLog }),
       ...(options.responseCache === undefined ? {} : { responseCache: options.responseCache }),
     });
   const audit = createAuditTrail({

@@ -27,6 +27,8 @@ describe('readEventsConfig', () => {
         redisUrl: undefined,
         redisKeyPrefix: EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
         subscriberQueueLimit: EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
+        logRetention: { events: 10_000 },
+        reconcile: { intervalSeconds: 60, graceSeconds: 150 },
         webSocket: {
           maxPayloadBytes: 64 * 1024,
           maxSubscriptionsPerConnection: 50,
@@ -46,6 +48,9 @@ describe('readEventsConfig', () => {
       WEBHOOK_TOLERANCE_SECONDS: '60',
       REDIS_URL: 'redis://127.0.0.1:6390',
       SUBSCRIPTION_QUEUE_LIMIT: '5',
+      EVENT_LOG_RETENTION: '24h',
+      RECONCILE_INTERVAL_SECONDS: '5',
+      RECONCILE_GRACE_SECONDS: '0',
     });
     expect(problems).toEqual([]);
     expect(config.webhooks).toMatchObject({
@@ -56,6 +61,9 @@ describe('readEventsConfig', () => {
     });
     expect(config.redisUrl).toBe('redis://127.0.0.1:6390');
     expect(config.subscriberQueueLimit).toBe(5);
+    expect(config.logRetention).toEqual({ seconds: 86_400 });
+    expect(config.reconcile).toEqual({ intervalSeconds: 5, graceSeconds: 0 });
+    expect(read({ EVENT_LOG_RETENTION: '500' }).config.logRetention).toEqual({ events: 500 });
   });
 
   test('reports every bad variable once, without echoing a secret or a Redis URL', () => {
@@ -66,6 +74,7 @@ describe('readEventsConfig', () => {
       WEBHOOK_SECRETS: `${goodSecret},sk_not_a_webhook_secret`,
       WEBHOOK_DEDUP_RETENTION_SECONDS: '10',
       REDIS_URL: 'not a url with password hunter2',
+      EVENT_LOG_RETENTION: '10 parsecs',
       SUBSCRIPTION_QUEUE_LIMIT: '0',
     });
     expect(problems.map((problem) => problem.split(':')[0])).toEqual([
@@ -74,6 +83,7 @@ describe('readEventsConfig', () => {
       'WEBHOOK_SECRETS',
       'WEBHOOK_DEDUP_RETENTION_SECONDS',
       'REDIS_URL',
+      'EVENT_LOG_RETENTION',
       'SUBSCRIPTION_QUEUE_LIMIT',
     ]);
     const text = problems.join('\n');

@@ -1,10 +1,11 @@
 /**
  * The seam between replay and live, driven event by event: the feed's list read publishes events
- * on a real bus while it runs, so every interleaving the algorithm must handle is exercised on
+ * on a real event log while it runs, so every interleaving the algorithm must handle is exercised on
  * purpose rather than left to the timing of a real upstream.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { createMemoryEventBus, type EventBus } from '../../src/events/fan-out/event-bus.ts';
+import type { EventLog } from '../../src/events/log/event-log.ts';
+import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import type { LiveSession } from '../../src/events/delivery/live-context.ts';
 import {
   DROP,
@@ -23,21 +24,21 @@ type Change = { source: 'replay' | 'live'; resourceId: string; at: string; event
 
 const at = (second: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
 
-let bus: EventBus;
+let bus: EventLog;
 const queues: SubscriberQueue[] = [];
 afterEach(async () => {
   await Promise.all(queues.splice(0).map((queue) => queue.return()));
   await bus?.close();
 });
 
-/** A session over a real in-memory bus; contexts are opaque tokens (the feed below reads nothing). */
+/** A session over a real in-memory event log; contexts are opaque tokens (the feed below reads nothing). */
 function session(): LiveSession & { contexts: number } {
-  bus = createMemoryEventBus(createLogger({ level: 'silent' }));
+  bus = createMemoryEventLog({ logger: createLogger({ level: 'silent' }) });
   const live = {
     environment: 'sandbox' as const,
     contexts: 0,
     async openQueue(accept: (event: PlatformEvent) => boolean) {
-      const queue = await openSubscriberQueue({ bus, environment: 'sandbox', accept });
+      const queue = await openSubscriberQueue({ log: bus, environment: 'sandbox', accept });
       queues.push(queue);
       return queue;
     },
@@ -98,10 +99,12 @@ describe('replay then live, at the seam', () => {
     const live = session();
     const stream = await openLiveStream(
       live,
-      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_a', 10))),
+      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], async () => {
+        await bus.append(accountEvent('acc_a', 10));
+      }),
     );
     // A marker published after the replay: everything before it has been through the seam.
-    await bus.publish(accountEvent('acc_marker', 20));
+    await bus.append(accountEvent('acc_marker', 20));
     const changes = await take(stream, 2);
     expect(changes.map((change) => [change.source, change.resourceId])).toEqual([
       ['replay', 'acc_a'],
@@ -115,7 +118,9 @@ describe('replay then live, at the seam', () => {
     // The list read the record at 10; it changed again at 11 while later pages were read.
     const stream = await openLiveStream(
       live,
-      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_a', 11))),
+      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], async () => {
+        await bus.append(accountEvent('acc_a', 11));
+      }),
     );
     const changes = await take(stream, 2);
     expect(changes).toMatchObject([
@@ -129,7 +134,9 @@ describe('replay then live, at the seam', () => {
     const live = session();
     const stream = await openLiveStream(
       live,
-      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], () => bus.publish(accountEvent('acc_b', 9))),
+      feed([{ resourceId: 'acc_a', updatedAt: at(10) }], async () => {
+        await bus.append(accountEvent('acc_b', 9));
+      }),
     );
     const changes = await take(stream, 2);
     expect(changes.map((change) => [change.source, change.resourceId])).toEqual([
@@ -142,9 +149,9 @@ describe('replay then live, at the seam', () => {
   test('a late redelivery of a change older than the replayed state is skipped; later changes are not', async () => {
     const live = session();
     const stream = await openLiveStream(live, feed([{ resourceId: 'acc_a', updatedAt: at(10) }]));
-    await bus.publish(accountEvent('acc_a', 5));
-    await bus.publish(accountEvent('acc_a', 10));
-    await bus.publish(accountEvent('acc_a', 12));
+    await bus.append(accountEvent('acc_a', 5));
+    await bus.append(accountEvent('acc_a', 10));
+    await bus.append(accountEvent('acc_a', 12));
     const changes = await take(stream, 2);
     expect(changes).toMatchObject([
       { source: 'replay', at: at(10) },
@@ -163,7 +170,9 @@ describe('replay then live, at the seam', () => {
           { resourceId: 'acc_a', updatedAt: at(10) },
           { resourceId: 'acc_b', updatedAt: at(20) },
         ],
-        () => bus.publish(accountEvent('acc_d', 40)),
+        async () => {
+          await bus.append(accountEvent('acc_d', 40));
+        },
       ),
     );
     const changes = await take(stream, 4);
@@ -180,9 +189,9 @@ describe('replay then live, at the seam', () => {
     const live = session();
     const stream = await openLiveStream(live, { ...feed([]), replay: undefined });
     const before = live.contexts;
-    await bus.publish(accountEvent('acc_refused', 1));
-    await bus.publish(accountEvent('acc_a', 2));
-    await bus.publish(accountEvent('acc_a', 3));
+    await bus.append(accountEvent('acc_refused', 1));
+    await bus.append(accountEvent('acc_a', 2));
+    await bus.append(accountEvent('acc_a', 3));
     const deliveries: LiveDelivery[] = [];
     for (let i = 0; i < 2; i += 1) {
       const next = await stream.next();

@@ -24,7 +24,7 @@ describe('slow subscribers', () => {
       const slowClient = stack.connect();
       const fastClient = stack.connect();
       const slow = slowClient.subscribe(`subscription {
-        accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { customer { displayName } } }
+        accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId cursor account { customer { displayName } } }
       }`);
       const fast = fastClient.subscribe(`subscription {
         accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId occurredAt account { balances { available } } }
@@ -70,11 +70,13 @@ describe('slow subscribers', () => {
         .map((data) => data.accountChanged)
         .filter((event) => event.eventId !== slow.data[0].accountChanged.eventId);
       expect(overflow).toMatchObject({
-        message: expect.stringMatching(/fell more than 2 events behind.*since/),
+        message: expect.stringMatching(/fell more than 2 events behind.*"after"/),
         extensions: {
           limit: QUEUE_LIMIT,
           dropped: topUps - 1,
           resumeSince: undelivered.map((event) => event.occurredAt).sort()[0],
+          // The last event it was handed: resuming after it gives exactly the dropped ones.
+          resumeAfter: slow.data[0].accountChanged.cursor,
         },
       });
       expect(slow.completed).toBe(true);

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
-import { createMemoryEventBus } from '../../src/events/fan-out/event-bus.ts';
+import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
 import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
 import {
@@ -43,13 +43,13 @@ async function startReceiver(
 ): Promise<Receiver> {
   const lines: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
-  const bus = createMemoryEventBus(logger);
+  const eventLog = createMemoryEventLog({ logger });
   const published: PlatformEvent[] = [];
-  const stop = await bus.subscribe('sandbox', (event) => published.push(event));
+  const { stop } = await eventLog.subscribe('sandbox', ({ event }) => published.push(event));
   const router = createWebhookRouter({
     secrets: () => [secret],
     dedup: createMemoryEventDeduplicator(),
-    bus,
+    log: eventLog,
     logger,
     ...overrides,
   });
@@ -62,7 +62,7 @@ async function startReceiver(
     stop();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-    await bus.close();
+    await eventLog.close();
   });
   return {
     port: (server.address() as AddressInfo).port,
@@ -224,7 +224,7 @@ describe('stalled bodies', () => {
       body,
     });
     expect(response.status).toBe(200);
-    await waitFor(() => receiver.published.length === 1, 'the event to reach the bus');
+    await waitFor(() => receiver.published.length === 1, 'the event to reach the log');
     expect(receiver.published.map((published) => published.id)).toEqual([event.id]);
   });
 });
@@ -265,7 +265,7 @@ describe('reading slots under a flood of stalled bodies', () => {
       body,
     });
     expect(await response.json()).toEqual({ received: true, eventId: event.id, duplicate: false });
-    await waitFor(() => receiver.published.length === 1, 'the event to reach the bus');
+    await waitFor(() => receiver.published.length === 1, 'the event to reach the log');
     expect(receiver.published.map((published) => published.id)).toEqual([event.id]);
     const statuses = await Promise.all(stalled.map((exchange) => exchange.status));
     expect(statuses.every((status) => status === 408 || status === 503)).toBe(true);

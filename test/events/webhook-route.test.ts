@@ -4,12 +4,13 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
-import { createMemoryEventBus, type EventBus } from '../../src/events/fan-out/event-bus.ts';
+import type { EventLog } from '../../src/events/log/event-log.ts';
+import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import type { EventDeduplicator } from '../../src/events/fan-out/event-dedup.ts';
 import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
 import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
 import { openRedisConnection } from '../../src/events/fan-out/redis-connection.ts';
-import { createRedisEventBus } from '../../src/events/fan-out/redis-event-bus.ts';
+import { createRedisEventLog } from '../../src/events/log/redis-event-log.ts';
 import { createRedisEventDeduplicator } from '../../src/events/fan-out/redis-event-dedup.ts';
 import { createWebhookRouter, type WebhookRouterOptions } from '../../src/events/receiving/webhook-route.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -29,22 +30,22 @@ type Receiver = {
   stopAccepting(): void;
 };
 
-/** A real HTTP server with the webhook route, and a record of what reached the bus. */
+/** A real HTTP server with the webhook route, and a record of what reached the event log's listeners. */
 async function startReceiver(
   secrets: string[],
-  overrides: Partial<WebhookRouterOptions> & { bus?: EventBus; dedup?: EventDeduplicator } = {},
+  overrides: Partial<WebhookRouterOptions> & { eventLog?: EventLog; dedup?: EventDeduplicator } = {},
 ): Promise<Receiver> {
   const logLines: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
-  const bus = overrides.bus ?? createMemoryEventBus(logger);
+  const { eventLog = createMemoryEventLog({ logger }), ...options } = overrides;
   const published: PlatformEvent[] = [];
-  const stopListening = await bus.subscribe('sandbox', (event) => published.push(event));
+  const { stop: stopListening } = await eventLog.subscribe('sandbox', ({ event }) => published.push(event));
   const webhooks = createWebhookRouter({
     secrets: () => secrets,
     dedup: overrides.dedup ?? createMemoryEventDeduplicator(),
     logger,
-    ...overrides,
-    bus,
+    ...options,
+    log: eventLog,
   });
   const app = express();
   app.use('/webhooks/platform', webhooks.router);
@@ -55,7 +56,7 @@ async function startReceiver(
     stopListening();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-    await bus.close();
+    await eventLog.close();
   });
   const { port } = server.address() as AddressInfo;
   return {
@@ -173,24 +174,24 @@ describe('webhook route', () => {
     expect(receiver.published).toEqual([]);
   });
 
-  test('acknowledges only after the pub/sub accepted the event', async () => {
+  test('acknowledges only after the event log holds the event', async () => {
     const secret = generateWebhookSecret();
     const logger = createLogger({ level: 'silent' });
-    const inner = createMemoryEventBus(logger);
+    const inner = createMemoryEventLog({ logger });
     let release!: () => void;
     const publishGate = new Promise<void>((resolve) => {
       release = resolve;
     });
     let publishCalls = 0;
-    const gatedBus: EventBus = {
+    const gatedLog: EventLog = {
       ...inner,
-      publish: async (event) => {
+      append: async (event) => {
         publishCalls += 1;
         await publishGate;
-        await inner.publish(event);
+        return inner.append(event);
       },
     };
-    const receiver = await startReceiver([secret], { bus: gatedBus });
+    const receiver = await startReceiver([secret], { eventLog: gatedLog });
     let settled = false;
     const response = post(receiver.url, signEvent(secret, makeEvent())).finally(() => {
       settled = true;
@@ -200,24 +201,24 @@ describe('webhook route', () => {
     expect(settled).toBe(false);
     release();
     expect((await response).status).toBe(200);
-    // The memory bus hands the event to its listeners on the next turn, after the acknowledgement.
+    // The memory log hands the event to its listeners on the next turn, after the acknowledgement.
     await waitFor(() => receiver.published.length === 1, 'the event to reach the listener');
     expect(receiver.published).toHaveLength(1);
   });
 
-  test('answers 503 when publishing fails, and publishes the retry', async () => {
+  test('answers 503 when appending fails, and appends the retry', async () => {
     const secret = generateWebhookSecret();
     const logger = createLogger({ level: 'silent' });
-    const inner = createMemoryEventBus(logger);
+    const inner = createMemoryEventLog({ logger });
     let failures = 1;
-    const flakyBus: EventBus = {
+    const flakyLog: EventLog = {
       ...inner,
-      publish: async (event) => {
+      append: async (event) => {
         if (failures-- > 0) throw new Error('redis is down');
-        await inner.publish(event);
+        return inner.append(event);
       },
     };
-    const receiver = await startReceiver([secret], { bus: flakyBus });
+    const receiver = await startReceiver([secret], { eventLog: flakyLog });
     const event = makeEvent();
     const first = await post(receiver.url, signEvent(secret, event));
     expect(first.status).toBe(503);
@@ -274,10 +275,10 @@ describe('webhook route on two replicas sharing Redis', () => {
         await dedupClient.quit();
       });
       return startReceiver([secret], {
-        bus: createRedisEventBus({
-          publisher: openRedisConnection(url, 'publisher', logger),
-          subscriber: openRedisConnection(url, 'subscriber', logger),
-          channelPrefix: prefix,
+        eventLog: createRedisEventLog({
+          client: dedupClient,
+          openReader: () => openRedisConnection(url, 'log-reader', logger),
+          keyPrefix: prefix,
           logger,
         }),
         dedup: createRedisEventDeduplicator({ client: dedupClient, keyPrefix: prefix }),

@@ -143,7 +143,7 @@ describe('an event from webhook to subscribers', () => {
     expect(publish!.attributes).toMatchObject({
       'messaging.operation.type': 'send',
       'messaging.operation.name': 'publish',
-      'messaging.destination.name': 'facade:events:sandbox',
+      'messaging.destination.name': 'facade:events:log:sandbox',
       'messaging.message.id': event.id,
       'facade.event.type': 'account.updated',
     });
@@ -315,10 +315,6 @@ describe('two replicas sharing Redis', () => {
   }
 
   test('the other replica’s delivery span links to the receiving replica’s publish span, its context carried in the message', async () => {
-    const messages: string[] = [];
-    const listener = redis.duplicate();
-    await listener.subscribe(`${prefix}events:sandbox`);
-    listener.on('message', (_channel: string, message: string) => messages.push(message));
     const received = await subscribeOnOther();
     await other.subscriptionsStarted(1);
 
@@ -327,7 +323,6 @@ describe('two replicas sharing Redis', () => {
     await waitFor(() => received.data.length === 1, 'the event on the other replica');
     expect(received.data).toEqual([{ events: { eventId: event.id } }]);
     await waitFor(() => eventSpans(event.id).deliveries.length === 1, 'the delivery span');
-    listener.disconnect();
 
     const { publishes, deliveries } = eventSpans(event.id);
     expect(publishes).toHaveLength(1);
@@ -339,9 +334,10 @@ describe('two replicas sharing Redis', () => {
     expect(delivery!.attributes['facade.delivery.outcome']).toBe('delivered');
     expect(upstreamCallsUnder(delivery!).length).toBeGreaterThan(0);
 
-    // On the wire: the event's own members, and the publish span's context beside them.
-    const message = messages
-      .map((text) => JSON.parse(text) as Record<string, unknown>)
+    // In the log: the event's own members, and the publish span's context beside them.
+    const entries = await redis.xrange(`${prefix}events:log:sandbox`, '-', '+');
+    const message = entries
+      .map(([, fields]) => JSON.parse(fields[1]!) as Record<string, unknown>)
       .find((m) => m.id === event.id);
     expect(message).toEqual({
       ...event,
@@ -368,14 +364,16 @@ describe('two replicas sharing Redis', () => {
     const events = garbled.map(() => accountUpdated('cus_acme', 'acc_acme_eth'));
     for (const [index, event] of events.entries()) {
       const message = garbled[index] === undefined ? event : { ...event, traceContext: garbled[index] };
-      await redis.publish(`${prefix}events:sandbox`, JSON.stringify(message));
+      await redis.xadd(`${prefix}events:log:sandbox`, '*', 'm', JSON.stringify(message));
     }
     // And one with a well-formed traceparent but a garbled tracestate: linked, without the state.
     const linkedEvent = accountUpdated('cus_acme', 'acc_acme_eth');
     const traceId = 'a'.repeat(32);
     const spanId = 'b'.repeat(16);
-    await redis.publish(
-      `${prefix}events:sandbox`,
+    await redis.xadd(
+      `${prefix}events:log:sandbox`,
+      '*',
+      'm',
       JSON.stringify({
         ...linkedEvent,
         traceContext: { traceparent: `00-${traceId}-${spanId}-01`, tracestate: '\u0000'.repeat(600) },

@@ -414,7 +414,7 @@ describe('traces', () => {
       receiptTrace
         .filter((span) => span.parentSpanId === publish!.spanId)
         .map((span) => [span.scope, span.name]),
-    ).toEqual([['@opentelemetry/instrumentation-ioredis', 'publish']]);
+    ).toEqual([['@opentelemetry/instrumentation-ioredis', 'xadd']]);
 
     const [delivery, ...otherDeliveries] = ofEvent('deliver event');
     expect(otherDeliveries).toEqual([]);

@@ -14,8 +14,12 @@ import type { SubscriberQueue } from './subscriber-queue.ts';
 export interface LiveSession {
   /** The environment of the subscriber's key, learnt from capability discovery at connection. */
   readonly environment: PlatformEnvironment;
-  /** Opens the subscriber's bounded queue on its environment's events; resolves once it listens. */
-  openQueue(accept: (event: PlatformEvent) => boolean): Promise<SubscriberQueue>;
+  /**
+   * Opens the subscriber's bounded queue on its environment's events; resolves once it listens.
+   * With `after` (a cursor), the queue first yields the logged events after it (see
+   * `subscriber-queue.ts`); a cursor the log no longer resumes from rejects with CursorExpiredError.
+   */
+  openQueue(accept: (event: PlatformEvent) => boolean, after?: string): Promise<SubscriberQueue>;
   /** A new context with the subscriber's credentials and empty loaders, for its own replay reads. */
   createEventContext(): GraphContext;
   /**
@@ -31,6 +35,11 @@ export interface LiveSession {
   sharedExecution<T>(context: GraphContext, run: () => Promise<T>): Promise<T>;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
   readonly observer?: LiveObserver;
+  /**
+   * Records that this subscription follows `customerId` until the returned function is called:
+   * the customers with live subscribers are the ones whose missed webhooks are reconciled.
+   */
+  watchCustomer?(customerId: string): () => void;
   /** The subscription operation's name, when its document names it (delivery spans carry it). */
   readonly operationName?: string;
 }
@@ -38,6 +47,8 @@ export interface LiveSession {
 /** Hooks for what watches deliveries without changing them. Must not throw. */
 export interface LiveObserver {
   delivered(event: PlatformEvent): void;
+  /** An event of the log was delivered to a subscriber resuming after a cursor (metrics). */
+  replayed?(): void;
   overflowed(): void;
   /** With tracing on: opens the span of one event's delivery to this subscriber. */
   traceDelivery?: EventTracer['deliver'];

@@ -9,7 +9,7 @@ import type { ExecutionArgs } from 'graphql';
 import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache } from '../../upstream/client.ts';
-import type { EventBus } from '../fan-out/event-bus.ts';
+import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import { AwaitableSet } from './awaitable-set.ts';
 import type { LiveObserver, LiveSession } from './live-context.ts';
@@ -36,11 +36,14 @@ export type SubscriptionContexts = (
 ) => GraphContext;
 
 export interface LiveSessionsOptions {
-  bus: EventBus;
+  /** The event log subscribers listen to and resume from. */
+  log: EventLog;
   /** Events one subscriber may let wait; see `subscriber-queue.ts` for what happens beyond. */
   queueLimit: number;
   /** Told about deliveries and overflows (metrics, delivery spans). */
   observer?: LiveObserver | undefined;
+  /** Records the customers subscriptions follow (for the reconciliation of missed webhooks). */
+  watchCustomer?: (environment: PlatformEnvironment, customerId: string) => () => void;
 }
 
 export interface LiveSessions {
@@ -80,11 +83,13 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       // charged to its own budget as if it had read alone.
       const operation = operationKeyOf(args);
       const sharedBy = operation === undefined ? undefined : JSON.stringify([readGroup, operation]);
+      const { watchCustomer } = options;
       return {
         environment: subscriber.environment,
-        async openQueue(accept) {
+        async openQueue(accept, after) {
           const queue = await openSubscriberQueue({
-            bus: options.bus,
+            log: options.log,
+            ...(after === undefined ? {} : { after }),
             environment: subscriber.environment,
             // Events of customers the caller may not act for never take queue space, nor a read.
             accept: (event) => isVisibleTo(caller, event.data.customerId) && accept(event),
@@ -108,6 +113,9 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
               ),
         sharedExecution: (context, run) => sharedReads.executionWith(context, run),
         ...(options.observer === undefined ? {} : { observer: options.observer }),
+        ...(watchCustomer === undefined
+          ? {}
+          : { watchCustomer: (customerId: string) => watchCustomer(subscriber.environment, customerId) }),
         ...(operationName === undefined ? {} : { operationName }),
       };
     },

@@ -22,8 +22,9 @@ export type LiveDelivery =
       eventId?: string;
       traced?: DeliveryTrace;
     }
-  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
-  | { kind: 'revoked' };
+  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string; resumeAfter?: string }
+  | { kind: 'revoked' }
+  | { kind: 'expired'; after: string; oldest: string | undefined };
 
 /** A change recovered from a list read, with what identifies it at the seam. */
 export interface ReplayedChange<P> {
@@ -41,16 +42,22 @@ export interface ChangeFeed<P> {
   /** Cheap filter applied before queueing (customer, resource, kind). Must not throw. */
   accept: (event: PlatformEvent) => boolean;
   /**
-   * The payload of `event`, reading the resource as it is now with `context` (fresh loaders, the
-   * subscriber's credentials). {@link DROP} when the upstream refuses the subscriber that read.
+   * The payload of `event` at `cursor` in the log, reading the resource as it is now with `context`
+   * (fresh loaders, the subscriber's credentials). {@link DROP} when the upstream refuses the
+   * subscriber that read.
    */
-  toPayload(event: PlatformEvent, context: GraphContext): Promise<P | typeof DROP>;
+  toPayload(event: PlatformEvent, cursor: string, context: GraphContext): Promise<P | typeof DROP>;
   /**
    * What the subscription reads once its queue listens, before any live event: the changes since a
    * time (from the upstream's updated-since reads; none when not asked), after any check that may
    * refuse the subscription by throwing (the queue is then closed). Absent when there is neither.
+   * `cursor` is where the queue began listening: the cursor a replayed change carries.
    */
-  replay?: (context: GraphContext) => Promise<ReplayedChange<P>[]>;
+  replay?: (context: GraphContext, cursor: string) => Promise<ReplayedChange<P>[]>;
+  /** A cursor to resume after: the logged events after it come first (instead of a `since` replay). */
+  after?: string;
+  /** The customer the subscription follows, if one: its missed webhooks are reconciled meanwhile. */
+  customerId?: string;
 }
 
 /**
@@ -63,21 +70,32 @@ export interface ChangeFeed<P> {
  * or in the buffer, or both, and delivered once.
  *
  * The returned iterator's `return()` ends the queue at once, even while a `next()` waits, so a
- * client that stops a subscription (or disconnects) frees its pub/sub listener immediately.
+ * client that stops a subscription (or disconnects) frees its event log listener immediately.
  */
 export async function openLiveStream<P>(
   live: LiveSession,
   feed: ChangeFeed<P>,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  const queue = await live.openQueue(feed.accept);
+  const unwatch =
+    feed.customerId === undefined
+      ? () => undefined
+      : (live.watchCustomer?.(feed.customerId) ?? (() => undefined));
+  let queue: Awaited<ReturnType<LiveSession['openQueue']>>;
+  try {
+    queue = await live.openQueue(feed.accept, feed.after);
+  } catch (error) {
+    unwatch();
+    throw error;
+  }
   const replayed: LiveDelivery[] = [];
   const replayedUpTo = new Map<string, number>();
   if (feed.replay) {
     const context = live.createEventContext();
     let changes: ReplayedChange<P>[];
     try {
-      changes = await feed.replay(context);
+      changes = await feed.replay(context, queue.position);
     } catch (error) {
+      unwatch();
       await queue.return();
       throw error;
     }
@@ -104,17 +122,18 @@ export async function openLiveStream<P>(
       }
 
       const context = live.eventContext(event);
-      const read = () => feed.toPayload(event, context);
+      const read = () => feed.toPayload(event, item.cursor, context);
       const payload = await (traced === undefined ? read() : traced.run(read));
       if (payload === DROP) {
         traced?.end('dropped');
         return SKIP;
       }
       live.observer?.delivered(event);
+      if (item.replayed) live.observer?.replayed?.();
       return traced === undefined
         ? { kind: 'change', context, payload, eventId: event.id }
         : { kind: 'change', context, payload, eventId: event.id, traced };
     },
-    { first: replayed },
+    { first: replayed, onDone: unwatch },
   );
 }

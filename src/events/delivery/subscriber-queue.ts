@@ -4,8 +4,9 @@
  * its own pace.
  */
 import type { EventTraceContext } from '../event-tracing.ts';
-import type { EventBus } from '../fan-out/event-bus.ts';
+import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import { startLogReplay, type LogReplay } from './log-replay.ts';
 import { createPushPullQueue } from './push-pull-queue.ts';
 
 /** Default bound of one subscriber's queue. */
@@ -23,11 +24,21 @@ export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
  * receives what it missed.
  */
 export type QueueItem =
-  /** `published`: the trace context of the event's publish span, when tracing carried one. */
-  | { kind: 'event'; event: PlatformEvent; published?: EventTraceContext }
-  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string }
+  /**
+   * `cursor`: the event's place in the log; `published`: the trace context of the event's append
+   * span, when tracing carried one; `replayed`: read from the log for a subscriber resuming after a
+   * cursor, rather than received live.
+   */
+  | { kind: 'event'; event: PlatformEvent; cursor: string; published?: EventTraceContext; replayed?: true }
+  /**
+   * `resumeAfter`: the cursor of the last event the queue handed out before the ones it dropped
+   * (or where it began), from which a resumed subscription receives exactly what was missed.
+   */
+  | { kind: 'overflow'; limit: number; dropped: number; resumeSince: string; resumeAfter?: string }
   /** The subscriber's credentials expired: nothing more is delivered. */
-  | { kind: 'revoked' };
+  | { kind: 'revoked' }
+  /** The log trimmed events of the replay before they were read: nothing more is delivered. */
+  | { kind: 'expired'; after: string; oldest: string | undefined };
 
 /** A subscriber's bounded queue: an async iterator that never blocks the publisher or the other subscribers. */
 export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
@@ -42,11 +53,13 @@ export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
   revoke(): void;
   /** Events waiting in the queue right now. */
   readonly size: number;
+  /** The log position the queue started listening after: it holds the events after it. */
+  readonly position: string;
 }
 
 /** Options of {@link openSubscriberQueue}. */
 export interface SubscriberQueueOptions {
-  bus: EventBus;
+  log: Pick<EventLog, 'subscribe' | 'readAfter'>;
   environment: PlatformEnvironment;
   /** Keeps only the events this subscriber asked for; the rest never take queue space. Must not throw. */
   accept?: (event: PlatformEvent) => boolean;
@@ -54,6 +67,13 @@ export interface SubscriberQueueOptions {
   limit?: number;
   /** Called once when the subscriber has seen the queue end (a `next()` answered `done`) or stopped it. */
   onDone?: () => void;
+  /**
+   * A cursor to resume after: the queue first yields every logged event after it that `accept`
+   * keeps, in log order, then the live ones, each once (`log` must then read too).
+   *
+   * @throws CursorExpiredError (from `openSubscriberQueue`) when the log no longer holds them all.
+   */
+  after?: string;
 }
 
 /**
@@ -90,10 +110,14 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     items.push(notice);
   }
 
-  function onEvent(event: PlatformEvent, published?: EventTraceContext): void {
+  function onEvent({ event, cursor, published }: LoggedEvent): void {
     if (items.ended || closing || !accept(event)) return;
     if (items.waiting.length < limit) {
-      items.push(published === undefined ? { kind: 'event', event } : { kind: 'event', event, published });
+      items.push(
+        published === undefined
+          ? { kind: 'event', event, cursor }
+          : { kind: 'event', event, cursor, published },
+      );
       return;
     }
     // Overflow: give up the backlog for one precise notice the subscriber can recover from.
@@ -106,15 +130,64 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     closeWith({ kind: 'overflow', limit, dropped: items.waiting.length + 1, resumeSince });
   }
 
-  stopListening = await options.bus.subscribe(options.environment, onEvent);
+  const subscription = await options.log.subscribe(options.environment, onEvent);
+  stopListening = () => subscription.stop();
+
+  // Resuming: listen first (above), then read the log after the cursor, so an event appended
+  // meanwhile is in the replay, in the live queue, or both; the seam below keeps it once.
+  let replay: LogReplay | undefined;
+  if (options.after !== undefined) {
+    try {
+      replay = await startLogReplay(options.log, options.environment, options.after, accept);
+    } catch (error) {
+      items.end();
+      throw error;
+    }
+  }
+  /** Live events at or before this were replayed (or precede the cursor resumed after): skipped. */
+  let replayedUpTo = options.after;
+  /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
+  let handedUpTo = options.after ?? subscription.position;
+
+  /** The next replayed event, or undefined once the replay is over (done, abandoned or expired). */
+  const nextReplayed = async (): Promise<QueueItem | undefined> => {
+    if (replay === undefined) return undefined;
+    // An overflow or a revocation ends the replay too: its notice is what comes next.
+    const step = closing || items.ended ? ({ kind: 'done' } as const) : await replay.next();
+    if (step.kind === 'event') return { kind: 'event', ...step.logged, replayed: true };
+    const ranUpTo = replay.readUpTo;
+    replay = undefined;
+    if (step.kind === 'expired') {
+      closeWith({ kind: 'expired', after: ranUpTo, oldest: step.oldest });
+      return undefined;
+    }
+    if (replayedUpTo === undefined || compareCursors(ranUpTo, replayedUpTo) > 0) replayedUpTo = ranUpTo;
+    return undefined;
+  };
+
+  const take = async (): Promise<IteratorResult<QueueItem>> => {
+    const replayed = await nextReplayed();
+    if (replayed !== undefined) return { value: replayed, done: false };
+    for (;;) {
+      const result = await items.next();
+      if (result.done) return result;
+      const item = result.value;
+      if (item.kind === 'overflow') return { value: { ...item, resumeAfter: handedUpTo }, done: false };
+      if (item.kind !== 'event') return result;
+      if (replayedUpTo !== undefined && compareCursors(item.cursor, replayedUpTo) <= 0) continue;
+      return result;
+    }
+  };
 
   const queue: SubscriberQueue = {
     get size() {
       return items.waiting.filter((item) => item.kind === 'event').length;
     },
+    position: subscription.position,
     async next() {
-      const result = await items.next();
+      const result = await take();
       if (result.done) seenTheEnd();
+      else if (result.value.kind === 'event') handedUpTo = result.value.cursor;
       return result;
     },
     return() {

@@ -1,6 +1,6 @@
 /**
  * The upstream's webhook payload as the facade carries it from the webhook route, through the
- * pub/sub, to the subscription resolvers ("Events and webhooks" in `docs/upstream-assumptions.md`).
+ * event log, to the subscription resolvers ("Events and webhooks" in `docs/upstream-assumptions.md`).
  */
 
 import { isRfc3339DateTime } from '../../rfc3339.ts';

@@ -4,8 +4,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { EventBus } from '../fan-out/event-bus.ts';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
+import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
 import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
@@ -46,7 +46,8 @@ export interface WebhookRouterOptions {
    */
   secrets: () => readonly string[];
   dedup: EventDeduplicator;
-  bus: EventBus;
+  /** Where a verified, new event is appended; the delivery is acknowledged once it holds it. */
+  log: Pick<EventLog, 'append'>;
   logger: Logger;
   /** Largest accepted body; a larger one is answered 413 unread. Default 64 KiB. */
   maxBodyBytes?: number;
@@ -101,7 +102,7 @@ export interface WebhookRouter {
  * - an event already published: 200 with `duplicate: true`, not published again;
  * - the same event being published by a concurrent delivery: 409 with `Retry-After` (not 2xx, so
  *   the upstream tries again and then finds it published or free);
- * - otherwise the event is published, and 200 is answered only after the pub/sub accepted it: an
+ * - otherwise the event is published, and 200 is answered only after the event log holds it: an
  *   acknowledged event is an event the subscribers get. A failed publication answers 503, so the
  *   upstream's retry publishes it later.
  *
@@ -111,7 +112,7 @@ export interface WebhookRouter {
  * window is logged.
  */
 export function createWebhookRouter(options: WebhookRouterOptions): WebhookRouter {
-  const { dedup, bus, logger } = options;
+  const { dedup, log, logger } = options;
   const now = options.now ?? Date.now;
   const onDelivery = options.onDelivery ?? (() => undefined);
   const { tracer } = options;
@@ -271,7 +272,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
 
     options.beforePublish?.(event);
     try {
-      await bus.publish(event);
+      await log.append(event);
     } catch (error) {
       await dedup.release(event.id).catch(() => undefined);
       logger.error('could not publish a webhook event; the upstream will retry', {

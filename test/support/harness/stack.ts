@@ -27,10 +27,12 @@ export interface StackOptions extends FacadeOptions {
   facades?: number;
   /**
    * The facades use the run's real Redis (`REDIS_URL`) under a prefix of this stack's own
-   * (`REDIS_KEY_PREFIX`): their pub/sub, de-duplication and rate limits are shared, and no other
+   * (`REDIS_KEY_PREFIX`): their event log, de-duplication and rate limits are shared, and no other
    * test's are.
    */
   redis?: boolean;
+  /** Variables of one facade only (by its index), over the others: e.g. a replica's own REDIS_URL. */
+  facadeEnv?: (index: number) => Record<string, string>;
 }
 
 type FacadeHelpers = Pick<
@@ -93,7 +95,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     };
     // One after the other: each registers its own webhook endpoint at start, when asked to.
     for (let started = 0; started < (options.facades ?? 1); started += 1) {
-      facades.push(await startFacade(emulator.url, { env, ...(options.app ? { app: options.app } : {}) }));
+      const own = { ...env, ...options.facadeEnv?.(started) };
+      facades.push(
+        await startFacade(emulator.url, { env: own, ...(options.app ? { app: options.app } : {}) }),
+      );
     }
   } catch (error) {
     await close();
