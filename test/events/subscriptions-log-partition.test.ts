@@ -92,7 +92,10 @@ describe('a replica cut off from Redis while events flow', () => {
       );
       // One more: anything duplicated would have arrived before it.
       await send();
-      await waitFor(() => onB.every((received) => received.data.length >= sent.length), 'the last one');
+      await waitFor(
+        () => [onA, ...onB].every((received) => received.data.length >= sent.length),
+        'the last one, on both replicas',
+      );
 
       for (const received of [onA, ...onB]) {
         expect(received.errors).toEqual([]);
