@@ -306,11 +306,10 @@ export function createDoor(options: DoorOptions): Door {
       const resolution = resolveTrustedDocument(store, request);
       if (resolution.ok) return resolution.query;
       // Log-only runs the request's own text; with no text (an unknown id alone) nothing could run.
-      const ownQuery =
-        typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
+      const ownQuery = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
       const runsAnyway = options.trustedDocumentsMode === 'log-only' && ownQuery !== undefined;
       options.onUntrustedDocument?.(resolution.reason, runsAnyway ? 'logged' : 'refused');
-      if (!runsAnyway || ownQuery === undefined) {
+      if (!runsAnyway) {
         return refuse('not-trusted-document', 'This operation is not in the list of trusted documents.');
       }
       logger.warn('operation not in the trusted documents: run anyway (TRUSTED_DOCUMENTS_MODE=log-only)', {

@@ -104,7 +104,7 @@ export function createDoorPlugin(door: Door, options: { maxCost: number }): Apol
         },
         async willSendResponse({ request, response, contextValue }) {
           // Asked for, and only for an operation the door admitted: the figures of its own answer.
-          const estimated = contextValue.cost?.estimated;
+          const estimated = contextValue.cost.estimated;
           if (!wantsCost(request.http?.headers.get(COST_HEADER)) || estimated === undefined) return;
           if (response.body.kind !== 'single') return;
           const budget = contextValue.upstream.callBudget;

@@ -20,7 +20,11 @@ interface Answer {
   body: { data?: unknown; errors?: unknown[]; extensions?: Record<string, unknown> };
 }
 
-async function post(stack: Stack, body: Record<string, unknown>, headers: Record<string, string>): Promise<Answer> {
+async function post(
+  stack: Stack,
+  body: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<Answer> {
   const answer = await fetch(stack.graphqlUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(await bearer('operator')), ...headers },
@@ -30,7 +34,11 @@ async function post(stack: Stack, body: Record<string, unknown>, headers: Record
 }
 
 /** The value of the metrics line that starts with `name{` and carries every label of `labels`. */
-async function metric(stack: Stack, name: string, labels: Record<string, string>): Promise<number | undefined> {
+async function metric(
+  stack: Stack,
+  name: string,
+  labels: Record<string, string>,
+): Promise<number | undefined> {
   const text = await (await fetch(stack.metricsUrl)).text();
   const line = text
     .split('\n')
@@ -56,7 +64,12 @@ describe('extensions.cost and the cost metrics', () => {
   });
 
   test('not asked for (or asked with another value): no extensions at all', async () => {
-    for (const headers of [{}, { 'X-GraphQL-Cost': 'false' }, { 'X-GraphQL-Cost': 'yes' }]) {
+    const variants: Record<string, string>[] = [
+      {},
+      { 'X-GraphQL-Cost': 'false' },
+      { 'X-GraphQL-Cost': 'yes' },
+    ];
+    for (const headers of variants) {
       const answer = await post(stack, { query: DOCUMENTED }, headers);
       expect(answer.status).toBe(200);
       expect(answer.body).not.toHaveProperty('extensions');

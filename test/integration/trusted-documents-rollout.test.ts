@@ -30,7 +30,7 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-async function acme(): Promise<Record<string, string>> {
+async function acme(): Promise<{ Authorization: string }> {
   return { Authorization: `Bearer ${await tokenFor('acme')}` };
 }
 
@@ -66,7 +66,9 @@ function loggedUntrusted(stack: Stack): Record<string, unknown>[] {
   return stack
     .logs()
     .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((line) => typeof line['msg'] === 'string' && line['msg'].startsWith('operation not in the trusted'));
+    .filter(
+      (line) => typeof line['msg'] === 'string' && line['msg'].startsWith('operation not in the trusted'),
+    );
 }
 
 describe('TRUSTED_DOCUMENTS_MODE=log-only', () => {
@@ -96,7 +98,9 @@ describe('TRUSTED_DOCUMENTS_MODE=log-only', () => {
     expect(lines[0]).toMatchObject({ documentSha256: sha256(UNLISTED) });
     expect(await untrustedCount(stack, 'untrusted-query', 'logged')).toBe(1);
     // A listed one runs as always, and is not counted.
-    expect((await postAsAcme(stack, { documentId: 'mine-v1' })).data).toEqual({ customer: { id: 'cus_acme' } });
+    expect((await postAsAcme(stack, { documentId: 'mine-v1' })).data).toEqual({
+      customer: { id: 'cus_acme' },
+    });
     expect(await untrustedCount(stack, 'untrusted-query', 'logged')).toBe(1);
   });
 
@@ -110,7 +114,10 @@ describe('TRUSTED_DOCUMENTS_MODE=log-only', () => {
     const lines = loggedUntrusted(stack).slice(linesBefore);
     expect(lines).toHaveLength(1);
     // graphql-ws's client sends no operationName: the text's hash names the document.
-    expect(lines[0]).toMatchObject({ reason: 'untrusted-query', documentSha256: sha256(UNLISTED_SUBSCRIPTION) });
+    expect(lines[0]).toMatchObject({
+      reason: 'untrusted-query',
+      documentSha256: sha256(UNLISTED_SUBSCRIPTION),
+    });
     received.stop();
     await stack.subscriptionsCompleted(1);
   });
