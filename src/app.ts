@@ -70,6 +70,12 @@ export interface App {
    * metrics server when `METRICS_PORT` gives it a port of its own.
    */
   listen(port?: number, host?: string): Promise<{ url: string; port: number; metricsUrl: string }>;
+  /**
+   * Reads the `TRUSTED_DOCUMENTS` manifest again (src/main.ts does on SIGHUP): a manifest that
+   * parses replaces the old one at once; one that does not is logged and the old one stays. Answers
+   * undefined when no manifest is configured. Never rejects.
+   */
+  reloadTrustedDocuments(): Promise<{ ok: true; size: number } | { ok: false; problem: string } | undefined>;
   /** Stops accepting requests, lets in-flight ones finish, then closes upstream connections. */
   close(): Promise<void>;
 }
@@ -276,6 +282,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     metrics,
     responseCache: upstreamClient.cache,
     lifecycle,
+    reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
     listen(port = config.port, host = config.host) {
       return new Promise<{ url: string; port: number }>((resolve, reject) => {
         httpServer.once('error', reject);

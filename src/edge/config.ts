@@ -41,7 +41,16 @@ export interface EdgeConfig {
   rateLimits: RateLimitsConfig;
   /** `TRUSTED_DOCUMENTS`: path of a persisted-operation manifest; unset, any operation is accepted. */
   trustedDocumentsPath: string | undefined;
+  /**
+   * `TRUSTED_DOCUMENTS_MODE`: `enforce` refuses an operation missing from the manifest; `log-only`
+   * runs it, logs it and counts it (`graphql_untrusted_operations_total`), for a rollout.
+   */
+  trustedDocumentsMode: TrustedDocumentsMode;
 }
+
+/** What the door does with an operation missing from the manifest. */
+export const TRUSTED_DOCUMENTS_MODES = ['enforce', 'log-only'] as const;
+export type TrustedDocumentsMode = (typeof TRUSTED_DOCUMENTS_MODES)[number];
 
 /** Documented defaults, also shown in the README's configuration table. */
 export const EDGE_CONFIG_DEFAULTS = {
@@ -55,6 +64,7 @@ export const EDGE_CONFIG_DEFAULTS = {
   RATE_LIMIT_WS_CONNECTS: 60,
   // A subscription per resource kind for a few dozen customers; an operator listens with `events`.
   RATE_LIMIT_SUBSCRIPTIONS: 200,
+  TRUSTED_DOCUMENTS_MODE: 'enforce',
 } as const;
 
 /**
@@ -101,6 +111,11 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
       ),
     },
     trustedDocumentsPath: reader.trimmed('TRUSTED_DOCUMENTS'),
+    trustedDocumentsMode: reader.oneOf(
+      'TRUSTED_DOCUMENTS_MODE',
+      TRUSTED_DOCUMENTS_MODES,
+      EDGE_CONFIG_DEFAULTS.TRUSTED_DOCUMENTS_MODE,
+    ),
   };
 }
 

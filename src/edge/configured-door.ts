@@ -16,13 +16,16 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { createDoor, type Door } from './door.ts';
 import { createRateLimits } from './rate-limits.ts';
-import { loadTrustedDocuments, type TrustedDocumentStore } from './trusted-documents.ts';
+import { createReloadableTrustedDocuments, type ReloadableTrustedDocuments } from './trusted-documents.ts';
 
 /** The door and what closes its connections. */
 export interface ConfiguredDoor {
   readonly door: Door;
-  /** The manifest of `TRUSTED_DOCUMENTS`, when given (metrics label the operations it lists). */
-  readonly trustedDocuments: TrustedDocumentStore | undefined;
+  /**
+   * The manifest of `TRUSTED_DOCUMENTS`, when given (metrics label the operations it lists); its
+   * `reload()` reads the file again (SIGHUP, src/main.ts).
+   */
+  readonly trustedDocuments: ReloadableTrustedDocuments | undefined;
   close(): Promise<void>;
 }
 
@@ -45,17 +48,28 @@ export async function createConfiguredDoor(
     keyPrefix: config.events.redisKeyPrefix,
     logger,
   });
-  // With a manifest, callers other than operators run only the operations listed in it.
+  // With a manifest, callers other than operators run only the operations listed in it (or, in
+  // log-only mode, are logged and counted when they run another). It is read again on reload.
   const trustedDocuments =
     config.edge.trustedDocumentsPath === undefined
       ? undefined
-      : await loadTrustedDocuments(config.edge.trustedDocumentsPath);
+      : await createReloadableTrustedDocuments(
+          config.edge.trustedDocumentsPath,
+          logger.child({ component: 'trusted-documents' }),
+        );
+  if (trustedDocuments !== undefined && config.edge.trustedDocumentsMode === 'log-only') {
+    logger.warn(
+      'TRUSTED_DOCUMENTS_MODE=log-only: operations missing from the manifest run, logged and counted',
+    );
+  }
   const door = createDoor({
     schema: parts.schema,
     authenticator: createConfiguredAuthenticator(config, parts.keyEnvironments, logger),
     rateLimits,
     maxOperationsPerCaller: config.edge.rateLimits.enabled ? config.edge.rateLimits.subscriptions : undefined,
     trustedDocuments,
+    trustedDocumentsMode: config.edge.trustedDocumentsMode,
+    onUntrustedDocument: (reason, action) => parts.metrics.untrustedOperations.inc({ reason, action }),
     queryLimits: config.queryLimits,
     clockToleranceSeconds: config.auth.mode === 'oidc' ? (config.auth.oidc?.clockToleranceSeconds ?? 0) : 0,
     allowedOrigins: config.edge.corsOrigins,

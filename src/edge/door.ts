@@ -22,11 +22,13 @@ import {
   type OperationDefinitionNode,
   type ValidationRule,
 } from 'graphql';
+import { createHash } from 'node:crypto';
 import type { Authenticator, Credentials } from '../auth/authenticate.ts';
 import type { Caller } from '../auth/caller.ts';
 import type { PlatformEnvironment } from '../events/receiving/platform-event.ts';
 import { createQueryLimitsRules, type OperationMeasure, type QueryLimits } from '../graph/query-limits.ts';
 import type { Logger } from '../logger.ts';
+import type { TrustedDocumentsMode } from './config.ts';
 import { createCallBudget, createPooledCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { UpstreamProbe } from '../upstream/probe.ts';
 import { isAnonymousDocument } from './anonymous-documents.ts';
@@ -38,8 +40,12 @@ import { isRefusal, rateLimited, refuse, type Refusal } from './refusal.ts';
 import {
   resolveTrustedDocument,
   type TrustedDocumentRequest,
+  type TrustedDocumentResolution,
   type TrustedDocumentStore,
 } from './trusted-documents.ts';
+
+/** Why an operation is not a trusted document. */
+export type UntrustedReason = Extract<TrustedDocumentResolution, { ok: false }>['reason'];
 
 export type { TransportRules } from './operation-checks.ts';
 
@@ -52,6 +58,13 @@ export interface DoorOptions {
   maxOperationsPerCaller?: number | undefined;
   /** `TRUSTED_DOCUMENTS`; absent, any document is accepted. */
   trustedDocuments?: TrustedDocumentStore | undefined;
+  /**
+   * `TRUSTED_DOCUMENTS_MODE`: `log-only` runs a request's own `query` that the manifest does not
+   * list (logged and counted) instead of refusing it. Default `enforce`.
+   */
+  trustedDocumentsMode?: TrustedDocumentsMode | undefined;
+  /** Told of every operation missing from the manifest, refused or let through (metrics); must not throw. */
+  onUntrustedDocument?(reason: UntrustedReason, action: 'refused' | 'logged'): void;
   /** `QUERY_MAX_*`: the parser's token limit, the validation limits and the one cost measure. */
   queryLimits: QueryLimits;
   /** `AUTH_CLOCK_TOLERANCE_SECONDS`: the leeway on `exp` the verifier gave when it accepted a token. */
@@ -291,9 +304,23 @@ export function createDoor(options: DoorOptions): Door {
       if (store === undefined || connection.caller === undefined || connection.caller.operator)
         return undefined;
       const resolution = resolveTrustedDocument(store, request);
-      return resolution.ok
-        ? resolution.query
-        : refuse('not-trusted-document', 'This operation is not in the list of trusted documents.');
+      if (resolution.ok) return resolution.query;
+      // Log-only runs the request's own text; with no text (an unknown id alone) nothing could run.
+      const ownQuery = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
+      const runsAnyway = options.trustedDocumentsMode === 'log-only' && ownQuery !== undefined;
+      options.onUntrustedDocument?.(resolution.reason, runsAnyway ? 'logged' : 'refused');
+      if (!runsAnyway) {
+        return refuse('not-trusted-document', 'This operation is not in the list of trusted documents.');
+      }
+      logger.warn('operation not in the trusted documents: run anyway (TRUSTED_DOCUMENTS_MODE=log-only)', {
+        reason: resolution.reason,
+        subject: connection.caller.subject,
+        // The client's own name, cut short: the text itself may be long, its hash identifies it.
+        operationName:
+          typeof request.operationName === 'string' ? request.operationName.slice(0, 100) : undefined,
+        documentSha256: createHash('sha256').update(ownQuery).digest('hex'),
+      });
+      return undefined;
     },
 
     checkOperation(document, operationName, variables, transport) {

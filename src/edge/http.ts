@@ -87,7 +87,7 @@ export function httpDoor(options: HttpDoorOptions): RequestHandler {
  * The door's checks once Apollo knows the operation: the transport serves its type, input strings,
  * the cost with the variables; then the operation's call budget is cut to what its cost can need.
  */
-export function createDoorPlugin(door: Door): ApolloServerPlugin<GraphContext> {
+export function createDoorPlugin(door: Door, options: { maxCost: number }): ApolloServerPlugin<GraphContext> {
   return {
     async requestDidStart() {
       return {
@@ -100,10 +100,45 @@ export function createDoorPlugin(door: Door): ApolloServerPlugin<GraphContext> {
           );
           if (isRefusal(admitted)) throw toApolloError(admitted);
           capCallBudget(contextValue.upstream.callBudget, admitted.callLimit);
+          contextValue.cost.estimated = admitted.measure.cost;
+        },
+        async willSendResponse({ request, response, contextValue }) {
+          // Asked for, and only for an operation the door admitted: the figures of its own answer.
+          const estimated = contextValue.cost.estimated;
+          if (!wantsCost(request.http?.headers.get(COST_HEADER)) || estimated === undefined) return;
+          if (response.body.kind !== 'single') return;
+          const budget = contextValue.upstream.callBudget;
+          const cost: OperationCostExtension = {
+            estimated,
+            maximum: options.maxCost,
+            upstreamCalls: budget.limit - budget.remaining,
+          };
+          const result = response.body.singleResult;
+          result.extensions = { ...result.extensions, cost };
         },
       };
     },
   };
+}
+
+/**
+ * The request header that asks for `extensions.cost` on the answer (`X-GraphQL-Cost: true`). Any
+ * other value, or none, leaves the answer as it is.
+ */
+export const COST_HEADER = 'x-graphql-cost';
+
+/** `extensions.cost` of an answer whose request sent {@link COST_HEADER}. */
+export interface OperationCostExtension {
+  /** The operation's estimated cost with its variables: the measure `QUERY_MAX_COST` limits. */
+  estimated: number;
+  /** `QUERY_MAX_COST`: an operation estimated above it is refused before it runs. */
+  maximum: number;
+  /** Upstream calls the operation made, retries included (the response cache's answers are none). */
+  upstreamCalls: number;
+}
+
+function wantsCost(value: string | undefined): boolean {
+  return value?.trim().toLowerCase() === 'true';
 }
 
 /** Answers `res` with the refusal table's status, headers and body. */
@@ -203,6 +238,7 @@ function requestFromUrl(url: string): TrustedDocumentRequest {
     documentId: params.get('documentId') ?? undefined,
     id: params.get('id') ?? undefined,
     extensions,
+    operationName: params.get('operationName') ?? undefined,
   };
 }
 

@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { Logger } from '../logger.ts';
 
 /** The operations a manifest lists. */
 export interface TrustedDocumentStore {
@@ -144,6 +145,8 @@ export interface TrustedDocumentRequest {
   id?: unknown;
   /** Apollo's automatic persisted queries: `{ persistedQuery: { version: 1, sha256Hash } }`. */
   extensions?: unknown;
+  /** The client's name for the operation (only logged: an unlisted one in log-only mode). */
+  operationName?: unknown;
 }
 
 export type TrustedDocumentResolution =
@@ -186,4 +189,47 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** A manifest that can be read again while the facade runs (see {@link createReloadableTrustedDocuments}). */
+export interface ReloadableTrustedDocuments extends TrustedDocumentStore {
+  /**
+   * Reads the manifest again. A manifest that reads and parses replaces the old one for every
+   * request from then on; one that does not leaves the old one in place. Never rejects.
+   */
+  reload(): Promise<{ ok: true; size: number } | { ok: false; problem: string }>;
+}
+
+/**
+ * The manifest at `path`, read now (a start with a bad manifest is refused: it throws
+ * {@link TrustedDocumentsError}) and again on each {@link ReloadableTrustedDocuments.reload}. A
+ * reload swaps the whole store at once, so a request sees either the old list or the new one.
+ */
+export async function createReloadableTrustedDocuments(
+  path: string,
+  logger: Logger,
+): Promise<ReloadableTrustedDocuments> {
+  let current = await loadTrustedDocuments(path);
+  return {
+    get size() {
+      return current.size;
+    },
+    findById: (id) => current.findById(id),
+    isTrustedBody: (query) => current.isTrustedBody(query),
+    async reload() {
+      try {
+        const next = await loadTrustedDocuments(path);
+        current = next;
+        logger.info('trusted documents reloaded', { operations: next.size });
+        return { ok: true, size: next.size };
+      } catch (error) {
+        const problem = error instanceof Error ? error.message : String(error);
+        logger.error('trusted documents not reloaded: the previous manifest stays in use', {
+          problem,
+          operations: current.size,
+        });
+        return { ok: false, problem };
+      }
+    },
+  };
 }

@@ -16,6 +16,14 @@ export interface GraphContext {
   readonly loaders: Loaders;
   /** What the loaders were asked and what they read upstream (metrics). */
   readonly loaderStats: LoaderStats;
+  /** The door's measure of the operation, once admitted (`extensions.cost` and metrics). */
+  readonly cost: OperationCost;
+}
+
+/** The door's estimate of one operation's cost; undefined until the door has admitted it. */
+export interface OperationCost {
+  /** The `QUERY_MAX_COST` measure of the operation with its variables. */
+  estimated: number | undefined;
 }
 
 /**
@@ -25,5 +33,11 @@ export interface GraphContext {
  */
 export function createGraphContext(upstream: UpstreamContext, caller: Caller | undefined): GraphContext {
   const loaderStats = createLoaderStats();
-  return { caller, upstream, loaders: createLoaders(upstream, loaderStats), loaderStats };
+  return {
+    caller,
+    upstream,
+    loaders: createLoaders(upstream, loaderStats),
+    loaderStats,
+    cost: { estimated: undefined },
+  };
 }

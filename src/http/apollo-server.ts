@@ -77,7 +77,7 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
       config.landingPage
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
-      createDoorPlugin(door),
+      createDoorPlugin(door, { maxCost: config.queryLimits.maxCost }),
       createJsonStatusPlugin<GraphContext>(),
       createOperationLoggingPlugin<GraphContext>(options.logger),
       createLifecyclePlugin<GraphContext>(options.lifecycle),

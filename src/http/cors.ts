@@ -32,6 +32,8 @@ export const CORS_DEFAULT_ALLOWED_HEADERS = [
   'baggage',
   // `Cache-Control: no-cache` reads one operation through the upstream response cache.
   'cache-control',
+  // `X-GraphQL-Cost: true` asks for `extensions.cost` on the answer (src/edge/http.ts).
+  'x-graphql-cost',
 ] as const;
 
 /** Response headers a browser client may read beyond the CORS-safelisted ones. */

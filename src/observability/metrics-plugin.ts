@@ -14,6 +14,8 @@ export interface MeasurableContext {
   readonly loaderStats?: LoaderStats;
   /** An operator's operation names may become labels (operation-labels.ts). */
   readonly caller?: { readonly operator: boolean } | undefined;
+  /** The door's estimate, set once it admitted the operation (src/edge/http.ts). */
+  readonly cost?: { readonly estimated: number | undefined };
 }
 
 /** Options of {@link createMetricsPlugin}. */
@@ -61,8 +63,13 @@ export function createMetricsPlugin<TContext extends MeasurableContext>(
             );
           }
           const budget = contextValue.upstream?.callBudget;
-          if (budget !== undefined && budget.remaining < budget.limit) {
-            metrics.operationUpstreamCalls.inc(byOperation, budget.limit - budget.remaining);
+          const upstreamCalls = budget === undefined ? 0 : budget.limit - budget.remaining;
+          if (upstreamCalls > 0) metrics.operationUpstreamCalls.inc(byOperation, upstreamCalls);
+          // Per admitted operation, the figures `extensions.cost` gives, so a team sees the spread.
+          const estimated = contextValue.cost?.estimated;
+          if (estimated !== undefined) {
+            metrics.operationEstimatedCost.observe(byOperation, estimated);
+            metrics.operationUpstreamCallsPerOperation.observe(byOperation, upstreamCalls);
           }
         },
       };

@@ -43,6 +43,16 @@ export interface Metrics {
   readonly loaderLoads: Counter<'operation_name' | 'operation_type' | 'result'>;
   /** Upstream calls (retries included) made by operations, by bounded name and type. */
   readonly operationUpstreamCalls: Counter<'operation_name' | 'operation_type'>;
+  /** Each admitted HTTP operation's estimated cost (the `QUERY_MAX_COST` measure), by bounded name and type. */
+  readonly operationEstimatedCost: Histogram<'operation_name' | 'operation_type'>;
+  /** Upstream calls (retries included) of each admitted HTTP operation, by bounded name and type. */
+  readonly operationUpstreamCallsPerOperation: Histogram<'operation_name' | 'operation_type'>;
+  /**
+   * Operations missing from the trusted-documents manifest, by why (`unknown-id`, `untrusted-query`,
+   * `id-and-query-differ`, `no-operation`) and what was done (`refused`, or `logged` and run in
+   * log-only mode).
+   */
+  readonly untrustedOperations: Counter<'reason' | 'action'>;
   /** Upstream attempts by method, route template and status (`none` when no answer arrived). */
   readonly upstreamRequests: Counter<'method' | 'route' | 'status'>;
   readonly upstreamDuration: Histogram<'method' | 'route' | 'status'>;
@@ -71,6 +81,10 @@ export interface Metrics {
 
 /** Upstream and operation durations: 5 ms to 30 s. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Estimated operation costs: one field up to the default `QUERY_MAX_COST` (5,000) and past it. */
+const COST_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000];
+/** Upstream calls of one operation: none up to the default `UPSTREAM_MAX_CALLS_PER_OPERATION` (100). */
+const CALL_COUNT_BUCKETS = [0, 1, 2, 3, 5, 10, 25, 50, 100, 250];
 /** Event to delivery: webhook retries can stretch it to minutes. */
 const LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
@@ -132,6 +146,26 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: 'graphql_operation_upstream_calls_total',
       help: 'Upstream calls (retries included) made by GraphQL operations, by operation name and type.',
       labelNames: ['operation_name', 'operation_type'] as const,
+      registers,
+    }),
+    operationEstimatedCost: new Histogram({
+      name: 'graphql_operation_estimated_cost',
+      help: 'Estimated cost (the QUERY_MAX_COST measure) of admitted GraphQL operations over HTTP, by operation name and type.',
+      labelNames: ['operation_name', 'operation_type'] as const,
+      buckets: COST_BUCKETS,
+      registers,
+    }),
+    operationUpstreamCallsPerOperation: new Histogram({
+      name: 'graphql_operation_upstream_calls_per_operation',
+      help: 'Upstream calls (retries included) of each admitted GraphQL operation over HTTP, by operation name and type.',
+      labelNames: ['operation_name', 'operation_type'] as const,
+      buckets: CALL_COUNT_BUCKETS,
+      registers,
+    }),
+    untrustedOperations: new Counter({
+      name: 'graphql_untrusted_operations_total',
+      help: 'Operations missing from the trusted-documents manifest, by reason and action (refused, or logged in log-only mode).',
+      labelNames: ['reason', 'action'] as const,
       registers,
     }),
     upstreamRequests,

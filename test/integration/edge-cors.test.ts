@@ -99,7 +99,7 @@ describe('CORS preflight', () => {
     expect(response.headers['access-control-allow-headers']).toBe(
       'authorization, content-type, accept, apollo-require-preflight, x-apollo-operation-name, ' +
         'apollographql-client-name, apollographql-client-version, x-request-id, traceparent, tracestate, ' +
-        'baggage, cache-control, x-tenant-id',
+        'baggage, cache-control, x-graphql-cost, x-tenant-id',
     );
     expect(response.headers['access-control-max-age']).toBe(String(CORS_MAX_AGE_SECONDS));
     expect(response.headers['vary']).toBe('Origin');

@@ -24,6 +24,7 @@ describe('readEdgeConfig', () => {
           subscriptions: 200,
         },
         trustedDocumentsPath: undefined,
+        trustedDocumentsMode: 'enforce',
       },
     });
     expect(EDGE_CONFIG_DEFAULTS.RATE_LIMIT_REQUESTS).toBe(600);
@@ -41,6 +42,7 @@ describe('readEdgeConfig', () => {
       RATE_LIMIT_WS_CONNECTS: '7',
       RATE_LIMIT_SUBSCRIPTIONS: '9',
       TRUSTED_DOCUMENTS: ' /etc/facade/manifest.json ',
+      TRUSTED_DOCUMENTS_MODE: 'log-only',
     });
     expect(problems).toEqual([]);
     expect(config).toEqual({
@@ -56,6 +58,7 @@ describe('readEdgeConfig', () => {
         subscriptions: 9,
       },
       trustedDocumentsPath: '/etc/facade/manifest.json',
+      trustedDocumentsMode: 'log-only',
     });
   });
 
@@ -95,6 +98,7 @@ describe('readEdgeConfig', () => {
       RATE_LIMIT_REQUESTS: 'many',
       RATE_LIMIT_FAILED_AUTH: '1.5',
       RATE_LIMIT_WS_CONNECTS: '0',
+      TRUSTED_DOCUMENTS_MODE: 'log',
     });
     expect(problems.map((problem) => problem.split(':')[0])).toEqual([
       'TRUST_PROXY',
@@ -103,7 +107,10 @@ describe('readEdgeConfig', () => {
       'RATE_LIMIT_REQUESTS',
       'RATE_LIMIT_FAILED_AUTH',
       'RATE_LIMIT_WS_CONNECTS',
+      'TRUSTED_DOCUMENTS_MODE',
     ]);
+    // A mistyped mode stops the start (loadConfig); what is read meanwhile enforces.
+    expect(config.trustedDocumentsMode).toBe('enforce');
     expect(config.trustProxy).toBe(0);
     expect(config.rateLimits).toEqual({
       enabled: true,
