@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { readAuthConfig } from '../../src/auth/config.ts';
 import { AuthenticationError, createTokenVerifier } from '../../src/auth/token-verifier.ts';
-import { LEAKED_DEMO_SIGNING_KEY } from '../support/leaked-demo-key.ts';
+import { LEAKED_DEMO_PUBLIC_MODULUS } from '../support/leaked-demo-key.ts';
 import { devIssuerEnv, startDevIssuer, useDevIssuer } from '../support/issuer.ts';
 
 describe('the dev issuer with its demo clients', () => {
@@ -34,7 +34,7 @@ describe('the dev issuer with its demo clients', () => {
       alg: 'RS256',
       use: 'sig',
     });
-    expect(keys[0]!['n']).not.toBe(LEAKED_DEMO_SIGNING_KEY.n);
+    expect(keys[0]!['n']).not.toBe(LEAKED_DEMO_PUBLIC_MODULUS);
     expect(
       Object.keys(keys[0]!).filter((member) => ['d', 'p', 'q', 'dp', 'dq', 'qi'].includes(member)),
     ).toEqual([]);

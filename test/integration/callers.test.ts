@@ -9,7 +9,7 @@ import { describe, expect, inject, test } from 'vitest';
 import { keyConfusionToken, signToken, unsignedToken, createTestKey } from '../support/issuer.ts';
 import type { GraphQLResult } from '../support/harness/facade.ts';
 import { useStack } from '../support/harness/stack.ts';
-import { LEAKED_DEMO_SIGNING_KEY, LEAKED_DEMO_SIGNING_KEY_ID } from '../support/leaked-demo-key.ts';
+import { LEAKED_DEMO_SIGNING_KEY_ID, offlineSigningKey } from '../support/leaked-demo-key.ts';
 import { issuerKeyId, issuerSignedToken, tokenClaims } from '../support/tokens.ts';
 
 const stack = useStack();
@@ -25,11 +25,11 @@ function codes(result: GraphQLResult): (string | undefined)[] {
   return (result.body.errors ?? []).map((error) => error.extensions?.code);
 }
 
-/** A token signed with the private key earlier versions of the dev issuer published. */
+/** A token signed offline with a key the issuer never published (as the old demo key now is). */
 async function signWithLeakedKey(payload: JWTPayload, kid: string): Promise<string> {
   return new SignJWT(payload)
     .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid })
-    .sign(await importJWK(LEAKED_DEMO_SIGNING_KEY, 'RS256'));
+    .sign(await offlineSigningKey());
 }
 
 const CUSTOMER = 'query ($id: ID!) { customer(id: $id) { id displayName } }';
@@ -115,7 +115,7 @@ describe('a caller without a valid token', () => {
       },
     ],
     [
-      'signed with the demo key earlier versions published (an operator token minted offline)',
+      'signed offline with a key the issuer never published, under the old demo key id (an operator token)',
       async () =>
         signWithLeakedKey(
           claims({ roles: ['operator'], customer_ids: undefined }),
@@ -123,7 +123,7 @@ describe('a caller without a valid token', () => {
         ),
     ],
     [
-      'signed with the demo key earlier versions published, under the issuer key id',
+      'signed offline with a key the issuer never published, under the issuer key id',
       async () => signWithLeakedKey(claims({ roles: ['operator'] }), issuerKeyId()),
     ],
     ['without a subject', async () => issuerSigned({ sub: undefined })],

@@ -6,13 +6,17 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { importJWK, SignJWT } from 'jose';
+import { SignJWT } from 'jose';
 import { describe, expect, test } from 'vitest';
 import { readComposeFile } from '../../scripts/compose-twin.ts';
 import { demoExposure, isLoopbackHost } from '../../scripts/demo-network-exposure.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { loggedIssuer } from '../support/demo-token.ts';
-import { LEAKED_DEMO_SIGNING_KEY, LEAKED_DEMO_SIGNING_KEY_ID } from '../support/leaked-demo-key.ts';
+import {
+  LEAKED_DEMO_PUBLIC_MODULUS,
+  LEAKED_DEMO_SIGNING_KEY_ID,
+  offlineSigningKey,
+} from '../support/leaked-demo-key.ts';
 import { useNpmStart } from '../support/npm-start.ts';
 
 const processes = useNpmStart();
@@ -58,9 +62,9 @@ describe('the demo issuer key', () => {
         exp: now + 600,
       })
         .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid })
-        .sign(await importJWK(LEAKED_DEMO_SIGNING_KEY, 'RS256'));
+        .sign(await offlineSigningKey());
     const { keys } = (await (await fetch(`${issuer}/jwks`)).json()) as { keys: { kid: string; n: string }[] };
-    expect(keys.map((key) => key.n)).not.toContain(LEAKED_DEMO_SIGNING_KEY.n);
+    expect(keys.map((key) => key.n)).not.toContain(LEAKED_DEMO_PUBLIC_MODULUS);
 
     for (const kid of [LEAKED_DEMO_SIGNING_KEY_ID, keys[0]!.kid]) {
       const response = await fetch(started.graphqlUrl, {
