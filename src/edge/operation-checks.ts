@@ -1,16 +1,18 @@
 /**
  * What is checked once the operation and its variables are known, before execution and before any
- * upstream call, whatever the transport: the operation type is one the transport serves, no
- * variable or literal holds a string the upstream must never see, and the connection-aware cost
- * measured with the variables' values (validation could only count them at their smallest) is
- * within `QUERY_MAX_COST`. What it answers also sets the operation's upstream call budget.
+ * upstream call, whatever the transport: the operation type is one the transport serves, every
+ * variable fits its type, no variable or literal holds a string the upstream must never see, and
+ * the connection-aware cost measured with the variables' values (validation could only count them
+ * at their smallest) is within `QUERY_MAX_COST`. What it answers also sets the operation's
+ * upstream call budget.
  */
-import type {
-  DocumentNode,
-  GraphQLError,
-  GraphQLSchema,
-  OperationDefinitionNode,
-  OperationTypeNode,
+import {
+  getVariableValues,
+  type DocumentNode,
+  type GraphQLError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type OperationTypeNode,
 } from 'graphql';
 import { findEmptyIdLiteral, findMalformedVariable } from '../graph/input-strings.ts';
 import { checkOperationCost, type OperationMeasure } from '../graph/query-limits.ts';
@@ -41,6 +43,16 @@ export function checkOperation(
   if (!transport.serves.has(operation.operation)) return refuse('wrong-transport', transport.elsewhere);
   const malformed = findMalformedVariable(schema, operation, variables);
   if (malformed) return badInput(malformed);
+  // Variables their types cannot hold are the client's mistake over every transport: refused here,
+  // as Apollo refuses them over HTTP, rather than left to the executor, whose error graphql-ws
+  // would send as the facade's own INTERNAL_SERVER_ERROR.
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}, {
+    maxErrors: 1,
+  });
+  if (coerced.errors !== undefined) {
+    const [first] = coerced.errors;
+    if (first !== undefined) return badInput(first);
+  }
   const emptyId = findEmptyIdLiteral(schema, document);
   if (emptyId) return badInput(emptyId);
   const { measure, error } = checkOperationCost(schema, document, operation, variables, maxCost);

@@ -244,6 +244,32 @@ const admissionCases: RefusalCase[] = [
       ),
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
   },
+  {
+    // Refused by the door before execution over both, never an INTERNAL_SERVER_ERROR of the facade.
+    refusal: 'a variable its type cannot hold',
+    http: async (stack) =>
+      post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', { id: { a: 1 } }),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+        { id: { a: 1 } },
+      ),
+    expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
+  },
+  {
+    refusal: 'a required variable left out',
+    http: async (stack) => post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', {}),
+    ws: async (stack) =>
+      subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+        {},
+      ),
+    expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
+  },
 ];
 
 describe('every admission refusal, over HTTP and over graphql-ws', () => {
