@@ -6,11 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { GraphQLSchema } from 'graphql';
-import type { Redis } from 'ioredis';
 import { createAuthenticator, type Authenticator } from '../auth/authenticate.ts';
 import { createTokenVerifier } from '../auth/token-verifier.ts';
 import type { Config } from '../config.ts';
-import { openRedisConnection } from '../events/fan-out/redis-connection.ts';
+import { openRedisConnection, whenRedisReady } from '../events/fan-out/redis-connection.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
@@ -41,7 +40,7 @@ export async function createConfiguredDoor(
       ? openRedisConnection(config.events.redisUrl, 'rate-limits', logger)
       : undefined;
   // Counting starts shared: until the connection is ready each replica would count alone.
-  if (redis !== undefined) await whenReady(redis, REDIS_READY_WAIT_MS);
+  if (redis !== undefined) await whenRedisReady(redis);
   const rateLimits = createRateLimits({
     config: config.edge.rateLimits,
     ...(redis === undefined ? {} : { redis }),
@@ -119,23 +118,5 @@ function createConfiguredAuthenticator(
       return probe.outcome === 'ready' ? 'valid' : probe.outcome === 'refused' ? 'invalid' : 'unavailable';
     },
     isKnownApiKey: (apiKey) => validKeys.has(digest(apiKey)),
-  });
-}
-
-/** How long a start waits for Redis before counting in memory (Redis may come later, or never). */
-const REDIS_READY_WAIT_MS = 2_000;
-
-/** Resolves once `redis` is ready, or after `timeoutMs`: a Redis that is down does not stop the start. */
-async function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
-  if (redis.status === 'ready') return;
-  // Not events.once: it rejects on the 'error' events an unreachable Redis emits.
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, timeoutMs);
-    redis.once('ready', done);
   });
 }

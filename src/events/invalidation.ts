@@ -13,7 +13,7 @@ import {
   type StaleReads,
 } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
-import { openRedisConnection } from './fan-out/redis-connection.ts';
+import { openRedisConnection, whenRedisReady } from './fan-out/redis-connection.ts';
 import type { PlatformEnvironment, PlatformEvent } from './receiving/platform-event.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
@@ -55,8 +55,6 @@ export function invalidateForEvent(cache: ResponseCache, event: PlatformEvent): 
 
 /** How long a failed subscription to the event log waits before it is tried again. */
 const RESUBSCRIBE_DELAY_MS = 5_000;
-/** How long the start waits for Redis to answer before it goes on without the listener. */
-const REDIS_READY_WAIT_MS = 2_000;
 
 /** The event log listener that keeps a replica's cache in step with the events every replica receives. */
 export interface CacheInvalidationListener {
@@ -113,7 +111,7 @@ export function listenForInvalidations(
   const subscribeAll = async (): Promise<void> => {
     await Promise.all((['sandbox', 'live'] as const).map(subscribe));
   };
-  const ready = redis === undefined ? subscribeAll() : whenReady(redis).then(subscribeAll);
+  const ready = redis === undefined ? subscribeAll() : whenRedisReady(redis).then(subscribeAll);
   return {
     ready,
     stop() {
@@ -122,21 +120,6 @@ export function listenForInvalidations(
       timers.clear();
     },
   };
-}
-
-/** Resolves once `redis` is ready, or after {@link REDIS_READY_WAIT_MS}. */
-async function whenReady(redis: Redis): Promise<void> {
-  if (redis.status === 'ready') return;
-  // Not events.once: it rejects on the 'error' events an unreachable Redis emits.
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, REDIS_READY_WAIT_MS);
-    redis.once('ready', done);
-  });
 }
 
 /** The collections a message from another replica may name: what the cache itself knows. */

@@ -23,3 +23,21 @@ export function openRedisConnection(url: string, role: string, logger: Logger): 
   });
   return connection;
 }
+
+/** How long a start waits for Redis before going on without it (Redis may come later, or never). */
+export const REDIS_READY_WAIT_MS = 2_000;
+
+/** Resolves once `redis` is ready, or after `timeoutMs`: a Redis that is down does not stop the start. */
+export async function whenRedisReady(redis: Redis, timeoutMs = REDIS_READY_WAIT_MS): Promise<void> {
+  if (redis.status === 'ready') return;
+  // Not events.once: it rejects on the 'error' events an unreachable Redis emits.
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+  });
+}
