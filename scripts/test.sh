@@ -5,29 +5,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Debian's packages the tests need, each installed only where its command is missing: redis-server;
+# chromium (the browser tests drive /usr/bin/chromium, or CHROMIUM_PATH, and skip, saying so, without
+# one); curl, jq and iproute2's `ip` for the documents' commands (test/operations/docs-commands.test.ts).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-# The browser tests drive /usr/bin/chromium (or CHROMIUM_PATH); they skip, saying so, without one.
 [ -n "${CHROMIUM_PATH:-}" ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
+for tool in curl:curl jq:jq ip:iproute2; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
+done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "Installing ${missing[*]} from Debian's packages..."
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# The documents' commands (test/operations/docs-commands.test.ts) call curl and jq, and `ip` sets up
-# the network namespace they run in.
-missing=""
-for tool in curl:curl jq:jq ip:iproute2; do
-  command -v "${tool%%:*}" >/dev/null 2>&1 || missing="$missing ${tool#*:}"
-done
-if [ -n "$missing" ]; then
-  echo "Installing$missing from Debian's packages..."
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
 npm ci --no-audit --no-fund
