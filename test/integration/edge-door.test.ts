@@ -1,6 +1,7 @@
 /**
- * One door, two transports: every refusal sent over HTTP and over graphql-ws, each answered as the
- * refusal table (src/edge/refusal.ts) says, and none of them reaching the upstream.
+ * One door, three transports: every refusal sent over HTTP, over graphql-ws and over Server-Sent
+ * Events, each answered as the refusal table (src/edge/refusal.ts) says, and none of them reaching
+ * the upstream.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -79,6 +80,42 @@ async function subscribeRefused(
   return { error: errors[0]?.[0]?.extensions?.code };
 }
 
+/**
+ * A subscription the door refuses over Server-Sent Events (`/graphql/stream`): the status and the
+ * first error's code, from the refusal's HTTP answer or, if a stream was opened, its first message.
+ */
+async function streamRefused(
+  stack: Stack,
+  credentials: Credentials,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<HttpAnswer> {
+  const abort = new AbortController();
+  const response = await fetch(`${stack.facadeUrl}/graphql/stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...lowerCased(credentials) },
+    body: JSON.stringify({ query, variables }),
+    signal: abort.signal,
+  });
+  const text = await response.text();
+  abort.abort();
+  const json = (response.headers.get('content-type') ?? '').startsWith('text/event-stream')
+    ? (/^data: ?(.*)$/m.exec(text)?.[1] ?? '{}')
+    : text;
+  const body = JSON.parse(json) as { errors?: { extensions?: { code?: string } }[] };
+  return { status: response.status, code: body.errors?.[0]?.extensions?.code };
+}
+
+/** A browser page of another origin asking first (the preflight) to reach `path`. */
+async function preflightRefused(stack: Stack, path: string): Promise<HttpAnswer> {
+  const response = await fetch(`${stack.facadeUrl}${path}`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' },
+  });
+  const body = (await response.json()) as { errors: { extensions: { code: string } }[] };
+  return { status: response.status, code: body.errors[0]?.extensions.code };
+}
+
 function lowerCased(headers: Credentials): Credentials {
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
 }
@@ -95,7 +132,9 @@ interface RefusalCase {
   refusal: string;
   http(stack: Stack): Promise<HttpAnswer>;
   ws(stack: Stack): Promise<WsAnswer>;
-  expected: { http: HttpAnswer; ws: WsAnswer };
+  sse(stack: Stack): Promise<HttpAnswer>;
+  /** SSE answers a refusal as HTTP does, unless `sse` says otherwise. */
+  expected: { http: HttpAnswer; ws: WsAnswer; sse?: HttpAnswer };
 }
 
 const admissionCases: RefusalCase[] = [
@@ -103,18 +142,21 @@ const admissionCases: RefusalCase[] = [
     refusal: 'no token',
     http: (stack) => post(stack, {}, CUSTOMER),
     ws: (stack) => connectRefused(stack, {}),
+    sse: (stack) => streamRefused(stack, {}, WATCH),
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     refusal: 'a bad token',
     http: (stack) => post(stack, { Authorization: 'Bearer not.a.token' }, CUSTOMER),
     ws: (stack) => connectRefused(stack, { Authorization: 'Bearer not.a.token' }),
+    sse: (stack) => streamRefused(stack, { Authorization: 'Bearer not.a.token' }, WATCH),
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     refusal: 'an expired token',
     http: async (stack) => post(stack, await expiredToken(), CUSTOMER),
     ws: async (stack) => connectRefused(stack, await expiredToken()),
+    sse: async (stack) => streamRefused(stack, await expiredToken(), WATCH),
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
@@ -144,12 +186,14 @@ const admissionCases: RefusalCase[] = [
         socket.once('open', () => reject(new Error('the upgrade was accepted')));
         socket.once('error', () => {});
       }),
+    sse: (stack) => preflightRefused(stack, '/graphql/stream'),
     expected: { http: { status: 403, code: 'FORBIDDEN' }, ws: { upgrade: 403, code: 'FORBIDDEN' } },
   },
   {
     refusal: 'the other transport’s operation type',
     http: async (stack) => post(stack, await as('acme'), WATCH),
     ws: async (stack) => subscribeRefused(stack, await as('acme'), CUSTOMER),
+    sse: async (stack) => streamRefused(stack, await as('acme'), CUSTOMER),
     expected: { http: { status: 400, code: 'BAD_REQUEST' }, ws: { error: 'BAD_REQUEST' } },
   },
   {
@@ -162,6 +206,12 @@ const admissionCases: RefusalCase[] = [
       ),
     ws: async (stack) =>
       subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } }',
+      ),
+    sse: async (stack) =>
+      streamRefused(
         stack,
         await as('acme'),
         'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } }',
@@ -180,6 +230,12 @@ const admissionCases: RefusalCase[] = [
         await as('acme'),
         'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: 60) { nodes { id } } } } } }',
       ),
+    sse: async (stack) =>
+      streamRefused(
+        stack,
+        await as('acme'),
+        'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: 60) { nodes { id } } } } } }',
+      ),
     expected: {
       http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
       ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
@@ -191,6 +247,13 @@ const admissionCases: RefusalCase[] = [
       post(stack, await as('acme'), 'query($n: Int) { customers(first: $n) { nodes { id } } }', { n: 60 }),
     ws: async (stack) =>
       subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription($n: Int) { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: $n) { nodes { id } } } } } }',
+        { n: 60 },
+      ),
+    sse: async (stack) =>
+      streamRefused(
         stack,
         await as('acme'),
         'subscription($n: Int) { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: $n) { nodes { id } } } } } }',
@@ -215,6 +278,12 @@ const admissionCases: RefusalCase[] = [
         await as('acme'),
         `subscription { accountChanged(customerId: "cus_acme") { ${Array.from({ length: 16 }, (_, i) => `a${i}: accountId`).join(' ')} } }`,
       ),
+    sse: async (stack) =>
+      streamRefused(
+        stack,
+        await as('acme'),
+        `subscription { accountChanged(customerId: "cus_acme") { ${Array.from({ length: 16 }, (_, i) => `a${i}: accountId`).join(' ')} } }`,
+      ),
     expected: {
       http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
       ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
@@ -229,6 +298,12 @@ const admissionCases: RefusalCase[] = [
         await as('acme'),
         `subscription { accountChanged(customerId: "cus_acme") { ${'accountId '.repeat(120)}} }`,
       ),
+    sse: async (stack) =>
+      streamRefused(
+        stack,
+        await as('acme'),
+        `subscription { accountChanged(customerId: "cus_acme") { ${'accountId '.repeat(120)}} }`,
+      ),
     expected: { http: { status: 400, code: 'GRAPHQL_PARSE_FAILED' }, ws: { error: 'GRAPHQL_PARSE_FAILED' } },
   },
   {
@@ -237,6 +312,13 @@ const admissionCases: RefusalCase[] = [
       post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', { id: '\udfffcus' }),
     ws: async (stack) =>
       subscribeRefused(
+        stack,
+        await as('acme'),
+        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+        { id: '\udfffcus' },
+      ),
+    sse: async (stack) =>
+      streamRefused(
         stack,
         await as('acme'),
         'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
@@ -256,6 +338,13 @@ const admissionCases: RefusalCase[] = [
         'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
         { id: { a: 1 } },
       ),
+    sse: async (stack) =>
+      streamRefused(
+        stack,
+        await as('acme'),
+        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+        { id: { a: 1 } },
+      ),
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
   },
   {
@@ -268,11 +357,18 @@ const admissionCases: RefusalCase[] = [
         'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
         {},
       ),
+    sse: async (stack) =>
+      streamRefused(
+        stack,
+        await as('acme'),
+        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+        {},
+      ),
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
   },
 ];
 
-describe('every admission refusal, over HTTP and over graphql-ws', () => {
+describe('every admission refusal, over HTTP, graphql-ws and SSE', () => {
   const stack = useStack({
     env: { CORS_ORIGINS: ALLOWED_ORIGIN, QUERY_MAX_COST: '50', QUERY_MAX_TOKENS: '100' },
   });
@@ -285,6 +381,7 @@ describe('every admission refusal, over HTTP and over graphql-ws', () => {
     await stack.resetUpstreamCalls();
     expect(await refusal.http(stack)).toEqual(refusal.expected.http);
     expect(await refusal.ws(stack)).toEqual(refusal.expected.ws);
+    expect(await refusal.sse(stack)).toEqual(refusal.expected.sse ?? refusal.expected.http);
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
 });
