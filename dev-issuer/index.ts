@@ -118,6 +118,13 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   )
     throw new Error('startDevIssuer: client ids must be unique');
   const usersByName = new Map(users.map((user) => [user.username, user]));
+  /** Whom a token was issued to: a signed-in user's token names its account; a server's, its client. */
+  const holderOf = (token: object & { clientId?: string | undefined }) =>
+    'accountId' in token && typeof token.accountId === 'string'
+      ? usersByName.get(token.accountId)
+      : token.clientId === undefined
+        ? undefined
+        : byId.get(token.clientId);
   const webMetadata = webClients.map(webClientMetadata);
   const webOrigins = new Map(webClients.map((client) => [client.clientId, webClientOrigins(client)]));
 
@@ -178,12 +185,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
     },
     extraTokenClaims: (_ctx, token) => {
       // A signed-in user's token carries the user's claims; a server's, its client's.
-      const holder =
-        'accountId' in token && typeof token.accountId === 'string'
-          ? usersByName.get(token.accountId)
-          : token.clientId === undefined
-            ? undefined
-            : byId.get(token.clientId);
+      const holder = holderOf(token);
       if (holder === undefined) return undefined;
       return {
         ...(holder.roles === undefined ? {} : { [rolesClaim]: [...holder.roles] }),
@@ -197,12 +199,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
         // Set here because oidc-provider writes `scope` after the extra claims, from the scopes
         // the request named, and the demo clients name none.
         jwt: (_ctx, token, jwt) => {
-          const holder =
-            'accountId' in token && typeof token.accountId === 'string'
-              ? usersByName.get(token.accountId)
-              : token.clientId === undefined
-                ? undefined
-                : byId.get(token.clientId);
+          const holder = holderOf(token);
           const requested = typeof jwt.payload.scope === 'string' ? jwt.payload.scope.split(' ') : [];
           const scopes = new Set([...requested, ...(holder?.roles ?? [])]);
           scopes.delete('');

@@ -18,7 +18,7 @@ import type { PlatformEnvironment, PlatformEvent } from './receiving/platform-ev
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
 /** The answers `event` makes stale, in the cache's terms. */
-export function staleReadsOfEvent(event: PlatformEvent): readonly StaleReads[] {
+function staleReadsOfEvent(event: PlatformEvent): readonly StaleReads[] {
   const { resourceType, resourceId } = event.data;
   const customerId = event.data.customerId ?? (resourceType === 'customer' ? resourceId : null);
   // Nothing to narrow it down with: a resource outside any customer the facade does not know.

@@ -80,7 +80,7 @@ function checkArgumentsFirst(resolve: FieldResolver): FieldResolver {
 }
 
 /** The first argument `ID` of the field `info` names that is not a plain id, as its refusal. */
-export function findUnsafeIdArgument(
+function findUnsafeIdArgument(
   args: Readonly<Record<string, unknown>>,
   info: Pick<GraphQLResolveInfo, 'parentType' | 'fieldName'>,
 ): IdArgumentError | undefined {

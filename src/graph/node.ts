@@ -52,7 +52,7 @@ type NodeTarget =
  * Parses the node id given at `inputPath`: an {@link IdArgumentError} for a part that is no plain
  * id, a BAD_USER_INPUT naming the accepted forms when it names no readable record.
  */
-export function parseNodeId(nodeId: string, inputPath: InputPath): NodeTarget {
+function parseNodeId(nodeId: string, inputPath: InputPath): NodeTarget {
   const parts = nodeId.split(SEPARATOR);
   const unsafe = parts.length <= 2 ? parts.find((part) => !isPlainId(part)) : undefined;
   if (unsafe !== undefined) throw new IdArgumentError(inputPath, new UnsafeIdError(unsafe));

@@ -9,7 +9,7 @@ import { GraphQLError } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { PageLimitExceededError, readAllPages } from '../upstream/all-pages.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
-import type { Page, PageParams } from '../upstream/types.ts';
+import type { ListedRecord, Page, PageParams } from '../upstream/types.ts';
 import { liveSessionOf } from '../events/delivery/live-context.ts';
 import {
   DROP,
@@ -20,15 +20,6 @@ import {
 } from '../events/delivery/live-stream.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
 import { CursorExpiredError, isCursor } from '../events/log/event-log.ts';
-
-/** A record as a list returns it, with what a replay needs. */
-interface ListedRecord {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  state?: string;
-  status?: string;
-}
 
 /** One resource type of the upstream's events, as the subscriptions see it. */
 interface EventResourceKind {

@@ -23,7 +23,7 @@ export function isPlainId(id: string): boolean {
 }
 
 /** Throws {@link UnsafeIdError} unless `id` has the plain form ({@link isPlainId}). */
-export function assertPlainId(id: string): void {
+function assertPlainId(id: string): void {
   if (!isPlainId(id)) throw new UnsafeIdError(id);
 }
 

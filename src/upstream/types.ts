@@ -80,6 +80,18 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
+/**
+ * A record as the lists return it, with what replays and reconciliation compare: its id, its times,
+ * and its `state` or `status` where it has one.
+ */
+export interface ListedRecord {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  state?: string;
+  status?: string;
+}
+
 /** Paging and filtering of every upstream list. */
 export interface PageParams {
   /** Page size, 1 to 100 (upstream default 25). */

@@ -16,21 +16,12 @@ import type { KeyEnvironments } from '../../upstream/key-environments.ts';
 import { listTransfers } from '../../upstream/money-movement.ts';
 import { listRelatedParties } from '../../upstream/related-parties.ts';
 import { listRules } from '../../upstream/rules.ts';
-import type { Page, PageParams } from '../../upstream/types.ts';
+import type { ListedRecord, Page, PageParams } from '../../upstream/types.ts';
 import { impliedEventType } from '../../graph/resource-feeds.ts';
 import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import type { ReconcileState } from './reconcile-state.ts';
-
-/** A record as the lists return it, with what the comparison needs. */
-interface ListedRecord {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  state?: string;
-  status?: string;
-}
 
 /** The lists read per customer, by the upstream's `resourceType` of their records. */
 const LISTS: Record<
