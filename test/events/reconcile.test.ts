@@ -143,8 +143,13 @@ describe('a change whose webhook arrives', () => {
     });
     expect(response.status).toBe(200);
     await waitFor(() => received.data.length === 1, 'the webhook event');
+    await stack.resetUpstreamCalls();
     // Three reconciliation runs later, the change was compared with the log and found there.
     await new Promise((resolve) => setTimeout(resolve, 3_500));
+    // The reconciler did run meanwhile: it read the upstream's list of acme's accounts.
+    expect(Object.keys((await stack.upstreamCalls()).byRoute)).toContainEqual(
+      expect.stringMatching(/^GET \S*\/accounts$/),
+    );
     expect(received.data.map((data) => data.accountChanged.eventId)).toEqual([
       expect.stringMatching(/^evt_/),
     ]);

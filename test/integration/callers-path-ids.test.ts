@@ -311,6 +311,13 @@ describe('every argument of the schema that takes an id', () => {
     expect(ID_ARGUMENTS.length).toBeGreaterThanOrEqual(65);
   });
 
+  test('finds the entity keys too, so the representations below are probed at all', () => {
+    const keys = ENTITY_KEY_FIELDS.map(({ type, field }) => `${type.name}.${field}`);
+    expect(keys).toEqual(
+      expect.arrayContaining(['Customer.id', 'Account.customerId', 'Account.id', 'Transfer.id']),
+    );
+  });
+
   test('are all on root fields, where this table reaches them', () => {
     // A field below the root taking an id would need an operation reaching it through a parent:
     // extend operationFor when one is added. Its arguments are checked like any other's.
