@@ -74,12 +74,15 @@ async function main(): Promise<void> {
   try {
     const facade = async (name: string, env: Record<string, string>) => {
       const port = await findFreePort();
+      // Each facade serves its metrics on a port of its own (METRICS_PORT's default is one port).
+      const metricsPort = await findFreePort();
       const service = await startService({
         name,
         script: facadeScript,
         port,
         env: {
           PORT: String(port),
+          METRICS_PORT: String(metricsPort),
           HOST: '127.0.0.1',
           NODE_ENV: 'production',
           LOG_LEVEL: 'warn',
@@ -98,6 +101,7 @@ async function main(): Promise<void> {
         ipc: true,
       });
       services.push(service);
+      metricsUrls.set(service.url, `http://127.0.0.1:${String(metricsPort)}`);
       return service;
     };
     const shared = { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'bench-cache:' };
@@ -580,9 +584,14 @@ function emulatorControls(url: string): EmulatorControls {
   };
 }
 
-/** One unlabelled sample of the facade's `/metrics`. */
+/** Each facade's metrics server, by the facade's base URL. */
+const metricsUrls = new Map<string, string>();
+
+/** One unlabelled sample of the `/metrics` of the facade at `baseUrl`. */
 async function gauge(baseUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const metricsUrl = metricsUrls.get(baseUrl);
+  if (metricsUrl === undefined) throw new Error(`no metrics server known for ${baseUrl}`);
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
   return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
 }
 
