@@ -72,3 +72,14 @@ export function acmeAccountUpdated(): PlatformEvent {
     resourceId: 'acc_acme_eth',
   });
 }
+
+/** `account.updated` of the demo customer ada's Polygon account, in the sandbox, happening now. */
+export function adaPolygonAccountUpdated(): PlatformEvent {
+  return upstreamEvent({
+    type: 'account.updated',
+    environment: 'sandbox',
+    customerId: 'cus_ada',
+    resourceType: 'account',
+    resourceId: 'acc_ada_polygon',
+  });
+}
