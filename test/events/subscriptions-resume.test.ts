@@ -5,7 +5,12 @@
  */
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { acmeAccountUpdated, postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import {
+  acmeAccountUpdated,
+  createRelatedParty,
+  postSignedEvent,
+  upstreamEvent,
+} from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -28,18 +33,7 @@ async function subscriptionsStarted(replica: RunningFacade, more: number): Promi
   await replica.subscriptionsStarted(total);
 }
 
-async function createParty(lastName: string): Promise<string> {
-  const created = await stack.emulator.rest('POST', '/v3/customers/cus_globex/related-parties', {
-    body: {
-      partyType: 'person',
-      roles: ['officer'],
-      title: 'Officer',
-      person: { firstName: 'Test', lastName, residenceCountry: 'US' },
-    },
-  });
-  expect(created.status).toBe(201);
-  return created.body.data.id as string;
-}
+const createParty = (lastName: string) => createRelatedParty(stack.emulator, 'cus_globex', lastName);
 
 async function archiveParty(id: string): Promise<void> {
   const archived = await stack.emulator.rest('DELETE', `/v3/customers/cus_globex/related-parties/${id}`);
