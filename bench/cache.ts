@@ -34,10 +34,11 @@ import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
-import { generateWebhookSecret, signWebhook } from '../emulator/webhooks/signature.ts';
+import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { startRedisServer } from '../scripts/redis-server.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
+import { postSigned } from './fanout.ts';
 import { percentile, runLoad, type LoadResult } from './load.ts';
 import { askMemoryUsage } from './memory-probe-protocol.ts';
 import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
@@ -307,7 +308,7 @@ async function measureFreshness(
     if (!topUp.ok) throw new Error(`the top-up answered ${topUp.status}`);
     const expected = before + 1;
     const sent = performance.now();
-    const ack = await postWebhook(`${webhookBaseUrl}/webhooks/platform`, secret, accountUpdated());
+    const ack = (await postSigned(webhookBaseUrl, secret, accountUpdated())).status;
     const acknowledged = performance.now();
     acks.push(acknowledged - sent);
     if (ack !== 200) throw new Error(`the webhook answered ${ack}`);
@@ -538,23 +539,6 @@ function accountUpdated() {
       object: { id: 'acc_ada_polygon' },
     },
   };
-}
-
-async function postWebhook(url: string, secret: string, event: { id: string }): Promise<number> {
-  const body = JSON.stringify(event);
-  const timestamp = Math.floor(Date.now() / 1000);
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'webhook-id': event.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
-    },
-    body,
-  });
-  await response.arrayBuffer();
-  return response.status;
 }
 
 interface EmulatorControls {

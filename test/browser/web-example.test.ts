@@ -9,168 +9,155 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { buildWebExample } from '../../examples/web/build.ts';
 import { startWebServer, type WebConfig, type WebServer } from '../../examples/web/serve.ts';
-import {
-  BROWSER_TEST_TIMEOUT_MS,
-  browserSkipReason,
-  textOf,
-  useBrowser,
-  waitForText,
-} from '../support/harness/browser.ts';
+import { describeInBrowser, textOf, useBrowser, waitForText } from '../support/harness/browser.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
 import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
 
-const skip = browserSkipReason();
-// Said where it shows in every reporter, not only in the skipped suite's name.
-if (skip !== undefined) console.log(`Browser tests ${skip}`);
 const MANIFEST = path.resolve('examples/web/src/gql/persisted-documents.json');
 
-describe.skipIf(skip !== undefined)(
-  `the example web app in Chromium${skip ? ` (${skip})` : ''}`,
-  { timeout: BROWSER_TEST_TIMEOUT_MS },
-  () => {
-    const browser = useBrowser();
-    const secret = generateWebhookSecret();
-    let built: string;
-    let web: WebServer;
-    let issuer: DevIssuer;
-    let stack: Stack;
-    let config: WebConfig | undefined;
-    /** The app from the allowed origin, and the same server under another name (another origin). */
-    let allowedOrigin: string;
-    let otherOrigin: string;
+describeInBrowser('the example web app in Chromium', () => {
+  const browser = useBrowser();
+  const secret = generateWebhookSecret();
+  let built: string;
+  let web: WebServer;
+  let issuer: DevIssuer;
+  let stack: Stack;
+  let config: WebConfig | undefined;
+  /** The app from the allowed origin, and the same server under another name (another origin). */
+  let allowedOrigin: string;
+  let otherOrigin: string;
 
-    beforeAll(async () => {
-      built = await mkdtemp(path.join(os.tmpdir(), 'web-example-'));
-      await buildWebExample(built);
-      web = await startWebServer({
-        root: built,
-        config: () => {
-          if (config === undefined) throw new Error('the stack has not started yet');
-          return config;
-        },
-      });
-      allowedOrigin = `http://127.0.0.1:${web.port}`;
-      otherOrigin = `http://localhost:${web.port}`;
-      // The app's public client may come back to either origin; only the first may call the facade.
-      issuer = await startDevIssuer({
-        webClients: [{ clientId: 'demo-web', redirectUris: [`${allowedOrigin}/`, `${otherOrigin}/`] }],
-      });
-      stack = await startStack({
-        env: {
-          ...devIssuerEnv(issuer),
-          CORS_ORIGINS: allowedOrigin,
-          TRUSTED_DOCUMENTS: MANIFEST,
-          WEBHOOK_SECRETS: secret,
-        },
-      });
-      config = {
-        graphqlUrl: stack.graphqlUrl,
-        issuer: issuer.issuer,
-        clientId: 'demo-web',
-        resource: issuer.resource,
-      };
+  beforeAll(async () => {
+    built = await mkdtemp(path.join(os.tmpdir(), 'web-example-'));
+    await buildWebExample(built);
+    web = await startWebServer({
+      root: built,
+      config: () => {
+        if (config === undefined) throw new Error('the stack has not started yet');
+        return config;
+      },
+    });
+    allowedOrigin = `http://127.0.0.1:${web.port}`;
+    otherOrigin = `http://localhost:${web.port}`;
+    // The app's public client may come back to either origin; only the first may call the facade.
+    issuer = await startDevIssuer({
+      webClients: [{ clientId: 'demo-web', redirectUris: [`${allowedOrigin}/`, `${otherOrigin}/`] }],
+    });
+    stack = await startStack({
+      env: {
+        ...devIssuerEnv(issuer),
+        CORS_ORIGINS: allowedOrigin,
+        TRUSTED_DOCUMENTS: MANIFEST,
+        WEBHOOK_SECRETS: secret,
+      },
+    });
+    config = {
+      graphqlUrl: stack.graphqlUrl,
+      issuer: issuer.issuer,
+      clientId: 'demo-web',
+      resource: issuer.resource,
+    };
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+    await issuer?.close();
+    await web?.close();
+    if (built !== undefined) await rm(built, { recursive: true, force: true });
+  });
+
+  /** Opens the app at `origin` and signs in as acme on the issuer's login page. */
+  async function signIn(page: Page, origin: string): Promise<void> {
+    await page.goto(`${origin}/`);
+    await (await page.waitForSelector('[data-testid="sign-in"]'))!.click();
+    // The issuer's own login page, on the issuer's origin.
+    await page.waitForSelector('input[name="username"]');
+    expect(new URL(page.url()).origin).toBe(issuer.issuer);
+    await page.type('input[name="username"]', 'acme');
+    await page.type('input[name="password"]', 'acme-demo-password');
+    await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
+  }
+
+  test('signs in, renders the dashboard, pages, tops up into the cached balance, and hears a change live', async () => {
+    const page = await browser.newPage();
+    // What the app's requests to the facade carry: Apollo Client's own headers need CORS to allow them.
+    const sent: Record<string, string>[] = [];
+    page.on('request', (request) => {
+      if (request.url() === stack.graphqlUrl && request.method() === 'POST') sent.push(request.headers());
+    });
+    await signIn(page, allowedOrigin);
+
+    // Back on the app, the code gone from the address bar; the dashboard of acme's own customer.
+    await waitForText(page, '[data-testid="customer-name"]', 'Acme Robotics Ltd');
+    expect(page.url()).toBe(`${allowedOrigin}/`);
+    const rows = () => page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-testid')));
+    expect(await rows()).toEqual(['account-acc_acme_eth', 'account-acc_acme_polygon']);
+    expect(sent[0]).toMatchObject({
+      'apollographql-client-name': 'platform-web-example',
+      'apollographql-client-version': '1.0.0',
+    });
+    expect(sent[0]!['authorization']).toMatch(/^Bearer ey/);
+
+    // The next page merges below the first (relayStylePagination), and no page follows it.
+    await page.click('[data-testid="more-accounts"]');
+    await page.waitForSelector('[data-testid="account-acc_acme_bank"]');
+    expect(await rows()).toEqual([
+      'account-acc_acme_eth',
+      'account-acc_acme_polygon',
+      'account-acc_acme_bank',
+    ]);
+    expect(await page.$('[data-testid="more-accounts"]')).toBeNull();
+
+    // A top-up: its payload's account replaces the cached one, so the row shows the new balance.
+    const eth = '[data-testid="account-acc_acme_eth"]';
+    const before = await textOf(page, `${eth} [data-testid="available"]`);
+    const [amount, currency] = before.split(' ');
+    const expected = `${(Number(amount) + 25).toFixed(2)} ${currency}`;
+    await stack.resetUpstreamCalls();
+    await page.click(`${eth} [data-testid="top-up"]`);
+    await waitForText(page, `${eth} [data-testid="available"]`, expected);
+    // One write upstream and the account read back: nothing refetched the dashboard's list.
+    const calls = await stack.upstreamCalls();
+    expect(calls.byRoute).toEqual({
+      'POST /v3/sandbox/accounts/{accountId}/topup': 1,
+      'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
     });
 
-    afterAll(async () => {
-      await stack?.close();
-      await issuer?.close();
-      await web?.close();
-      if (built !== undefined) await rm(built, { recursive: true, force: true });
+    // A change made elsewhere (the operator tops up the same wallet through another client)
+    // reaches the page over graphql-ws; the event's account lands in the cache and in the row.
+    await stack.subscriptionsStarted(1);
+    const topUp = await stack.query(
+      `mutation { sandboxTopUp(input: { accountId: "acc_acme_eth", amount: "7.00", currency: "${currency}", idempotencyKey: "browser-live-${Date.now()}" }) { topUp { id } } }`,
+      undefined,
+      { authorization: `Bearer ${await issuer.token('demo-operator')}` },
+    );
+    expect(topUp.body.errors).toBeUndefined();
+    const event = acmeAccountUpdated();
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
+    const live = `${(Number(amount) + 25 + 7).toFixed(2)} ${currency}`;
+    await waitForText(page, `${eth} [data-testid="available"]`, live);
+    expect(await textOf(page, `[data-testid="live-events"] li[data-event-id="${event.id}"]`)).toBe(
+      `account.updated acc_acme_eth: ${live}`,
+    );
+  });
+
+  test('the same page served from an origin not in CORS_ORIGINS signs in but is refused by the facade', async () => {
+    const page = await browser.newPage();
+    const refusedPreflights: number[] = [];
+    page.on('response', (response) => {
+      if (response.url().startsWith(stack.graphqlUrl) && response.request().method() === 'OPTIONS')
+        refusedPreflights.push(response.status());
     });
+    await signIn(page, otherOrigin);
 
-    /** Opens the app at `origin` and signs in as acme on the issuer's login page. */
-    async function signIn(page: Page, origin: string): Promise<void> {
-      await page.goto(`${origin}/`);
-      await (await page.waitForSelector('[data-testid="sign-in"]'))!.click();
-      // The issuer's own login page, on the issuer's origin.
-      await page.waitForSelector('input[name="username"]');
-      expect(new URL(page.url()).origin).toBe(issuer.issuer);
-      await page.type('input[name="username"]', 'acme');
-      await page.type('input[name="password"]', 'acme-demo-password');
-      await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
-    }
-
-    test('signs in, renders the dashboard, pages, tops up into the cached balance, and hears a change live', async () => {
-      const page = await browser.newPage();
-      // What the app's requests to the facade carry: Apollo Client's own headers need CORS to allow them.
-      const sent: Record<string, string>[] = [];
-      page.on('request', (request) => {
-        if (request.url() === stack.graphqlUrl && request.method() === 'POST') sent.push(request.headers());
-      });
-      await signIn(page, allowedOrigin);
-
-      // Back on the app, the code gone from the address bar; the dashboard of acme's own customer.
-      await waitForText(page, '[data-testid="customer-name"]', 'Acme Robotics Ltd');
-      expect(page.url()).toBe(`${allowedOrigin}/`);
-      const rows = () => page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-testid')));
-      expect(await rows()).toEqual(['account-acc_acme_eth', 'account-acc_acme_polygon']);
-      expect(sent[0]).toMatchObject({
-        'apollographql-client-name': 'platform-web-example',
-        'apollographql-client-version': '1.0.0',
-      });
-      expect(sent[0]!['authorization']).toMatch(/^Bearer ey/);
-
-      // The next page merges below the first (relayStylePagination), and no page follows it.
-      await page.click('[data-testid="more-accounts"]');
-      await page.waitForSelector('[data-testid="account-acc_acme_bank"]');
-      expect(await rows()).toEqual([
-        'account-acc_acme_eth',
-        'account-acc_acme_polygon',
-        'account-acc_acme_bank',
-      ]);
-      expect(await page.$('[data-testid="more-accounts"]')).toBeNull();
-
-      // A top-up: its payload's account replaces the cached one, so the row shows the new balance.
-      const eth = '[data-testid="account-acc_acme_eth"]';
-      const before = await textOf(page, `${eth} [data-testid="available"]`);
-      const [amount, currency] = before.split(' ');
-      const expected = `${(Number(amount) + 25).toFixed(2)} ${currency}`;
-      await stack.resetUpstreamCalls();
-      await page.click(`${eth} [data-testid="top-up"]`);
-      await waitForText(page, `${eth} [data-testid="available"]`, expected);
-      // One write upstream and the account read back: nothing refetched the dashboard's list.
-      const calls = await stack.upstreamCalls();
-      expect(calls.byRoute).toEqual({
-        'POST /v3/sandbox/accounts/{accountId}/topup': 1,
-        'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
-      });
-
-      // A change made elsewhere (the operator tops up the same wallet through another client)
-      // reaches the page over graphql-ws; the event's account lands in the cache and in the row.
-      await stack.subscriptionsStarted(1);
-      const topUp = await stack.query(
-        `mutation { sandboxTopUp(input: { accountId: "acc_acme_eth", amount: "7.00", currency: "${currency}", idempotencyKey: "browser-live-${Date.now()}" }) { topUp { id } } }`,
-        undefined,
-        { authorization: `Bearer ${await issuer.token('demo-operator')}` },
-      );
-      expect(topUp.body.errors).toBeUndefined();
-      const event = acmeAccountUpdated();
-      expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
-      const live = `${(Number(amount) + 25 + 7).toFixed(2)} ${currency}`;
-      await waitForText(page, `${eth} [data-testid="available"]`, live);
-      expect(await textOf(page, `[data-testid="live-events"] li[data-event-id="${event.id}"]`)).toBe(
-        `account.updated acc_acme_eth: ${live}`,
-      );
-    });
-
-    test('the same page served from an origin not in CORS_ORIGINS signs in but is refused by the facade', async () => {
-      const page = await browser.newPage();
-      const refusedPreflights: number[] = [];
-      page.on('response', (response) => {
-        if (response.url().startsWith(stack.graphqlUrl) && response.request().method() === 'OPTIONS')
-          refusedPreflights.push(response.status());
-      });
-      await signIn(page, otherOrigin);
-
-      // The browser withholds the facade's answer: the page shows the failure, never the data.
-      await page.waitForSelector('[data-testid="problem"]');
-      expect(await page.$('[data-testid="customer-name"]')).toBeNull();
-      expect(refusedPreflights).toContain(403);
-    });
-  },
-);
+    // The browser withholds the facade's answer: the page shows the failure, never the data.
+    await page.waitForSelector('[data-testid="problem"]');
+    expect(await page.$('[data-testid="customer-name"]')).toBeNull();
+    expect(refusedPreflights).toContain(403);
+  });
+});

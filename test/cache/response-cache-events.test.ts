@@ -6,7 +6,12 @@
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { SUBSCRIBED_EVENT_KINDS } from '../../src/events/receiving/event-kinds.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import {
+  acmeAccountUpdated,
+  adaPolygonAccountUpdated,
+  postSignedEvent,
+  upstreamEvent,
+} from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
 
 const secret = generateWebhookSecret();
@@ -36,87 +41,65 @@ const CUSTOMERS = 'GET /v3/customers';
 const route = (collection: string, id?: string) =>
   `GET /v3/customers/{customerId}/${collection}${id === undefined ? '' : `/{${id}}`}`;
 
+/** Per resource: what an event about it names, and the reads the next operation must send again. */
+const CUSTOMER_ROW = { resourceType: 'customer', resourceId: 'cus_acme', sentAgain: [CUSTOMER, CUSTOMERS] };
+const ACCOUNT_ROW = {
+  resourceType: 'account',
+  resourceId: 'acc_acme_eth',
+  sentAgain: [route('accounts', 'accountId'), route('accounts')],
+};
+const CAPABILITY_ROW = {
+  resourceType: 'capability',
+  resourceId: 'cap_acme_ach',
+  sentAgain: [route('capabilities', 'capabilityId'), route('capabilities')],
+};
+const RELATED_PARTY_ROW = {
+  resourceType: 'related_party',
+  resourceId: 'rp_acme_ceo',
+  sentAgain: [route('related-parties', 'relatedPartyId'), route('related-parties'), CUSTOMER, CUSTOMERS],
+};
+const DOCUMENT_ROW = {
+  resourceType: 'document',
+  resourceId: 'doc_acme_incorporation',
+  sentAgain: [route('documents', 'documentId'), route('documents')],
+};
+const RULE_ROW = {
+  resourceType: 'rule',
+  resourceId: 'rul_acme_sweep',
+  sentAgain: [route('rules', 'ruleId'), route('rules')],
+};
+const TRANSFER_ROW = {
+  resourceType: 'transfer',
+  resourceId: 'trf_acme_payout',
+  sentAgain: [
+    route('transfers', 'transferId'),
+    route('transfers'),
+    route('accounts', 'accountId'),
+    route('accounts'),
+    route('quotes', 'quoteId'),
+    route('quotes'),
+  ],
+};
+
 /** Per event kind: the resource it is about, and the reads the next operation must send again. */
 const ROWS: Record<
   (typeof SUBSCRIBED_EVENT_KINDS)[number],
   { resourceType: string; resourceId: string; sentAgain: string[] }
 > = {
-  'customer.created': { resourceType: 'customer', resourceId: 'cus_acme', sentAgain: [CUSTOMER, CUSTOMERS] },
-  'customer.updated': { resourceType: 'customer', resourceId: 'cus_acme', sentAgain: [CUSTOMER, CUSTOMERS] },
-  'account.created': {
-    resourceType: 'account',
-    resourceId: 'acc_acme_eth',
-    sentAgain: [route('accounts', 'accountId'), route('accounts')],
-  },
-  'account.updated': {
-    resourceType: 'account',
-    resourceId: 'acc_acme_eth',
-    sentAgain: [route('accounts', 'accountId'), route('accounts')],
-  },
-  'capability.created': {
-    resourceType: 'capability',
-    resourceId: 'cap_acme_ach',
-    sentAgain: [route('capabilities', 'capabilityId'), route('capabilities')],
-  },
-  'capability.status_changed': {
-    resourceType: 'capability',
-    resourceId: 'cap_acme_ach',
-    sentAgain: [route('capabilities', 'capabilityId'), route('capabilities')],
-  },
-  'related_party.created': {
-    resourceType: 'related_party',
-    resourceId: 'rp_acme_ceo',
-    sentAgain: [route('related-parties', 'relatedPartyId'), route('related-parties'), CUSTOMER, CUSTOMERS],
-  },
-  'related_party.archived': {
-    resourceType: 'related_party',
-    resourceId: 'rp_acme_ceo',
-    sentAgain: [route('related-parties', 'relatedPartyId'), route('related-parties'), CUSTOMER, CUSTOMERS],
-  },
-  'document.archived': {
-    resourceType: 'document',
-    resourceId: 'doc_acme_incorporation',
-    sentAgain: [route('documents', 'documentId'), route('documents')],
-  },
-  'rule.created': {
-    resourceType: 'rule',
-    resourceId: 'rul_acme_sweep',
-    sentAgain: [route('rules', 'ruleId'), route('rules')],
-  },
-  'rule.updated': {
-    resourceType: 'rule',
-    resourceId: 'rul_acme_sweep',
-    sentAgain: [route('rules', 'ruleId'), route('rules')],
-  },
-  'rule.archived': {
-    resourceType: 'rule',
-    resourceId: 'rul_acme_sweep',
-    sentAgain: [route('rules', 'ruleId'), route('rules')],
-  },
-  'transfer.created': {
-    resourceType: 'transfer',
-    resourceId: 'trf_acme_payout',
-    sentAgain: [
-      route('transfers', 'transferId'),
-      route('transfers'),
-      route('accounts', 'accountId'),
-      route('accounts'),
-      route('quotes', 'quoteId'),
-      route('quotes'),
-    ],
-  },
-  'transfer.completed': {
-    resourceType: 'transfer',
-    resourceId: 'trf_acme_payout',
-    sentAgain: [
-      route('transfers', 'transferId'),
-      route('transfers'),
-      route('accounts', 'accountId'),
-      route('accounts'),
-      route('quotes', 'quoteId'),
-      route('quotes'),
-    ],
-  },
+  'customer.created': CUSTOMER_ROW,
+  'customer.updated': CUSTOMER_ROW,
+  'account.created': ACCOUNT_ROW,
+  'account.updated': ACCOUNT_ROW,
+  'capability.created': CAPABILITY_ROW,
+  'capability.status_changed': CAPABILITY_ROW,
+  'related_party.created': RELATED_PARTY_ROW,
+  'related_party.archived': RELATED_PARTY_ROW,
+  'document.archived': DOCUMENT_ROW,
+  'rule.created': RULE_ROW,
+  'rule.updated': RULE_ROW,
+  'rule.archived': RULE_ROW,
+  'transfer.created': TRANSFER_ROW,
+  'transfer.completed': TRANSFER_ROW,
 };
 
 async function readEverything(): Promise<void> {
@@ -160,13 +143,7 @@ describe('the response cache', () => {
   test('a forged webhook drops nothing', async () => {
     await readEverything();
     await stack.resetUpstreamCalls();
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const event = acmeAccountUpdated();
     expect((await postSignedEvent(stack.facade.webhookUrl, generateWebhookSecret(), event)).status).toBe(401);
     await readEverything();
     expect((await stack.upstreamCalls()).total).toBe(0);
@@ -203,13 +180,7 @@ describe('the response cache', () => {
     expect(await balance()).toBe(before);
 
     await stack.resetUpstreamCalls();
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_ada',
-      resourceType: 'account',
-      resourceId: 'acc_ada_polygon',
-    });
+    const event = adaPolygonAccountUpdated();
     expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
     expect(Number(await balance())).toBe(Number(before) + 5);
     expect((await stack.upstreamCalls()).total).toBe(1);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { adaPolygonAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
 import { connectRedis } from '../support/harness/redis.ts';
 import { useStack } from '../support/harness/stack.ts';
@@ -41,13 +41,7 @@ describe('the response cache of two replicas', () => {
 
     const otherCache = other.app.responseCache!;
     const droppedBefore = otherCache.stats().invalidations;
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_ada',
-      resourceType: 'account',
-      resourceId: 'acc_ada_polygon',
-    });
+    const event = adaPolygonAccountUpdated();
     expect((await postSignedEvent(receiving.webhookUrl, secret, event)).status).toBe(200);
     // The receiving replica: the first read after the acknowledgement asks the upstream.
     expect(await usdcOfAda(receiving)).toBe(before + 3);

@@ -6,6 +6,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { tokenFor } from '../support/tokens.ts';
+import { createRelatedParty } from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
@@ -43,18 +44,8 @@ async function connected<C extends { subscribe(query: string): { stop(): void; d
 const codesOf = (errors: unknown[]) =>
   errors.map((error) => (error as { extensions?: { code?: string } }).extensions?.code);
 
-async function createParty(customerId: string, lastName: string): Promise<string> {
-  const created = await stack.emulator.rest('POST', `/v3/customers/${customerId}/related-parties`, {
-    body: {
-      partyType: 'person',
-      roles: ['officer'],
-      title: 'Officer',
-      person: { firstName: 'Test', lastName, residenceCountry: 'US' },
-    },
-  });
-  expect(created.status).toBe(201);
-  return created.body.data.id as string;
-}
+const createParty = (customerId: string, lastName: string) =>
+  createRelatedParty(stack.emulator, customerId, lastName);
 
 /** Every subscription field that names a customer, for `customerId`. */
 const SUBSCRIPTIONS_OF = (customerId: string) => [

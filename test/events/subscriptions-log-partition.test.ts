@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
 import { requireRedisUrl } from '../support/harness/redis.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
@@ -39,16 +39,6 @@ afterAll(async () => {
 
 const ACCOUNT = `subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId cursor } }`;
 
-function accountUpdated() {
-  return upstreamEvent({
-    type: 'account.updated',
-    environment: 'sandbox',
-    customerId: 'cus_acme',
-    resourceType: 'account',
-    resourceId: 'acc_acme_eth',
-  });
-}
-
 describe('a replica cut off from Redis while events flow', () => {
   test(
     'its subscribers receive every event, in order, once, after it is back',
@@ -61,7 +51,7 @@ describe('a replica cut off from Redis while events flow', () => {
 
       const sent: string[] = [];
       const send = async (): Promise<void> => {
-        const event = accountUpdated();
+        const event = acmeAccountUpdated();
         // Received by replica A, whose Redis link stays up: the log holds every one.
         expect((await postSignedEvent(replicaA.webhookUrl, secret, event)).status).toBe(200);
         sent.push(event.id);

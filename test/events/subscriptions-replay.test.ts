@@ -1,21 +1,11 @@
 import { describe, expect, test } from 'vitest';
+import { createRelatedParty } from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
 const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
 
-async function createParty(lastName: string): Promise<string> {
-  const created = await stack.emulator.rest('POST', '/v3/customers/cus_globex/related-parties', {
-    body: {
-      partyType: 'person',
-      roles: ['officer'],
-      title: 'Officer',
-      person: { firstName: 'Test', lastName, residenceCountry: 'US' },
-    },
-  });
-  expect(created.status).toBe(201);
-  return created.body.data.id as string;
-}
+const createParty = (lastName: string) => createRelatedParty(stack.emulator, 'cus_globex', lastName);
 
 const RELATED_PARTY_CHANGED = `subscription ($since: DateTime) {
   relatedPartyChanged(customerId: "cus_globex", since: $since) {

@@ -5,7 +5,12 @@
  */
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import {
+  acmeAccountUpdated,
+  createRelatedParty,
+  postSignedEvent,
+  upstreamEvent,
+} from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -28,18 +33,7 @@ async function subscriptionsStarted(replica: RunningFacade, more: number): Promi
   await replica.subscriptionsStarted(total);
 }
 
-async function createParty(lastName: string): Promise<string> {
-  const created = await stack.emulator.rest('POST', '/v3/customers/cus_globex/related-parties', {
-    body: {
-      partyType: 'person',
-      roles: ['officer'],
-      title: 'Officer',
-      person: { firstName: 'Test', lastName, residenceCountry: 'US' },
-    },
-  });
-  expect(created.status).toBe(201);
-  return created.body.data.id as string;
-}
+const createParty = (lastName: string) => createRelatedParty(stack.emulator, 'cus_globex', lastName);
 
 async function archiveParty(id: string): Promise<void> {
   const archived = await stack.emulator.rest('DELETE', `/v3/customers/cus_globex/related-parties/${id}`);
@@ -170,13 +164,7 @@ describe('resuming with a cursor', () => {
     const [first, second] = replicas();
     const operator = first.connect().subscribe(`subscription { events { eventId cursor customerId } }`);
     await subscriptionsStarted(first, 1);
-    const start = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const start = acmeAccountUpdated();
     expect((await postSignedEvent(first.webhookUrl, secret, start)).status).toBe(200);
     await waitFor(() => operator.data.length === 1, 'the starting event');
     const after = operator.data[0].events.cursor as string;
@@ -212,13 +200,7 @@ describe('resuming with a cursor', () => {
     await subscriptionsStarted(second, 1);
     await waitFor(() => scoped.data.length === 1, 'the acme event');
     // A marker of acme's, appended last: had the globex event been delivered it would be before it.
-    const marker = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const marker = acmeAccountUpdated();
     expect((await postSignedEvent(first.webhookUrl, secret, marker)).status).toBe(200);
     await waitFor(() => scoped.data.length === 2, 'the marker');
     expect(scoped.data.map((data) => data.events.eventId)).toEqual([acme.id, marker.id]);
@@ -237,13 +219,7 @@ describe('resuming with a cursor', () => {
         `subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { cursor } }`,
       );
     await subscriptionsStarted(first, 1);
-    const event = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_acme',
-      resourceType: 'account',
-      resourceId: 'acc_acme_eth',
-    });
+    const event = acmeAccountUpdated();
     expect((await postSignedEvent(first.webhookUrl, secret, event)).status).toBe(200);
     await waitFor(() => watcher.data.length === 1, 'the event');
     const old = watcher.data[0].accountChanged.cursor as string;

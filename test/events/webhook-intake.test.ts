@@ -20,7 +20,7 @@ import {
   type WebhookRouterOptions,
 } from '../../src/events/receiving/webhook-route.ts';
 import { createLogger } from '../../src/logger.ts';
-import { acmeAccountUpdated, makeEvent } from '../support/harness/events.ts';
+import { acmeAccountUpdated, makeEvent, postSignedEvent } from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
@@ -217,13 +217,12 @@ describe('stalled bodies', () => {
 
     // And a signed delivery from another address goes through at once.
     const event = makeEvent();
-    const body = JSON.stringify(event);
-    const response = await fetch(`http://127.0.0.1:${receiver.port}/webhooks/platform`, {
-      method: 'POST',
-      headers: signedHeaders(secret, event, body),
-      body,
-    });
-    expect(response.status).toBe(200);
+    const delivery = await postSignedEvent(
+      `http://127.0.0.1:${receiver.port}/webhooks/platform`,
+      secret,
+      event,
+    );
+    expect(delivery.status).toBe(200);
     await waitFor(() => receiver.published.length === 1, 'the event to reach the log');
     expect(receiver.published.map((published) => published.id)).toEqual([event.id]);
   });
@@ -258,13 +257,12 @@ describe('reading slots under a flood of stalled bodies', () => {
 
     // The line is full, yet the signed delivery gets in, and is read before the flood's waiters.
     const event = makeEvent();
-    const body = JSON.stringify(event);
-    const response = await fetch(`http://127.0.0.1:${receiver.port}/webhooks/platform`, {
-      method: 'POST',
-      headers: signedHeaders(secret, event, body),
-      body,
-    });
-    expect(await response.json()).toEqual({ received: true, eventId: event.id, duplicate: false });
+    const delivery = await postSignedEvent(
+      `http://127.0.0.1:${receiver.port}/webhooks/platform`,
+      secret,
+      event,
+    );
+    expect(delivery.body).toEqual({ received: true, eventId: event.id, duplicate: false });
     await waitFor(() => receiver.published.length === 1, 'the event to reach the log');
     expect(receiver.published.map((published) => published.id)).toEqual([event.id]);
     const statuses = await Promise.all(stalled.map((exchange) => exchange.status));

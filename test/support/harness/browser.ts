@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { afterAll, beforeAll, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, onTestFailed } from 'vitest';
 
 /** Where Chromium is looked for, in order; `CHROMIUM_PATH` first when set. */
 const CHROMIUM_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
@@ -46,6 +46,20 @@ const STEP_TIMEOUT_MS = 15_000;
 
 /** Time for a browser test: launching Chromium and a sign-in on a loaded machine take seconds. */
 export const BROWSER_TEST_TIMEOUT_MS = 60_000;
+
+/**
+ * A `describe` of browser tests, with the browser test timeout; skipped, saying why in its name and
+ * on the console (where it shows in every reporter), when no Chromium is installed.
+ */
+export function describeInBrowser(name: string, body: () => void): void {
+  const skip = browserSkipReason();
+  if (skip !== undefined) console.log(`Browser tests ${skip}`);
+  describe.skipIf(skip !== undefined)(
+    `${name}${skip ? ` (${skip})` : ''}`,
+    { timeout: BROWSER_TEST_TIMEOUT_MS },
+    body,
+  );
+}
 
 export interface TestBrowser {
   /** A new page in a context of its own (no cookies or storage shared with other pages). */

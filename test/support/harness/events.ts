@@ -2,8 +2,10 @@
  * Upstream events for the tests: well-formed envelopes as the emulator would send them, and their
  * Standard Webhooks delivery, signed, to a facade's webhook route.
  */
+import { expect } from 'vitest';
 import { signWebhook } from '../../../emulator/webhooks/signature.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/receiving/platform-event.ts';
+import type { RunningEmulator } from './emulator.ts';
 
 let sequence = 0;
 
@@ -71,4 +73,36 @@ export function acmeAccountUpdated(): PlatformEvent {
     resourceType: 'account',
     resourceId: 'acc_acme_eth',
   });
+}
+
+/** `account.updated` of the demo customer ada's Polygon account, in the sandbox, happening now. */
+export function adaPolygonAccountUpdated(): PlatformEvent {
+  return upstreamEvent({
+    type: 'account.updated',
+    environment: 'sandbox',
+    customerId: 'cus_ada',
+    resourceType: 'account',
+    resourceId: 'acc_ada_polygon',
+  });
+}
+
+/**
+ * Creates an officer named Test `lastName` for `customerId` at the emulator (which sends its
+ * `related_party.created` webhook), and returns the new party's id.
+ */
+export async function createRelatedParty(
+  emulator: RunningEmulator,
+  customerId: string,
+  lastName: string,
+): Promise<string> {
+  const created = await emulator.rest('POST', `/v3/customers/${customerId}/related-parties`, {
+    body: {
+      partyType: 'person',
+      roles: ['officer'],
+      title: 'Officer',
+      person: { firstName: 'Test', lastName, residenceCountry: 'US' },
+    },
+  });
+  expect(created.status).toBe(201);
+  return created.body.data.id as string;
 }
