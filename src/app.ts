@@ -23,7 +23,7 @@ import { createSchema } from './graph/schema.ts';
 import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
-import { createExplorerRoutes } from './http/explorer.ts';
+import { createExplorerRoutes, prepareExplorer } from './http/explorer.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
@@ -89,7 +89,9 @@ const MAX_BODY = '64kb';
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
-  // First: a missing explorer build is refused before anything starts.
+  // First: the explorer's build is made where missing or stale (a fresh clone), or refused where it
+  // cannot be, before anything starts.
+  if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
   // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
   const tracing = config.tracing.enabled

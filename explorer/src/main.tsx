@@ -4,11 +4,16 @@
  * reached. Queries and mutations go over HTTP with the headers of the Headers tab; subscriptions go
  * over graphql-ws on the same URL, with the Headers tab's `Authorization` in `connection_init` (one
  * connection per distinct token). Headers are never persisted: a token lives as long as the tab.
+ *
+ * The schema is introspected with the Headers tab's token, so not before there is one (the
+ * placeholder would only earn two 401s), and again whenever the token changes: GraphiQL introspects
+ * when it is given a schema of `undefined` after `null`, and whenever its fetcher changes.
  */
 import 'graphiql/style.css';
 import { GraphiQL, type GraphiQLProps } from 'graphiql';
 import { getOperationAST, OperationTypeNode, parse } from 'graphql';
 import { createClient, type Client } from 'graphql-ws';
+import { useEffect, useMemo, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
 type Fetcher = GraphiQLProps['fetcher'];
@@ -66,7 +71,7 @@ function authorizationOf(headers: Record<string, unknown> | undefined): string |
   return typeof entry?.[1] === 'string' ? entry[1] : undefined;
 }
 
-const fetcher: Fetcher = async (params, options) => {
+const fetchGraphQL: Fetcher = async (params, options) => {
   const headers = (options?.headers ?? {}) as Record<string, unknown>;
   if (isSubscription(params.query, params.operationName)) {
     const events = socketFor(authorizationOf(headers)).iterate({
@@ -89,15 +94,57 @@ const fetcher: Fetcher = async (params, options) => {
   return (await response.json()) as Awaited<ReturnType<Fetcher>>;
 };
 
+/** What the Headers tab holds until the user puts a token in. */
+const PLACEHOLDER_TOKEN = '<access token>';
+
 const DEFAULT_HEADERS = `{
-  "Authorization": "Bearer <access token>"
+  "Authorization": "Bearer ${PLACEHOLDER_TOKEN}"
 }`;
 
-createRoot(document.getElementById('graphiql')!).render(
-  <GraphiQL
-    fetcher={fetcher}
-    defaultHeaders={DEFAULT_HEADERS}
-    shouldPersistHeaders={false}
-    defaultEditorToolsVisibility="headers"
-  />,
-);
+const DEFAULT_QUERY = `# Put your access token in the Headers tab below:
+#   { "Authorization": "Bearer <access token>" }
+# The schema (the Docs pane, completion, validation) loads with it, and
+# loads again whenever the token changes.
+`;
+
+/** How long the headers rest before a changed token is introspected (typing, not pasting). */
+const HEADERS_SETTLE_MS = 400;
+
+/** The Headers tab's `Authorization`, if it holds a token: not the placeholder, not unparsable JSON. */
+function tokenAuthorization(headersText: string): string | undefined {
+  let headers: unknown;
+  try {
+    headers = JSON.parse(headersText);
+  } catch {
+    return undefined;
+  }
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  const authorization = authorizationOf(headers as Record<string, unknown>)?.trim();
+  if (authorization === undefined || authorization.includes(PLACEHOLDER_TOKEN)) return undefined;
+  return /^\S+\s+\S+$/.test(authorization) ? authorization : undefined;
+}
+
+function Explorer() {
+  const [authorization, setAuthorization] = useState(() => tokenAuthorization(DEFAULT_HEADERS));
+  const [headersText, setHeadersText] = useState(DEFAULT_HEADERS);
+  useEffect(() => {
+    const settled = setTimeout(() => setAuthorization(tokenAuthorization(headersText)), HEADERS_SETTLE_MS);
+    return () => clearTimeout(settled);
+  }, [headersText]);
+  // A new fetcher per token: GraphiQL introspects again with it (requests read the Headers tab).
+  const fetcher = useMemo<Fetcher>(() => (params, options) => fetchGraphQL(params, options), [authorization]);
+  return (
+    <GraphiQL
+      fetcher={fetcher}
+      // `null`: no schema and no introspection; `undefined`: introspect.
+      schema={authorization === undefined ? null : undefined}
+      defaultHeaders={DEFAULT_HEADERS}
+      defaultQuery={DEFAULT_QUERY}
+      onEditHeaders={setHeadersText}
+      shouldPersistHeaders={false}
+      defaultEditorToolsVisibility="headers"
+    />
+  );
+}
+
+createRoot(document.getElementById('graphiql')!).render(<Explorer />);

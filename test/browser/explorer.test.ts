@@ -7,8 +7,7 @@
 import type { HTTPRequest, Page } from 'puppeteer-core';
 import { beforeAll, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { buildExplorer } from '../../explorer/build.ts';
-import { EXPLORER_CONTENT_SECURITY_POLICY } from '../../src/http/explorer.ts';
+import { EXPLORER_CONTENT_SECURITY_POLICY, prepareExplorer } from '../../src/http/explorer.ts';
 import { describeInBrowser, textOf, useBrowser, waitForText } from '../support/harness/browser.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { useStack } from '../support/harness/stack.ts';
@@ -20,7 +19,8 @@ const secret = generateWebhookSecret();
 const BUILD_TIMEOUT_MS = 180_000;
 
 describeInBrowser('the GraphiQL explorer in Chromium', () => {
-  beforeAll(() => buildExplorer(), BUILD_TIMEOUT_MS);
+  // What the facade does at start (src/app.ts), done first so the stack starts within its budget.
+  beforeAll(() => prepareExplorer(), BUILD_TIMEOUT_MS);
   const stack = useStack({ env: { EXPLORER: 'graphiql', WEBHOOK_SECRETS: secret } });
   const browser = useBrowser();
 
@@ -68,6 +68,11 @@ describeInBrowser('the GraphiQL explorer in Chromium', () => {
     await page.click('.graphiql-execute-button');
   }
 
+  /** Waits until `count()` reaches `expected` (what a page sends arrives in its own time). */
+  async function waitForCount(count: () => number, expected: number): Promise<void> {
+    while (count() < expected) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
   const RESPONSE = '.graphiql-response .monaco-editor .view-lines';
 
   test('loads with nothing from outside, runs a query with the token of its Headers tab, and receives a subscription event', async () => {
@@ -98,6 +103,49 @@ describeInBrowser('the GraphiQL explorer in Chromium', () => {
     expect(await textOf(page, RESPONSE)).toContain('"accountId": "acc_acme_eth"');
 
     expect(elsewhere).toEqual([]);
+  });
+
+  test('introspects only once the Headers tab holds a token, and again when the token changes', async () => {
+    const page = await browser.newPage();
+    // Every introspection the page sends, with the Authorization it carries, and every answer's status.
+    const introspections: string[] = [];
+    const statuses: number[] = [];
+    page.on('request', (request) => {
+      if (request.url() === stack.graphqlUrl && request.method() === 'POST') {
+        const body = JSON.parse(request.postData() ?? '{}') as { query?: string };
+        if (body.query?.includes('__schema')) introspections.push(request.headers()['authorization'] ?? '');
+      }
+    });
+    page.on('response', (response) => {
+      if (response.url() === stack.graphqlUrl && response.request().method() === 'POST')
+        statuses.push(response.status());
+    });
+    await openOffline(page);
+    await page.click('.graphiql-sidebar button[aria-label="Show Documentation Explorer"]');
+    const docs = '.graphiql-doc-explorer';
+    // The placeholder token: nothing asked, nothing refused, and the page says what to do.
+    await waitForText(page, docs, 'No GraphQL schema available');
+    expect(await textOf(page, '.graphiql-query-editor .view-lines')).toContain(
+      'Put your access token in the Headers tab',
+    );
+    expect(introspections).toEqual([]);
+    expect(statuses).toEqual([]);
+
+    // A pasted token loads the schema: no ↻ needed.
+    const acme = `Bearer ${await tokenFor('acme')}`;
+    await setEditor(page, '.graphiql-editor-tool', JSON.stringify({ Authorization: acme }));
+    await waitForText(page, docs, 'Query');
+    await waitForCount(() => statuses.length, 1);
+    expect(introspections).toEqual([acme]);
+    expect(statuses).toEqual([200]);
+
+    // Another token: the schema is read again, with it.
+    const operator = `Bearer ${await tokenFor('operator')}`;
+    await setEditor(page, '.graphiql-editor-tool', JSON.stringify({ Authorization: operator }));
+    await waitForCount(() => statuses.length, 2);
+    expect(introspections).toEqual([acme, operator]);
+    expect(statuses).toEqual([200, 200]);
+    expect(await textOf(page, docs)).not.toContain('Error fetching schema');
   });
 
   test("another customer's data stays closed to a token in the explorer", async () => {

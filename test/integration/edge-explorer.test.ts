@@ -5,7 +5,7 @@
  * runs in Chromium in test/browser/explorer.test.ts.)
  */
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -16,7 +16,77 @@ import {
   createExplorerRoutes,
   EXPLORER_CONTENT_SECURITY_POLICY,
   ExplorerNotBuiltError,
+  prepareExplorer,
 } from '../../src/http/explorer.ts';
+
+/** Minutes on a loaded machine: Monaco and GraphiQL are a few megabytes to bundle. */
+const BUILD_TIMEOUT_MS = 240_000;
+
+/** What loading the builder meets in a production install: no esbuild, no explorer/. */
+const noBuilder = (): Promise<never> =>
+  Promise.reject(Object.assign(new Error('Cannot find package esbuild'), { code: 'ERR_MODULE_NOT_FOUND' }));
+
+describe('prepareExplorer: EXPLORER=graphiql needs no step first', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'explorer-prepare-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test(
+    'a missing build is built with esbuild, then served as it is until its sources change',
+    async () => {
+      const directory = path.join(dir, 'fresh-clone', 'dist');
+      expect(await prepareExplorer({ directory })).toBe('built');
+      for (const file of ['graphiql.js', 'graphiql.css', 'editor.worker.js', 'graphql.worker.js'])
+        expect((await stat(path.join(directory, file))).size, file).toBeGreaterThan(1000);
+      // Nothing left beside it from the staging.
+      expect(await readdir(path.dirname(directory))).toEqual(['dist']);
+      expect(await prepareExplorer({ directory })).toBe('ready');
+    },
+    BUILD_TIMEOUT_MS,
+  );
+
+  test('a build older than a source is made again; without a builder, an old build is kept', async () => {
+    const directory = path.join(dir, 'stale', 'dist');
+    await mkdir(directory, { recursive: true });
+    await writeFile(path.join(directory, 'graphiql.js'), '/* old */\n');
+    const source = path.join(dir, 'main.tsx');
+    await writeFile(source, '// changed since\n');
+    await utimes(path.join(directory, 'graphiql.js'), new Date(2000, 0, 1), new Date(2000, 0, 1));
+    const builds: string[] = [];
+    const builder = async (outdir: string) => {
+      builds.push(outdir);
+      await mkdir(outdir, { recursive: true });
+      await writeFile(path.join(outdir, 'graphiql.js'), '/* new */\n');
+    };
+    // A production install cannot rebuild: the build it carries is served.
+    expect(await prepareExplorer({ directory, sources: [source], loadBuilder: noBuilder })).toBe('ready');
+    expect(await readFile(path.join(directory, 'graphiql.js'), 'utf8')).toBe('/* old */\n');
+
+    expect(
+      await prepareExplorer({ directory, sources: [source], loadBuilder: () => Promise.resolve(builder) }),
+    ).toBe('built');
+    expect(builds).toEqual([`${directory}.building-${process.pid}`]);
+    expect(await readFile(path.join(directory, 'graphiql.js'), 'utf8')).toBe('/* new */\n');
+    expect(
+      await prepareExplorer({ directory, sources: [source], loadBuilder: () => Promise.resolve(builder) }),
+    ).toBe('ready');
+    expect(builds).toHaveLength(1);
+  });
+
+  test('no build and no builder (a production install without explorer/dist/) is refused, saying what to ship', async () => {
+    const directory = path.join(dir, 'none', 'dist');
+    await expect(prepareExplorer({ directory, loadBuilder: noBuilder })).rejects.toThrow(
+      ExplorerNotBuiltError,
+    );
+    await expect(prepareExplorer({ directory, loadBuilder: noBuilder })).rejects.toThrow(
+      /ship explorer\/dist\//,
+    );
+  });
+});
 
 describe('createExplorerRoutes', () => {
   let empty: string;
@@ -29,7 +99,7 @@ describe('createExplorerRoutes', () => {
 
   test('EXPLORER=graphiql without a build is refused, naming the command', () => {
     expect(() => createExplorerRoutes('graphiql', empty)).toThrow(ExplorerNotBuiltError);
-    expect(() => createExplorerRoutes('graphiql', empty)).toThrow(/run `npm run build:explorer`/);
+    expect(() => createExplorerRoutes('graphiql', empty)).toThrow(/`npm run build:explorer`/);
   });
 
   test('the other modes need no build and route nothing', () => {
