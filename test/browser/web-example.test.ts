@@ -2,10 +2,12 @@
  * The example web app (examples/web/) in a real headless Chromium, against a real facade, emulator
  * and OpenID provider: a demo user signs in (authorization code with PKCE, the issuer's login page),
  * the dashboard renders, pages through accounts, a top-up updates the cached balance, and a change
- * made elsewhere arrives live. The facade runs with the app's own trusted-documents manifest. The
- * same page served from an origin missing from CORS_ORIGINS is refused.
+ * made elsewhere arrives live, and the user signs out. The facade runs with the app's own
+ * trusted-documents manifest. The same page served from an origin missing from CORS_ORIGINS is
+ * refused, and says which origin and which setting. The page is screenshot at desktop and phone
+ * (390 px) width into test-results/browser/, and at 390 px nothing overflows sideways.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'puppeteer-core';
@@ -19,6 +21,29 @@ import { startStack, type Stack } from '../support/harness/stack.ts';
 import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
 
 const MANIFEST = path.resolve('examples/web/src/gql/persisted-documents.json');
+
+/** Where the screenshots go (git ignores it), to look at after a run. */
+const SCREENSHOTS = path.resolve('test-results/browser');
+
+/** A phone's width in CSS pixels (not `isMobile`: changing that reloads the page, and the token is in memory). */
+const PHONE = { width: 390, height: 844, deviceScaleFactor: 2 };
+const DESKTOP = { width: 1280, height: 800 };
+
+/** How far the page, and its accounts table, are wider than what shows of them (0: nothing hidden). */
+async function overflow(page: Page): Promise<{ document: number; table: number }> {
+  return page.evaluate(() => {
+    const table = document.querySelector<HTMLElement>('[data-testid="accounts"]');
+    const root = document.documentElement;
+    return {
+      document: root.scrollWidth - root.clientWidth,
+      table: table === null ? 0 : table.scrollWidth - table.clientWidth,
+    };
+  });
+}
+
+/** The page's headings of the first level: one, "Platform dashboard". */
+const headings = (page: Page) =>
+  page.$$eval('h1', (elements) => elements.map((element) => element.textContent));
 
 describeInBrowser('the example web app in Chromium', () => {
   const browser = useBrowser();
@@ -95,6 +120,15 @@ describeInBrowser('the example web app in Chromium', () => {
     // Back on the app, the code gone from the address bar; the dashboard of acme's own customer.
     await waitForText(page, '[data-testid="customer-name"]', 'Acme Robotics Ltd');
     expect(page.url()).toBe(`${allowedOrigin}/`);
+    expect(await headings(page)).toEqual(['Platform dashboard']);
+    expect(await textOf(page, '[data-testid="user"]')).toBe('acme');
+    // Money as the reader's locale writes it, from the decimal string (USDC is no ISO currency).
+    const locale = await page.evaluate(() => navigator.language);
+    const money = (amount: number) =>
+      `${new Intl.NumberFormat(locale, { minimumFractionDigits: 2 }).format(amount)} USDC`;
+    expect(await textOf(page, '[data-testid="account-acc_acme_eth"] [data-testid="available"]')).toBe(
+      money(12_500),
+    );
     const rows = () => page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-testid')));
     expect(await rows()).toEqual(['account-acc_acme_eth', 'account-acc_acme_polygon']);
     expect(sent[0]).toMatchObject({
@@ -116,8 +150,10 @@ describeInBrowser('the example web app in Chromium', () => {
     // A top-up: its payload's account replaces the cached one, so the row shows the new balance.
     const eth = '[data-testid="account-acc_acme_eth"]';
     const before = await textOf(page, `${eth} [data-testid="available"]`);
-    const [amount, currency] = before.split(' ');
-    const expected = `${(Number(amount) + 25).toFixed(2)} ${currency}`;
+    const amount = Number(before.replace(/[^\d.]/g, ''));
+    const currency = before.split(' ').at(-1);
+    expect(currency).toBe('USDC');
+    const expected = money(amount + 25);
     await stack.resetUpstreamCalls();
     await page.click(`${eth} [data-testid="top-up"]`);
     await waitForText(page, `${eth} [data-testid="available"]`, expected);
@@ -139,11 +175,36 @@ describeInBrowser('the example web app in Chromium', () => {
     expect(topUp.body.errors).toBeUndefined();
     const event = acmeAccountUpdated();
     expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
-    const live = `${(Number(amount) + 25 + 7).toFixed(2)} ${currency}`;
+    const live = money(amount + 25 + 7);
     await waitForText(page, `${eth} [data-testid="available"]`, live);
-    expect(await textOf(page, `[data-testid="live-events"] li[data-event-id="${event.id}"]`)).toBe(
+    const item = `[data-testid="live-events"] li[data-event-id="${event.id}"]`;
+    expect(await textOf(page, `${item} [data-testid="event-text"]`)).toBe(
       `account.updated acc_acme_eth: ${live}`,
     );
+    // The event's time, as the reader's locale writes it.
+    const occurredAt = await page.$eval(`${item} time`, (time) => time.getAttribute('datetime'));
+    expect(await textOf(page, `${item} time`)).toBe(
+      new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' }).format(
+        new Date(occurredAt!),
+      ),
+    );
+
+    // As a team would show it: at desktop width, and on a phone, where nothing overflows sideways.
+    await mkdir(SCREENSHOTS, { recursive: true });
+    await page.setViewport(DESKTOP);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'web-example-desktop.png'), fullPage: true });
+    expect(await overflow(page)).toEqual({ document: 0, table: 0 });
+    await page.setViewport(PHONE);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'web-example-phone.png'), fullPage: true });
+    expect(await overflow(page)).toEqual({ document: 0, table: 0 });
+    expect(await rows()).toHaveLength(3);
+
+    // Signing out forgets the token: the dashboard and the user go.
+    await page.click('[data-testid="sign-out"]');
+    await page.waitForSelector('[data-testid="signed-out"]');
+    expect(await page.$('[data-testid="user"]')).toBeNull();
+    expect(await page.$('[data-testid="customer-name"]')).toBeNull();
+    expect(await page.$('[data-testid="sign-in"]')).not.toBeNull();
   });
 
   test('the same page served from an origin not in CORS_ORIGINS signs in but is refused by the facade', async () => {
@@ -155,9 +216,23 @@ describeInBrowser('the example web app in Chromium', () => {
     });
     await signIn(page, otherOrigin);
 
-    // The browser withholds the facade's answer: the page shows the failure, never the data.
-    await page.waitForSelector('[data-testid="problem"]');
+    // The browser withholds the facade's answer: the page says why, never shows the data.
+    await waitForText(page, '[data-testid="problem"]', 'CORS_ORIGINS');
     expect(await page.$('[data-testid="customer-name"]')).toBeNull();
     expect(refusedPreflights).toContain(403);
+    const problem = await textOf(page, '[data-testid="problem"]');
+    expect(problem).toContain(`refuses this page's origin, ${otherOrigin}`);
+    expect(problem).toContain(`CORS_ORIGINS=${otherOrigin}`);
+    expect(problem).toContain(new URL(stack.graphqlUrl).origin);
+    expect(problem).not.toContain('Failed to fetch');
+    expect(await headings(page)).toEqual(['Platform dashboard']);
+    expect(await textOf(page, '[data-testid="user"]')).toBe('acme');
+    await mkdir(SCREENSHOTS, { recursive: true });
+    await page.setViewport(PHONE);
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'web-example-refused-origin-phone.png'),
+      fullPage: true,
+    });
+    expect(await overflow(page)).toEqual({ document: 0, table: 0 });
   });
 });

@@ -2,11 +2,15 @@
  * The customer dashboard: the signed-in user's customer, its accounts a page at a time, a sandbox
  * top-up per wallet, and the account changes arriving live. Balances are read from the cache only:
  * the top-up's payload and each live event carry the account, and the normalised cache puts them in
- * place, with no refetch.
+ * place, with no refetch. Money and dates are written in the reader's locale (format.ts); a facade
+ * that cannot be asked is explained (facade-problem.ts), not shown as "Failed to fetch".
  */
-import { useState } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import type { ApolloClient } from '@apollo/client';
+import { CombinedGraphQLErrors, ServerError } from '@apollo/client/errors';
 import { ApolloProvider, useMutation, useQuery, useSubscription } from '@apollo/client/react';
+import { explainUnanswered } from './facade-problem.ts';
+import { formatDateTime, formatMoney } from './format.ts';
 import {
   AccountChangesDocument,
   DashboardDocument,
@@ -21,71 +25,134 @@ const PAGE_SIZE = 2;
 /** What one top-up click deposits. */
 const TOP_UP_AMOUNT = '25.00';
 
-export function SignIn({ onSignIn }: { onSignIn: () => void }) {
+/** The page around everything: one heading, and who is signed in with the way out. */
+export function Page({
+  user,
+  onSignOut,
+  children,
+}: {
+  user?: string;
+  onSignOut?: () => void;
+  children: ReactNode;
+}) {
   return (
-    <main>
-      <h1>Platform dashboard</h1>
-      <p>Sign in with a demo user of the dev issuer.</p>
+    <>
+      <header>
+        <h1>Platform dashboard</h1>
+        {user !== undefined ? (
+          <p className="session">
+            Signed in as <strong data-testid="user">{user}</strong>
+            {onSignOut ? (
+              <button type="button" data-testid="sign-out" onClick={onSignOut}>
+                Sign out
+              </button>
+            ) : null}
+          </p>
+        ) : null}
+      </header>
+      <main>{children}</main>
+    </>
+  );
+}
+
+export function SignIn({ onSignIn, signedOut }: { onSignIn: () => void; signedOut?: boolean }) {
+  return (
+    <>
+      {signedOut ? (
+        <p data-testid="signed-out">
+          Signed out: this page forgot its token. The issuer may still remember you, and sign you in again
+          without asking while its session lasts.
+        </p>
+      ) : (
+        <p>Sign in with a demo user of the dev issuer.</p>
+      )}
       <button type="button" data-testid="sign-in" onClick={onSignIn}>
         Sign in
       </button>
-    </main>
+    </>
   );
 }
 
 export function Problem({ message }: { message: string }) {
   return (
-    <main>
-      <h1>Platform dashboard</h1>
-      <p role="alert" data-testid="problem">
-        {message}
-      </p>
-    </main>
+    <p role="alert" data-testid="problem">
+      {message}
+    </p>
   );
 }
 
-export function App({ client }: { client: ApolloClient }) {
+/**
+ * A failed operation: the facade's own words when it answered, and when it did not (the browser
+ * says only "Failed to fetch"), whether it is down or refuses this page's origin.
+ */
+function OperationProblem({ error, graphqlUrl }: { error: Error; graphqlUrl: string }) {
+  const answered = CombinedGraphQLErrors.is(error) || ServerError.is(error);
+  const [explanation, setExplanation] = useState<string | undefined>();
+  useEffect(() => {
+    if (answered) return;
+    let current = true;
+    void explainUnanswered(graphqlUrl).then((text) => {
+      if (current) setExplanation(text);
+    });
+    return () => {
+      current = false;
+    };
+  }, [answered, graphqlUrl]);
+  if (answered) return <Problem message={error.message} />;
+  return explanation === undefined ? (
+    <p data-testid="loading">Asking the facade…</p>
+  ) : (
+    <Problem message={explanation} />
+  );
+}
+
+export function App({ client, graphqlUrl }: { client: ApolloClient; graphqlUrl: string }) {
   return (
     <ApolloProvider client={client}>
-      <main>
-        <h1>Platform dashboard</h1>
-        <Customers />
-      </main>
+      <Customers graphqlUrl={graphqlUrl} />
     </ApolloProvider>
   );
 }
 
-function Customers() {
+function Customers({ graphqlUrl }: { graphqlUrl: string }) {
   const { data, error, loading } = useQuery(MyCustomersDocument);
-  if (error) return <Problem message={error.message} />;
+  if (error) return <OperationProblem error={error} graphqlUrl={graphqlUrl} />;
   if (loading || !data) return <p data-testid="loading">Loading…</p>;
   const customers = data.customers.nodes;
   if (customers.length === 0) return <p>No customer is yours.</p>;
   return (
     <>
       {customers.map((customer) => (
-        <Dashboard key={customer.id} customerId={customer.id} />
+        <Dashboard key={customer.id} customerId={customer.id} graphqlUrl={graphqlUrl} />
       ))}
     </>
   );
 }
 
-function Dashboard({ customerId }: { customerId: string }) {
+interface LiveEvent {
+  eventId: string;
+  occurredAt: string;
+  text: string;
+}
+
+function Dashboard({ customerId, graphqlUrl }: { customerId: string; graphqlUrl: string }) {
   const { data, error, fetchMore, loading } = useQuery(DashboardDocument, {
     variables: { customerId, first: PAGE_SIZE },
   });
-  const [events, setEvents] = useState<{ eventId: string; text: string }[]>([]);
+  const [events, setEvents] = useState<LiveEvent[]>([]);
   useSubscription(AccountChangesDocument, {
     variables: { customerId },
     onData: ({ data: { data: event } }) => {
       const change = event?.accountChanged;
       if (change == null) return;
       const balance = change.account?.balances[0];
-      const text = `${change.type} ${change.accountId}${balance ? `: ${balance.available} ${balance.currency}` : ''}`;
-      setEvents((previous) => [{ eventId: change.eventId, text }, ...previous].slice(0, 20));
+      const text = `${change.type} ${change.accountId}${balance ? `: ${formatMoney(balance.available, balance.currency)}` : ''}`;
+      setEvents((previous) =>
+        [{ eventId: change.eventId, occurredAt: change.occurredAt, text }, ...previous].slice(0, 20),
+      );
     },
   });
-  if (error) return <Problem message={error.message} />;
+  if (error) return <OperationProblem error={error} graphqlUrl={graphqlUrl} />;
   if (loading || !data) return <p data-testid="loading">Loading…</p>;
   const customer = data.customer;
   if (!customer) return <Problem message="This customer cannot be read." />;
@@ -93,14 +160,20 @@ function Dashboard({ customerId }: { customerId: string }) {
   return (
     <section>
       <h2 data-testid="customer-name">{customer.displayName ?? customer.id}</h2>
-      <table>
+      <table data-testid="accounts">
         <thead>
           <tr>
-            <th>Account</th>
-            <th>Type</th>
-            <th>Available</th>
-            <th>Pending</th>
-            <th />
+            <th scope="col">Account</th>
+            <th scope="col">Network</th>
+            <th scope="col" className="amount">
+              Available
+            </th>
+            <th scope="col" className="amount">
+              Pending
+            </th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -119,10 +192,12 @@ function Dashboard({ customerId }: { customerId: string }) {
         </button>
       ) : null}
       <h3>Live changes</h3>
+      {events.length === 0 ? <p className="quiet">None yet: changes to these accounts appear here.</p> : null}
       <ul data-testid="live-events">
         {events.map((event) => (
           <li key={event.eventId} data-event-id={event.eventId}>
-            {event.text}
+            <time dateTime={event.occurredAt}>{formatDateTime(event.occurredAt)}</time>{' '}
+            <span data-testid="event-text">{event.text}</span>
           </li>
         ))}
       </ul>
@@ -136,11 +211,21 @@ function AccountRow({ account }: { account: AccountSummaryFragment }) {
     account.balances.find((entry) => entry.currency === account.currency) ?? account.balances[0];
   return (
     <tr data-testid={`account-${account.id}`}>
-      <td>{account.label}</td>
-      <td>{account.network ?? account.type}</td>
-      <td data-testid="available">{balance ? `${balance.available} ${balance.currency}` : '—'}</td>
-      <td>{balance?.pending ?? '—'}</td>
-      <td>
+      <td data-label="Account">
+        {account.label}
+        <small>
+          {' '}
+          updated <time dateTime={account.updatedAt}>{formatDateTime(account.updatedAt)}</time>
+        </small>
+      </td>
+      <td data-label="Network">{account.network ?? account.type}</td>
+      <td data-label="Available" className="amount" data-testid="available">
+        {balance ? formatMoney(balance.available, balance.currency) : '—'}
+      </td>
+      <td data-label="Pending" className="amount">
+        {balance ? formatMoney(balance.pending, balance.currency) : '—'}
+      </td>
+      <td className="actions">
         {account.type === 'wallet' ? (
           <button
             type="button"

@@ -106,3 +106,20 @@ export async function completeSignIn(config: WebConfig): Promise<Session | undef
   }
   return { accessToken: body.access_token, expiresAt: Date.now() + (body.expires_in ?? 3600) * 1000 };
 }
+
+/**
+ * Who the session is for, to show on the page: the access token's subject (the issuer's user name).
+ * Read without verifying, for display only: the facade verifies the token on every request.
+ */
+export function userOf(session: Session): string {
+  try {
+    const payload = session.accessToken.split('.')[1] ?? '';
+    const json = atob(payload.replace(/-/g, '+').replace(/_/g, '/'));
+    const claims = JSON.parse(json) as { sub?: unknown; preferred_username?: unknown };
+    if (typeof claims.preferred_username === 'string') return claims.preferred_username;
+    if (typeof claims.sub === 'string') return claims.sub;
+  } catch {
+    // Not a JWT: an opaque token names nobody the page can read.
+  }
+  return 'a signed-in user';
+}
