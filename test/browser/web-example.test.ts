@@ -8,6 +8,7 @@
  * (390 px) width into test-results/browser/, and at 390 px nothing overflows sideways.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'puppeteer-core';
@@ -234,5 +235,29 @@ describeInBrowser('the example web app in Chromium', () => {
       fullPage: true,
     });
     expect(await overflow(page)).toEqual({ document: 0, table: 0 });
+  });
+
+  test('a facade that is down is named as unreachable, not as refusing the origin', async () => {
+    // A port nothing listens on: the one a server had a moment ago.
+    const closed = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const live = config!;
+    config = { ...live, graphqlUrl: `http://127.0.0.1:${closed}/graphql` };
+    try {
+      const page = await browser.newPage();
+      await signIn(page, allowedOrigin);
+      await waitForText(page, '[data-testid="problem"]', 'cannot be reached');
+      const problem = await textOf(page, '[data-testid="problem"]');
+      expect(problem).toBe(
+        `The facade at http://127.0.0.1:${closed} cannot be reached. Is it running (npm start)?`,
+      );
+      expect(await textOf(page, '[data-testid="user"]')).toBe('acme');
+    } finally {
+      config = live;
+    }
   });
 });
