@@ -126,9 +126,16 @@ export type RunningGatewayProcess = RunningGateway & {
   child: ChildProcess;
 };
 
-export interface HiveGatewayCliOptions {
-  /** The supergraph SDL, written to a file of its own that the CLI serves. */
-  supergraphSdl: string;
+export type HiveGatewayCliOptions = (
+  | {
+      /** The supergraph SDL, written to a file of its own that the CLI serves. */
+      supergraphSdl: string;
+    }
+  | {
+      /** A supergraph file the CLI serves as it is (e.g. the one `npm run supergraph` wrote). */
+      supergraphPath: string;
+    }
+) & {
   /** The CLI's environment (AUTH_ISSUER, AUTH_AUDIENCE, GATEWAY_MAX_COST ...), over PATH and HOME only. */
   env: Record<string, string>;
   /** Where it reads `gateway.config.ts`. Default: deploy/, the shipped configuration. */
@@ -137,7 +144,9 @@ export interface HiveGatewayCliOptions {
   readyWithinMs?: number;
   /** Called with each line it writes. */
   onLine?: (line: string) => void;
-}
+  /** Its port. Default: a free one (another is tried if it was taken before the CLI bound it). */
+  port?: number;
+};
 
 /**
  * Starts `hive-gateway supergraph <file> --host 127.0.0.1 --port <free port>` in its own process
@@ -147,12 +156,17 @@ export interface HiveGatewayCliOptions {
  */
 export async function startHiveGatewayCli(options: HiveGatewayCliOptions): Promise<RunningGatewayProcess> {
   const workDir = mkdtempSync(join(tmpdir(), 'hive-gateway-'));
-  const supergraphPath = join(workDir, 'supergraph.graphql');
-  writeFileSync(supergraphPath, options.supergraphSdl);
+  let supergraphPath: string;
+  if ('supergraphPath' in options) supergraphPath = resolve(options.supergraphPath);
+  else {
+    supergraphPath = join(workDir, 'supergraph.graphql');
+    writeFileSync(supergraphPath, options.supergraphSdl);
+  }
   try {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const started = await spawnHiveGatewayCli(supergraphPath, await freePort(), options);
+        const port = options.port ?? (await freePort());
+        const started = await spawnHiveGatewayCli(supergraphPath, port, options);
         return {
           ...started,
           async close() {
@@ -161,7 +175,7 @@ export async function startHiveGatewayCli(options: HiveGatewayCliOptions): Promi
           },
         };
       } catch (error) {
-        if (attempt >= 3 || !String(error).includes('EADDRINUSE')) throw error;
+        if (options.port !== undefined || attempt >= 3 || !String(error).includes('EADDRINUSE')) throw error;
       }
     }
   } catch (error) {
@@ -246,22 +260,25 @@ async function answersReady(url: string): Promise<boolean> {
   }
 }
 
-/** SIGTERM to the child's process group, SIGKILL to the group after 10 s; resolves once the child exited. */
+/**
+ * SIGTERM to the child's process group, SIGKILL to the group if the child is still there after
+ * 10 s; resolves once the child exited. The group is signalled only while its leader is unreaped,
+ * so its id cannot belong to anyone else yet.
+ */
 async function stopProcessGroup(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
-  if (child.pid === undefined) return;
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const signalGroup = (signal: NodeJS.Signals): void => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
     try {
       process.kill(-child.pid!, signal);
     } catch {
       // The group is gone already.
     }
   };
-  if (child.exitCode === null && child.signalCode === null) signalGroup('SIGTERM');
+  signalGroup('SIGTERM');
   const kill = setTimeout(() => signalGroup('SIGKILL'), 10_000);
   await exited;
   clearTimeout(kill);
-  // Anything the CLI started and left behind goes with the group.
-  signalGroup('SIGKILL');
 }
 
 /** A loopback port free at the time of asking. */
