@@ -12,6 +12,7 @@
  * ends the subscription at the facade, and so at the gateway.
  */
 import { createClient as createSseClient } from 'graphql-sse';
+import { decodeJwt } from 'jose';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { WebSocket as NodeWebSocket } from 'ws';
@@ -35,6 +36,8 @@ let gateway: RunningGatewayProcess;
 let routed: RunningFacade;
 /** The replica the emulator delivers every webhook to. */
 let receiving: RunningFacade;
+/** The token subject of each subscription the routed replica started: whose token it verified. */
+const subjectsSubscribedAtTheFacade: string[] = [];
 
 beforeAll(async () => {
   federation = await startFederationStack({
@@ -45,6 +48,9 @@ beforeAll(async () => {
     facadeEnv: (index): Record<string, string> => (index === 1 ? { WEBHOOK_REGISTER: 'true' } : {}),
   });
   [routed, receiving] = federation.stack.facades as [RunningFacade, RunningFacade];
+  routed.app.lifecycle.on('subscriptionStarted', ({ subject }) =>
+    subjectsSubscribedAtTheFacade.push(subject),
+  );
   // compose.yaml's gateway environment: the issuer and audience, the key set at `<issuer>/jwks`.
   const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
   gateway = await startHiveGatewayCli({
@@ -296,6 +302,8 @@ describe("acme's token (a customer-scoped caller)", () => {
       try {
         // The gateway has subscribed at the routed replica with acme's token, which it verified.
         await subscriptionsStartedAtTheFacade(startedBefore + 1);
+        // It verified acme's own token, which the gateway passed on over its own socket.
+        expect(subjectsSubscribedAtTheFacade.at(-1)).toBe(decodeJwt(token).sub);
         await topUpAcme();
         await waitFor(() => subscription.data.length >= 1, 'the event through the gateway', 30_000);
 
@@ -372,6 +380,7 @@ describe('a token that expires on an open socket', () => {
     const sse = subscribeOverSse(overSse!, ACME_EVENTS);
     try {
       await subscriptionsStartedAtTheFacade(startedBefore + 2);
+      expect(subjectsSubscribedAtTheFacade.slice(-2).sort()).toEqual(['expiring-sse', 'expiring-ws']);
       await Promise.all([ws.done, sse.done]);
       expect(Date.now()).toBeGreaterThanOrEqual(exp * 1000);
       // The facade ended it (the gateway checks a token once per operation), and the gateway
