@@ -202,8 +202,8 @@ function headerToken({ request }: { request: Request }): BearerToken | undefined
 
 /**
  * The token of graphql-ws's `connection_init` payload: `Authorization` (or `authorization`), as
- * the facade reads it. A value that is not a string counts as a wrong token, never as none, so the
- * upgrade request's header cannot stand in for it.
+ * the facade reads it. A value that is not `Bearer <token>` (or not a string) counts as a wrong
+ * token, never as none, so the upgrade request's header cannot stand in for it.
  */
 function connectionParamsToken({
   serverContext,
