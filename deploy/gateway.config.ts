@@ -5,7 +5,10 @@
  *
  * At the edge, before any subgraph is called, it refuses:
  * - a request without a valid access token of `AUTH_ISSUER` for `AUTH_AUDIENCE` (401), with the
- *   issuer's key set found at `AUTH_JWKS_URL` (default `<AUTH_ISSUER>/jwks`, the dev issuer's);
+ *   issuer's key set found at `AUTH_JWKS_URL` (default `<AUTH_ISSUER>/jwks`, the dev issuer's). The
+ *   token is read where the facade reads it: over graphql-ws from `connection_init`'s
+ *   `Authorization` (what browsers can send), else from the `Authorization` header (over graphql-ws,
+ *   the upgrade request's); each operation on a socket is checked again;
  * - a field the caller may not reach by the supergraph's `@authenticated` and `@requiresScopes`
  *   (the token's space-separated `scope` claim): the whole operation, not just the field;
  * - an operation whose estimated cost, by the supergraph's `@cost` and `@listSize`, is above
@@ -13,13 +16,15 @@
  * Without `AUTH_ISSUER` and `AUTH_AUDIENCE` every request is refused: the edge fails closed.
  *
  * It forwards what the facade reads from a caller, which verifies the token itself too: its
- * request id (so upstream correlation ids tie back to the client's request), its bearer token and
- * a server-side caller's own upstream key; and it appends the address it saw to `X-Forwarded-For`,
- * which the facade believes one hop deep (`TRUST_PROXY=1`), so its per-address budgets count the
- * clients rather than the gateway. Subscriptions go to the facade over graphql-ws
- * (`@graphql-mesh/transport-ws`, which the image ships) on its `/graphql` path, with the caller's
- * token and key as connection params; the gateway resolves the other subgraphs' fields of each event
- * (e.g. `Customer.openSupportNoteCount`) as in a query.
+ * request id (so upstream correlation ids tie back to the client's request), the bearer token
+ * verified here (wherever the caller put it) and a server-side caller's own upstream key; and it
+ * appends the address it saw to `X-Forwarded-For`, which the facade believes one hop deep
+ * (`TRUST_PROXY=1`), so its per-address budgets count the clients rather than the gateway.
+ * Subscriptions, whichever transport the client used (graphql-ws or server-sent events), go to the
+ * facade over graphql-ws (`@graphql-mesh/transport-ws`, which the image ships) on its `/graphql`
+ * path, with that token and key as connection params: the facade applies the caller's scope and
+ * ends the subscription when the token expires. The gateway resolves the other subgraphs' fields of
+ * each event (e.g. `Customer.openSupportNoteCount`) as in a query.
  *
  * The image loads this file by itself, so it imports nothing but Node's own modules (types aside).
  */
@@ -29,6 +34,25 @@ import type { JWTAuthPluginOptions } from '@graphql-mesh/plugin-jwt-auth';
 
 /** Headers passed from the client request to every subgraph request. */
 export const FORWARDED_HEADERS = ['authorization', 'x-request-id', 'x-api-key'] as const;
+
+/** Where the JWT plugin puts the verified token in the GraphQL context, and genericAuth reads its user. */
+const JWT_CONTEXT_FIELD = 'jwt';
+
+/** A token as the JWT plugin leaves it in the context once verified. */
+type VerifiedToken = {
+  payload: Record<string, unknown>;
+  token: { value: string; prefix?: string };
+};
+
+/** The token the JWT plugin verified for this operation, if it did. */
+function verifiedTokenOf(context: unknown): VerifiedToken | undefined {
+  return (context as Partial<Record<typeof JWT_CONTEXT_FIELD, VerifiedToken>> | undefined)?.[
+    JWT_CONTEXT_FIELD
+  ];
+}
+
+/** A token found in a request, before verification. */
+type BearerToken = { token: string; prefix: string };
 
 /** The highest estimated cost accepted by default: the same as router.yaml's `demand_control`. */
 export const DEFAULT_MAX_COST = 1000;
@@ -92,7 +116,11 @@ export function edgeOptionsFromEnv(env: NodeJS.ProcessEnv): EdgeOptions {
 export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
   return {
     jwt: {
-      tokenLookupLocations: [bearerToken],
+      // Where the facade reads it too: graphql-ws's `connection_init` payload first (browsers
+      // cannot set headers on a WebSocket), then the `Authorization` header of the request (over
+      // graphql-ws, of the upgrade request).
+      tokenLookupLocations: [connectionParamsToken, headerToken],
+      extendContext: JWT_CONTEXT_FIELD,
       signingKeyProviders: [createKeySetProvider(edge)],
       tokenVerification: {
         algorithms: [...ALGORITHMS],
@@ -106,8 +134,18 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
       // `@authenticated` and `@requiresScopes` of the supergraph; an operation that selects a field
       // the caller may not reach is refused whole, before any subgraph call.
       mode: 'protect-granular',
-      resolveUserFn: (context) => (context as { jwt?: { payload?: Record<string, unknown> } }).jwt?.payload,
-      extractScopes: (user) => (typeof user.scope === 'string' ? user.scope.split(' ').filter(Boolean) : []),
+      // The user is the JWT plugin's own context field, read when the operation is validated. Over
+      // graphql-ws the plugin verifies the token while the context is built, after this plugin
+      // has resolved its user (HTTP verifies it earlier, while the request is parsed): a user copied
+      // into a field of this plugin's own would be missing there.
+      // (The runtime's type names only the default field; the plugin takes any.)
+      contextFieldName: JWT_CONTEXT_FIELD as 'currentUser',
+      resolveUserFn: (context) => verifiedTokenOf(context) ?? null,
+      // No user has no scopes, and is refused as unauthenticated: never a crash.
+      extractScopes: (user: Record<string, unknown> | null | undefined) => {
+        const scope = (user?.payload as Record<string, unknown> | undefined)?.scope;
+        return typeof scope === 'string' ? scope.split(' ').filter(Boolean) : [];
+      },
       rejectUnauthenticated: true,
     },
     demandControl: {
@@ -121,10 +159,12 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
             kind: 'ws',
             location: '/graphql',
             options: {
-              // The credentials the facade reads from connection_init. The transport opens one
-              // connection per distinct set of them, so callers never share a socket.
+              // The credentials the facade reads from connection_init: the token this gateway
+              // verified, wherever the caller put it, and a caller's own key. The transport opens
+              // one connection per distinct set of them, so callers never share a socket, and the
+              // facade checks the token again (its scope, and its expiry on the open socket).
               connectionParams: {
-                authorization: '{context.headers.authorization}',
+                authorization: `Bearer {context.${JWT_CONTEXT_FIELD}.token.value}`,
                 'X-API-Key': '{context.headers.x-api-key}',
               },
             },
@@ -139,6 +179,10 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
           const value = request.headers.get(name);
           if (value !== null) headers[name] = value;
         }
+        // The token verified here, wherever the caller put it: over graphql-ws it is usually in
+        // `connectionParams`, not on the upgrade request.
+        const verified = verifiedTokenOf(context);
+        if (verified !== undefined) headers.authorization = `Bearer ${verified.token.value}`;
         const seen = (context as { req?: { socket?: { remoteAddress?: string } } }).req?.socket
           ?.remoteAddress;
         if (seen !== undefined) {
@@ -151,9 +195,35 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
   };
 }
 
-/** The token of an `Authorization: Bearer <token>` header. */
-function bearerToken({ request }: { request: Request }): { token: string; prefix: string } | undefined {
-  const match = /^Bearer +(\S+)$/i.exec(request.headers.get('authorization')?.trim() ?? '');
+/** The token of an `Authorization` header: `Bearer <token>`. */
+function headerToken({ request }: { request: Request }): BearerToken | undefined {
+  return bearerToken(request.headers.get('authorization') ?? undefined);
+}
+
+/**
+ * The token of graphql-ws's `connection_init` payload: `Authorization` (or `authorization`), as
+ * the facade reads it. A value that is not `Bearer <token>` (or not a string) counts as a wrong
+ * token, never as none, so the upgrade request's header cannot stand in for it.
+ */
+function connectionParamsToken({
+  serverContext,
+}: {
+  serverContext: Record<string, unknown>;
+}): BearerToken | undefined {
+  const params = serverContext.connectionParams;
+  if (typeof params !== 'object' || params === null) return undefined;
+  for (const name of ['Authorization', 'authorization']) {
+    const value = (params as Record<string, unknown>)[name];
+    if (value === undefined || value === null) continue;
+    return (
+      bearerToken(typeof value === 'string' ? value : '') ?? { token: 'not-a-bearer-token', prefix: 'Bearer' }
+    );
+  }
+  return undefined;
+}
+
+function bearerToken(authorization: string | undefined): BearerToken | undefined {
+  const match = /^Bearer +(\S+)$/i.exec(authorization?.trim() ?? '');
   return match === null ? undefined : { token: match[1]!, prefix: 'Bearer' };
 }
 

@@ -3,7 +3,9 @@
  * `npm run supergraph` composes, with the same routing URLs and the same SDL; router.yaml (Apollo
  * Router) has the shape the Router's documentation gives, names only those subgraphs, and enforces
  * at the edge what deploy/gateway.config.ts enforces (test/federation/hive-gateway-edge.test.ts runs
- * that one live). The Router binary cannot run here, so its configuration is checked, not executed.
+ * that one live), and expands, as the Router's own `${env.NAME:-default}` expansion does, with no
+ * variable set (npm start's issuer) or with each one set. The Router binary cannot run here, so its
+ * configuration is checked, not executed.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -16,6 +18,7 @@ import {
   SUPPORT_NOTES_SUBGRAPH_NAME,
 } from '../../scripts/compose-supergraph.ts';
 import { ASSUMED_LIST_SIZE, DEFAULT_MAX_COST } from '../../deploy/gateway.config.ts';
+import { DEFAULT_AUDIENCE, startDevIssuer } from '../../dev-issuer/index.ts';
 import { useStack } from '../support/harness/stack.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -67,7 +70,6 @@ describe('supergraph.yaml', () => {
 
 describe('router.yaml', () => {
   const router = readYaml('router.yaml');
-  const subgraphNames = loadRepositorySubgraphs().map(({ name }) => name);
 
   it('serves the supergraph at /graphql, on a port none of the local services takes', () => {
     expect(router.supergraph).toEqual({ listen: '0.0.0.0:4080', path: '/graphql' });
@@ -84,15 +86,56 @@ describe('router.yaml', () => {
           header_value_prefix: 'Bearer',
           jwks: [
             {
-              url: '${env.AUTH_JWKS_URL}',
-              issuers: ['${env.AUTH_ISSUER}'],
-              audiences: ['${env.AUTH_AUDIENCE}'],
+              url: '${env.AUTH_JWKS_URL:-http://127.0.0.1:4100/jwks}',
+              issuers: ['${env.AUTH_ISSUER:-http://127.0.0.1:4100}'],
+              audiences: ['${env.AUTH_AUDIENCE:-platform-graphql-facade}'],
               algorithms: ['RS256', 'PS256', 'ES256'],
             },
           ],
         },
       },
     });
+  });
+
+  it("expands with no variable set to npm start's OpenID provider: its issuer, audience and key set", async () => {
+    const expanded = expandLikeTheRouter(router, {});
+    expect(JSON.stringify(expanded)).not.toContain('${');
+    // npm start's provider listens on 127.0.0.1:4100 (DEV_ISSUER_PORT's default); a real one on
+    // another port shows how its issuer, key set and audience are formed.
+    const devIssuer = await startDevIssuer({ port: 0 });
+    try {
+      const issuer = devIssuer.issuer.replace(/:\d+$/, ':4100');
+      expect(devIssuer.jwksUrl).toBe(`${devIssuer.issuer}/jwks`);
+      expect(devIssuer.audience).toBe(DEFAULT_AUDIENCE);
+      expect(expanded.authentication.router.jwt.jwks).toEqual([
+        {
+          url: `${issuer}/jwks`,
+          issuers: [issuer],
+          audiences: [DEFAULT_AUDIENCE],
+          algorithms: ['RS256', 'PS256', 'ES256'],
+        },
+      ]);
+    } finally {
+      await devIssuer.close();
+    }
+  });
+
+  it('expands each variable that is set, as it is', () => {
+    const env = {
+      AUTH_ISSUER: 'https://id.example.com/realms/platform',
+      AUTH_AUDIENCE: 'platform-api',
+      AUTH_JWKS_URL: 'https://id.example.com/realms/platform/protocol/openid-connect/certs',
+    };
+    expect(expandLikeTheRouter(router, env).authentication.router.jwt.jwks).toEqual([
+      {
+        url: env.AUTH_JWKS_URL,
+        issuers: [env.AUTH_ISSUER],
+        audiences: [env.AUTH_AUDIENCE],
+        algorithms: ['RS256', 'PS256', 'ES256'],
+      },
+    ]);
+    // An unset variable without a default stops the Router: none is left without one.
+    expect(() => expandLikeTheRouter({ url: '${env.AUTH_JWKS_URL}' }, {})).toThrow(/AUTH_JWKS_URL/);
   });
 
   it('refuses anonymous callers and any operation reaching a field beyond its scopes', () => {
@@ -110,10 +153,13 @@ describe('router.yaml', () => {
     });
   });
 
-  it('overrides the URL of exactly the composed subgraphs', () => {
-    expect(Object.keys(router.override_subgraph_url).sort()).toEqual([...subgraphNames].sort());
-    for (const url of Object.values(router.override_subgraph_url))
-      expect(() => new URL(url as string)).not.toThrow();
+  it("routes to the supergraph's own routing URLs: it overrides none", () => {
+    // `npm run supergraph` writes them (localhost:4000 and :4001 unless told otherwise).
+    expect(router).not.toHaveProperty('override_subgraph_url');
+    expect(loadRepositorySubgraphs().map(({ url }) => url)).toEqual([
+      'http://localhost:4000/graphql',
+      'http://localhost:4001/graphql',
+    ]);
   });
 
   it('propagates the bearer token and the request id to every subgraph, and the API key to the facade only', () => {
@@ -139,3 +185,34 @@ describe('router.yaml', () => {
     });
   });
 });
+
+/**
+ * The Router's configuration expansion, for what these tests feed it: every string value, one pass
+ * left to right; `${env.NAME}` is the variable (unset: the Router refuses to start),
+ * `${env.NAME:-default}` the variable when set, else the default taken literally up to the first
+ * `}` (not expanded again). Router 2.13.1 does this with shellexpand 3.1 over each YAML value.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function expandLikeTheRouter(value: any, env: Record<string, string>): any {
+  if (Array.isArray(value)) return value.map((item) => expandLikeTheRouter(item, env));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, expandLikeTheRouter(item, env)]),
+    );
+  if (typeof value !== 'string') return value;
+  let result = '';
+  let rest = value;
+  for (let start = rest.indexOf('${'); start !== -1; start = rest.indexOf('${')) {
+    const end = rest.indexOf('}', start);
+    if (end === -1) break;
+    const inner = rest.slice(start + 2, end);
+    const split = inner.indexOf(':-');
+    const name = split > 0 ? inner.slice(0, split) : inner;
+    if (!name.startsWith('env.')) throw new Error(`unknown expansion mode in ${name}`);
+    const variable = env[name.slice('env.'.length)];
+    if (variable === undefined && split <= 0) throw new Error(`${name.slice('env.'.length)} is not set`);
+    result += rest.slice(0, start) + (variable ?? inner.slice(split + 2));
+    rest = rest.slice(end + 1);
+  }
+  return result + rest;
+}

@@ -1,10 +1,17 @@
 /**
- * Real gateways over a supergraph SDL, each on its own loopback port 0: Apollo Gateway served by
- * Apollo Server, and Hive Gateway's runtime served by node:http. Both forward the caller's
+ * Real gateways over a supergraph SDL: Apollo Gateway served by Apollo Server and Hive Gateway's
+ * runtime served by node:http, each in this process on its own loopback port 0, and the Hive Gateway
+ * CLI (`hive-gateway`, what the official image runs) as a child process in a process group of its
+ * own, serving HTTP, SSE and graphql-ws with deploy/gateway.config.ts. All forward the caller's
  * `Authorization`, `X-Request-Id` and `X-API-Key` to the subgraphs, as docs/federation.md shows.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
@@ -99,4 +106,188 @@ async function serveHiveGateway(config: GatewayConfigSupergraph): Promise<Runnin
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+
+/** The directory holding deploy/gateway.config.ts: the CLI reads `gateway.config.ts` from its working directory. */
+export const GATEWAY_CONFIG_DIR = join(ROOT, 'deploy');
+
+/** The Hive Gateway CLI's entry point, as `npx hive-gateway` runs it. */
+const HIVE_GATEWAY_BIN = join(ROOT, 'node_modules/@graphql-hive/gateway/dist/bin.js');
+
+/** A Hive Gateway CLI process serving the supergraph. */
+export type RunningGatewayProcess = RunningGateway & {
+  /** The same endpoint over WebSocket (graphql-ws). */
+  wsUrl: string;
+  /** Every line the CLI wrote so far, stdout and stderr. */
+  lines(): readonly string[];
+  /** The process, for a test that watches it. */
+  child: ChildProcess;
+};
+
+export type HiveGatewayCliOptions = (
+  | {
+      /** The supergraph SDL, written to a file of its own that the CLI serves. */
+      supergraphSdl: string;
+    }
+  | {
+      /** A supergraph file the CLI serves as it is (e.g. the one `npm run supergraph` wrote). */
+      supergraphPath: string;
+    }
+) & {
+  /** The CLI's environment (AUTH_ISSUER, AUTH_AUDIENCE, GATEWAY_MAX_COST ...), over PATH and HOME only. */
+  env: Record<string, string>;
+  /** Where it reads `gateway.config.ts`. Default: deploy/, the shipped configuration. */
+  cwd?: string;
+  /** How long it may take to answer `/readiness`. Default 120 s: it loads ~600 packages, slowly on a busy machine. */
+  readyWithinMs?: number;
+  /** Called with each line it writes. */
+  onLine?: (line: string) => void;
+  /** Its port. Default: a free one (another is tried if it was taken before the CLI bound it). */
+  port?: number;
+};
+
+/**
+ * Starts `hive-gateway supergraph <file> --host 127.0.0.1 --port <free port>` in its own process
+ * group, with `options.cwd` (deploy/) as its working directory, and resolves once `/readiness`
+ * answers 200. A port taken between the probe and the CLI's bind is retried with another one.
+ * Always `close()` it: SIGTERM to the group, SIGKILL to whatever is left after 10 s.
+ */
+export async function startHiveGatewayCli(options: HiveGatewayCliOptions): Promise<RunningGatewayProcess> {
+  const workDir = mkdtempSync(join(tmpdir(), 'hive-gateway-'));
+  let supergraphPath: string;
+  if ('supergraphPath' in options) supergraphPath = resolve(options.supergraphPath);
+  else {
+    supergraphPath = join(workDir, 'supergraph.graphql');
+    writeFileSync(supergraphPath, options.supergraphSdl);
+  }
+  try {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const port = options.port ?? (await freePort());
+        const started = await spawnHiveGatewayCli(supergraphPath, port, options);
+        return {
+          ...started,
+          async close() {
+            await started.close();
+            rmSync(workDir, { recursive: true, force: true });
+          },
+        };
+      } catch (error) {
+        if (options.port !== undefined || attempt >= 3 || !String(error).includes('EADDRINUSE')) throw error;
+      }
+    }
+  } catch (error) {
+    rmSync(workDir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function spawnHiveGatewayCli(
+  supergraphPath: string,
+  port: number,
+  options: HiveGatewayCliOptions,
+): Promise<RunningGatewayProcess> {
+  const child = spawn(
+    process.execPath,
+    [HIVE_GATEWAY_BIN, 'supergraph', supergraphPath, '--host', '127.0.0.1', '--port', String(port)],
+    {
+      cwd: options.cwd ?? GATEWAY_CONFIG_DIR,
+      // Only what the caller gives, plus what finds programs: not this test process's NODE_ENV=test
+      // (with which the CLI accepts unknown options) nor its AUTH_* variables.
+      env: {
+        PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+        HOME: process.env.HOME ?? tmpdir(),
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
+  const lines: string[] = [];
+  let partial = '';
+  const collect = (chunk: Buffer): void => {
+    const text = partial + chunk.toString('utf8');
+    const complete = text.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) {
+      if (line === '') continue;
+      lines.push(line);
+      options.onLine?.(line);
+    }
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const close = () => stopProcessGroup(child, exited);
+
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (options.readyWithinMs ?? 120_000);
+  let exit: [number | null, NodeJS.Signals | null] | undefined;
+  void exited.then((result) => (exit = result));
+  try {
+    for (;;) {
+      if (exit !== undefined)
+        throw new Error(
+          `hive-gateway exited (${String(exit[0] ?? exit[1])}) before it was ready:\n${lines.join('\n')}`,
+        );
+      if (await answersReady(`${base}/readiness`)) break;
+      if (Date.now() > deadline)
+        throw new Error(`hive-gateway was not ready within its budget:\n${lines.slice(-30).join('\n')}`);
+      await new Promise((done) => setTimeout(done, 200));
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    url: `${base}/graphql`,
+    wsUrl: `ws://127.0.0.1:${port}/graphql`,
+    lines: () => lines,
+    child,
+    close,
+  };
+}
+
+async function answersReady(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    await response.body?.cancel();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGTERM to the child's process group, SIGKILL to the group if the child is still there after
+ * 10 s; resolves once the child exited. The group is signalled only while its leader is unreaped,
+ * so its id cannot belong to anyone else yet.
+ */
+async function stopProcessGroup(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const signalGroup = (signal: NodeJS.Signals): void => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  signalGroup('SIGTERM');
+  const kill = setTimeout(() => signalGroup('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(kill);
+}
+
+/** A loopback port free at the time of asking. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  probe.close();
+  await once(probe, 'close');
+  return port;
 }
