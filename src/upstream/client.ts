@@ -545,5 +545,7 @@ export function describeFailure(error: unknown): string {
  * done); a 408 says the request was not fully read, which is no such proof.
  */
 function isRefusalWithoutChange(error: unknown): boolean {
-  return error instanceof UpstreamProblemError && error.status >= 400 && error.status < 500 && error.status !== 408;
+  return (
+    error instanceof UpstreamProblemError && error.status >= 400 && error.status < 500 && error.status !== 408
+  );
 }

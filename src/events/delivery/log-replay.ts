@@ -10,9 +10,7 @@ const REPLAY_PAGE_SIZE = 200;
 
 /** What {@link LogReplay.next} yields: an event, the end of the replay, or that the rest was trimmed. */
 export type ReplayStep =
-  | { kind: 'event'; logged: LoggedEvent }
-  | { kind: 'done' }
-  | { kind: 'expired'; oldest: string | undefined };
+  { kind: 'event'; logged: LoggedEvent } | { kind: 'done' } | { kind: 'expired'; oldest: string | undefined };
 
 /** The events of the log after a cursor that a subscriber accepts, in log order. */
 export interface LogReplay {

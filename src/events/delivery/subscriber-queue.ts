@@ -174,7 +174,11 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     const ranUpTo = replay.readUpTo;
     replay = undefined;
     if (step.kind === 'expired') {
-      closeWith({ kind: 'expired', after: ranUpTo, oldest: options.scopedCaller === true ? undefined : step.oldest });
+      closeWith({
+        kind: 'expired',
+        after: ranUpTo,
+        oldest: options.scopedCaller === true ? undefined : step.oldest,
+      });
       return undefined;
     }
     if (replayedUpTo === undefined || compareCursors(ranUpTo, replayedUpTo) > 0) replayedUpTo = ranUpTo;
