@@ -12,6 +12,7 @@ import type { RunningFacade } from '../support/harness/facade.ts';
 import { connectRedis } from '../support/harness/redis.ts';
 import { useStack, type Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { parseExposition, valueOf } from '../support/metrics.ts';
 import { tokenFor } from '../support/tokens.ts';
 
 const secret = generateWebhookSecret();
@@ -129,6 +130,44 @@ describe('subscriptions refused by the caller’s scope (Redis, the reconciler e
     await reconcilerRuns(2);
     expect(await watchedIds()).toEqual([]);
     expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
+  test('a customer the upstream cannot serve holds back no other: the window moves on, the failure is counted and retried', async () => {
+    // Another replica's watch of a customer the upstream no longer serves (404 to every read).
+    await redis().zadd(
+      `${prefix()}events:watched:sandbox`,
+      Date.now() + 600_000,
+      JSON.stringify(['cus_gone', 'another-replica']),
+    );
+    const failures = async () =>
+      valueOf(
+        parseExposition(await stack.app.metrics.registry.metrics()),
+        'facade_events_reconcile_failures_total',
+      );
+    const failedBefore = await failures();
+    const ada = await listening(stack, () =>
+      stack
+        .connect()
+        .subscribe('subscription { accountChanged(customerId: "cus_ada") { eventId accountId } }'),
+    );
+    await reconcilerRuns(1);
+    // No webhook endpoint is registered: this change is heard of only through the reconciler.
+    const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_ada_polygon/topup', {
+      body: { amount: '1.00', currency: 'USDC' },
+    });
+    expect(topUp.status).toBe(200);
+    await waitFor(() => ada.data.length === 1, 'the missed change of ada', 15_000);
+    expect(ada.data[0].accountChanged).toMatchObject({
+      eventId: expect.stringMatching(/^reconciled:account:acc_ada_polygon:/),
+      accountId: 'acc_ada_polygon',
+    });
+    const until = Number(await reconciledUntil());
+    await reconcilerRuns(1);
+    expect(Number(await reconciledUntil())).toBeGreaterThan(until);
+    expect(await failures()).toBeGreaterThanOrEqual(failedBefore + 2);
+    expect(await redis().hexists(`${prefix()}events:reconcile-behind:sandbox`, 'cus_gone')).toBe(1);
+    ada.stop();
+    await redis().zrem(`${prefix()}events:watched:sandbox`, JSON.stringify(['cus_gone', 'another-replica']));
   });
 
   afterAll(async () => {
