@@ -310,6 +310,32 @@ describe('writes the upstream refused, through one of two replicas sharing Redis
     }
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
+
+  test('a write that failed with a 5xx may have reached the upstream: it drops the cached list', async () => {
+    const [writing] = stack.facades as [RunningFacade, RunningFacade];
+    expect((await writing.query(CUSTOMERS)).body.errors).toBeUndefined();
+    await stack.setFaults({
+      rules: [
+        { route: 'DELETE /v3/customers/{customerId}/accounts/{accountId}', kind: 'internal_error', rate: 1 },
+      ],
+    });
+    const archived = await writing.queryAs(
+      'acme',
+      'mutation ($input: ArchiveAccountInput!) { archiveAccount(input: $input) { account { id } } }',
+      {
+        input: {
+          customerId: 'cus_acme',
+          accountId: 'acc_acme_missing',
+          idempotencyKey: `failing-${Date.now()}`,
+        },
+      },
+    );
+    expect(archived.body.errors).toHaveLength(1);
+    await stack.clearFaults();
+    await stack.resetUpstreamCalls();
+    expect((await writing.query(CUSTOMERS)).body.errors).toBeUndefined();
+    expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/customers': 1 });
+  });
 });
 
 describe('the webhook route, junk from the upstream’s own address', () => {
