@@ -172,6 +172,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       replayed: () => metrics.eventsReplayed.inc(),
     },
     onReconciled: (count) => metrics.eventsReconciled.inc(count),
+    onReconcileFailed: () => metrics.eventsReconcileFailures.inc(),
     ...(tracing === undefined ? {} : { tracer: tracing.events }),
   });
 

@@ -21,7 +21,7 @@ export const HTTP_TRANSPORT: TransportRules = {
   name: 'http',
   serves: new Set([OperationTypeNode.QUERY, OperationTypeNode.MUTATION]),
   elsewhere:
-    'Subscriptions are served over WebSocket (the graphql-transport-ws protocol) on /graphql, not over HTTP: connect with a graphql-ws client.',
+    'Subscriptions are not served by POST /graphql: connect a graphql-ws client (WebSocket) to /graphql, or POST the subscription to /graphql/stream with Accept: text/event-stream (Server-Sent Events).',
 };
 
 export interface HttpDoorOptions {
@@ -111,7 +111,7 @@ export function createDoorPlugin(door: Door, options: { maxCost: number }): Apol
           const cost: OperationCostExtension = {
             estimated,
             maximum: options.maxCost,
-            upstreamCalls: budget.limit - budget.remaining,
+            upstreamCalls: budget.sent,
           };
           const result = response.body.singleResult;
           result.extensions = { ...result.extensions, cost };
@@ -133,7 +133,10 @@ export interface OperationCostExtension {
   estimated: number;
   /** `QUERY_MAX_COST`: an operation estimated above it is refused before it runs. */
   maximum: number;
-  /** Upstream calls the operation made, retries included (the response cache's answers are none). */
+  /**
+   * Requests the operation sent to the upstream, retries included; an answer of the response cache
+   * is no call (the call budget spends one for it all the same).
+   */
   upstreamCalls: number;
 }
 

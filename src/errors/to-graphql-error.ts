@@ -77,7 +77,8 @@ const PASS_THROUGH_CODES = new Set([
  * - An {@link UpstreamCancelledError} becomes `UPSTREAM_TIMEOUT` (the operation's deadline passed)
  *   or `SHUTTING_DOWN` (retryable: the process is stopping).
  * - A {@link CursorExpiredError} (a subscription resumed after a cursor the event log no longer
- *   holds everything after) becomes `CURSOR_EXPIRED` with the cursor and `oldestCursor`.
+ *   holds everything after) becomes `CURSOR_EXPIRED` with the cursor and `oldestCursor` (when the
+ *   error carries one: never for a scoped caller, see `delivery/subscriber-queue.ts`).
  * - A parse failure caused by the parser's own recursion limit gets a plain message.
  * - An error of a mutation carries `extensions.idempotencyKey`, the key the mutation was sent with.
  * - A GraphQLError raised on purpose (by graphql-js, Apollo Server or a resolver) passes through.

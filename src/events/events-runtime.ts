@@ -62,6 +62,8 @@ export interface EventsRuntimeOptions {
   liveObserver?: LiveObserver;
   /** Told how many changes each reconciliation of missed webhooks appended (metrics). */
   onReconciled?: (count: number) => void;
+  /** Told of each customer whose reconciliation reads failed in a run (metrics). */
+  onReconcileFailed?: () => void;
   /** Told when a webhook event is published. */
   lifecycle?: LifecycleEmitter;
   /**
@@ -121,6 +123,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           graceSeconds: config.reconcile.graceSeconds,
           logger,
           ...(options.onReconciled === undefined ? {} : { onReconciled: options.onReconciled }),
+          ...(options.onReconcileFailed === undefined ? {} : { onCustomerFailed: options.onReconcileFailed }),
         })
       : undefined;
   // Delivery spans are opened where the metrics hear of deliveries.

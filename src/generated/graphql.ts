@@ -91,7 +91,7 @@ export type AccountChangedEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  /** True when the change was not received live: recovered from the upstream list (`since`), or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /** The upstream event kind, e.g. `account.updated` (an open set). For a replayed change, the kind it implies. */
   type: Scalars['String']['output'];
@@ -365,7 +365,7 @@ export type CapabilityChangedEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  /** True when the change was not received live: recovered from the upstream list (`since`), or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /** The upstream event kind, e.g. `capability.status_changed` (an open set). */
   type: Scalars['String']['output'];
@@ -758,7 +758,7 @@ export type CustomerChangedEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** True when the change was recovered by `since` (a read of the customer) rather than received live. */
+  /** True when the change was not received live: recovered by `since` (a read of the customer), or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /** `customer.created` or `customer.updated` (an open set). For a replayed change, the kind it implies. */
   type: Scalars['String']['output'];
@@ -897,7 +897,7 @@ export type DocumentChangedEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** Always false: document changes are not replayed. */
+  /** True when the change was read from the event log when resuming with `after` rather than received live (document changes have no `since` replay). */
   replayed: Scalars['Boolean']['output'];
   /** `document.archived` (an open set). */
   type: Scalars['String']['output'];
@@ -1406,7 +1406,7 @@ export type PlatformEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** True when the change was recovered by `since` from the upstream's reads rather than received live. */
+  /** True when the change was not received live: recovered by `since` from the upstream's reads, or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /**
    * The resource as it is now (for an archived document or party, the record the event carried);
@@ -1788,7 +1788,7 @@ export type RelatedPartyChangedEvent = {
   relatedParty?: Maybe<RelatedParty>;
   /** The related party's id. */
   relatedPartyId: Scalars['ID']['output'];
-  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  /** True when the change was not received live: recovered from the upstream list (`since`), or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /** `related_party.created` or `related_party.archived` (an open set). */
   type: Scalars['String']['output'];
@@ -1901,7 +1901,7 @@ export type RuleChangedEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  /** True when the change was not received live: recovered from the upstream list (`since`), or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /** The rule as it is now; null with an error when it could not be read. */
   rule?: Maybe<Rule>;
@@ -2127,10 +2127,12 @@ export type StatusReasonActor =
   | 'provider';
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2170,10 +2172,12 @@ export type Subscription = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2190,10 +2194,12 @@ export type SubscriptionAccountChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2209,10 +2215,12 @@ export type SubscriptionCapabilityChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2228,10 +2236,12 @@ export type SubscriptionCustomerChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2246,10 +2256,12 @@ export type SubscriptionDocumentChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2266,10 +2278,12 @@ export type SubscriptionEventsArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2285,10 +2299,12 @@ export type SubscriptionRelatedPartyChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2304,10 +2320,12 @@ export type SubscriptionRuleChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql` on the same port as HTTP.
- * The connection authenticates like HTTP: `connectionParams` `{ "X-API-Key": "..." }` (or `apiKey`),
- * else the facade's configured key. A subscriber receives only what its key may read, and only
- * events of its key's environment. Each event carries the resource as it is now, read with the
+ * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
+ * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
+ * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
+ * the request), or a caller's own platform key where the facade allows one; a request with neither
+ * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
  * Every event carries a `cursor`: a subscriber that reconnects with `after` set to the last one it
@@ -2494,7 +2512,7 @@ export type TransferChangedEvent = {
   eventId: Scalars['ID']['output'];
   /** When the change happened. */
   occurredAt: Scalars['DateTime']['output'];
-  /** True when the change was recovered from the upstream list (`since`) rather than received live. */
+  /** True when the change was not received live: recovered from the upstream list (`since`), or read from the event log when resuming with `after`. */
   replayed: Scalars['Boolean']['output'];
   /** The transfer as it is now; null with an error when it could not be read. */
   transfer?: Maybe<Transfer>;

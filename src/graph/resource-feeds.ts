@@ -8,9 +8,10 @@
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { PageLimitExceededError, readAllPages } from '../upstream/all-pages.ts';
+import { inScope } from '../upstream/access.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { ListedRecord, Page, PageParams } from '../upstream/types.ts';
-import { liveSessionOf } from '../events/delivery/live-context.ts';
+import { liveSessionOf, SUBSCRIPTIONS_ARE_LIVE } from '../events/delivery/live-context.ts';
 import {
   DROP,
   openLiveStream,
@@ -212,6 +213,20 @@ async function readSubscribedCustomer(context: GraphContext, customerId: string)
   return await context.loaders.customer.load(customerId);
 }
 
+/**
+ * The check of a subscription to `customerId` against the caller's scope, made before its queue
+ * listens, its cursor is judged or the customer is watched: a customer outside the scope is refused
+ * exactly as the customer read refuses it (NOT_FOUND, as for one that does not exist), and that
+ * read sends nothing upstream for it. A customer within the scope is read once the queue listens.
+ */
+function admitCustomer(customerId: string): (context: GraphContext) => Promise<void> {
+  return async (context) => {
+    if (inScope(context.upstream.scope, customerId)) return;
+    await readSubscribedCustomer(context, customerId);
+    throw new Error('a customer outside the caller’s scope was read');
+  };
+}
+
 /** Whether `record` changed at or after `since` (the upstream's updated-since is inclusive too). */
 function changedSince(record: ListedRecord, since: string): boolean {
   return Date.parse(record.updatedAt) >= Date.parse(since);
@@ -279,12 +294,12 @@ function changeFeed(
       (resourceType !== 'customer' || event.data.resourceId === customerId) &&
       (resourceId == null || event.data.resourceId === resourceId),
 
-    async toPayload(event, cursor, context) {
+    async toPayload(event, cursor, context, resumed) {
       const hydrated = await readResource(event, context);
       if (hydrated === DROP) return DROP;
       return {
         ...payload(
-          header(event.id, cursor, event.type, event.occurredAt, false),
+          header(event.id, cursor, event.type, event.occurredAt, resumed),
           event.data.resourceId,
           hydrated.resource ?? null,
         ),
@@ -295,6 +310,7 @@ function changeFeed(
     replay,
     ...(after === undefined ? {} : { after }),
     customerId,
+    admit: admitCustomer(customerId),
   };
 }
 
@@ -404,7 +420,7 @@ export async function subscribeToEvents(
     accept: (event) =>
       (customerId == null || event.data.customerId === customerId) &&
       (types == null || types.includes(event.type)),
-    async toPayload(event, cursor, eventContext) {
+    async toPayload(event, cursor, eventContext, resumed) {
       const hydrated = await readResource(event, eventContext);
       if (hydrated === DROP) return DROP;
       return {
@@ -414,7 +430,7 @@ export async function subscribeToEvents(
             cursor,
             type: event.type,
             occurredAt: event.occurredAt,
-            replayed: false,
+            replayed: resumed,
             customerId: event.data.customerId,
           },
           event.data.resourceType,
@@ -426,7 +442,7 @@ export async function subscribeToEvents(
     },
     ...(replay === undefined ? {} : { replay }),
     ...(after === undefined ? {} : { after }),
-    ...(customerId == null ? {} : { customerId }),
+    ...(customerId == null ? {} : { customerId, admit: admitCustomer(customerId) }),
   });
 }
 
@@ -478,13 +494,11 @@ export function payloadOf<T>(delivery: unknown): T {
   if (item?.kind === 'expired') throw new CursorExpiredError(item.after, item.oldest);
   if (item?.kind === 'revoked') {
     throw new GraphQLError(
-      'The access token of this connection has expired; the subscription has ended. Reconnect with a fresh token and subscribe with "since" to resume.',
+      'The access token of this connection has expired; the subscription has ended. Reconnect with a fresh token and subscribe again with "after" set to the cursor of the last event received (exact, while the log holds it).',
       { extensions: { code: 'UNAUTHENTICATED' } },
     );
   }
-  throw new GraphQLError('Subscriptions are served over the graphql-ws protocol (WebSocket) at /graphql.', {
-    extensions: { code: 'BAD_REQUEST' },
-  });
+  throw new GraphQLError(SUBSCRIPTIONS_ARE_LIVE, { extensions: { code: 'BAD_REQUEST' } });
 }
 
 /** The resource of a payload, or, when it could not be read, its read error at the field. */

@@ -63,7 +63,7 @@ export function createMetricsPlugin<TContext extends MeasurableContext>(
             );
           }
           const budget = contextValue.upstream?.callBudget;
-          const upstreamCalls = budget === undefined ? 0 : budget.limit - budget.remaining;
+          const upstreamCalls = budget === undefined ? 0 : budget.sent;
           if (upstreamCalls > 0) metrics.operationUpstreamCalls.inc(byOperation, upstreamCalls);
           // Per admitted operation, the figures `extensions.cost` gives, so a team sees the spread.
           const estimated = contextValue.cost?.estimated;

@@ -64,6 +64,8 @@ export interface Metrics {
   readonly eventsReplayed: Counter;
   /** Events appended by the reconciliation of missed webhooks. */
   readonly eventsReconciled: Counter;
+  /** Customers whose reads failed in a reconciliation run (each read again next run). */
+  readonly eventsReconcileFailures: Counter;
   /** From an event's `occurredAt` to its payload leaving for a subscriber. */
   readonly eventDeliveryLatency: Histogram;
   /**
@@ -190,6 +192,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
     eventsReconciled: new Counter({
       name: 'facade_events_reconciled_total',
       help: 'Events appended to the log by the reconciliation of missed webhooks.',
+      registers,
+    }),
+    eventsReconcileFailures: new Counter({
+      name: 'facade_events_reconcile_failures_total',
+      help: 'Customers whose reads failed in a reconciliation run; each is read again next run, the others move on.',
       registers,
     }),
     eventDeliveryLatency: new Histogram({

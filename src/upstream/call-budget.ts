@@ -5,15 +5,22 @@
  */
 import { UpstreamCallLimitError } from './errors.ts';
 
-/** Upstream calls (retries included) left to one operation, shared by all its loaders. */
+/**
+ * Upstream calls (retries included) left to one operation, shared by all its loaders. An answer
+ * of the response cache or of an event's shared reads spends from it as a call would (what an
+ * operation may ask for does not depend on what happens to be cached); `sent` counts only the
+ * requests that actually left for the upstream.
+ */
 export interface CallBudget {
   limit: number;
   remaining: number;
+  /** Requests sent to the upstream, retries included: the calls the operation made. */
+  sent: number;
 }
 
 /** A fresh budget of `limit` calls for one operation (or one subscription event). */
 export function createCallBudget(limit: number): CallBudget {
-  return { limit, remaining: limit };
+  return { limit, remaining: limit, sent: 0 };
 }
 
 /**
@@ -57,6 +64,13 @@ export function createPooledCallBudget(limit: number, pool: CallBudget): CallBud
       const spent = Math.min(own.remaining, pool.remaining) - value;
       own.remaining -= spent;
       pool.remaining = Math.max(0, pool.remaining - spent);
+    },
+    get sent() {
+      return own.sent;
+    },
+    set sent(value: number) {
+      pool.sent += value - own.sent;
+      own.sent = value;
     },
   };
 }

@@ -294,6 +294,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       // Every attempt is a call the upstream serves, so retries spend the budget too.
       try {
         spendCall(call.callBudget);
+        call.callBudget.sent += 1;
         progress.attempts = attempt;
         const response = await sendOnce(call, request, attempt, traceHeaders);
         if (observer?.call) {
@@ -327,8 +328,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   }
 
   /** Sends `request` with its retries, under a span of its own when tracing is on. */
-  async function sendTraced(call: UpstreamCall, request: UpstreamRequest): Promise<SentResponse> {
-    const progress = { attempts: 0 };
+  async function sendTraced(
+    call: UpstreamCall,
+    request: UpstreamRequest,
+    progress: { attempts: number } = { attempts: 0 },
+  ): Promise<SentResponse> {
     if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
     const traced = tracer.startCall(call, request);
     try {
@@ -397,12 +401,24 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     return sending;
   }
 
-  /** A write; whatever its outcome (it may have reached the upstream), what it may change is dropped. */
+  /**
+   * A write. What it may change is dropped once it is over (in `finally`, so a read in flight
+   * meanwhile is marked and keeps nothing) whenever it may have changed something: it succeeded, or
+   * it failed in a way that may have reached the upstream (a timeout, a 5xx, a lost connection, a
+   * cancellation, or a refusal after a retried attempt). A refusal the upstream answered to the
+   * only attempt changed nothing, and drops nothing: a caller's failing writes cannot empty the
+   * answers other callers are served.
+   */
   async function write(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    const progress = { attempts: 0 };
+    let changedNothing = false;
     try {
-      return withoutText(await sendTraced(call, request));
+      return withoutText(await sendTraced(call, request, progress));
+    } catch (error) {
+      changedNothing = progress.attempts === 1 && isRefusalWithoutChange(error);
+      throw error;
     } finally {
-      responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
+      if (!changedNothing) responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
     }
   }
 
@@ -522,4 +538,14 @@ export function describeFailure(error: unknown): string {
   if (error instanceof UpstreamProblemError) return `${error.status} ${error.code}`;
   if (error instanceof UpstreamUnavailableError) return error.reason;
   return 'unknown';
+}
+
+/**
+ * Whether the upstream refused a write with a 4xx (its request was judged and turned down, nothing
+ * done); a 408 says the request was not fully read, which is no such proof.
+ */
+function isRefusalWithoutChange(error: unknown): boolean {
+  return (
+    error instanceof UpstreamProblemError && error.status >= 400 && error.status < 500 && error.status !== 408
+  );
 }

@@ -277,13 +277,9 @@ describe('refused deliveries of one address', () => {
     });
     const statuses: number[] = [];
     for (let index = 0; index < 300; index += 1) {
-      const exchange = rawPost(
-        receiver.port,
-        '127.0.0.20',
-        forgedHeaders(`evt_f_${index}`),
-        2,
-        Buffer.from('{}'),
-      );
+      // No signature at all: what the address budget turns away.
+      const { 'webhook-signature': _signature, ...unsigned } = forgedHeaders(`evt_f_${index}`);
+      const exchange = rawPost(receiver.port, '127.0.0.20', unsigned, 2, Buffer.from('{}'));
       statuses.push((await exchange.status) ?? 0);
       exchange.socket.destroy();
     }
@@ -291,12 +287,40 @@ describe('refused deliveries of one address', () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(269);
     const refusedLines = receiver.logLines().filter((line) => line.msg === 'refused a webhook delivery');
     expect(refusedLines).toEqual([
-      expect.objectContaining({ level: 'warn', address: '127.0.0.20', reason: 'no_matching_signature' }),
+      expect.objectContaining({ level: 'warn', address: '127.0.0.20', reason: 'missing_headers' }),
     ]);
+
+    // A well-formed signature from the same address is still verified (and refused for not matching).
+    const forged = rawPost(receiver.port, '127.0.0.20', forgedHeaders('evt_forged'), 2, Buffer.from('{}'));
+    expect(await forged.status).toBe(401);
+    forged.socket.destroy();
 
     // Another address is not affected.
     const other = rawPost(receiver.port, '127.0.0.21', forgedHeaders('evt_other'), 2, Buffer.from('{}'));
     expect(await other.status).toBe(401);
+  });
+
+  test('a well-formed signature is verified whatever its address did before: 300 forgeries, 300 × 401, logged once', async () => {
+    const receiver = await startReceiver(generateWebhookSecret(), {
+      refusals: { limit: 30, windowMs: 60_000 },
+    });
+    const statuses: number[] = [];
+    for (let index = 0; index < 300; index += 1) {
+      const exchange = rawPost(
+        receiver.port,
+        '127.0.0.22',
+        forgedHeaders(`evt_g_${index}`),
+        2,
+        Buffer.from('{}'),
+      );
+      statuses.push((await exchange.status) ?? 0);
+      exchange.socket.destroy();
+    }
+    expect(statuses.filter((status) => status === 401)).toHaveLength(300);
+    const refusedLines = receiver.logLines().filter((line) => line.msg === 'refused a webhook delivery');
+    expect(refusedLines).toEqual([
+      expect.objectContaining({ level: 'warn', address: '127.0.0.22', reason: 'no_matching_signature' }),
+    ]);
   });
 });
 

@@ -18,6 +18,9 @@ import { bearer, issuerSignedToken, tokenFor, type TestCallerName } from '../sup
 const ALLOWED_ORIGIN = 'https://app.example.com';
 const CUSTOMER = '{ customer(id: "cus_acme") { id } }';
 const WATCH = 'subscription Watch { accountChanged(customerId: "cus_acme") { accountId } }';
+/** Another customer's changes after a cursor far ahead of the log: the scope refuses it before the cursor is judged. */
+const ANOTHER_AHEAD =
+  'subscription { accountChanged(customerId: "cus_globex", after: "99999999999999-0") { accountId } }';
 
 /** What HTTP answered: the status and the first error's code. */
 interface HttpAnswer {
@@ -76,8 +79,9 @@ async function subscribeRefused(
   const received = stack.connect(credentials).subscribe(query, variables);
   await received.done;
   expect(received.data).toEqual([]);
-  const errors = received.errors as { extensions?: { code?: string } }[][];
-  return { error: errors[0]?.[0]?.extensions?.code };
+  // A refusal before execution is an `error` message (a list); one from the resolver, a result's error.
+  const errors = (received.errors as unknown[]).flat() as { extensions?: { code?: string } }[];
+  return { error: errors[0]?.extensions?.code };
 }
 
 /**
@@ -346,6 +350,14 @@ const admissionCases: RefusalCase[] = [
         { id: { a: 1 } },
       ),
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
+  },
+  {
+    // Refused by the scope before anything shared is touched: no queue, no cursor judged, no watch.
+    refusal: 'another customer’s id (a subscription with a cursor far ahead of the log)',
+    http: async (stack) => post(stack, await as('acme'), '{ customer(id: "cus_globex") { id } }'),
+    ws: async (stack) => subscribeRefused(stack, await as('acme'), ANOTHER_AHEAD),
+    sse: async (stack) => streamRefused(stack, await as('acme'), ANOTHER_AHEAD),
+    expected: { http: { status: 200, code: 'NOT_FOUND' }, ws: { error: 'NOT_FOUND' } },
   },
   {
     refusal: 'a required variable left out',

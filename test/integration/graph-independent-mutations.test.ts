@@ -267,7 +267,7 @@ describe('traps closed', () => {
     expect(result.body.errors).toEqual([
       expect.objectContaining({
         message:
-          'Subscriptions are served over WebSocket (the graphql-transport-ws protocol) on /graphql, not over HTTP: connect with a graphql-ws client.',
+          'Subscriptions are not served by POST /graphql: connect a graphql-ws client (WebSocket) to /graphql, or POST the subscription to /graphql/stream with Accept: text/event-stream (Server-Sent Events).',
         extensions: { code: 'BAD_REQUEST' },
       }),
     ]);

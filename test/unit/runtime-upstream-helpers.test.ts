@@ -236,7 +236,7 @@ describe('capCallBudget', () => {
 
     capCallBudget(budget, 5);
 
-    expect(budget).toEqual({ limit: 5, remaining: 3 });
+    expect(budget).toEqual({ limit: 5, remaining: 3, sent: 0 });
     spendCall(budget);
     spendCall(budget);
     spendCall(budget);
@@ -248,6 +248,6 @@ describe('capCallBudget', () => {
 
     capCallBudget(budget, 5_000);
 
-    expect(budget).toEqual({ limit: 100, remaining: 100 });
+    expect(budget).toEqual({ limit: 100, remaining: 100, sent: 0 });
   });
 });

@@ -26,8 +26,10 @@ export interface LiveSession {
    * The context `event` is read and executed with: fresh loaders, the subscriber's credentials,
    * shared with the subscribers that read alike (same upstream key, same scope, same operation), so
    * they make one read of each resource per event between them (`shared-event-reads.ts`).
+   * `resumed` events (read from the log after a cursor) share a context, and so an execution, only
+   * with other resumed deliveries: their payloads differ from the live ones (`replayed`).
    */
-  eventContext(event: PlatformEvent): GraphContext;
+  eventContext(event: PlatformEvent, resumed?: boolean): GraphContext;
   /**
    * The execution of a change read with the shared `context`: the one already made by a subscriber
    * of the same operation and group, else `run()`, kept for the next one.
@@ -54,6 +56,10 @@ export interface LiveObserver {
   traceDelivery?: EventTracer['deliver'];
 }
 
+/** What a subscription run outside a live transport is told. */
+export const SUBSCRIPTIONS_ARE_LIVE =
+  'Subscriptions are served over graphql-ws (WebSocket) at /graphql and over Server-Sent Events at /graphql/stream.';
+
 /** The context of an operation received over graphql-ws. */
 export interface LiveGraphContext extends GraphContext {
   readonly live: LiveSession;
@@ -67,7 +73,7 @@ export interface LiveGraphContext extends GraphContext {
 export function liveSessionOf(context: GraphContext): LiveSession {
   const live = (context as Partial<LiveGraphContext>).live;
   if (live === undefined) {
-    throw new GraphQLError('Subscriptions are served over the graphql-ws protocol (WebSocket) at /graphql.', {
+    throw new GraphQLError(SUBSCRIPTIONS_ARE_LIVE, {
       extensions: { code: 'BAD_REQUEST' },
     });
   }

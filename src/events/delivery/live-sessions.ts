@@ -83,6 +83,9 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       // charged to its own budget as if it had read alone.
       const operation = operationKeyOf(args);
       const sharedBy = operation === undefined ? undefined : JSON.stringify([readGroup, operation]);
+      // Resumed deliveries carry `replayed: true`: they share among themselves, never with live ones.
+      const resumedSharedBy =
+        operation === undefined ? undefined : JSON.stringify([readGroup, operation, 'resumed']);
       const { watchCustomer } = options;
       return {
         environment: subscriber.environment,
@@ -90,6 +93,8 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
           const queue = await openSubscriberQueue({
             log: options.log,
             ...(after === undefined ? {} : { after }),
+            // What the log answers about a cursor tells a scoped caller nothing of others' events.
+            scopedCaller: !caller.operator,
             environment: subscriber.environment,
             // Events of customers the caller may not act for never take queue space, nor a read.
             accept: (event) => isVisibleTo(caller, event.data.customerId) && accept(event),
@@ -105,10 +110,10 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
           return queue;
         },
         createEventContext: () => contexts(undefined, undefined),
-        eventContext: (event) =>
-          sharedBy === undefined
+        eventContext: (event, resumed) =>
+          sharedBy === undefined || resumedSharedBy === undefined
             ? contexts(event, undefined)
-            : sharedReads.contextFor(event.id, sharedBy, () =>
+            : sharedReads.contextFor(event.id, resumed === true ? resumedSharedBy : sharedBy, () =>
                 contexts(event, sharedReads.readCacheFor(event.id, readGroup)),
               ),
         sharedExecution: (context, run) => sharedReads.executionWith(context, run),

@@ -44,9 +44,15 @@ export interface ChangeFeed<P> {
   /**
    * The payload of `event` at `cursor` in the log, reading the resource as it is now with `context`
    * (fresh loaders, the subscriber's credentials). {@link DROP} when the upstream refuses the
-   * subscriber that read.
+   * subscriber that read. `resumed`: the event was read from the log for a subscriber resuming
+   * after a cursor, not received live (its payload says so: `replayed`).
    */
-  toPayload(event: PlatformEvent, cursor: string, context: GraphContext): Promise<P | typeof DROP>;
+  toPayload(
+    event: PlatformEvent,
+    cursor: string,
+    context: GraphContext,
+    resumed: boolean,
+  ): Promise<P | typeof DROP>;
   /**
    * What the subscription reads once its queue listens, before any live event: the changes since a
    * time (from the upstream's updated-since reads; none when not asked), after any check that may
@@ -58,16 +64,28 @@ export interface ChangeFeed<P> {
   after?: string;
   /** The customer the subscription follows, if one: its missed webhooks are reconciled meanwhile. */
   customerId?: string;
+  /**
+   * The check of the subscription against the caller's scope, made before anything shared is
+   * touched (no queue, no log read, no cursor judged, no watch): throws the refusal. Must make no
+   * upstream call, so a refused subscription costs nobody anything.
+   */
+  admit?: (context: GraphContext) => Promise<void>;
 }
 
 /**
  * Opens the stream of one subscription.
  *
+ * In this order, so a refused subscription steers no shared work: the scope check
+ * ({@link ChangeFeed.admit}), then the queue (which judges an `after` cursor), then the replay
+ * (which reads the customer with the subscriber's credentials, NOT_FOUND when it does not exist),
+ * and only then the watch that has the reconciler read the customer's lists with the facade's key.
+ *
  * No gap and no duplicate at the seam between replay and live: the queue subscribes first (and
  * buffers), then the list is read, then the buffer drains, skipping each event whose resource was
  * replayed with an `updatedAt` at or after the event's `occurredAt` (the replay already showed that
  * state or a later one). An event that happens while the list is read is thus either in the list,
- * or in the buffer, or both, and delivered once.
+ * or in the buffer, or both, and delivered once. The watch taking effect after the replay loses
+ * nothing: the reconciler's window starts where its last run ended, not where a watch began.
  *
  * The returned iterator's `return()` ends the queue at once, even while a `next()` waits, so a
  * client that stops a subscription (or disconnects) frees its event log listener immediately.
@@ -76,26 +94,16 @@ export async function openLiveStream<P>(
   live: LiveSession,
   feed: ChangeFeed<P>,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
-  const unwatch =
-    feed.customerId === undefined
-      ? () => undefined
-      : (live.watchCustomer?.(feed.customerId) ?? (() => undefined));
-  let queue: Awaited<ReturnType<LiveSession['openQueue']>>;
-  try {
-    queue = await live.openQueue(feed.accept, feed.after);
-  } catch (error) {
-    unwatch();
-    throw error;
-  }
+  const context = live.createEventContext();
+  await feed.admit?.(context);
+  const queue = await live.openQueue(feed.accept, feed.after);
   const replayed: LiveDelivery[] = [];
   const replayedUpTo = new Map<string, number>();
   if (feed.replay) {
-    const context = live.createEventContext();
     let changes: ReplayedChange<P>[];
     try {
       changes = await feed.replay(context, queue.position);
     } catch (error) {
-      unwatch();
       await queue.return();
       throw error;
     }
@@ -106,6 +114,10 @@ export async function openLiveStream<P>(
       replayedUpTo.set(change.resourceId, Math.max(at, replayedUpTo.get(change.resourceId) ?? at));
     }
   }
+  const unwatch =
+    feed.customerId === undefined
+      ? () => undefined
+      : (live.watchCustomer?.(feed.customerId) ?? (() => undefined));
 
   return pullThrough(
     queue,
@@ -121,8 +133,9 @@ export async function openLiveStream<P>(
         return SKIP;
       }
 
-      const context = live.eventContext(event);
-      const read = () => feed.toPayload(event, item.cursor, context);
+      const resumed = item.replayed === true;
+      const context = live.eventContext(event, resumed);
+      const read = () => feed.toPayload(event, item.cursor, context, resumed);
       const payload = await (traced === undefined ? read() : traced.run(read));
       if (payload === DROP) {
         traced?.end('dropped');

@@ -3,7 +3,7 @@
  * it, so a replay of thousands of events holds one page in memory, not thousands.
  */
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
-import { CursorExpiredError, type EventLog, type LoggedEvent } from '../log/event-log.ts';
+import { CursorExpiredError, type EventLog, type LoggedEvent, type LogRead } from '../log/event-log.ts';
 
 /** Events read from the log per page. */
 const REPLAY_PAGE_SIZE = 200;
@@ -35,7 +35,7 @@ export async function startLogReplay(
   let readUpTo = after;
   let page: LoggedEvent[] = [];
 
-  const readPage = async (): Promise<{ expired: true; oldest: string | undefined } | undefined> => {
+  const readPage = async (): Promise<Extract<LogRead, { expired: true }> | undefined> => {
     const read = await log.readAfter(environment, readUpTo, REPLAY_PAGE_SIZE);
     if (read.expired) return read;
     page = read.events;
@@ -43,7 +43,7 @@ export async function startLogReplay(
   };
 
   const first = await readPage();
-  if (first !== undefined) throw new CursorExpiredError(after, first.oldest);
+  if (first !== undefined) throw new CursorExpiredError(after, first.oldest, first.ahead);
 
   return {
     get readUpTo() {

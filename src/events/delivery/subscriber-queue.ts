@@ -4,7 +4,7 @@
  * its own pace.
  */
 import type { EventTraceContext } from '../event-tracing.ts';
-import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
+import { compareCursors, CursorExpiredError, type EventLog, type LoggedEvent } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
 import { startLogReplay, type LogReplay } from './log-replay.ts';
 import { createPushPullQueue } from './push-pull-queue.ts';
@@ -74,6 +74,13 @@ export interface SubscriberQueueOptions {
    * @throws CursorExpiredError (from `openSubscriberQueue`) when the log no longer holds them all.
    */
   after?: string;
+  /**
+   * The subscriber is not an operator: what the log answers about `after` must tell it nothing of
+   * other customers' events. A cursor ahead of the log's head resumes from now (as a cursor at the
+   * head would: an answer that differed would time the newest event, whoever's it is), and an
+   * expired cursor names no oldest cursor (the oldest held event may be anyone's).
+   */
+  scopedCaller?: boolean;
 }
 
 /**
@@ -136,18 +143,27 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   // Resuming: listen first (above), then read the log after the cursor, so an event appended
   // meanwhile is in the replay, in the live queue, or both; the seam below keeps it once.
   let replay: LogReplay | undefined;
-  if (options.after !== undefined) {
+  let after = options.after;
+  if (after !== undefined) {
     try {
-      replay = await startLogReplay(options.log, options.environment, options.after, accept);
+      replay = await startLogReplay(options.log, options.environment, after, accept);
     } catch (error) {
-      items.end();
-      throw error;
+      if (options.scopedCaller === true && error instanceof CursorExpiredError) {
+        if (error.ahead) after = undefined;
+        else {
+          items.end();
+          throw new CursorExpiredError(error.cursor, undefined);
+        }
+      } else {
+        items.end();
+        throw error;
+      }
     }
   }
   /** Live events at or before this were replayed (or precede the cursor resumed after): skipped. */
-  let replayedUpTo = options.after;
+  let replayedUpTo = after;
   /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
-  let handedUpTo = options.after ?? subscription.position;
+  let handedUpTo = after ?? subscription.position;
 
   /** The next replayed event, or undefined once the replay is over (done, abandoned or expired). */
   const nextReplayed = async (): Promise<QueueItem | undefined> => {
@@ -158,7 +174,11 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     const ranUpTo = replay.readUpTo;
     replay = undefined;
     if (step.kind === 'expired') {
-      closeWith({ kind: 'expired', after: ranUpTo, oldest: step.oldest });
+      closeWith({
+        kind: 'expired',
+        after: ranUpTo,
+        oldest: options.scopedCaller === true ? undefined : step.oldest,
+      });
       return undefined;
     }
     if (replayedUpTo === undefined || compareCursors(ranUpTo, replayedUpTo) > 0) replayedUpTo = ranUpTo;

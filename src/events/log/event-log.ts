@@ -27,9 +27,10 @@ export type LogRead =
   | { expired: false; events: LoggedEvent[] }
   /**
    * Some event after the cursor is no longer held (retention), or the cursor is not one of this
-   * log's: the caller cannot be given everything after it. `oldest` is the oldest cursor held.
+   * log's: the caller cannot be given everything after it. `oldest` is the oldest cursor held;
+   * `ahead`: the cursor is ahead of the log's head (rather than older than what it holds).
    */
-  | { expired: true; oldest: string | undefined };
+  | { expired: true; oldest: string | undefined; ahead: boolean };
 
 /** A live listener of the log and where it started. */
 export interface LogSubscription {
@@ -170,18 +171,21 @@ export function fromLogMessage(
 
 /**
  * A cursor the log can no longer resume from: an event after it was trimmed (retention), or the
- * cursor is not one of this log's. `oldest` is the oldest cursor the log holds (none when empty).
+ * cursor is not one of this log's. `oldest` is the oldest cursor the log holds (none when empty, or
+ * when the caller may not be told); `ahead`: the cursor is ahead of the log's head.
  */
 export class CursorExpiredError extends Error {
   override name = 'CursorExpiredError';
   readonly cursor: string;
   readonly oldest: string | undefined;
-  constructor(cursor: string, oldest: string | undefined) {
+  readonly ahead: boolean;
+  constructor(cursor: string, oldest: string | undefined, ahead = false) {
     super(
       `The events after cursor ${JSON.stringify(cursor)} are no longer all held` +
         (oldest === undefined ? ' (the log holds none).' : `; the oldest held is ${JSON.stringify(oldest)}.`),
     );
     this.cursor = cursor;
     this.oldest = oldest;
+    this.ahead = ahead;
   }
 }

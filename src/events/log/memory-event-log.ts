@@ -109,8 +109,9 @@ export function createMemoryEventLog(options: MemoryEventLogOptions): EventLog {
 
     async readAfter(environment, after, count) {
       const log = logOf(environment);
-      if (compareCursors(after, log.forgottenUpTo) < 0 || compareCursors(after, log.head) > 0) {
-        return { expired: true, oldest: log.entries[0]?.cursor };
+      const ahead = compareCursors(after, log.head) > 0;
+      if (ahead || compareCursors(after, log.forgottenUpTo) < 0) {
+        return { expired: true, oldest: log.entries[0]?.cursor, ahead };
       }
       const start = firstAfter(log.entries, after);
       return { expired: false, events: log.entries.slice(start, start + count) };

@@ -187,7 +187,8 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       if (infoError != null && !/no such key/i.test(infoError.message)) throw infoError;
       if (rangeReply?.[0] != null) throw rangeReply[0];
       const info = infoError == null ? toStreamInfo(infoReply?.[1] as unknown[]) : undefined;
-      if (isExpired(after, info)) return { expired: true, oldest: info?.firstEntryId };
+      const ahead = compareCursors(after, info?.lastGeneratedId ?? LOG_START) > 0;
+      if (ahead || isExpired(after, info)) return { expired: true, oldest: info?.firstEntryId, ahead };
       const events: LoggedEvent[] = [];
       for (const [cursor, fields] of (rangeReply?.[1] ?? []) as [string, string[]][]) {
         const logged = toLoggedEvent(cursor, fields, environment, logger);

@@ -91,9 +91,11 @@ export interface WebhookRouter {
  *
  * Order of checks, and what each answers:
  * - shutting down: 503 with `Retry-After`;
- * - the sender's address refused too often in the current window: 429 with `Retry-After`, unread;
- * - missing `webhook-*` headers, a timestamp outside the tolerance, or no well-formed signature:
- *   401, before a byte of the body is read;
+ * - missing `webhook-*` headers, a timestamp outside the tolerance, or no well-formed signature,
+ *   from an address refused too often in the current window: 429 with `Retry-After`, unread;
+ * - otherwise, the same headers: 401, before a byte of the body is read;
+ * - a delivery whose headers carry a well-formed, current signature is read and verified whatever
+ *   its address did before (so nobody sharing the upstream's address can crowd its deliveries out);
  * - body over `maxBodyBytes` (413), not received in time (408), or no reading slot in time (503
  *   with `Retry-After`); see webhook-body.ts;
  * - a signature that does not match: 401, and nothing is published (checked before the body is
@@ -197,7 +199,15 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   async function receive(request: Request, response: Response): Promise<void> {
     const outcome = reportTo(response);
     const address = addressOf(request);
-    const blockedFor = refusals.blockedFor(address);
+    // Everything the headers can tell is checked before a byte of the body is read.
+    const checked = checkWebhookHeaders(request.headers, {
+      ...(options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds }),
+      now: now(),
+    });
+    // Only a post without a well-formed, current signature meets its address's budget: a signed
+    // delivery is always verified, so junk from a shared address (NAT, a proxy) cannot turn the
+    // upstream's own deliveries away. Its cost stays bounded by the body's cap and reading slots.
+    const blockedFor = checked.ok ? undefined : refusals.blockedFor(address);
     if (blockedFor !== undefined) {
       outcome('throttled');
       response.setHeader('Retry-After', String(blockedFor));
@@ -210,11 +220,6 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
       );
       return;
     }
-    // Everything the headers can tell is checked before a byte of the body is read.
-    const checked = checkWebhookHeaders(request.headers, {
-      ...(options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds }),
-      now: now(),
-    });
     if (!checked.ok) {
       refuse(response, address, {
         outcome: checked.reason === 'timestamp_outside_tolerance' ? 'stale' : 'forged',

@@ -26,6 +26,13 @@ export interface ReconcileState {
   setReconciledUntil(environment: PlatformEnvironment, until: number): Promise<void>;
   /** Publishes this replica's watched customers again (they expire if a replica dies). */
   refresh(ttlMs: number): Promise<void>;
+  /**
+   * The customers whose reconciliation is behind the environment's window (a read failed, or the
+   * run's bound was reached before them), each with the time (ms) their own window starts.
+   */
+  behind(environment: PlatformEnvironment): Promise<Map<string, number>>;
+  /** Records where `customerId`'s own window starts; undefined: it has caught up. */
+  setBehind(environment: PlatformEnvironment, customerId: string, from: number | undefined): Promise<void>;
 }
 
 /** Counts of the customers this replica's subscribers follow, per environment. */
@@ -51,6 +58,8 @@ function createLocalWatches() {
       };
     },
     local: (environment: PlatformEnvironment): string[] => [...(counts.get(environment)?.keys() ?? [])],
+    has: (environment: PlatformEnvironment, customerId: string): boolean =>
+      counts.get(environment)?.has(customerId) ?? false,
     environments: (): PlatformEnvironment[] => [...counts.keys()],
   };
 }
@@ -60,6 +69,7 @@ export function createMemoryReconcileState(): ReconcileState {
   const local = createLocalWatches();
   const until = new Map<PlatformEnvironment, number>();
   const held = new Set<PlatformEnvironment>();
+  const behind = new Map<PlatformEnvironment, Map<string, number>>();
   return {
     watch: (environment, customerId) => local.watch(environment, customerId),
     watched: async (environment) => local.local(environment),
@@ -76,16 +86,45 @@ export function createMemoryReconcileState(): ReconcileState {
     },
     // Nothing to publish: this replica's watches are all there is.
     refresh: () => Promise.resolve(),
+    behind: async (environment) => new Map(behind.get(environment)),
+    async setBehind(environment, customerId, from) {
+      let customers = behind.get(environment);
+      if (customers === undefined) {
+        customers = new Map();
+        behind.set(environment, customers);
+      }
+      if (from === undefined) customers.delete(customerId);
+      else customers.set(customerId, from);
+    },
   };
 }
 
 /** Deletes the lock only if it is still this holder's (it may have expired and been taken). */
 const RELEASE_IF_OWNED = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
+/** A watched set's member: one replica's watch of one customer (as JSON, so no id can split it). */
+function watchMember(customerId: string, replica: string): string {
+  return JSON.stringify([customerId, replica]);
+}
+
+/** The customer of a watched set's member. */
+function customerOfMember(member: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(member);
+    return Array.isArray(parsed) && typeof parsed[0] === 'string' ? parsed[0] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The state shared by every replica through Redis:
- * - `<prefix>events:watched:<environment>`: a sorted set of customer ids, scored by when the
- *   replica that follows them stops vouching for them (refreshed every interval);
+ * - `<prefix>events:watched:<environment>`: a sorted set of `[customerId, replica]` members (one per
+ *   replica that follows the customer), scored by when that replica stops vouching for it
+ *   (refreshed every interval); a replica removes its member when its last subscriber of the
+ *   customer ends, so a customer stays watched exactly while some replica has a subscriber of it;
+ * - `<prefix>events:reconcile-behind:<environment>`: a hash of the customers whose own window starts
+ *   before the environment's (ms), until a run reads them;
  * - `<prefix>events:reconcile-lock:<environment>`: `SET NX PX`, released only by its holder;
  * - `<prefix>events:reconciled-until:<environment>`: the end of the last complete run (ms).
  */
@@ -98,6 +137,7 @@ export function createRedisReconcileState(options: {
   const { client, keyPrefix } = options;
   const key = (name: string, environment: PlatformEnvironment) => `${keyPrefix}events:${name}:${environment}`;
   const local = createLocalWatches();
+  const replica = randomUUID();
   const publish = (
     environment: PlatformEnvironment,
     customers: string[],
@@ -105,20 +145,50 @@ export function createRedisReconcileState(options: {
   ): Promise<unknown> => {
     if (customers.length === 0) return Promise.resolve();
     const expires = Date.now() + ttlMs;
-    return client.zadd(key('watched', environment), ...customers.flatMap((customer) => [expires, customer]));
+    return client.zadd(
+      key('watched', environment),
+      ...customers.flatMap((customer) => [expires, watchMember(customer, replica)]),
+    );
   };
   return {
     watch(environment, customerId) {
       // The first subscriber of a customer on this replica makes it watched at once; a failure
       // is mended by the next refresh.
-      return local.watch(environment, customerId, () => {
+      const release = local.watch(environment, customerId, () => {
         publish(environment, [customerId], options.watchTtlMs()).catch(() => undefined);
       });
+      return () => {
+        release();
+        // The last subscriber of the customer on this replica: this replica stops vouching for it
+        // (a failure leaves the member to expire with its score).
+        if (!local.has(environment, customerId)) {
+          client.zrem(key('watched', environment), watchMember(customerId, replica)).catch(() => undefined);
+        }
+      };
     },
     async watched(environment) {
       const now = Date.now();
       await client.zremrangebyscore(key('watched', environment), '-inf', now);
-      return client.zrangebyscore(key('watched', environment), now, '+inf');
+      const members = await client.zrangebyscore(key('watched', environment), now, '+inf');
+      const customers = new Set<string>();
+      for (const member of members) {
+        const customerId = customerOfMember(member);
+        if (customerId !== undefined) customers.add(customerId);
+      }
+      return [...customers];
+    },
+    async behind(environment) {
+      const entries = await client.hgetall(key('reconcile-behind', environment));
+      const behind = new Map<string, number>();
+      for (const [customerId, value] of Object.entries(entries)) {
+        const from = Number(value);
+        if (Number.isSafeInteger(from)) behind.set(customerId, from);
+      }
+      return behind;
+    },
+    async setBehind(environment, customerId, from) {
+      if (from === undefined) await client.hdel(key('reconcile-behind', environment), customerId);
+      else await client.hset(key('reconcile-behind', environment), customerId, String(from));
     },
     async acquire(environment, ttlMs) {
       const token = randomUUID();

@@ -45,6 +45,18 @@ const PAGE_SIZE = 100;
  */
 const SEEN_LOOKBACK_MS = 10 * 60 * 1000;
 
+/**
+ * Customers read per run and environment at most: the work of a run is bounded whatever the
+ * number of watched customers. The rest are behind (their own window kept) and read first next run.
+ */
+export const DEFAULT_MAX_CUSTOMERS_PER_RUN = 200;
+
+/**
+ * How far back a customer's own window may reach: a customer whose reads keep failing (one the
+ * upstream no longer serves) is read again each run, but never over more than this.
+ */
+const MAX_BEHIND_MS = 60 * 60 * 1000;
+
 /** Options of {@link createReconciler}. */
 export interface ReconcilerOptions {
   log: EventLog;
@@ -59,6 +71,10 @@ export interface ReconcilerOptions {
   logger: Logger;
   /** Told how many events each run appended (metrics). */
   onReconciled?: (count: number) => void;
+  /** Told of each customer whose reads failed in a run: it is read again next run (metrics). */
+  onCustomerFailed?: () => void;
+  /** Customers read per run at most; default {@link DEFAULT_MAX_CUSTOMERS_PER_RUN}. */
+  maxCustomersPerRun?: number;
   /** The clock; tests move it. */
   now?: () => number;
 }
@@ -78,6 +94,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   const now = options.now ?? Date.now;
   const intervalMs = options.intervalSeconds * 1000;
   const graceMs = options.graceSeconds * 1000;
+  const maxCustomersPerRun = options.maxCustomersPerRun ?? DEFAULT_MAX_CUSTOMERS_PER_RUN;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number | undefined> | undefined;
   let stopped = false;
@@ -174,27 +191,47 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       const until = now() - graceMs;
       const from = (await state.reconciledUntil(environment)) ?? until - 2 * intervalMs;
       if (until <= from) return 0;
-      const customers = await state.watched(environment);
+      const watched = await state.watched(environment);
+      const behind = await state.behind(environment);
+      // Behind customers that nobody follows any more are forgotten.
+      const following = new Set(watched);
+      for (const customerId of behind.keys()) {
+        if (!following.has(customerId)) {
+          behind.delete(customerId);
+          await state.setBehind(environment, customerId, undefined);
+        }
+      }
+      const windowOf = (customerId: string): number =>
+        Math.max(Math.min(behind.get(customerId) ?? from, from), until - MAX_BEHIND_MS);
+      // The customers behind first (oldest window first), then the others, up to the run's bound.
+      const ordered = [...watched].sort((a, b) => windowOf(a) - windowOf(b));
+      const reading = ordered.slice(0, maxCustomersPerRun);
       let appended = 0;
-      let complete = true;
-      if (customers.length > 0) {
-        const seen = await seenSince(environment, from - SEEN_LOOKBACK_MS);
-        for (const customerId of customers) {
+      if (reading.length > 0) {
+        const seen = await seenSince(environment, Math.min(...reading.map(windowOf)) - SEEN_LOOKBACK_MS);
+        for (const customerId of reading) {
+          const customerFrom = windowOf(customerId);
           try {
-            for (const event of await missedChanges(environment, customerId, from, until, seen)) {
+            for (const event of await missedChanges(environment, customerId, customerFrom, until, seen)) {
               if (await appendOnce(event)) appended += 1;
             }
+            if (behind.has(customerId)) await state.setBehind(environment, customerId, undefined);
           } catch (error) {
-            // This customer is read again next time (the window does not move past it).
-            complete = false;
-            logger.warn('could not reconcile a customer', {
+            // This customer alone keeps its window: read again next run, the others move on.
+            options.onCustomerFailed?.();
+            await state.setBehind(environment, customerId, customerFrom);
+            logger.warn('could not reconcile a customer; reading it again next run', {
               customerId,
               error: error instanceof Error ? error.message : String(error),
             });
           }
         }
       }
-      if (complete) await state.setReconciledUntil(environment, until);
+      // Past the run's bound: kept behind with their own window, read first next run.
+      for (const customerId of ordered.slice(maxCustomersPerRun)) {
+        await state.setBehind(environment, customerId, windowOf(customerId));
+      }
+      await state.setReconciledUntil(environment, until);
       if (appended > 0) logger.info('appended changes whose webhooks were missed', { environment, appended });
       options.onReconciled?.(appended);
       return appended;
