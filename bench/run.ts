@@ -24,6 +24,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { graphqlAsker, setFaults } from './asking.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
 import { findFreePort, startService, type ServiceProcess, startEmulatorService } from './processes.ts';
@@ -213,23 +214,6 @@ async function main(): Promise<void> {
   }
 }
 
-/** POSTs a GraphQL body and returns its data; a non-200 answer or any error is a failure. */
-function graphqlAsker(pool: Pool): (body: string) => Promise<unknown> {
-  return async (body) => {
-    const response = await pool.request({
-      method: 'POST',
-      path: '/graphql',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    const json = (await response.body.json()) as { data?: unknown; errors?: unknown[] };
-    if (response.statusCode !== 200 || json.errors !== undefined) {
-      throw new Error(`answered ${response.statusCode}: ${JSON.stringify(json.errors)}`);
-    }
-    return json.data;
-  };
-}
-
 /** One round of each side, run back to back: what the ratios are taken from. */
 interface RoundPair {
   subject: Side;
@@ -323,16 +307,6 @@ function comparison(
     p50Ratio: median(pairs.map((pair) => pair.subject.load.p50Ms / pair.baseline.load.p50Ms)),
     p99Ratio: median(pairs.map((pair) => pair.subject.load.p99Ms / pair.baseline.load.p99Ms)),
   };
-}
-
-async function setFaults(emulator: ServiceProcess, faults: object): Promise<void> {
-  const response = await fetch(`${emulator.url}/_emulator/faults`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...faults, rules: [] }),
-  });
-  await response.arrayBuffer();
-  if (!response.ok) throw new Error(`the emulator refused the faults: ${response.status}`);
 }
 
 /** Asks once each way, checks both saw the same accounts, and returns the upstream calls each made. */
