@@ -13,8 +13,8 @@ import {
   type StaleReads,
 } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
-import { openRedisConnection, whenRedisReady } from './fan-out/redis-connection.ts';
-import type { PlatformEnvironment, PlatformEvent } from './receiving/platform-event.ts';
+import { openRedisConnection, whenRedisReady } from '../redis.ts';
+import type { PlatformEnvironment, PlatformEvent } from './event-types.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
 /** The answers `event` makes stale, in the cache's terms. */

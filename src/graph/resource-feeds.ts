@@ -19,7 +19,8 @@ import {
   type ReplayedChange,
 } from '../events/delivery/live-stream.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
-import { CursorExpiredError, isCursor } from '../events/log/event-log.ts';
+import { CursorExpiredError } from '../errors/cursor-expired.ts';
+import { isCursor } from '../events/log/event-log.ts';
 
 /** One resource type of the upstream's events, as the subscriptions see it. */
 interface EventResourceKind {

@@ -18,9 +18,9 @@ import { listRelatedParties } from '../../upstream/related-parties.ts';
 import { listRules } from '../../upstream/rules.ts';
 import type { ListedRecord, Page, PageParams } from '../../upstream/types.ts';
 import { impliedEventType } from '../../graph/resource-feeds.ts';
-import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
+import type { EventDeduplicator } from '../dedup/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import type { ReconcileState } from './reconcile-state.ts';
 
 /** The lists read per customer, by the upstream's `resourceType` of their records. */

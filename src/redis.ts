@@ -3,7 +3,7 @@
  * logs its errors instead of crashing the process and never logs its URL.
  */
 import { Redis } from 'ioredis';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from './logger.ts';
 
 /**
  * Opens an ioredis 5 connection to `url` whose errors are logged instead of crashing the process.
