@@ -6,12 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
-import {
-  COLLECTION_OF_RESOURCE_TYPE,
-  type CustomerCollection,
-  type ResponseCache,
-  type StaleReads,
-} from '../upstream/response-cache.ts';
+import { COLLECTION_OF_RESOURCE_TYPE, type CustomerCollection } from '../records.ts';
+import type { ResponseCache, StaleReads } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
 import { openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { PlatformEnvironment, PlatformEvent } from './event-types.ts';

@@ -19,6 +19,17 @@ export function connectionOf<P, V>(read: KeyedRead<P, ConnectionArgs, Page<V>>) 
     toConnection(await read.load(parent, args, loaders), args);
 }
 
+/** A connection field per entry of `reads`, each typed by its read (so the SDL checks each). */
+export function connectionsOf<R extends Record<string, KeyedRead<never, ConnectionArgs, Page<unknown>>>>(
+  reads: R,
+) {
+  return Object.fromEntries(Object.entries(reads).map(([field, read]) => [field, connectionOf(read)])) as {
+    [F in keyof R]: R[F] extends KeyedRead<infer P, ConnectionArgs, Page<infer V>>
+      ? ReturnType<typeof connectionOf<P, V>>
+      : never;
+  };
+}
+
 /**
  * Fields copied from a parent's full record, for parents that may be a summary: `fullRecord` gives
  * the record (the parent itself, or one shared read), and `field(name)` a resolver of one field.
