@@ -376,7 +376,7 @@ export const RECORD_ENTRIES = Object.entries(RECORDS) as unknown as readonly (re
 ])[];
 
 /** The entry whose events name `resourceType`, with its GraphQL type; undefined for a type no record has. */
-export function recordOfResourceType(
+function recordOfResourceType(
   resourceType: string,
 ): { typename: RecordTypeName; entry: RecordEntry<SubscribedEventKind> } | undefined {
   return RECORD_BY_RESOURCE_TYPE.get(resourceType);

@@ -25,7 +25,7 @@ export function openRedisConnection(url: string, role: string, logger: Logger): 
 }
 
 /** How long a start waits for Redis before going on without it (Redis may come later, or never). */
-export const REDIS_READY_WAIT_MS = 2_000;
+const REDIS_READY_WAIT_MS = 2_000;
 
 /** Resolves once `redis` is ready, or after `timeoutMs`: a Redis that is down does not stop the start. */
 export async function whenRedisReady(redis: Redis, timeoutMs = REDIS_READY_WAIT_MS): Promise<void> {

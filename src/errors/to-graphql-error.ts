@@ -242,7 +242,7 @@ export function isUnexpectedError(error: unknown): boolean {
 }
 
 /** The problem as the client sees it: every field, field errors given their GraphQL paths. */
-export function toGraphQLProblem(problem: Problem): GraphQLProblem {
+function toGraphQLProblem(problem: Problem): GraphQLProblem {
   const { errors, statusReason, ...rest } = problem;
   const mirrored: GraphQLProblem = { ...rest };
   if (statusReason) mirrored.statusReason = { ...statusReason, actor: toActorEnumName(statusReason.actor) };

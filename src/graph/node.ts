@@ -93,7 +93,7 @@ const nodeId = { nodeId: (record: { id: string; customerId?: string }) => nodeId
  * The most ids one `nodes` call reads: each is one upstream read at most, and the operation's cost
  * (which caps its upstream calls) counts `nodes` at the `@listSize(assumedSize: 25)` of the SDL.
  */
-export const MAX_NODE_IDS = 25;
+const MAX_NODE_IDS = 25;
 
 export const nodeResolvers: Resolvers = {
   Node: {

@@ -183,9 +183,6 @@ const LOADER_FACTORIES = {
   readonly [K in keyof Loaders]: LoaderFactory<Loaders[K]>;
 };
 
-/** The names of every loader: the test of the catalogue checks each record type has its two. */
-export const LOADER_NAMES = Object.keys(LOADER_FACTORIES) as readonly (keyof Loaders)[];
-
 /**
  * The loaders of one operation, each built the first time it is used: an operation touches a few
  * of them, and building all of them for each one (`{ __typename }` included) was measurable work.

@@ -136,7 +136,7 @@ export function authorizeUpstreamRequest(
 }
 
 /** True when `scope` covers `customerId`. */
-export function inScope(scope: UpstreamScope, customerId: string): boolean {
+function inScope(scope: UpstreamScope, customerId: string): boolean {
   return scope.customers.kind === 'all' || scope.customers.customerIds.has(customerId);
 }
 
