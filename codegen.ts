@@ -5,7 +5,7 @@
  * Run `npm run codegen:graphql`; CI fails when the output drifts (`npm run codegen:check`).
  */
 import type { CodegenConfig } from '@graphql-codegen/cli';
-import { RELATED_PARTY_ROLE_VALUES, STATUS_REASON_ACTOR_VALUES } from './src/graph/enum-values.ts';
+import { RELATED_PARTY_ROLE_VALUES, STATUS_REASON_ACTOR_VALUES } from './src/enum-values.ts';
 
 const upstream = '../upstream/types.ts';
 const parents = '../graph/parents.ts';

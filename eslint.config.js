@@ -78,6 +78,30 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
     },
   },
+  // The folders of src/ point one way (test/unit/folder-directions.test.ts measures it): each
+  // layer below reads no code of a layer above it. Type-only imports carry no value and stay allowed.
+  ...[
+    { folder: 'events', above: ['graph', 'edge', 'http'] },
+    { folder: 'errors', above: ['graph', 'events', 'edge', 'http', 'loaders'] },
+    { folder: 'loaders', above: ['graph', 'events', 'edge', 'http'] },
+    { folder: 'upstream', above: ['graph', 'events', 'edge', 'http', 'loaders', 'errors'] },
+  ].map(({ folder, above }) => ({
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./)+(${above.join('|')})/`,
+              allowTypeImports: true,
+              message: `src/${folder}/ is below ${above.join(', ')}: move what both need down, or pass it in.`,
+            },
+          ],
+        },
+      ],
+    },
+  })),
   {
     files: ['test/**/*.ts'],
     rules: {

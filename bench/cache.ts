@@ -38,7 +38,7 @@ import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { startRedisServer } from '../scripts/redis-server.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
-import { postSigned } from './fanout.ts';
+import { postSigned } from './lib/live-facade.ts';
 import { percentile, runLoad, type LoadResult } from './load.ts';
 import { askMemoryUsage } from './memory-probe-protocol.ts';
 import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';

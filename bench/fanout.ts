@@ -31,28 +31,31 @@
  * `MALLOC_ARENA_MAX`) pass through. The report goes to bench/results/ (`fanout-<time>.md`,
  * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { generateWebhookSecret, signWebhook } from '../emulator/webhooks/signature.ts';
+import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { positiveIntegerFromEnv } from './env.ts';
-import type { ClientsReply, ClientsRequest } from './fanout-clients.ts';
+import {
+  ACCOUNT_ID,
+  accountUpdated,
+  CUSTOMER_ID,
+  facadeNodeArgs,
+  facadeScript,
+  postSigned,
+  root,
+  share,
+  startClientProcess,
+  startFacade,
+  upstreamRequests,
+  waitForLiveCounts,
+  type ClientProcess,
+} from './lib/live-facade.ts';
 import { percentile } from './load.ts';
 import { askMemoryUsage, type GarbageCollection } from './memory-probe-protocol.ts';
-import {
-  findFreePort,
-  readCpuMs,
-  startService,
-  type ServiceProcess,
-  startEmulatorService,
-} from './processes.ts';
+import { readCpuMs, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
-const API_KEY = 'sk_sandbox_emulator';
-export const CUSTOMER_ID = 'cus_acme';
-export const ACCOUNT_ID = 'acc_acme_eth';
 /** Every subscriber runs this; its event reads the account (and its balances) upstream. */
 const SUBSCRIPTION = `subscription {
   accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
@@ -74,11 +77,8 @@ const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 
 const settleMs = positiveIntegerFromEnv('BENCH_FANOUT_SETTLE_MS', 5000);
 const holdMs = Number(process.env.BENCH_FANOUT_HOLD_MS ?? 0);
 const heapSnapshotDir = process.env.BENCH_FANOUT_HEAP_SNAPSHOTS;
-const facadeNodeArgs = (process.env.BENCH_FANOUT_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== '');
 const wanted = (process.env.BENCH_FANOUT_SCENARIOS ?? 'small,large,redis').split(',').map((s) => s.trim());
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const facadeScript = process.env.BENCH_FACADE_SCRIPT ?? `${root}src/main.ts`;
 const now = (): number => performance.timeOrigin + performance.now();
 const MIB = 1024 * 1024;
 
@@ -431,60 +431,6 @@ function labelOf(replica: number): string {
   return `replica ${replica + 1}`;
 }
 
-/** The `index`th of `parts` near-equal shares of `total`. */
-export function share(total: number, parts: number, index: number): number {
-  return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
-}
-
-/** Where each facade serves `/metrics`: a port of its own, never the main one. */
-const metricsUrls = new WeakMap<ServiceProcess, string>();
-
-export async function startFacade(
-  emulatorUrl: string,
-  secret: string,
-  redisUrl: string | undefined,
-  redisKeyPrefix: string,
-  replica: number,
-): Promise<ServiceProcess> {
-  const port = await findFreePort();
-  const metricsPort = await findFreePort();
-  const facade = await startService({
-    name: `facade ${replica}`,
-    script: facadeScript,
-    port,
-    nodeArgs: [
-      '--expose-gc',
-      '--import',
-      pathToFileURL(`${root}bench/memory-probe.ts`).href,
-      ...facadeNodeArgs,
-    ],
-    ipc: true,
-    env: {
-      PORT: String(port),
-      METRICS_PORT: String(metricsPort),
-      HOST: '127.0.0.1',
-      NODE_ENV: 'production',
-      UPSTREAM_BASE_URL: emulatorUrl,
-      UPSTREAM_API_KEY: API_KEY,
-      // As deployed: one line per operation at info.
-      LOG_LEVEL: 'info',
-      WEBHOOK_REGISTER: 'false',
-      WEBHOOK_SECRETS: secret,
-      // The delivery path is measured: no caller tokens, no quotas (nor the per-caller cap on
-      // running subscriptions, which the rate limits carry).
-      AUTH_MODE: 'none',
-      RATE_LIMIT_ENABLED: 'false',
-      // Thousands of connections open at once on two busy cores: the default 3 s to send
-      // `connection_init` would close some before their client had a turn.
-      GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '60000',
-      ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix }),
-    },
-    readyPath: '/readyz',
-  });
-  metricsUrls.set(facade, `http://127.0.0.1:${metricsPort}`);
-  return facade;
-}
-
 async function readMemory(
   facade: ServiceProcess,
   collectGarbage: GarbageCollection,
@@ -543,130 +489,6 @@ async function readMappings(pid: number): Promise<NonNullable<MemoryReading['map
     if (rss !== null && kind !== undefined) totals[kind] += Number(rss[1]) * 1024;
   }
   return totals;
-}
-
-/** The facade's open graphql-ws connections and running subscriptions, from its `/metrics`. */
-async function liveCounts(facade: ServiceProcess): Promise<{ connections: number; subscriptions: number }> {
-  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
-  const gauge = (name: string): number => {
-    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-    return match ? Number(match[1]) : Number.NaN;
-  };
-  return {
-    connections: gauge('facade_graphql_ws_connections'),
-    subscriptions: gauge('facade_graphql_ws_subscriptions'),
-  };
-}
-
-/** Polls {@link liveCounts} until `done` holds or `timeoutMs` passed; returns the last counts. */
-export async function waitForLiveCounts(
-  facade: ServiceProcess,
-  done: (counts: { connections: number; subscriptions: number }) => boolean,
-  timeoutMs: number,
-): Promise<{ connections: number; subscriptions: number }> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const counts = await liveCounts(facade);
-    if (done(counts) || Date.now() > deadline) return counts;
-    await sleep(200);
-  }
-}
-
-/** `GET` requests the emulator has received under `/v3` (every read; nothing else is sent here). */
-export async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
-  const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as {
-    byRoute: Record<string, number>;
-  };
-  let gets = 0;
-  for (const [route, count] of Object.entries(log.byRoute)) if (route.startsWith('GET ')) gets += count;
-  return gets;
-}
-
-let eventSequence = 0;
-export function accountUpdated(index: number) {
-  eventSequence += 1;
-  return {
-    id: `evt_bench_fanout_${process.pid}_${Date.now()}_${eventSequence}_${index}`,
-    type: 'account.updated',
-    occurredAt: new Date().toISOString(),
-    environment: 'sandbox',
-    data: {
-      customerId: CUSTOMER_ID,
-      resourceType: 'account',
-      resourceId: ACCOUNT_ID,
-      object: { id: ACCOUNT_ID },
-    },
-  };
-}
-
-/** A Standard Webhooks delivery, signed the way the upstream (and the emulator) signs it. */
-export async function postSigned(
-  facadeUrl: string,
-  secret: string,
-  event: { id: string },
-): Promise<{ status: number; body: unknown }> {
-  const body = JSON.stringify(event);
-  const timestamp = Math.floor(Date.now() / 1000);
-  const response = await fetch(`${facadeUrl}/webhooks/platform`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'webhook-id': event.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
-    },
-    body,
-  });
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  return { status: response.status, body: parsed };
-}
-
-/** A child process holding subscribers (`fanout-clients.ts`), asked one thing at a time per request id. */
-export interface ClientProcess {
-  pid: number;
-  ask(request: ClientsRequest): Promise<ClientsReply>;
-  stop(): void;
-}
-
-let nextRequestId = 0;
-export function startClientProcess(): ClientProcess {
-  const child: ChildProcess = fork(`${root}bench/fanout-clients.ts`, [], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const waiting = new Map<
-    number,
-    { resolve: (reply: ClientsReply) => void; reject: (error: Error) => void }
-  >();
-  child.on('message', (message: unknown) => {
-    const reply = message as ClientsReply;
-    waiting.get(reply.id)?.resolve(reply);
-    waiting.delete(reply.id);
-  });
-  child.once('exit', (code) => {
-    for (const { reject } of waiting.values())
-      reject(new Error(`a client process exited (${String(code)}) before answering`));
-    waiting.clear();
-  });
-  return {
-    pid: child.pid ?? 0,
-    ask(request) {
-      nextRequestId += 1;
-      const id = nextRequestId;
-      return new Promise((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
-        child.send({ ...request, id });
-      });
-    },
-    stop() {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
-  };
 }
 
 function summaryLine(result: ScenarioResult): string {
@@ -786,5 +608,4 @@ function toMarkdown(report: {
   return `${lines.join('\n')}\n`;
 }
 
-// Run as a script, not when another benchmark imports its helpers (`bench/resume.ts`).
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();
+await main();

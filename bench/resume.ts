@@ -35,7 +35,7 @@ import {
   upstreamRequests,
   waitForLiveCounts,
   type ClientProcess,
-} from './fanout.ts';
+} from './lib/live-facade.ts';
 import { startEmulatorService, type ServiceProcess } from './processes.ts';
 import { startRedisServer } from '../scripts/redis-server.ts';
 import { createMemoryEventLog } from '../src/events/log/memory-event-log.ts';

@@ -14,7 +14,7 @@ import http from 'node:http';
 import net from 'node:net';
 import express from 'express';
 import { createMemoryEventLog } from '../src/events/log/memory-event-log.ts';
-import { createMemoryEventDeduplicator } from '../src/events/fan-out/memory-event-dedup.ts';
+import { createMemoryEventDeduplicator } from '../src/events/dedup/memory-event-dedup.ts';
 import { createWebhookRouter } from '../src/events/receiving/webhook-route.ts';
 import { createLogger } from '../src/logger.ts';
 

@@ -1,3 +1,7 @@
+/**
+ * The fees of an account (`GET`/`PUT /v3/customers/{customerId}/accounts/{accountId}/fees`): the
+ * read is a mirror of the last replace, with `breakdown.developer` null until a rule is set.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { DeveloperFee } from '../store/records.ts';
 import type { DomainContext } from './context.ts';

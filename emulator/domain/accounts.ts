@@ -1,3 +1,7 @@
+/**
+ * The accounts of a customer: list, get, create and archive, with issued wallets given an address
+ * and balances, and `account.created` / `account.updated` announced after each change.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import { newId } from '../store/ids.ts';
 import type { AccountRecord, Environment } from '../store/records.ts';

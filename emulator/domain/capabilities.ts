@@ -1,3 +1,7 @@
+/**
+ * Capabilities: what a key may request (discovery, the readiness probe of the facade), a customer's
+ * capabilities and their applications, and the `capability.*` events their changes announce.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import { newId } from '../store/ids.ts';
 import type { CapabilityRecord, Environment } from '../store/records.ts';

@@ -1,3 +1,7 @@
+/**
+ * What every domain handler shares: the store, the clock, the event announcer and the timers it
+ * schedules (transfers that settle later), so that a reset or a close can cancel them all.
+ */
 import { newId } from '../store/ids.ts';
 import type { Store } from '../store/store.ts';
 import type { EnvironmentStore } from '../store/environment-store.ts';

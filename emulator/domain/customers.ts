@@ -1,3 +1,7 @@
+/**
+ * Customers: list, get and create, and the `customer.created` / `customer.updated` events; a
+ * customer is the parent of every other record but institutions and webhook endpoints.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import { newId } from '../store/ids.ts';
 import type { CustomerRecord } from '../store/records.ts';

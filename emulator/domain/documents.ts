@@ -1,3 +1,7 @@
+/**
+ * A customer's documents: list, get and archive. Archived documents are kept but answer as gone,
+ * and archiving announces `document.archived`.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { DocumentRecord, Environment } from '../store/records.ts';
 import type { DomainContext } from './context.ts';

@@ -1,3 +1,7 @@
+/**
+ * The emulator's business side assembled: the store for both environments, the shared context,
+ * and one handler per operationId of the contract, each from its group's module.
+ */
 import type { EmulatorLogger, RouteHandlers } from '../http/types.ts';
 import { createStore } from '../store/store.ts';
 import type { DataSet } from '../store/store.ts';

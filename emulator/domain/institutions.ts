@@ -1,3 +1,6 @@
+/**
+ * Institutions: the banks that decide capability applications; reference data, read-only.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { DomainContext } from './context.ts';
 import { dataResponse, listResponse } from './list-response.ts';

@@ -1,3 +1,7 @@
+/**
+ * The two success bodies every handler returns: a page of a list (`{data, nextCursor, hasMore}`)
+ * and a single record (`{data}`).
+ */
 import { listIdentityOf, paginate } from '../http/pagination.ts';
 import type { Listable } from '../http/pagination.ts';
 import type { EmulatorRequest, EmulatorResponse } from '../http/types.ts';

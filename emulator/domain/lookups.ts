@@ -1,3 +1,8 @@
+/**
+ * The look-ups every handler starts with: a path parameter, the parent customer (or the 404 the
+ * operation documents), and a record owned by that customer, without telling ids of other
+ * customers apart from missing ones.
+ */
 import type { EmulatorRequest } from '../http/types.ts';
 import type { EnvironmentStore } from '../store/environment-store.ts';
 import type { CustomerRecord } from '../store/records.ts';

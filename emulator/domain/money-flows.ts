@@ -1,3 +1,8 @@
+/**
+ * How money moves inside the emulator: balances credited and debited, transfers that start
+ * pending and settle after `transferSettleMs`, and the rules that sweep a watched wallet
+ * whenever it is credited ("Rules in action" in docs/upstream-assumptions.md).
+ */
 import { formatAmount, parseAmount } from '../store/decimal.ts';
 import type { ScaledAmount } from '../store/decimal.ts';
 import type { EnvironmentStore } from '../store/environment-store.ts';
@@ -5,12 +10,6 @@ import { newId } from '../store/ids.ts';
 import type { AccountRecord, Environment, MoneyTarget, TransferRecord } from '../store/records.ts';
 import type { DomainContext } from './context.ts';
 import { presentRecord } from './presenters.ts';
-
-/*
- * How money moves inside the emulator: balances credited and debited, transfers that start
- * pending and settle after `transferSettleMs`, and the rules that sweep a watched wallet
- * whenever it is credited ("Rules in action" in docs/upstream-assumptions.md).
- */
 
 /** Announces `account.updated` with the account as a read now returns it. */
 export function emitAccountUpdated(

@@ -1,3 +1,7 @@
+/**
+ * Records become response bodies here. Every presenter returns a copy: a body may be cached for
+ * idempotent replay or serialised later, and must not change when the store does.
+ */
 import type { EnvironmentStore } from '../store/environment-store.ts';
 import type {
   AccountRecord,
@@ -6,11 +10,6 @@ import type {
   TaskSubmissionRecord,
   WebhookEndpointRecord,
 } from '../store/records.ts';
-
-/*
- * Records become response bodies here. Every presenter returns a copy: a body may be cached for
- * idempotent replay or serialised later, and must not change when the store does.
- */
 
 /** A record whose stored shape is its response shape, copied. */
 export function presentRecord<T>(record: T): T {

@@ -1,10 +1,9 @@
-import { conflict, ProblemError, validationError } from '../http/problem.ts';
-import type { BlockingResource, FieldError } from '../http/problem.ts';
-
-/*
+/**
  * The domain's failures, phrased once. Every 404, 409 and 422 the handlers throw comes from
  * here, so the same situation always carries the same code, statusReason and wording.
  */
+import { conflict, ProblemError, validationError } from '../http/problem.ts';
+import type { BlockingResource, FieldError } from '../http/problem.ts';
 
 /** 404 `not_found` for a resource that does not exist in this environment (or not under this parent). */
 export function notFound(noun: string, id: string): ProblemError {

@@ -1,3 +1,7 @@
+/**
+ * A customer's quotes: list, get and execute; executing an open quote starts its transfer (see
+ * `money-flows.ts`) and marks the quote executed.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import { parseAmount } from '../store/decimal.ts';
 import type { DomainContext } from './context.ts';

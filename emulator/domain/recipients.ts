@@ -1,3 +1,6 @@
+/**
+ * A customer's recipients and their destinations, the targets of transfers and rules; read-only.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { DomainContext } from './context.ts';
 import { dataResponse, listResponse } from './list-response.ts';

@@ -1,3 +1,8 @@
+/**
+ * The related parties of a business customer: list (active ones), get, create and archive, with
+ * the body rules the schema cannot express; each change advances the customer's `updatedAt` and
+ * announces `related_party.*`.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import { newId } from '../store/ids.ts';
 import type { Environment, EntityFacts, PersonFacts, RelatedPartyRecord } from '../store/records.ts';

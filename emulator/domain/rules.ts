@@ -1,3 +1,7 @@
+/**
+ * A customer's rules (sweep a watched wallet to a target): list, get, create, pause and resume,
+ * and archive, with the body checked against the customer's own accounts and recipients.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { EnvironmentStore } from '../store/environment-store.ts';
 import { newId } from '../store/ids.ts';

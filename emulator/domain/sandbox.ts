@@ -1,3 +1,7 @@
+/**
+ * The sandbox-only operations: topping up an issued wallet with test funds, and forcing a
+ * capability's status (with what that does to its institution applications).
+ */
 import { randomBytes } from 'node:crypto';
 import type { RouteHandlers } from '../http/types.ts';
 import { parseAmount } from '../store/decimal.ts';

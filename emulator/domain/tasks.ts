@@ -1,3 +1,6 @@
+/**
+ * A customer's tasks and their submissions; read-only, archived documents left out of submissions.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { DomainContext } from './context.ts';
 import { dataResponse, listResponse } from './list-response.ts';

@@ -1,3 +1,7 @@
+/**
+ * A customer's transfers; read-only here, since transfers start from quotes and rules
+ * (`money-flows.ts`).
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import type { DomainContext } from './context.ts';
 import { dataResponse, listResponse } from './list-response.ts';

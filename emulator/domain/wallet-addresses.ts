@@ -1,3 +1,7 @@
+/**
+ * The address of a new issued wallet, derived from its account id so that it is the same on every
+ * run and looks like the network's own.
+ */
 import { createHash } from 'node:crypto';
 
 const BASE58_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';

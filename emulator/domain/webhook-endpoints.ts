@@ -1,3 +1,8 @@
+/**
+ * Webhook endpoint management (list, get, create, update, archive) and which endpoints receive an
+ * event; the signing secret is shown once, by the create response, and read only by the
+ * dispatcher.
+ */
 import type { RouteHandlers } from '../http/types.ts';
 import { newId } from '../store/ids.ts';
 import { generateWebhookSecret } from '../webhooks/signature.ts';

@@ -1,3 +1,7 @@
+/**
+ * The emulator's API keys and who may do what with each (`X-API-Key`): the environment a key
+ * belongs to, read-only keys, and the 401 and 403 problems of the assumptions doc.
+ */
 import { ProblemError } from './problem.ts';
 import type { ApiKeyConfig, ApiKeyIdentity } from './types.ts';
 

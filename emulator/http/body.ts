@@ -1,3 +1,7 @@
+/**
+ * Request bodies: read within a byte cap without buffering more, and parsed as JSON with a
+ * problem response for anything else.
+ */
 import type { IncomingMessage } from 'node:http';
 import { ProblemError } from './problem.ts';
 

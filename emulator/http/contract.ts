@@ -1,3 +1,7 @@
+/**
+ * The contract (`schema/upstream/openapi.yaml`) loaded for routing and validation: its operations
+ * with their parameters resolved, and its component schemas.
+ */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { OperationId } from './types.ts';

@@ -1,3 +1,8 @@
+/**
+ * The test controls under `/_emulator/`: health, the log of requests received, injected faults,
+ * reset, and the webhook deliveries made, for tests and benchmarks to set up and observe the
+ * emulator.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isJsonContentType, parseJsonBody, readBody } from './body.ts';
 import type { FaultInjector } from './faults.ts';

@@ -1,3 +1,8 @@
+/**
+ * Injected latency and failures for `/v3` operations, set through `PUT /_emulator/faults`: a rule
+ * per route (or all of them), applied at a rate and at most a number of times, answering a problem,
+ * resetting the connection or stalling.
+ */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { validationError } from './problem.ts';
 import { toFieldErrors } from './validation.ts';

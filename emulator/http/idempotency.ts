@@ -1,3 +1,8 @@
+/**
+ * `Idempotency-Key`: the first request with a key runs, a concurrent one with the same key is
+ * refused as in progress, a later identical one replays the stored response, and a different
+ * request with the key is a conflict; keys are scoped to the API key and kept 24 hours.
+ */
 import { createHash } from 'node:crypto';
 import { ProblemError } from './problem.ts';
 

@@ -1,3 +1,8 @@
+/**
+ * Cursor pagination of every list: the order (createdAt, then id), the page sizes, the
+ * `updatedSince` filter and cursors that name a position, so pages stay stable while records
+ * are added.
+ */
 import { createHash } from 'node:crypto';
 import { ProblemError } from './problem.ts';
 import type { EmulatorRequest, ListQuery } from './types.ts';

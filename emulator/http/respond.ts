@@ -1,3 +1,7 @@
+/**
+ * Writing responses: JSON bodies, problem bodies carrying the request id, and any thrown value
+ * turned into a problem without its details.
+ */
 import type { ServerResponse } from 'node:http';
 import { buildProblem, ProblemError } from './problem.ts';
 

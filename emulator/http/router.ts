@@ -1,3 +1,7 @@
+/**
+ * Routing by the contract: every operation's path template compiled into a matcher, literal
+ * segments before parameters, with 404 and 405 told apart.
+ */
 import type { ContractOperation } from './contract.ts';
 
 /** The outcome of matching a request line against the contract's paths. */

@@ -1,3 +1,8 @@
+/**
+ * The emulator's HTTP side: one request listener that takes every `/v3` request through the same
+ * steps (request id, counting, authentication, routing, body, validation, idempotency, faults,
+ * handler) and serves the test controls.
+ */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -1,3 +1,7 @@
+/**
+ * Validation against the contract: each operation's query, headers and body checked by its JSON
+ * Schemas (ajv), every failure reported as a 400 `validation_error` with a pointer to the field.
+ */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';

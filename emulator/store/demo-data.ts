@@ -1,3 +1,9 @@
+/**
+ * The demo data: the same ids, values and timestamps on every start, so examples in the
+ * docs and assertions in tests can name them. Timestamps lie in the past; the store's
+ * clock moves every later change after the newest of them. `emulator/README.md`
+ * ("Demo data") describes this data set for people.
+ */
 import { createEnvironmentStore, putAll } from './environment-store.ts';
 import type { EnvironmentStore } from './environment-store.ts';
 import { generateWebhookSecret } from '../webhooks/signature.ts';
@@ -18,13 +24,6 @@ import type {
   TransferRecord,
   WebhookEndpointRecord,
 } from './records.ts';
-
-/*
- * The demo data: the same ids, values and timestamps on every start, so examples in the
- * docs and assertions in tests can name them. Timestamps lie in the past; the store's
- * clock moves every later change after the newest of them. `emulator/README.md`
- * ("Demo data") describes this data set for people.
- */
 
 const DEMO_EPOCH_MS = Date.parse('2025-01-06T09:00:00.000Z');
 

@@ -1,3 +1,6 @@
+/**
+ * The records of one environment (sandbox or live), one map per resource, keyed by id.
+ */
 import type {
   AccountRecord,
   CapabilityRecord,

@@ -1,3 +1,7 @@
+/**
+ * Ids as the upstream makes them: a prefix per resource and random hex, so ids never repeat
+ * across resets.
+ */
 import { randomBytes } from 'node:crypto';
 
 /** Id prefixes of the upstream's resources (`docs/upstream-assumptions.md`, "Ids"). */

@@ -1,3 +1,7 @@
+/**
+ * The emulator's whole state: both environments, loaded with the demo data or left empty, and the
+ * clock that stamps every change.
+ */
 import { createTimestampSource } from './clock.ts';
 import type { TimestampSource } from './clock.ts';
 import { createDemoData, createEmptyData, DEMO_DATA_LATEST_TIMESTAMP } from './demo-data.ts';

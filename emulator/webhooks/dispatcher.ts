@@ -1,3 +1,7 @@
+/**
+ * Delivery of signed webhooks to the registered endpoints: one delivery per event and endpoint,
+ * retried with growing delays up to a number of attempts.
+ */
 import { Agent, request } from 'undici';
 import { signWebhook } from './signature.ts';
 import type {

@@ -1,3 +1,7 @@
+/**
+ * Standard Webhooks signatures: the `webhook-signature` header of a delivery and new signing
+ * secrets.
+ */
 import { createHmac, randomBytes } from 'node:crypto';
 
 const SECRET_PREFIX = 'whsec_';

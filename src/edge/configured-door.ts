@@ -9,7 +9,7 @@ import type { GraphQLSchema } from 'graphql';
 import { createAuthenticator, type Authenticator } from '../auth/authenticate.ts';
 import { createTokenVerifier } from '../auth/token-verifier.ts';
 import type { Config } from '../config.ts';
-import { openRedisConnection, whenRedisReady } from '../events/fan-out/redis-connection.ts';
+import { openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';

@@ -25,7 +25,7 @@ import {
 import { createHash } from 'node:crypto';
 import type { Authenticator, Credentials } from '../auth/authenticate.ts';
 import type { Caller } from '../auth/caller.ts';
-import type { PlatformEnvironment } from '../events/receiving/platform-event.ts';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 import { createQueryLimitsRules, type OperationMeasure, type QueryLimits } from '../graph/query-limits.ts';
 import type { Logger } from '../logger.ts';
 import type { TrustedDocumentsMode } from './config.ts';

@@ -46,7 +46,7 @@ export type KnownProblemCode = (typeof KNOWN_PROBLEM_CODES)[number];
 
 const KNOWN = new Set<string>(KNOWN_PROBLEM_CODES);
 
-export function isKnownProblemCode(code: string): code is KnownProblemCode {
+function isKnownProblemCode(code: string): code is KnownProblemCode {
   return KNOWN.has(code);
 }
 

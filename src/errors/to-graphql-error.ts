@@ -18,8 +18,8 @@ import { type InputPath, parameterToArgumentPath, pointerToInputPath } from './i
 import { findIdempotencyKey } from './mutation-failure.ts';
 import { findIdRefusal } from './id-argument.ts';
 import { MAX_ID_LENGTH } from '../upstream/rest-path.ts';
-import { STATUS_REASON_ACTOR_VALUES } from '../graph/enum-values.ts';
-import { CursorExpiredError } from '../events/log/event-log.ts';
+import { STATUS_REASON_ACTOR_VALUES } from '../enum-values.ts';
+import { CursorExpiredError } from './cursor-expired.ts';
 
 export interface ToGraphQLErrorOptions {
   /** Add `extensions.stacktrace` (development only: stack traces reveal internals). */
@@ -243,7 +243,7 @@ export function isUnexpectedError(error: unknown): boolean {
 }
 
 /** The problem as the client sees it: every field, field errors given their GraphQL paths. */
-export function toGraphQLProblem(problem: Problem): GraphQLProblem {
+function toGraphQLProblem(problem: Problem): GraphQLProblem {
   const { errors, statusReason, ...rest } = problem;
   const mirrored: GraphQLProblem = { ...rest };
   if (statusReason) mirrored.statusReason = { ...statusReason, actor: toActorEnumName(statusReason.actor) };

@@ -28,12 +28,12 @@ import {
   createRedisReconcileState,
   type ReconcileState,
 } from './reconcile/reconcile-state.ts';
-import type { EventDeduplicator } from './fan-out/event-dedup.ts';
+import type { EventDeduplicator } from './dedup/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
-import { createMemoryEventDeduplicator } from './fan-out/memory-event-dedup.ts';
-import { openRedisConnection } from './fan-out/redis-connection.ts';
-import { createRedisEventDeduplicator } from './fan-out/redis-event-dedup.ts';
+import { createMemoryEventDeduplicator } from './dedup/memory-event-dedup.ts';
+import { openRedisConnection } from '../redis.ts';
+import { createRedisEventDeduplicator } from './dedup/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { webhookBodyLimits } from './config.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';

@@ -6,15 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
-import {
-  COLLECTION_OF_RESOURCE_TYPE,
-  type CustomerCollection,
-  type ResponseCache,
-  type StaleReads,
-} from '../upstream/response-cache.ts';
+import { COLLECTION_OF_RESOURCE_TYPE, type CustomerCollection } from '../records.ts';
+import type { ResponseCache, StaleReads } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
-import { openRedisConnection, whenRedisReady } from './fan-out/redis-connection.ts';
-import type { PlatformEnvironment, PlatformEvent } from './receiving/platform-event.ts';
+import { openRedisConnection, whenRedisReady } from '../redis.ts';
+import type { PlatformEnvironment, PlatformEvent } from './event-types.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
 /** The answers `event` makes stale, in the cache's terms. */

@@ -1,7 +1,7 @@
 /** Resolvers of `base.graphql`: scalars, the actor enum, and `apiStatus`. */
 import type { Resolvers } from '../generated/graphql.ts';
 import { checkApiStatus } from './api-status.ts';
-import { STATUS_REASON_ACTOR_VALUES } from './enum-values.ts';
+import { STATUS_REASON_ACTOR_VALUES } from '../enum-values.ts';
 import { DateTimeScalar, DecimalScalar } from './scalars.ts';
 
 export const baseResolvers: Resolvers = {

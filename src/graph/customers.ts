@@ -7,7 +7,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { CUSTOMER_LISTS, readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { connectionOf } from './resolver-shapes.ts';
+import { connectionsOf } from './resolver-shapes.ts';
 import { readScopedCustomers } from './scoped-customers.ts';
 import { toConnection, toPageParams } from './pagination.ts';
 
@@ -50,14 +50,7 @@ export const customerResolvers: Resolvers = {
   Customer: {
     __resolveReference: (reference, context, info) =>
       readRecord('Customer', { id: reference.id }, context, info),
-    accounts: connectionOf(CUSTOMER_LISTS.accounts),
-    relatedParties: connectionOf(CUSTOMER_LISTS.relatedParties),
-    capabilities: connectionOf(CUSTOMER_LISTS.capabilities),
-    documents: connectionOf(CUSTOMER_LISTS.documents),
-    recipients: connectionOf(CUSTOMER_LISTS.recipients),
-    tasks: connectionOf(CUSTOMER_LISTS.tasks),
-    quotes: connectionOf(CUSTOMER_LISTS.quotes),
-    transfers: connectionOf(CUSTOMER_LISTS.transfers),
-    rules: connectionOf(CUSTOMER_LISTS.rules),
+    // One list per customer record type of the catalogue, its field named as its list loader.
+    ...connectionsOf(CUSTOMER_LISTS),
   },
 };

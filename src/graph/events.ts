@@ -1,9 +1,11 @@
 /**
- * Resolvers of `events.graphql`: live subscriptions over graphql-ws. Each field names the resource
- * type it follows and passes its arguments on; the feeds of `resource-feeds.ts` filter
- * the events, replay what changed since `since`, and read each resource as it is now with a fresh
- * per-event context, so nested selections resolve as in a query.
+ * Resolvers of `events.graphql`: live subscriptions over every live transport. Each record type of
+ * the catalogue (`src/records.ts`) with events has its `<field>Changed` subscription, named by its
+ * payload field, and its `<Field>ChangedEvent` payload; `events` follows them all. The feeds of
+ * `resource-feeds.ts` filter the events, replay what changed since `since`, and read each resource
+ * as it is now with a fresh per-event context, so nested selections resolve as in a query.
  */
+import { RECORD_ENTRIES } from '../records.ts';
 import {
   payloadOf,
   resourceOf,
@@ -11,58 +13,55 @@ import {
   subscribeToEvents,
   typenameOf,
 } from './resource-feeds.ts';
+import type { GraphContext } from './context.ts';
 import type { Resolvers } from '../generated/graphql.ts';
 
-export const eventResolvers: Resolvers = {
+/** The arguments of every `…Changed` field; `<field>Id` (`accountId`) where one resource can be followed. */
+type ChangedArgs = Record<string, string | null | undefined> & { customerId: string };
+
+/** The `…Changed` subscription and its payload type's resource field, per record type with events. */
+const CHANGE_RESOLVERS = RECORD_ENTRIES.flatMap(([, { events, resourceType }]) => {
+  if (events === undefined) return [];
+  const { field } = events;
+  const subscription = {
+    subscribe: (_root: unknown, args: ChangedArgs, context: GraphContext) =>
+      subscribeToChanges(context, resourceType, {
+        customerId: args.customerId,
+        resourceId: args[`${field}Id`],
+        since: args['since'],
+        after: args['after'],
+      }),
+    resolve: payloadOf,
+  };
+  const payloadType = {
+    [field]: (parent: Record<string, unknown>) => resourceOf(parent, parent[field] ?? null),
+  };
+  return [
+    {
+      field: `${field}Changed`,
+      subscription,
+      payloadTypeName: `${capitalized(field)}ChangedEvent`,
+      payloadType,
+    },
+  ];
+});
+
+function capitalized(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+export const eventResolvers = {
   Subscription: {
-    customerChanged: {
-      subscribe: (_root, { customerId, since, after }, context) =>
-        subscribeToChanges(context, 'customer', { customerId, since, after }),
-      resolve: payloadOf,
-    },
-    accountChanged: {
-      subscribe: (_root, { customerId, accountId, since, after }, context) =>
-        subscribeToChanges(context, 'account', { customerId, resourceId: accountId, since, after }),
-      resolve: payloadOf,
-    },
-    capabilityChanged: {
-      subscribe: (_root, { customerId, since, after }, context) =>
-        subscribeToChanges(context, 'capability', { customerId, since, after }),
-      resolve: payloadOf,
-    },
-    relatedPartyChanged: {
-      subscribe: (_root, { customerId, since, after }, context) =>
-        subscribeToChanges(context, 'related_party', { customerId, since, after }),
-      resolve: payloadOf,
-    },
-    documentChanged: {
-      subscribe: (_root, { customerId, after }, context) =>
-        subscribeToChanges(context, 'document', { customerId, after }),
-      resolve: payloadOf,
-    },
-    transferChanged: {
-      subscribe: (_root, { customerId, since, after }, context) =>
-        subscribeToChanges(context, 'transfer', { customerId, since, after }),
-      resolve: payloadOf,
-    },
-    ruleChanged: {
-      subscribe: (_root, { customerId, since, after }, context) =>
-        subscribeToChanges(context, 'rule', { customerId, since, after }),
-      resolve: payloadOf,
-    },
+    ...Object.fromEntries(CHANGE_RESOLVERS.map(({ field, subscription }) => [field, subscription])),
     events: {
       subscribe: (_root, { customerId, types, since, after }, context) =>
         subscribeToEvents(context, { customerId, types, since, after }),
       resolve: payloadOf,
     },
   },
-  CustomerChangedEvent: { customer: (parent) => resourceOf(parent, parent.customer ?? null) },
-  AccountChangedEvent: { account: (parent) => resourceOf(parent, parent.account ?? null) },
-  CapabilityChangedEvent: { capability: (parent) => resourceOf(parent, parent.capability ?? null) },
-  RelatedPartyChangedEvent: { relatedParty: (parent) => resourceOf(parent, parent.relatedParty ?? null) },
-  DocumentChangedEvent: { document: (parent) => resourceOf(parent, parent.document ?? null) },
-  TransferChangedEvent: { transfer: (parent) => resourceOf(parent, parent.transfer ?? null) },
-  RuleChangedEvent: { rule: (parent) => resourceOf(parent, parent.rule ?? null) },
+  ...Object.fromEntries(
+    CHANGE_RESOLVERS.map(({ payloadTypeName, payloadType }) => [payloadTypeName, payloadType]),
+  ),
   PlatformEvent: { resource: (parent) => resourceOf(parent, parent.resource ?? null) },
   EventResource: { __resolveType: typenameOf },
-};
+} as Resolvers;

@@ -6,8 +6,7 @@ import type { Resolvers } from '../generated/graphql.ts';
 import type { Institution } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import type { InstitutionParent } from './parents.ts';
-import { toConnection, toPageParams } from './pagination.ts';
-import { fieldsOfFullRecord } from './resolver-shapes.ts';
+import { fieldsOfFullRecord, recordByIdArg, topLevelConnection } from './resolver-shapes.ts';
 import { readRecord } from './look-ahead.ts';
 
 async function fullRecord(institution: InstitutionParent, { loaders }: GraphContext): Promise<Institution> {
@@ -19,9 +18,8 @@ const fullRecordField = fieldsOfFullRecord(fullRecord);
 
 export const institutionResolvers: Resolvers = {
   Query: {
-    institution: (_parent, { id }, context, info) => readRecord('Institution', { id }, context, info),
-    institutions: async (_parent, args, { loaders }) =>
-      toConnection(await loaders.institutions.load(toPageParams(args)), args),
+    institution: recordByIdArg('Institution'),
+    institutions: topLevelConnection((loaders) => loaders.institutions),
   },
   Institution: {
     __resolveReference: (reference, context, info) =>

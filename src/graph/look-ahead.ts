@@ -20,49 +20,36 @@
 import type DataLoader from 'dataloader';
 import { isObjectType, type FieldNode, type GraphQLResolveInfo } from 'graphql';
 import type { Loaders, ScopedKey, ScopedPageKey, TaskSubmissionsPageKey } from '../loaders/index.ts';
-import type {
-  Account,
-  Capability,
-  Customer,
-  CustomerDocument,
-  Institution,
-  Page,
-  Quote,
-  Recipient,
-  RelatedParty,
-  RelatedPartySummary,
-  Rule,
-  Task,
-  TaskSubmission,
-  Transfer,
-  WebhookEndpoint,
-} from '../upstream/types.ts';
+import {
+  RECORD_ENTRIES,
+  type CustomerRecordTypeName,
+  type ListedOf,
+  type RecordOf,
+  type RecordTypeName,
+  type RECORDS,
+} from '../records.ts';
+import type { Page, TaskSubmission } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { toPageParams, type ConnectionArgs } from './pagination.ts';
 import { selectedFields, type SelectedField, type SelectionScope } from './selection.ts';
+
+export type { RecordTypeName } from '../records.ts';
 
 /** The key of a record whose REST path is its id alone (`/v3/customers/{id}`). */
 export interface TopLevelKey {
   id: string;
 }
 
-/** Every record type `readRecord` reads by key: the shape of its key and of the record. */
-export interface RecordTypes {
-  Customer: { key: TopLevelKey; record: Customer };
-  Account: { key: ScopedKey; record: Account };
-  Capability: { key: ScopedKey; record: Capability };
-  RelatedParty: { key: ScopedKey; record: RelatedParty };
-  CustomerDocument: { key: ScopedKey; record: CustomerDocument };
-  Recipient: { key: ScopedKey; record: Recipient };
-  Task: { key: ScopedKey; record: Task };
-  Quote: { key: ScopedKey; record: Quote };
-  Transfer: { key: ScopedKey; record: Transfer };
-  Rule: { key: ScopedKey; record: Rule };
-  Institution: { key: TopLevelKey; record: Institution };
-  WebhookEndpoint: { key: TopLevelKey; record: WebhookEndpoint };
-}
+/** Every record type `readRecord` reads by key (the catalogue's): the shape of its key and of the record. */
+export type RecordTypes = {
+  [T in RecordTypeName]: { key: KeyOfShape[(typeof RECORDS)[T]['key']]; record: RecordOf<T> };
+};
 
-export type RecordTypeName = keyof RecordTypes;
+/** The key of each of the catalogue's key shapes. */
+interface KeyOfShape {
+  'top-level': TopLevelKey;
+  customer: ScopedKey;
+}
 
 /**
  * One loader read made from a key and a field's arguments: by the resolver that needs it
@@ -126,21 +113,36 @@ function customerList<V>(loaderOf: (loaders: Loaders) => DataLoader<ScopedPageKe
   }));
 }
 
+/** The list of each customer record type, by its field on `Customer` (the catalogue's list loader name). */
+type CustomerLists = {
+  [T in CustomerRecordTypeName as (typeof RECORDS)[T]['loaders']['list']]: KeyedRead<
+    TopLevelKey,
+    ConnectionArgs,
+    Page<ListedOf<T>>
+  >;
+};
+
+/** A loader of `loaders` by the name the catalogue gives it. */
+function loaderNamed(name: string) {
+  return (loaders: Loaders) =>
+    (loaders as unknown as Record<string, DataLoader<unknown, never, string>>)[name]!;
+}
+
 /**
- * The lists of a customer, read from its id alone. `Customer`'s field resolvers read through these
- * very entries, so a list started ahead is the one its resolver asks for.
+ * The lists of a customer, read from its id alone: one per customer record type of the catalogue.
+ * `Customer`'s field resolvers read through these very entries, so a list started ahead is the one
+ * its resolver asks for.
  */
-export const CUSTOMER_LISTS = {
-  accounts: customerList<Account>((loaders) => loaders.accounts),
-  relatedParties: customerList<RelatedPartySummary>((loaders) => loaders.relatedParties),
-  capabilities: customerList<Capability>((loaders) => loaders.capabilities),
-  documents: customerList<CustomerDocument>((loaders) => loaders.documents),
-  recipients: customerList<Recipient>((loaders) => loaders.recipients),
-  tasks: customerList<Task>((loaders) => loaders.tasks),
-  quotes: customerList<Quote>((loaders) => loaders.quotes),
-  transfers: customerList<Transfer>((loaders) => loaders.transfers),
-  rules: customerList<Rule>((loaders) => loaders.rules),
-} as const;
+export const CUSTOMER_LISTS = Object.fromEntries(
+  RECORD_ENTRIES.filter(([, entry]) => entry.key === 'customer').map(([, entry]) => [
+    entry.loaders.list,
+    customerList(
+      loaderNamed(entry.loaders.list) as (
+        loaders: Loaders,
+      ) => DataLoader<ScopedPageKey, Page<unknown>, string>,
+    ),
+  ]),
+) as unknown as CustomerLists;
 
 /** A task's submissions, one page of them, read from the task's key alone. */
 export const TASK_SUBMISSIONS = keyedRead<
@@ -164,58 +166,38 @@ function asChild<PK, A, V>(read: KeyedRead<PK, A, V>): ChildRead<PK> {
   return { kind: 'read', read };
 }
 
-/**
- * Per record type: its read, and the child fields that can start from its key alone. Only fields
- * whose resolver always makes that read when the record exists belong here (an account's `fees`
- * does not: the record usually carries them), so for records that are found looking ahead adds
- * no call.
- */
-export const RECORD_READS: { readonly [T in RecordTypeName]: RecordReads<T> } = {
-  Customer: {
-    read: keyedRead(
-      (loaders) => loaders.customer,
-      (customer: TopLevelKey) => customer.id,
-    ),
-    children: Object.fromEntries(
-      Object.entries(CUSTOMER_LISTS).map(([field, read]) => [
-        field,
-        asChild<TopLevelKey, ConnectionArgs, unknown>(read),
-      ]),
-    ),
-  },
-  Account: { read: recordRead((loaders) => loaders.account), children: { customer: OWNING_CUSTOMER } },
-  Capability: { read: recordRead((loaders) => loaders.capability), children: { customer: OWNING_CUSTOMER } },
-  RelatedParty: {
-    read: recordRead((loaders) => loaders.relatedParty),
-    children: { customer: OWNING_CUSTOMER },
-  },
-  CustomerDocument: {
-    read: recordRead((loaders) => loaders.document),
-    children: { customer: OWNING_CUSTOMER },
-  },
-  Recipient: { read: recordRead((loaders) => loaders.recipient), children: { customer: OWNING_CUSTOMER } },
-  Task: {
-    read: recordRead((loaders) => loaders.task),
-    children: { customer: OWNING_CUSTOMER, submissions: asChild(TASK_SUBMISSIONS) },
-  },
-  Quote: { read: recordRead((loaders) => loaders.quote), children: { customer: OWNING_CUSTOMER } },
-  Transfer: { read: recordRead((loaders) => loaders.transfer), children: { customer: OWNING_CUSTOMER } },
-  Rule: { read: recordRead((loaders) => loaders.rule), children: { customer: OWNING_CUSTOMER } },
-  Institution: {
-    read: keyedRead(
-      (loaders) => loaders.institution,
-      (institution: TopLevelKey) => institution.id,
-    ),
-    children: {},
-  },
-  WebhookEndpoint: {
-    read: keyedRead(
-      (loaders) => loaders.webhookEndpoint,
-      (endpoint: TopLevelKey) => endpoint.id,
-    ),
-    children: {},
-  },
+/** The child fields of a record type beyond its owning customer, where it has any. */
+const MORE_CHILDREN: Partial<Record<RecordTypeName, Readonly<Record<string, ChildRead<never>>>>> = {
+  Customer: Object.fromEntries(
+    Object.entries(CUSTOMER_LISTS).map(([field, read]) => [
+      field,
+      asChild<TopLevelKey, ConnectionArgs, unknown>(read as KeyedRead<TopLevelKey, ConnectionArgs, unknown>),
+    ]),
+  ),
+  Task: { submissions: asChild(TASK_SUBMISSIONS) },
 };
+
+/**
+ * Per record type of the catalogue: its read, and the child fields that can start from its key
+ * alone (a customer record's customer, a customer's lists, a task's submissions). Only fields whose
+ * resolver always makes that read when the record exists belong here (an account's `fees` does
+ * not: the record usually carries them), so for records that are found looking ahead adds no call.
+ */
+export const RECORD_READS = Object.fromEntries(
+  RECORD_ENTRIES.map(([type, entry]) => [
+    type,
+    {
+      read:
+        entry.key === 'customer'
+          ? recordRead(loaderNamed(entry.loaders.item))
+          : keyedRead(loaderNamed(entry.loaders.item), (record: TopLevelKey) => record.id),
+      children: {
+        ...(entry.key === 'customer' ? { customer: OWNING_CUSTOMER } : {}),
+        ...MORE_CHILDREN[type],
+      },
+    },
+  ]),
+) as unknown as { readonly [T in RecordTypeName]: RecordReads<T> };
 
 /**
  * Reads the record of `type` with `key` for the field being resolved (`info`), and starts at the

@@ -14,27 +14,16 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { UnsafeIdError } from '../upstream/errors.ts';
 import { isPlainId } from '../upstream/rest-path.ts';
 import type { Loaders } from '../loaders/index.ts';
+import { RECORD_ENTRIES } from '../records.ts';
 import { RECORD_READS, type RecordTypeName } from './look-ahead.ts';
 
-/** The types whose records are read by their own id. */
-const TOP_LEVEL_PREFIXES: Readonly<Record<string, RecordTypeName>> = {
-  cus_: 'Customer',
-  ins_: 'Institution',
-  we_: 'WebhookEndpoint',
-};
-
-/** The types whose records are read under their customer. */
-const CUSTOMER_SCOPED_PREFIXES: Readonly<Record<string, RecordTypeName>> = {
-  acc_: 'Account',
-  rp_: 'RelatedParty',
-  cap_: 'Capability',
-  doc_: 'CustomerDocument',
-  rcp_: 'Recipient',
-  tsk_: 'Task',
-  quo_: 'Quote',
-  trf_: 'Transfer',
-  rul_: 'Rule',
-};
+/** The record types of the catalogue by the prefix of their ids, read by their own id or under their customer. */
+const PREFIXES = (key: 'top-level' | 'customer'): Readonly<Record<string, RecordTypeName>> =>
+  Object.fromEntries(
+    RECORD_ENTRIES.filter(([, entry]) => entry.key === key).map(([type, entry]) => [entry.idPrefix, type]),
+  );
+const TOP_LEVEL_PREFIXES = PREFIXES('top-level');
+const CUSTOMER_SCOPED_PREFIXES = PREFIXES('customer');
 
 const SEPARATOR = '/';
 
@@ -104,7 +93,7 @@ const nodeId = { nodeId: (record: { id: string; customerId?: string }) => nodeId
  * The most ids one `nodes` call reads: each is one upstream read at most, and the operation's cost
  * (which caps its upstream calls) counts `nodes` at the `@listSize(assumedSize: 25)` of the SDL.
  */
-export const MAX_NODE_IDS = 25;
+const MAX_NODE_IDS = 25;
 
 export const nodeResolvers: Resolvers = {
   Node: {
@@ -122,16 +111,8 @@ export const nodeResolvers: Resolvers = {
       return ids.map((id, index) => readNode(id, ['ids', index], loaders)) as never;
     },
   },
-  Customer: nodeId,
-  Institution: nodeId,
-  WebhookEndpoint: nodeId,
-  Account: nodeId,
-  RelatedParty: nodeId,
-  Capability: nodeId,
-  CustomerDocument: nodeId,
-  Recipient: nodeId,
-  Task: nodeId,
-  Quote: nodeId,
-  Transfer: nodeId,
-  Rule: nodeId,
+  ...(Object.fromEntries(RECORD_ENTRIES.map(([type]) => [type, nodeId])) as Record<
+    RecordTypeName,
+    typeof nodeId
+  >),
 };

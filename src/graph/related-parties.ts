@@ -10,7 +10,7 @@ import { archiveRelatedParty, createRelatedParty } from '../upstream/related-par
 import type { RelatedParty } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { RELATED_PARTY_ROLE_VALUES } from './enum-values.ts';
+import { RELATED_PARTY_ROLE_VALUES } from '../enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
 import { customerRecordByArgs, customerRecordReference, fieldsOfFullRecord } from './resolver-shapes.ts';

@@ -6,9 +6,10 @@
 import type { Page } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { ScopedKey } from '../loaders/index.ts';
-import { readRecord, type KeyedRead, type RecordTypeName, type RecordTypes } from './look-ahead.ts';
-import { toConnection, type ConnectionArgs } from './pagination.ts';
+import type { Loaders, PageKey, PageLoader, ScopedKey } from '../loaders/index.ts';
+import type { CustomerRecordTypeName as CustomerRecordType } from '../records.ts';
+import { readRecord, type KeyedRead, type RecordTypeName } from './look-ahead.ts';
+import { toConnection, toPageParams, type ConnectionArgs } from './pagination.ts';
 
 /**
  * A connection field whose page is read through `read` (the look-ahead's entry for it, so a page
@@ -17,6 +18,17 @@ import { toConnection, type ConnectionArgs } from './pagination.ts';
 export function connectionOf<P, V>(read: KeyedRead<P, ConnectionArgs, Page<V>>) {
   return async (parent: P, args: ConnectionArgs, { loaders }: GraphContext) =>
     toConnection(await read.load(parent, args, loaders), args);
+}
+
+/** A connection field per entry of `reads`, each typed by its read (so the SDL checks each). */
+export function connectionsOf<R extends Record<string, KeyedRead<never, ConnectionArgs, Page<unknown>>>>(
+  reads: R,
+) {
+  return Object.fromEntries(Object.entries(reads).map(([field, read]) => [field, connectionOf(read)])) as {
+    [F in keyof R]: R[F] extends KeyedRead<infer P, ConnectionArgs, Page<infer V>>
+      ? ReturnType<typeof connectionOf<P, V>>
+      : never;
+  };
 }
 
 /**
@@ -29,10 +41,17 @@ export function fieldsOfFullRecord<P, R>(fullRecord: (parent: P, context: GraphC
       (await fullRecord(parent, context))[name];
 }
 
-/** The record types whose key holds their customer (`/v3/customers/{customerId}/…`). */
-type CustomerRecordType = {
-  [T in RecordTypeName]: RecordTypes[T]['key'] extends ScopedKey ? T : never;
-}[RecordTypeName];
+/** A query field reading one record by its own `id` argument, through the look-ahead. */
+export function recordByIdArg<T extends Exclude<RecordTypeName, CustomerRecordType>>(type: T) {
+  return (_parent: unknown, { id }: { id: string }, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, { id }, context, info);
+}
+
+/** A top-level list (`/v3/institutions`), one page per field read, through its loader. */
+export function topLevelConnection<V>(loaderOf: (loaders: Loaders) => PageLoader<PageKey, V>) {
+  return async (_parent: unknown, args: ConnectionArgs, { loaders }: GraphContext) =>
+    toConnection(await loaderOf(loaders).load(toPageParams(args)), args);
+}
 
 /**
  * A query field reading one record of a customer by its `customerId` and `id` arguments, through

@@ -1,13 +1,16 @@
 /**
- * What a subscription field listens to, in one table: for each upstream resource type, its GraphQL
- * type, how it is read now, and how its changes are replayed from a list. The resolvers of
- * `events.ts` beside it name a resource type and their arguments; the feeds here filter the
- * events, read each event's resource with the subscriber's credentials (fresh loaders), and drop
- * what the upstream refuses that subscriber.
+ * What a subscription field listens to: for each upstream resource type with events, its GraphQL
+ * type, how it is read now, and how its changes are replayed from a list, all derived from the
+ * record catalogue (`src/records.ts`). The resolvers of `events.ts` beside it name a resource type
+ * and their arguments; the feeds here filter the events, read each event's resource with the
+ * subscriber's credentials (fresh loaders), drop what the upstream refuses that subscriber, and
+ * shape the payloads; the `since` replay itself is `events/delivery/replay-since.ts`.
  */
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from './context.ts';
-import { PageLimitExceededError, readAllPages } from '../upstream/all-pages.ts';
+import { CursorExpiredError } from '../errors/cursor-expired.ts';
+import { RECORD_ENTRIES, type EventRecordTypeName, type RecordEntry } from '../records.ts';
+import { PageLimitExceededError } from '../upstream/all-pages.ts';
 import { inScope } from '../upstream/access.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { ListedRecord, Page, PageParams } from '../upstream/types.ts';
@@ -19,13 +22,14 @@ import {
   type LiveDelivery,
   type ReplayedChange,
 } from '../events/delivery/live-stream.ts';
+import { replaySince, type ReplayedList } from '../events/delivery/replay-since.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
-import { CursorExpiredError, isCursor } from '../events/log/event-log.ts';
+import { isCursor } from '../events/log/event-log.ts';
 
 /** One resource type of the upstream's events, as the subscriptions see it. */
 interface EventResourceKind {
   /** Its GraphQL type: the member of `EventResource` it resolves to. */
-  typename: 'Customer' | 'Account' | 'Capability' | 'RelatedParty' | 'CustomerDocument' | 'Transfer' | 'Rule';
+  typename: EventRecordTypeName;
   /** The payload field of its `…Changed` subscription (`account`, with `accountId` beside it). */
   field: string;
   /** Reads it as it is now. */
@@ -34,76 +38,45 @@ interface EventResourceKind {
   list?: (context: GraphContext, customerId: string, page: PageParams) => Promise<Page<ListedRecord>>;
   /** The event kind a replayed record stands for. */
   replayedType?: (record: ListedRecord) => string;
+  /** Whether an archived record answers 404 to every read (docs/events.md). */
+  unreadableOnceArchived: boolean;
 }
 
-const createdOrUpdated = (created: string, updated: string) => (record: ListedRecord) =>
-  record.createdAt === record.updatedAt ? created : updated;
+/** A loader of the operation's by the name the catalogue gives it. */
+function loader(context: GraphContext, name: string): { load(key: unknown): Promise<unknown> } {
+  return (context.loaders as unknown as Record<string, { load(key: unknown): Promise<unknown> }>)[name]!;
+}
+
+/** The subscriptions' view of a catalogue entry that has events. */
+function eventResourceKind(typename: EventRecordTypeName, entry: RecordEntry): EventResourceKind {
+  const events = entry.events!;
+  const { item, list } = entry.loaders;
+  return {
+    typename,
+    field: events.field,
+    read:
+      entry.key === 'customer'
+        ? (context, customerId, id) => loader(context, item).load({ customerId, id })
+        : (context, _customerId, id) => loader(context, item).load(id),
+    ...(entry.key === 'customer' && events.listedSince
+      ? {
+          list: (context: GraphContext, customerId: string, page: PageParams) =>
+            loader(context, list).load({ customerId, ...page }) as Promise<Page<ListedRecord>>,
+        }
+      : {}),
+    ...(events.replayedKind === undefined ? {} : { replayedType: events.replayedKind }),
+    unreadableOnceArchived: events.unreadableOnceArchived === true,
+  };
+}
 
 /** Every resource type the schema models, by the upstream's `resourceType`. */
-const RESOURCES: Record<string, EventResourceKind> = {
-  customer: {
-    typename: 'Customer',
-    field: 'customer',
-    read: (context, _customerId, id) => context.loaders.customer.load(id),
-    // No list: a scoped caller may not list customers. The customer's replay is the one read of it
-    // made at subscribe time, compared with `since` (docs/events.md).
-    replayedType: createdOrUpdated('customer.created', 'customer.updated'),
-  },
-  account: {
-    typename: 'Account',
-    field: 'account',
-    read: (context, customerId, id) => context.loaders.account.load({ customerId, id }),
-    list: (context, customerId, page) => context.loaders.accounts.load({ customerId, ...page }),
-    replayedType: createdOrUpdated('account.created', 'account.updated'),
-  },
-  capability: {
-    typename: 'Capability',
-    field: 'capability',
-    read: (context, customerId, id) => context.loaders.capability.load({ customerId, id }),
-    list: (context, customerId, page) => context.loaders.capabilities.load({ customerId, ...page }),
-    replayedType: createdOrUpdated('capability.created', 'capability.status_changed'),
-  },
-  related_party: {
-    typename: 'RelatedParty',
-    field: 'relatedParty',
-    read: (context, customerId, id) => context.loaders.relatedParty.load({ customerId, id }),
-    list: (context, customerId, page) => context.loaders.relatedParties.load({ customerId, ...page }),
-    // Parties are never updated, only created or archived, and archived ones leave the list.
-    replayedType: () => 'related_party.created',
-  },
-  document: {
-    typename: 'CustomerDocument',
-    field: 'document',
-    read: (context, customerId, id) => context.loaders.document.load({ customerId, id }),
-  },
-  transfer: {
-    typename: 'Transfer',
-    field: 'transfer',
-    read: (context, customerId, id) => context.loaders.transfer.load({ customerId, id }),
-    list: (context, customerId, page) => context.loaders.transfers.load({ customerId, ...page }),
-    replayedType: (transfer) => (transfer.state === 'completed' ? 'transfer.completed' : 'transfer.created'),
-  },
-  rule: {
-    typename: 'Rule',
-    field: 'rule',
-    read: (context, customerId, id) => context.loaders.rule.load({ customerId, id }),
-    list: (context, customerId, page) => context.loaders.rules.load({ customerId, ...page }),
-    replayedType: (rule) =>
-      rule.status === 'archived'
-        ? 'rule.archived'
-        : rule.createdAt === rule.updatedAt
-          ? 'rule.created'
-          : 'rule.updated',
-  },
-};
-
-/** The resource types a `…Changed` subscription can follow. */
-export type ChangedResourceType =
-  'customer' | 'account' | 'capability' | 'related_party' | 'document' | 'transfer' | 'rule';
-
-/** Pages of 100 read at most to replay; more changes than that ask for a later `since`. */
-const MAX_REPLAY_PAGES = 20;
-const REPLAY_PAGE_SIZE = 100;
+const RESOURCES: Readonly<Record<string, EventResourceKind>> = Object.fromEntries(
+  RECORD_ENTRIES.flatMap(([typename, entry]) =>
+    entry.events === undefined
+      ? []
+      : [[entry.resourceType, eventResourceKind(typename as EventRecordTypeName, entry)]],
+  ),
+);
 
 /**
  * Where a payload carries the error of a resource read that failed for a reason other than a
@@ -114,9 +87,6 @@ const READ_ERROR = Symbol('resource read error');
 
 /** A resource read now (null when it could not be), with the error of a failed read. */
 type Hydrated = { resource: unknown; error?: unknown } | typeof DROP;
-
-/** Resource types whose archived records answer 404 to every read (docs/events.md). */
-const UNREADABLE_ONCE_ARCHIVED = new Set(['related_party', 'document']);
 
 /** Whether the upstream refused the subscriber this read (the event is then not theirs to see). */
 function isRefusal(error: unknown): boolean {
@@ -145,7 +115,7 @@ async function readResource(event: PlatformEvent, context: GraphContext): Promis
     const gone =
       (error as UpstreamProblemError).status === 404 &&
       customerId !== null &&
-      UNREADABLE_ONCE_ARCHIVED.has(resourceType) &&
+      kind.unreadableOnceArchived &&
       isRecord(object) &&
       (object.customerId === undefined || object.customerId === customerId);
     return gone ? checkCustomer(context, customerId, { ...object, customerId }) : DROP;
@@ -227,18 +197,13 @@ function admitCustomer(customerId: string): (context: GraphContext) => Promise<v
   };
 }
 
-/** Whether `record` changed at or after `since` (the upstream's updated-since is inclusive too). */
-function changedSince(record: ListedRecord, since: string): boolean {
-  return Date.parse(record.updatedAt) >= Date.parse(since);
-}
-
 /**
  * The stream of one `…Changed` subscription: the changes of `resourceType` of one customer (and
  * one resource, when `resourceId` is given), replayed since `since` first where the type replays.
  */
 export async function subscribeToChanges(
   context: GraphContext,
-  resourceType: ChangedResourceType,
+  resourceType: string,
   subscription: ChangeSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   const live = liveSessionOf(context);
@@ -273,19 +238,18 @@ function changeFeed(
       record,
     ),
   });
-  const { list } = kind;
   // Always run: it checks the customer, then replays what `since` asks for where the type replays.
   const replay = async (context: GraphContext, cursor: string): Promise<ReplayedChange<object>[]> => {
     const customer = await readSubscribedCustomer(context, customerId);
     if (since == null || replayedType === undefined) return [];
-    if (resourceType === 'customer') {
-      return changedSince(customer, since) ? [replayedChange(customer, replayedType(customer), cursor)] : [];
-    }
-    if (list === undefined) return [];
-    const records = await readAllSince(since, (page) => list(context, customerId, page));
-    return records
-      .filter((record) => resourceId == null || record.id === resourceId)
-      .map((record) => replayedChange(record, replayedType(record), cursor));
+    const isCustomer = resourceType === 'customer';
+    return replayOrRefuse(since, {
+      since,
+      ...(isCustomer ? { customer: { record: customer, kindOf: replayedType } } : {}),
+      lists: isCustomer ? [] : replayedLists(context, customerId, [resourceType]),
+      keep: (_kind, record) => isCustomer || resourceId == null || record.id === resourceId,
+      toChange: (_resourceType, record, type) => replayedChange(record, type, cursor),
+    });
   };
   return {
     accept: (event) =>
@@ -383,10 +347,16 @@ export async function subscribeToEvents(
       : async (replayContext: GraphContext, cursor: string): Promise<ReplayedChange<object>[]> => {
           const customer = await readSubscribedCustomer(replayContext, customerId);
           if (since == null) return [];
-          const changes: ReplayedChange<object>[] = [];
-          const add = (resourceType: string, record: ListedRecord, type: string) => {
-            if (!wanted(type)) return;
-            changes.push({
+          // Only the lists whose kinds were asked for.
+          const listed = Object.keys(RESOURCES).filter(
+            (resourceType) => types == null || types.some((type) => type.startsWith(`${resourceType}.`)),
+          );
+          return replayOrRefuse(since, {
+            since,
+            customer: { record: customer, kindOf: RESOURCES.customer!.replayedType! },
+            lists: replayedLists(replayContext, customerId, listed),
+            keep: (type) => wanted(type),
+            toChange: (resourceType, record, type) => ({
               resourceId: record.id,
               updatedAt: record.updatedAt,
               payload: platformEventPayload(
@@ -402,19 +372,8 @@ export async function subscribeToEvents(
                 record.id,
                 record,
               ),
-            });
-          };
-          const customerKind = RESOURCES.customer!;
-          if (changedSince(customer, since)) add('customer', customer, customerKind.replayedType!(customer));
-          // Only the lists whose kinds were asked for, one after the other (each is paged).
-          for (const [resourceType, kind] of Object.entries(RESOURCES)) {
-            const { list, replayedType } = kind;
-            if (list === undefined || replayedType === undefined) continue;
-            if (types != null && !types.some((type) => type.startsWith(`${resourceType}.`))) continue;
-            const records = await readAllSince(since, (page) => list(replayContext, customerId, page));
-            for (const record of records) add(resourceType, record, replayedType(record));
-          }
-          return changes;
+            }),
+          });
         };
   return openLiveStream(live, {
     accept: (event) =>
@@ -446,17 +405,28 @@ export async function subscribeToEvents(
   });
 }
 
-/** Reads every page of a list since `since`; more than the replay may read is the caller's error. */
-async function readAllSince<R>(
+/** The lists of `resourceTypes` a `since` replay reads, where the type replays through its list. */
+function replayedLists(
+  context: GraphContext,
+  customerId: string,
+  resourceTypes: readonly string[],
+): ReplayedList[] {
+  return resourceTypes.flatMap((resourceType) => {
+    const { list, replayedType } = RESOURCES[resourceType] ?? {};
+    if (list === undefined || replayedType === undefined) return [];
+    return [
+      { resourceType, readPage: (page: PageParams) => list(context, customerId, page), kindOf: replayedType },
+    ];
+  });
+}
+
+/** The `since` replay; more changes than the replay may read are the caller's error. */
+async function replayOrRefuse<P>(
   since: string,
-  readPage: (page: PageParams) => Promise<Page<R>>,
-): Promise<R[]> {
+  request: Parameters<typeof replaySince<P>>[0],
+): Promise<ReplayedChange<P>[]> {
   try {
-    return await readAllPages(readPage, {
-      maxPages: MAX_REPLAY_PAGES,
-      pageSize: REPLAY_PAGE_SIZE,
-      updatedSince: since,
-    });
+    return await replaySince(request);
   } catch (error) {
     if (!(error instanceof PageLimitExceededError)) throw error;
     throw new GraphQLError(
@@ -518,19 +488,8 @@ function readErrorOf(hydrated: { error?: unknown }): { [READ_ERROR]?: Error } {
 }
 
 /** The GraphQL type of an `EventResource`, from the event's `resourceType` the payload tagged it with. */
-export function typenameOf(resource: unknown): EventResourceKind['typename'] {
-  const typename = (resource as { __typename?: EventResourceKind['typename'] }).__typename;
+export function typenameOf(resource: unknown): EventRecordTypeName {
+  const typename = (resource as { __typename?: EventRecordTypeName }).__typename;
   if (typename === undefined) throw new Error('an untagged resource reached EventResource');
   return typename;
-}
-
-/**
- * The event kind a record read from a list stands for (`account.created`, `rule.archived`, ...),
- * as a `since` replay names it; undefined for a resource type whose changes are not replayed.
- */
-export function impliedEventType(
-  resourceType: string,
-  record: { id: string; createdAt: string; updatedAt: string; state?: string; status?: string },
-): string | undefined {
-  return RESOURCES[resourceType]?.replayedType?.(record);
 }

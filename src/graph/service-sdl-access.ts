@@ -11,7 +11,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { GraphQLError, Kind, visit, type DocumentNode } from 'graphql';
 
 /** The role of a service credential that may read the SDL and nothing more. */
-export const SCHEMA_READER_ROLE = 'schema-reader';
+const SCHEMA_READER_ROLE = 'schema-reader';
 
 /** What the plugin reads from the context: the caller, absent for an anonymous request. */
 export interface ServiceSdlContext {

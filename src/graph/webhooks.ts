@@ -14,7 +14,7 @@ import type {
 } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { toConnection, toPageParams } from './pagination.ts';
+import { recordByIdArg, topLevelConnection } from './resolver-shapes.ts';
 import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to an endpoint the upstream just changed. */
@@ -25,9 +25,8 @@ function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphCon
 
 export const webhookResolvers: Resolvers = {
   Query: {
-    webhookEndpoint: (_parent, { id }, context, info) => readRecord('WebhookEndpoint', { id }, context, info),
-    webhookEndpoints: async (_parent, args, { loaders }) =>
-      toConnection(await loaders.webhookEndpoints.load(toPageParams(args)), args),
+    webhookEndpoint: recordByIdArg('WebhookEndpoint'),
+    webhookEndpoints: topLevelConnection((loaders) => loaders.webhookEndpoints),
   },
   Mutation: {
     createWebhookEndpoint: async (_parent, { input }, context) => {

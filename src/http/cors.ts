@@ -9,16 +9,16 @@ import corsPackage from 'cors';
 import type { RequestHandler } from 'express';
 
 /** Methods the GraphQL endpoint answers. */
-export const CORS_ALLOWED_METHODS = ['GET', 'POST', 'OPTIONS'] as const;
+const CORS_ALLOWED_METHODS = ['GET', 'POST', 'OPTIONS'] as const;
 
 /**
  * Request headers a browser client may send, whatever `CORS_ALLOWED_HEADERS` adds: the credential,
  * GraphQL over HTTP's, Apollo Client's (CSRF prevention, and client awareness whenever a client sets
  * `name`/`version`), the request id, and W3C trace context and baggage (browser OpenTelemetry).
  * urql, Relay and graphql-request send no more than `content-type` and `accept` (safelisted);
- * graphql-ws is a WebSocket, which CORS does not cover (see src/auth/websocket-origin.ts).
+ * graphql-ws is a WebSocket, which CORS does not cover (see src/edge/origin.ts).
  */
-export const CORS_DEFAULT_ALLOWED_HEADERS = [
+const CORS_DEFAULT_ALLOWED_HEADERS = [
   'authorization',
   'content-type',
   'accept',
@@ -37,7 +37,7 @@ export const CORS_DEFAULT_ALLOWED_HEADERS = [
 ] as const;
 
 /** Response headers a browser client may read beyond the CORS-safelisted ones. */
-export const CORS_EXPOSED_HEADERS = ['retry-after', 'x-request-id'] as const;
+const CORS_EXPOSED_HEADERS = ['retry-after', 'x-request-id'] as const;
 
 /**
  * How long a browser may reuse a preflight answer: two hours, the most Chromium honours. Removing an
@@ -56,7 +56,7 @@ export interface CorsOptions {
 }
 
 /** The `Access-Control-Allow-Headers` list: the defaults, then the configured extras. */
-export function corsAllowedHeaders(extra: readonly string[] = []): string[] {
+function corsAllowedHeaders(extra: readonly string[] = []): string[] {
   return [...new Set<string>([...CORS_DEFAULT_ALLOWED_HEADERS, ...extra])];
 }
 

@@ -6,53 +6,16 @@
  */
 import type DataLoader from 'dataloader';
 import {
-  getAccount,
-  getAccountFees,
-  getCapability,
-  getCustomer,
-  getDocument,
-  getInstitution,
-  getQuote,
-  getRecipient,
-  getRelatedParty,
-  getRule,
-  getTask,
-  getTaskSubmission,
-  getTransfer,
-  getWebhookEndpoint,
-  listAccounts,
-  listCapabilities,
-  listCustomers,
-  listDocuments,
-  listInstitutions,
-  listQuotes,
-  listRecipients,
-  listRelatedParties,
-  listRules,
-  listTaskSubmissions,
-  listTasks,
-  listTransfers,
-  listWebhookEndpoints,
-} from '../upstream/index.ts';
+  RECORD_ENTRIES,
+  type RECORDS,
+  type ListedOf,
+  type RecordOf,
+  type RecordTypeName,
+} from '../records.ts';
+import { getAccountFees } from '../upstream/accounts.ts';
 import type { UpstreamContext } from '../upstream/context.ts';
-import type {
-  Account,
-  AccountFees,
-  Capability,
-  Customer,
-  CustomerDocument,
-  Institution,
-  Page,
-  Quote,
-  Recipient,
-  RelatedParty,
-  RelatedPartySummary,
-  Rule,
-  Task,
-  TaskSubmission,
-  Transfer,
-  WebhookEndpoint,
-} from '../upstream/types.ts';
+import { getTaskSubmission, listTaskSubmissions } from '../upstream/tasks.ts';
+import type { AccountFees, Page, TaskSubmission } from '../upstream/types.ts';
 import { createFanOutLoader, type LoaderStats } from './fan-out-loader.ts';
 import {
   pageCacheKey,
@@ -74,40 +37,34 @@ export type ScopedLoader<T> = DataLoader<ScopedKey, T, string>;
 /** A loader of pages of a list. */
 export type PageLoader<K, T> = DataLoader<K, Page<T>, string>;
 
+type Catalogue = typeof RECORDS;
+
+/** The item loader of each record type, named as the catalogue names it (`account`). */
+type ItemLoaders = {
+  [T in RecordTypeName as Catalogue[T]['loaders']['item']]: Catalogue[T]['key'] extends 'customer'
+    ? ScopedLoader<RecordOf<T>>
+    : ByIdLoader<RecordOf<T>>;
+};
+
+/** The list loader of each record type, named as the catalogue names it (`accounts`). */
+type ListLoaders = {
+  [T in RecordTypeName as Catalogue[T]['loaders']['list']]: Catalogue[T]['key'] extends 'customer'
+    ? PageLoader<ScopedPageKey, ListedOf<T>>
+    : PageLoader<PageKey, ListedOf<T>>;
+};
+
 /**
- * Every loader of one operation. Item loaders are primed by the lists that return full records, so
- * a record listed once is never read again; the related-party list returns summaries, which are
- * completed through `relatedParty` only when a field the summary lacks is selected.
+ * Every loader of one operation: an item and a list loader per record type of the catalogue
+ * (`src/records.ts`), and the reads that are not records of their own. Item loaders are primed by
+ * the lists that return full records, so a record listed once is never read again; the
+ * related-party list returns summaries, which are completed through `relatedParty` only when a
+ * field the summary lacks is selected.
  */
-export interface Loaders {
-  customer: ByIdLoader<Customer>;
-  customers: PageLoader<PageKey, Customer>;
-  account: ScopedLoader<Account>;
-  accounts: PageLoader<ScopedPageKey, Account>;
+export interface Loaders extends ItemLoaders, ListLoaders {
   /** The fees endpoint; read only for an account record that lacks its `fees`. */
   accountFees: ScopedLoader<AccountFees>;
-  relatedParty: ScopedLoader<RelatedParty>;
-  relatedParties: PageLoader<ScopedPageKey, RelatedPartySummary>;
-  capability: ScopedLoader<Capability>;
-  capabilities: PageLoader<ScopedPageKey, Capability>;
-  document: ScopedLoader<CustomerDocument>;
-  documents: PageLoader<ScopedPageKey, CustomerDocument>;
-  recipient: ScopedLoader<Recipient>;
-  recipients: PageLoader<ScopedPageKey, Recipient>;
-  task: ScopedLoader<Task>;
-  tasks: PageLoader<ScopedPageKey, Task>;
   taskSubmission: DataLoader<TaskSubmissionKey, TaskSubmission, string>;
   taskSubmissions: PageLoader<TaskSubmissionsPageKey, TaskSubmission>;
-  quote: ScopedLoader<Quote>;
-  quotes: PageLoader<ScopedPageKey, Quote>;
-  transfer: ScopedLoader<Transfer>;
-  transfers: PageLoader<ScopedPageKey, Transfer>;
-  rule: ScopedLoader<Rule>;
-  rules: PageLoader<ScopedPageKey, Rule>;
-  institution: ByIdLoader<Institution>;
-  institutions: PageLoader<PageKey, Institution>;
-  webhookEndpoint: ByIdLoader<WebhookEndpoint>;
-  webhookEndpoints: PageLoader<PageKey, WebhookEndpoint>;
 }
 
 /**
@@ -125,10 +82,13 @@ function scopedItem<T>(get: (up: UpstreamContext, customerId: string, id: string
     createFanOutLoader<ScopedKey, T>((key) => get(up, key.customerId, key.id), scopedCacheKey, stats);
 }
 
-/** A customer-scoped list loader that primes the item loader `items` with every record it lists. */
+/**
+ * A customer-scoped list loader; with `items`, it primes that item loader with every record it
+ * lists.
+ */
 function scopedPages<T extends { id: string }>(
   list: (up: UpstreamContext, customerId: string, page: PageKey) => Promise<Page<T>>,
-  items: (loaders: Loaders) => ScopedLoader<T>,
+  items?: (loaders: Loaders) => ScopedLoader<T>,
 ) {
   return (
     up: UpstreamContext,
@@ -138,6 +98,7 @@ function scopedPages<T extends { id: string }>(
     createFanOutLoader<ScopedPageKey, Page<T>>(
       async (key) => {
         const page = await list(up, key.customerId, pageParams(key));
+        if (items === undefined) return page;
         const item = items(loaders);
         for (const record of page.data) item.prime({ customerId: key.customerId, id: record.id }, record);
         return page;
@@ -171,29 +132,32 @@ function topLevelPages<T extends { id: string }>(
     );
 }
 
-/** How each loader of an operation is built. */
-const LOADER_FACTORIES: { readonly [K in keyof Loaders]: LoaderFactory<Loaders[K]> } = {
-  customer: topLevelItem(getCustomer),
-  customers: topLevelPages(listCustomers, (loaders) => loaders.customer),
-  account: scopedItem(getAccount),
-  accounts: scopedPages(listAccounts, (loaders) => loaders.account),
+/** The item and list loaders of every record type of the catalogue, by loader name. */
+function recordLoaderFactories(): Record<string, LoaderFactory<unknown>> {
+  const factories: Record<string, LoaderFactory<unknown>> = {};
+  for (const [, entry] of RECORD_ENTRIES) {
+    const { item, list } = entry.loaders;
+    // The loader `item` names, as the list that primes it sees it.
+    const itemLoader = <K>(loaders: Loaders) =>
+      (loaders as unknown as Record<string, DataLoader<K, { id: string }, string>>)[item]!;
+    if (entry.key === 'customer') {
+      factories[item] = scopedItem(entry.reads.get);
+      factories[list] = scopedPages(
+        entry.reads.list,
+        entry.listPrimesItems ? itemLoader<ScopedKey> : undefined,
+      );
+    } else {
+      factories[item] = topLevelItem(entry.reads.get);
+      factories[list] = topLevelPages(entry.reads.list, itemLoader<string>);
+    }
+  }
+  return factories;
+}
+
+/** How each loader of an operation is built: the catalogue's, and the reads that are no record type. */
+const LOADER_FACTORIES = {
+  ...recordLoaderFactories(),
   accountFees: scopedItem(getAccountFees),
-  relatedParty: scopedItem(getRelatedParty),
-  // Summaries, not full records: they do not prime `relatedParty`.
-  relatedParties: (up, _loaders, stats) =>
-    createFanOutLoader(
-      (key: ScopedPageKey) => listRelatedParties(up, key.customerId, pageParams(key)),
-      pageCacheKey,
-      stats,
-    ),
-  capability: scopedItem(getCapability),
-  capabilities: scopedPages(listCapabilities, (loaders) => loaders.capability),
-  document: scopedItem(getDocument),
-  documents: scopedPages(listDocuments, (loaders) => loaders.document),
-  recipient: scopedItem(getRecipient),
-  recipients: scopedPages(listRecipients, (loaders) => loaders.recipient),
-  task: scopedItem(getTask),
-  tasks: scopedPages(listTasks, (loaders) => loaders.task),
   taskSubmission: (up, _loaders, stats) =>
     createFanOutLoader(
       (key: TaskSubmissionKey) => getTaskSubmission(up, key.customerId, key.taskId, key.id),
@@ -215,16 +179,8 @@ const LOADER_FACTORIES: { readonly [K in keyof Loaders]: LoaderFactory<Loaders[K
       pageCacheKey,
       stats,
     ),
-  quote: scopedItem(getQuote),
-  quotes: scopedPages(listQuotes, (loaders) => loaders.quote),
-  transfer: scopedItem(getTransfer),
-  transfers: scopedPages(listTransfers, (loaders) => loaders.transfer),
-  rule: scopedItem(getRule),
-  rules: scopedPages(listRules, (loaders) => loaders.rule),
-  institution: topLevelItem(getInstitution),
-  institutions: topLevelPages(listInstitutions, (loaders) => loaders.institution),
-  webhookEndpoint: topLevelItem(getWebhookEndpoint),
-  webhookEndpoints: topLevelPages(listWebhookEndpoints, (loaders) => loaders.webhookEndpoint),
+} satisfies Record<string, LoaderFactory<unknown>> as unknown as {
+  readonly [K in keyof Loaders]: LoaderFactory<Loaders[K]>;
 };
 
 /**

@@ -106,7 +106,7 @@ export function apiKeyId(apiKey: string): string {
  * operation has one; otherwise the upstream key it was sent with (the facade's own work, such as
  * registering its webhook endpoint, or `AUTH_MODE=none`).
  */
-export function auditActor(
+function auditActor(
   call: { credentials: UpstreamCredentials; actor?: AuditActor | undefined },
   configuredApiKey: string,
 ): AuditActor {

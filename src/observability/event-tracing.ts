@@ -41,7 +41,7 @@ import { readEventTraceContext } from '../events/event-tracing.ts';
 import type { WebhookDeliveryOutcome } from '../events/receiving/webhook-route.ts';
 
 /** Attribute names of the event spans beyond OpenTelemetry's semantic conventions. */
-export const EVENT_SPAN_ATTRIBUTES = {
+const EVENT_SPAN_ATTRIBUTES = {
   /** The upstream's event id (`evt_…`), on all three spans: one search finds an event's spans. */
   eventId: 'facade.event.id',
   eventType: 'facade.event.type',
@@ -52,7 +52,7 @@ export const EVENT_SPAN_ATTRIBUTES = {
 } as const;
 
 /** The span names, fixed: what varies (event type, outcome, channel) is in attributes. */
-export const EVENT_SPAN_NAMES = {
+const EVENT_SPAN_NAMES = {
   receipt: 'receive webhook',
   publish: 'publish event',
   delivery: 'deliver event',

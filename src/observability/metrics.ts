@@ -14,7 +14,6 @@ import { createRouteMatcher, type RouteMatcher } from '../upstream/route-templat
 import { createOperationLabels, type OperationLabeler } from './operation-labels.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
-export { ANONYMOUS_OPERATION, OTHER_OPERATION } from './operation-labels.ts';
 /** Label of a request that never became an operation (unparsable, invalid, unknown operation name). */
 export const UNKNOWN_OPERATION = 'unknown';
 

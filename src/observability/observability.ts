@@ -17,7 +17,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 /** The path metrics are served at, on whichever port. */
-export const METRICS_PATH = '/metrics';
+const METRICS_PATH = '/metrics';
 
 export interface ObservabilityOptions {
   config: MetricsConfig;

@@ -8,11 +8,11 @@
  */
 
 /** Label of an operation without a name. */
-export const ANONYMOUS_OPERATION = 'anonymous';
+const ANONYMOUS_OPERATION = 'anonymous';
 /** Label of every name that is not labelled on its own. */
-export const OTHER_OPERATION = 'other';
+const OTHER_OPERATION = 'other';
 /** Longest operation name kept as a label; longer ones count as {@link OTHER_OPERATION}. */
-export const MAX_OPERATION_NAME_LENGTH = 64;
+const MAX_OPERATION_NAME_LENGTH = 64;
 
 /** Where an operation's name came from. */
 export interface OperationNameSource {

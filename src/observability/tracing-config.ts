@@ -5,14 +5,6 @@
  * instrumentations patch modules as soon as they are built, and that alone costs throughput).
  */
 
-/** The variables this reads; any other OTEL_* variable only tunes tracing once it is on. */
-export const TRACING_VARIABLES = [
-  'OTEL_SDK_DISABLED',
-  'OTEL_EXPORTER_OTLP_ENDPOINT',
-  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-  'OTEL_TRACES_EXPORTER',
-] as const;
-
 type Env = Readonly<Record<string, string | undefined>>;
 
 /**

@@ -534,7 +534,7 @@ function toUpstreamError(error: unknown, requestId: string): unknown {
 }
 
 /** A failure in words without ids: `503 service_unavailable`, `connect_timeout`, `unknown`. */
-export function describeFailure(error: unknown): string {
+function describeFailure(error: unknown): string {
   if (error instanceof UpstreamProblemError) return `${error.status} ${error.code}`;
   if (error instanceof UpstreamUnavailableError) return error.reason;
   return 'unknown';

@@ -8,9 +8,6 @@ import { PLATFORM_SCOPE } from './access.ts';
 import type { UpstreamClient } from './client.ts';
 import { createUpstreamContext } from './context.ts';
 import { probeUpstream, type UpstreamProbe } from './probe.ts';
-import type { CapabilityDiscovery } from './types.ts';
-
-export type KeyEnvironment = CapabilityDiscovery['environment'];
 
 export interface KeyEnvironments {
   /**

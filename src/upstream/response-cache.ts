@@ -24,6 +24,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import type { CustomerCollection } from '../records.ts';
 import { UpstreamCancelledError } from './errors.ts';
 
 /** How the cache is configured (`CACHE_ENABLED`, `CACHE_MAX_AGE_SECONDS`, `CACHE_MAX_BYTES`). */
@@ -40,37 +41,6 @@ export interface CachedAnswer {
   status: number;
   text: string;
 }
-
-/**
- * A collection under a customer, as the upstream names it in its paths
- * (`/v3/customers/{customerId}/{collection}`).
- */
-export type CustomerCollection =
-  | 'accounts'
-  | 'capabilities'
-  | 'related-parties'
-  | 'documents'
-  | 'rules'
-  | 'transfers'
-  | 'quotes'
-  | 'recipients'
-  | 'tasks';
-
-/**
- * The collection that holds each resource type the platform's events name (`data.resourceType`);
- * a customer is the parent of them all.
- */
-export const COLLECTION_OF_RESOURCE_TYPE: Readonly<Record<string, CustomerCollection>> = {
-  account: 'accounts',
-  capability: 'capabilities',
-  related_party: 'related-parties',
-  document: 'documents',
-  rule: 'rules',
-  transfer: 'transfers',
-  quote: 'quotes',
-  recipient: 'recipients',
-  task: 'tasks',
-};
 
 /** Answers made stale by a change: what an event or a write names. */
 export type StaleReads =

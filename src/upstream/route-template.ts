@@ -17,7 +17,7 @@ export interface RouteMatch {
 }
 
 /** The template reported for a path the contract does not list. */
-export const UNKNOWN_ROUTE = 'other';
+const UNKNOWN_ROUTE = 'other';
 
 /** Matches paths against a fixed set of templates. */
 export type RouteMatcher = (path: string) => RouteMatch;
@@ -27,7 +27,7 @@ const CONTRACT = resolve(import.meta.dirname, '../../schema/upstream/openapi.yam
 let contractTemplates: readonly string[] | undefined;
 
 /** The path templates of the upstream contract, read once. */
-export function contractRouteTemplates(): readonly string[] {
+function contractRouteTemplates(): readonly string[] {
   contractTemplates ??= Object.keys(
     (parse(readFileSync(CONTRACT, 'utf8')) as { paths?: Record<string, unknown> }).paths ?? {},
   );

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/fan-out/event-dedup.ts';
-import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
-import { createRedisEventDeduplicator } from '../../src/events/fan-out/redis-event-dedup.ts';
+import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/dedup/event-dedup.ts';
+import { createMemoryEventDeduplicator } from '../../src/events/dedup/memory-event-dedup.ts';
+import { createRedisEventDeduplicator } from '../../src/events/dedup/redis-event-dedup.ts';
 import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
 import { waitFor } from '../support/harness/wait.ts';
 

@@ -4,7 +4,7 @@
  * Redis connection reading on from its position.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { openRedisConnection } from '../../src/events/fan-out/redis-connection.ts';
+import { openRedisConnection } from '../../src/redis.ts';
 import {
   compareCursors,
   type EventLog,

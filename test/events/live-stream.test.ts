@@ -14,7 +14,7 @@ import {
   type LiveDelivery,
   type ReplayedChange,
 } from '../../src/events/delivery/live-stream.ts';
-import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
+import type { PlatformEvent } from '../../src/events/event-types.ts';
 import { openSubscriberQueue, type SubscriberQueue } from '../../src/events/delivery/subscriber-queue.ts';
 import type { GraphContext } from '../../src/graph/context.ts';
 import { createLogger } from '../../src/logger.ts';

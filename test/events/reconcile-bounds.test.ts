@@ -4,7 +4,7 @@
  * window and are read first the next run, so every watched customer is read in turn.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
+import { createMemoryEventDeduplicator } from '../../src/events/dedup/memory-event-dedup.ts';
 import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import { createMemoryReconcileState } from '../../src/events/reconcile/reconcile-state.ts';
 import { createReconciler } from '../../src/events/reconcile/reconciler.ts';

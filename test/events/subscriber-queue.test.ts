@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import type { EventLog } from '../../src/events/log/event-log.ts';
-import { openRedisConnection } from '../../src/events/fan-out/redis-connection.ts';
+import { openRedisConnection } from '../../src/redis.ts';
 import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import { createRedisEventLog } from '../../src/events/log/redis-event-log.ts';
 import { openSubscriberQueue, type QueueItem } from '../../src/events/delivery/subscriber-queue.ts';

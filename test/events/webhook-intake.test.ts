@@ -12,8 +12,8 @@ import express from 'express';
 import { afterEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
-import { createMemoryEventDeduplicator } from '../../src/events/fan-out/memory-event-dedup.ts';
-import type { PlatformEvent } from '../../src/events/receiving/platform-event.ts';
+import { createMemoryEventDeduplicator } from '../../src/events/dedup/memory-event-dedup.ts';
+import type { PlatformEvent } from '../../src/events/event-types.ts';
 import {
   createWebhookRouter,
   type WebhookRouter,

@@ -7,7 +7,7 @@
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { EventTracer } from '../event-tracing.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
 /** One subscriber's side of a graphql-ws connection, as its subscription resolvers see it. */

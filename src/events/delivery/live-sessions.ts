@@ -10,7 +10,7 @@ import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache } from '../../upstream/client.ts';
 import type { EventLog } from '../log/event-log.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { AwaitableSet } from './awaitable-set.ts';
 import type { LiveObserver, LiveSession } from './live-context.ts';
 import { createSharedEventReads, operationKeyOf, readGroupOf } from './shared-event-reads.ts';

@@ -6,7 +6,7 @@
 import type { GraphContext } from '../../graph/context.ts';
 import type { DeliveryTrace } from '../event-tracing.ts';
 import type { LiveSession } from './live-context.ts';
-import type { PlatformEvent } from '../receiving/platform-event.ts';
+import type { PlatformEvent } from '../event-types.ts';
 import { pullThrough, SKIP } from './push-pull-queue.ts';
 
 /**

@@ -2,8 +2,9 @@
  * A subscriber's replay of the event log after a cursor, read page by page as the subscriber pulls
  * it, so a replay of thousands of events holds one page in memory, not thousands.
  */
-import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
-import { CursorExpiredError, type EventLog, type LoggedEvent, type LogRead } from '../log/event-log.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import { CursorExpiredError } from '../../errors/cursor-expired.ts';
+import type { EventLog, LoggedEvent, LogRead } from '../log/event-log.ts';
 
 /** Events read from the log per page. */
 const REPLAY_PAGE_SIZE = 200;

@@ -24,7 +24,7 @@ import type { SharedReadCache } from '../../upstream/client.ts';
  * subscriber that falls further behind reads afresh, as one alone would; the window stays well
  * inside the operation timeout, so a shared context never outlives its deadline.
  */
-export const SHARED_READ_WINDOW_MS = 5_000;
+const SHARED_READ_WINDOW_MS = 5_000;
 
 /** The contexts events are read with, shared within a group of subscribers that read alike. */
 export interface SharedEventReads {

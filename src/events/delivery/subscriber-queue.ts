@@ -4,8 +4,9 @@
  * its own pace.
  */
 import type { EventTraceContext } from '../event-tracing.ts';
-import { compareCursors, CursorExpiredError, type EventLog, type LoggedEvent } from '../log/event-log.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import { CursorExpiredError } from '../../errors/cursor-expired.ts';
+import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { startLogReplay, type LogReplay } from './log-replay.ts';
 import { createPushPullQueue } from './push-pull-queue.ts';
 

@@ -3,11 +3,8 @@
  * subscribers are fed from, and what a subscriber that reconnects resumes from (by cursor).
  */
 import { readEventTraceContext, TRACE_CONTEXT_MEMBER, type EventTraceContext } from '../event-tracing.ts';
-import {
-  toPlatformEvent,
-  type PlatformEnvironment,
-  type PlatformEvent,
-} from '../receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import { toPlatformEvent } from '../receiving/platform-event.ts';
 
 /** One event as the log holds it: its place in the log, and what its append carried. */
 export interface LoggedEvent {
@@ -167,25 +164,4 @@ export function fromLogMessage(
     logged:
       published === undefined ? { cursor, event: parsed.event } : { cursor, event: parsed.event, published },
   };
-}
-
-/**
- * A cursor the log can no longer resume from: an event after it was trimmed (retention), or the
- * cursor is not one of this log's. `oldest` is the oldest cursor the log holds (none when empty, or
- * when the caller may not be told); `ahead`: the cursor is ahead of the log's head.
- */
-export class CursorExpiredError extends Error {
-  override name = 'CursorExpiredError';
-  readonly cursor: string;
-  readonly oldest: string | undefined;
-  readonly ahead: boolean;
-  constructor(cursor: string, oldest: string | undefined, ahead = false) {
-    super(
-      `The events after cursor ${JSON.stringify(cursor)} are no longer all held` +
-        (oldest === undefined ? ' (the log holds none).' : `; the oldest held is ${JSON.stringify(oldest)}.`),
-    );
-    this.cursor = cursor;
-    this.oldest = oldest;
-    this.ahead = ahead;
-  }
 }

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer } from '../event-tracing.ts';
-import type { PlatformEnvironment } from '../receiving/platform-event.ts';
+import type { PlatformEnvironment } from '../event-types.ts';
 import {
   appendedAt,
   compareCursors,

@@ -6,8 +6,6 @@
 import { isRfc3339DateTime } from '../../rfc3339.ts';
 import type { PlatformEvent } from '../event-types.ts';
 
-export type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
-
 /** The result of {@link parsePlatformEvent}. */
 export type PlatformEventParse = { ok: true; event: PlatformEvent } | { ok: false; message: string };
 

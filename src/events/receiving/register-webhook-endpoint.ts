@@ -51,7 +51,7 @@ export interface WebhookRegistration {
   secrets: string[];
 }
 
-export const WEBHOOK_ENDPOINT_DESCRIPTION = 'GraphQL facade: live subscriptions';
+const WEBHOOK_ENDPOINT_DESCRIPTION = 'GraphQL facade: live subscriptions';
 
 /**
  * Makes sure the upstream delivers the needed event kinds to `url`, with a secret the facade holds.

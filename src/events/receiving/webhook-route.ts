@@ -4,11 +4,12 @@
  */
 import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
+import type { EventDeduplicator } from '../dedup/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
-import { parsePlatformEvent, type PlatformEvent } from './platform-event.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import { parsePlatformEvent } from './platform-event.ts';
 import { checkWebhookHeaders, verifyWebhookSignature } from './verify-webhook.ts';
 import {
   createWebhookBodyReader,

@@ -5,35 +5,42 @@
  * a synthesised event for each change the log has not seen. See docs/events.md, "Missed webhooks".
  */
 import type { Logger } from '../../logger.ts';
+import { RECORD_ENTRIES, replayedKindOf } from '../../records.ts';
 import { PLATFORM_SCOPE } from '../../upstream/access.ts';
-import { listAccounts } from '../../upstream/accounts.ts';
 import { readAllPages } from '../../upstream/all-pages.ts';
-import { listCapabilities } from '../../upstream/capabilities.ts';
 import type { UpstreamClient } from '../../upstream/client.ts';
 import { createUpstreamContext, type UpstreamContext } from '../../upstream/context.ts';
 import { getCustomer } from '../../upstream/customers.ts';
 import type { KeyEnvironments } from '../../upstream/key-environments.ts';
-import { listTransfers } from '../../upstream/money-movement.ts';
-import { listRelatedParties } from '../../upstream/related-parties.ts';
-import { listRules } from '../../upstream/rules.ts';
 import type { ListedRecord, Page, PageParams } from '../../upstream/types.ts';
-import { impliedEventType } from '../../graph/resource-feeds.ts';
-import type { EventDeduplicator } from '../fan-out/event-dedup.ts';
+import type { EventDeduplicator } from '../dedup/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import type { ReconcileState } from './reconcile-state.ts';
 
-/** The lists read per customer, by the upstream's `resourceType` of their records. */
+/**
+ * The lists read per customer, by the upstream's `resourceType` of their records: every record type
+ * of the catalogue whose list, filtered by `updatedSince`, shows its changes.
+ */
 const LISTS: Record<
   string,
   (up: UpstreamContext, customerId: string, page: PageParams) => Promise<Page<ListedRecord>>
-> = {
-  account: listAccounts,
-  capability: listCapabilities,
-  related_party: listRelatedParties,
-  transfer: listTransfers,
-  rule: listRules,
-};
+> = Object.fromEntries(
+  RECORD_ENTRIES.flatMap(([, entry]) =>
+    entry.key === 'customer' && entry.events?.listedSince === true
+      ? [
+          [
+            entry.resourceType,
+            entry.reads.list as (
+              up: UpstreamContext,
+              customerId: string,
+              page: PageParams,
+            ) => Promise<Page<ListedRecord>>,
+          ],
+        ]
+      : [],
+  ),
+);
 
 /** Pages of 100 read per list and run at most: a customer with more changes is read next time. */
 const MAX_PAGES = 10;
@@ -154,7 +161,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       const updatedAt = Date.parse(record.updatedAt);
       if (!(updatedAt >= from && updatedAt < until)) continue;
       if ((seen.get(`${resourceType}:${record.id}`) ?? Number.NEGATIVE_INFINITY) >= updatedAt) continue;
-      const type = impliedEventType(resourceType, record);
+      const type = replayedKindOf(resourceType, record);
       if (type === undefined) continue;
       missed.push({
         // The same id for the same change on every replica and every run: appended once.

@@ -4,7 +4,7 @@
  */
 import { expect } from 'vitest';
 import { signWebhook } from '../../../emulator/webhooks/signature.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/receiving/platform-event.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/event-types.ts';
 import type { RunningEmulator } from './emulator.ts';
 
 let sequence = 0;

@@ -3,7 +3,7 @@
  * logs its errors instead of crashing the process and never logs its URL.
  */
 import { Redis } from 'ioredis';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from './logger.ts';
 
 /**
  * Opens an ioredis 5 connection to `url` whose errors are logged instead of crashing the process.
@@ -25,7 +25,7 @@ export function openRedisConnection(url: string, role: string, logger: Logger): 
 }
 
 /** How long a start waits for Redis before going on without it (Redis may come later, or never). */
-export const REDIS_READY_WAIT_MS = 2_000;
+const REDIS_READY_WAIT_MS = 2_000;
 
 /** Resolves once `redis` is ready, or after `timeoutMs`: a Redis that is down does not stop the start. */
 export async function whenRedisReady(redis: Redis, timeoutMs = REDIS_READY_WAIT_MS): Promise<void> {

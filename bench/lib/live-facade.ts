@@ -1,0 +1,206 @@
+/**
+ * What the benchmarks that run facades as processes share: starting a facade (with the memory
+ * probe, its metrics on a port of its own), reading its live connection counts and the emulator's
+ * upstream GETs, signing and posting a webhook the way the upstream does, and the child processes
+ * that hold graphql-ws subscribers (`bench/fanout-clients.ts`). `bench/fanout.ts`, `bench/resume.ts`
+ * and `bench/cache.ts` use it.
+ *
+ * BENCH_FACADE_SCRIPT (the facade's entry point: another checkout's `src/main.ts` to compare two
+ * versions) and BENCH_FANOUT_NODE_ARGS (extra Node options of the facade) apply to every facade
+ * started here.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { signWebhook } from '../../emulator/webhooks/signature.ts';
+import type { ClientsReply, ClientsRequest } from '../fanout-clients.ts';
+import { findFreePort, startService, type ServiceProcess } from '../processes.ts';
+
+const API_KEY = 'sk_sandbox_emulator';
+export const CUSTOMER_ID = 'cus_acme';
+export const ACCOUNT_ID = 'acc_acme_eth';
+
+/** The repository's root, with its trailing slash. */
+export const root = fileURLToPath(new URL('../..', import.meta.url));
+export const facadeScript = process.env.BENCH_FACADE_SCRIPT ?? `${root}src/main.ts`;
+export const facadeNodeArgs = (process.env.BENCH_FANOUT_NODE_ARGS ?? '')
+  .split(/\s+/)
+  .filter((arg) => arg !== '');
+
+/** The `index`th of `parts` near-equal shares of `total`. */
+export function share(total: number, parts: number, index: number): number {
+  return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
+}
+
+/** Where each facade serves `/metrics`: a port of its own, never the main one. */
+const metricsUrls = new WeakMap<ServiceProcess, string>();
+
+export async function startFacade(
+  emulatorUrl: string,
+  secret: string,
+  redisUrl: string | undefined,
+  redisKeyPrefix: string,
+  replica: number,
+): Promise<ServiceProcess> {
+  const port = await findFreePort();
+  const metricsPort = await findFreePort();
+  const facade = await startService({
+    name: `facade ${replica}`,
+    script: facadeScript,
+    port,
+    nodeArgs: [
+      '--expose-gc',
+      '--import',
+      pathToFileURL(`${root}bench/memory-probe.ts`).href,
+      ...facadeNodeArgs,
+    ],
+    ipc: true,
+    env: {
+      PORT: String(port),
+      METRICS_PORT: String(metricsPort),
+      HOST: '127.0.0.1',
+      NODE_ENV: 'production',
+      UPSTREAM_BASE_URL: emulatorUrl,
+      UPSTREAM_API_KEY: API_KEY,
+      // As deployed: one line per operation at info.
+      LOG_LEVEL: 'info',
+      WEBHOOK_REGISTER: 'false',
+      WEBHOOK_SECRETS: secret,
+      // The delivery path is measured: no caller tokens, no quotas (nor the per-caller cap on
+      // running subscriptions, which the rate limits carry).
+      AUTH_MODE: 'none',
+      RATE_LIMIT_ENABLED: 'false',
+      // Thousands of connections open at once on two busy cores: the default 3 s to send
+      // `connection_init` would close some before their client had a turn.
+      GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '60000',
+      ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix }),
+    },
+    readyPath: '/readyz',
+  });
+  metricsUrls.set(facade, `http://127.0.0.1:${metricsPort}`);
+  return facade;
+}
+
+/** The facade's open graphql-ws connections and running subscriptions, from its `/metrics`. */
+async function liveCounts(facade: ServiceProcess): Promise<{ connections: number; subscriptions: number }> {
+  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
+  const gauge = (name: string): number => {
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  };
+  return {
+    connections: gauge('facade_graphql_ws_connections'),
+    subscriptions: gauge('facade_graphql_ws_subscriptions'),
+  };
+}
+
+/** Polls {@link liveCounts} until `done` holds or `timeoutMs` passed; returns the last counts. */
+export async function waitForLiveCounts(
+  facade: ServiceProcess,
+  done: (counts: { connections: number; subscriptions: number }) => boolean,
+  timeoutMs: number,
+): Promise<{ connections: number; subscriptions: number }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await liveCounts(facade);
+    if (done(counts) || Date.now() > deadline) return counts;
+    await sleep(200);
+  }
+}
+
+/** `GET` requests the emulator has received under `/v3` (every read; nothing else is sent here). */
+export async function upstreamRequests(emulator: ServiceProcess): Promise<number> {
+  const log = (await (await fetch(`${emulator.url}/_emulator/requests`)).json()) as {
+    byRoute: Record<string, number>;
+  };
+  let gets = 0;
+  for (const [route, count] of Object.entries(log.byRoute)) if (route.startsWith('GET ')) gets += count;
+  return gets;
+}
+
+let eventSequence = 0;
+export function accountUpdated(index: number) {
+  eventSequence += 1;
+  return {
+    id: `evt_bench_fanout_${process.pid}_${Date.now()}_${eventSequence}_${index}`,
+    type: 'account.updated',
+    occurredAt: new Date().toISOString(),
+    environment: 'sandbox',
+    data: {
+      customerId: CUSTOMER_ID,
+      resourceType: 'account',
+      resourceId: ACCOUNT_ID,
+      object: { id: ACCOUNT_ID },
+    },
+  };
+}
+
+/** A Standard Webhooks delivery, signed the way the upstream (and the emulator) signs it. */
+export async function postSigned(
+  facadeUrl: string,
+  secret: string,
+  event: { id: string },
+): Promise<{ status: number; body: unknown }> {
+  const body = JSON.stringify(event);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const response = await fetch(`${facadeUrl}/webhooks/platform`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
+    },
+    body,
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = text;
+  }
+  return { status: response.status, body: parsed };
+}
+
+/** A child process holding subscribers (`fanout-clients.ts`), asked one thing at a time per request id. */
+export interface ClientProcess {
+  pid: number;
+  ask(request: ClientsRequest): Promise<ClientsReply>;
+  stop(): void;
+}
+
+let nextRequestId = 0;
+export function startClientProcess(): ClientProcess {
+  const child: ChildProcess = fork(`${root}bench/fanout-clients.ts`, [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const waiting = new Map<
+    number,
+    { resolve: (reply: ClientsReply) => void; reject: (error: Error) => void }
+  >();
+  child.on('message', (message: unknown) => {
+    const reply = message as ClientsReply;
+    waiting.get(reply.id)?.resolve(reply);
+    waiting.delete(reply.id);
+  });
+  child.once('exit', (code) => {
+    for (const { reject } of waiting.values())
+      reject(new Error(`a client process exited (${String(code)}) before answering`));
+    waiting.clear();
+  });
+  return {
+    pid: child.pid ?? 0,
+    ask(request) {
+      nextRequestId += 1;
+      const id = nextRequestId;
+      return new Promise((resolve, reject) => {
+        waiting.set(id, { resolve, reject });
+        child.send({ ...request, id });
+      });
+    },
+    stop() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
