@@ -13,7 +13,16 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -233,19 +242,30 @@ let rootfs = '';
 /** The runtime stage's WORKDIR inside the assembled tree. */
 let appDir = '';
 
-/** Runs the build stage's steps after it copies the context, here (the context, fully installed). */
-async function buildStageOutput(): Promise<void> {
+/**
+ * The build stage's WORKDIR once its steps ran: the context (.dockerignore applied) in a temporary
+ * folder, with this checkout's full install as its node_modules (the stage's `npm ci` of the same
+ * lockfile), and the stage's steps after `COPY . .` run there. The checkout itself is left alone.
+ */
+async function buildStage(rules: { pattern: string; negated: boolean }[]): Promise<string> {
   const stage = stages.find((candidate) => candidate.name === 'build');
   if (stage === undefined) throw new Error('COPY --from=build, but the Dockerfile has no `build` stage');
   const copiesContext = stage.instructions.findIndex(
     ({ keyword, args }) => keyword === 'COPY' && args.split(/\s+/).join(' ') === '. .',
   );
   if (copiesContext === -1) throw new Error('the build stage does not copy the context (`COPY . .`)');
+  const folder = path.join(rootfs, 'build-stage');
+  cpSync(ROOT, folder, {
+    recursive: true,
+    filter: (file) => !ignoredByContext(path.relative(ROOT, file), rules),
+  });
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(folder, 'node_modules'));
   for (const { keyword, args } of stage.instructions.slice(copiesContext + 1)) {
     if (keyword !== 'RUN')
       throw new Error(`the build stage has ${keyword} after COPY . ., not reproduced here`);
-    await runStep(flagsAndWords(args).words.join(' '), ROOT, toolEnv());
+    await runStep(flagsAndWords(args).words.join(' '), folder, toolEnv());
   }
+  return folder;
 }
 
 async function assembleTree(): Promise<void> {
@@ -258,7 +278,7 @@ async function assembleTree(): Promise<void> {
     .find((stage) => stage.name === 'build')
     ?.instructions.filter(({ keyword }) => keyword === 'WORKDIR')
     .reduce((dir, { args }) => path.posix.resolve(dir, args), '/');
-  let builtStage = false;
+  let buildStageFolder: string | undefined;
   for (const copy of runtime.copies) {
     const destination = path.join(rootfs, copy.destination);
     const toFolder = copy.sources.length > 1 || copy.destination.endsWith('/');
@@ -270,10 +290,12 @@ async function assembleTree(): Promise<void> {
           throw new Error(`COPY ${source}: .dockerignore leaves it out of the context`);
         }
       } else if (copy.from === 'build' && buildWorkdir !== undefined) {
-        if (!builtStage) await buildStageOutput();
-        builtStage = true;
+        buildStageFolder ??= await buildStage(rules);
         // The build stage's WORKDIR holds the context after `COPY . .` and its steps' output.
-        from = path.join(ROOT, path.posix.relative(buildWorkdir, path.posix.resolve(buildWorkdir, source)));
+        from = path.join(
+          buildStageFolder,
+          path.posix.relative(buildWorkdir, path.posix.resolve(buildWorkdir, source)),
+        );
       } else {
         throw new Error(`COPY --from=${copy.from} is not reproduced here`);
       }
@@ -286,6 +308,7 @@ async function assembleTree(): Promise<void> {
       });
     }
   }
+  if (buildStageFolder !== undefined) rmSync(buildStageFolder, { recursive: true, force: true });
   for (const step of runtime.runs) {
     // The shared npm cache is this machine's: a step that empties it does not run here.
     if (/\bnpm\s+cache\s+clean\b/.test(step)) {
