@@ -507,6 +507,8 @@ describe("the runtime stage's command", () => {
         METRICS_PORT: '0',
         // The emulator posts its webhooks to the facade's own address (it runs on this machine).
         WEBHOOK_REGISTER: 'true',
+        // GraphiQL from the files the build stage bundled (COPY --from=build).
+        EXPLORER: 'graphiql',
       });
       await waitFor(
         () => started.logged('facade listening').length === 1 || started.child.exitCode !== null,
@@ -541,6 +543,23 @@ describe("the runtime stage's command", () => {
       expect(query.status).toBe(200);
       expect(await query.json()).toEqual({ data: { customer: { displayName: 'Acme Robotics Ltd' } } });
       expect(await emulator.upstreamCalls()).toMatchObject({ total: 1 });
+
+      // Another customer's record stays closed to acme's token, before any upstream call.
+      await emulator.resetUpstreamCalls();
+      const elsewhere = await fetch(graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${acme}` },
+        body: JSON.stringify({ query: '{ customer(id: "cus_globex") { displayName } }' }),
+      });
+      const elsewhereBody = await elsewhere.text();
+      expect(JSON.parse(elsewhereBody)).toMatchObject({ errors: [{ extensions: { code: 'NOT_FOUND' } }] });
+      expect(elsewhereBody).not.toContain('Globex');
+      expect((await emulator.upstreamCalls()).total).toBe(0);
+
+      const explorer = await fetch(new URL('/explorer/graphiql.js', graphqlUrl));
+      expect(explorer.status).toBe(200);
+      expect(explorer.headers.get('content-type')).toMatch(/^text\/javascript/);
+      await explorer.arrayBuffer();
 
       const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${acme}` });
       clients.push(client);
