@@ -3,11 +3,14 @@
 # installs every dependency (the supergraph composition, the demo OpenID provider and the tests need
 # the dev ones; compose.yaml runs `npm run supergraph` and `npm run dev-issuer` in it), `runtime`
 # installs the production dependencies only (`npm ci --omit=dev`) and runs as an unprivileged user.
+# Both keep npm's cache in a build cache mount (BuildKit, buildah, podman), so a rebuild after a
+# lockfile change downloads only what changed and no layer carries the cache.
+# scripts/build-image.sh builds it (docker, else podman or buildah); docs/operations.md, "The image".
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 COPY . .
 # GraphiQL for EXPLORER=graphiql, bundled from npm here so the image serves it offline.
 RUN npm run build:explorer
@@ -18,10 +21,13 @@ ENV NODE_ENV=production \
     PORT=4000
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
 # Only what runs: the facade, its SDL and contract, the emulator and the example subgraph (both
-# optional services of compose.yaml), the start script. Not the demo OpenID provider: its
-# oidc-provider is a development dependency (compose runs it from the build stage).
+# optional services of compose.yaml), and the start script, whose every module lives under src/ or
+# emulator/ (scripts/ holds tools; only this entry of it ships). Not the demo OpenID provider: its
+# oidc-provider is a development dependency (compose runs it from the build stage), and the start
+# script refuses the demo without it, saying so. test/operations/image-runtime.test.ts assembles
+# exactly what these lines copy, installs it as above, and starts the CMD from it.
 COPY src ./src
 COPY schema ./schema
 COPY emulator ./emulator

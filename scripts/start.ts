@@ -8,7 +8,7 @@
  * the commands that get their tokens are printed. Nothing of it runs when AUTH_ISSUER is set, and a
  * real upstream without AUTH_ISSUER refuses to start (config.ts says how to proceed). The demo
  * issuer signs with a key generated at this start, and the facade refuses to run it while listening
- * beyond loopback unless DEMO_ALLOW_NETWORK=true (scripts/demo-network-exposure.ts).
+ * beyond loopback unless DEMO_ALLOW_NETWORK=true (src/demo-network-exposure.ts).
  *
  * Traces: when the OTEL_* variables ask for them (src/observability/tracing-config.ts), the
  * OpenTelemetry entry is imported first, and only then everything else, so its loader hook sees
@@ -33,7 +33,7 @@ const [
   import('../src/config.ts'),
   import('../src/logger.ts'),
   import('../src/main.ts'),
-  import('./demo-network-exposure.ts'),
+  import('../src/demo-network-exposure.ts'),
 ]);
 
 /** The demo was asked to listen where it must not: the message says what to do instead. */
