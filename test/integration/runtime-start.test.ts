@@ -3,22 +3,18 @@
  * configured, configuration errors reported before anything listens, graceful exit on SIGTERM
  * (to npm's own process too), and every failed start reported as one line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { createInterface } from 'node:readline';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
+import { useProcesses, waitUntilReady } from '../support/processes.ts';
 
-const children: ChildProcess[] = [];
-
-afterEach(() => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-});
+const processes = useProcesses();
 
 /** The environment a user's shell gives: the test run's own upstream and issuer removed. */
 function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -34,13 +30,11 @@ function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function run(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [script], {
+  return processes.spawn(process.execPath, [script], {
     cwd: new URL('../..', import.meta.url),
     env: userEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  children.push(child);
-  return child;
 }
 
 /** A loopback port another process holds until the test closes `server`. */
@@ -99,16 +93,13 @@ describe('npm start', () => {
     });
     const lines: string[] = [];
     const stderr = collect(child.stderr);
-    const listening = new Promise<string>((resolve, reject) => {
-      const reader = createInterface({ input: child.stdout! });
-      reader.on('line', (line) => {
-        lines.push(line);
-        const entry = JSON.parse(line) as { msg: string; url?: string };
-        if (entry.msg === 'facade listening') resolve(entry.url!);
-      });
-      child.once('exit', (code) => reject(new Error(`exited with ${code} before listening`)));
+    let url = '';
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      const entry = JSON.parse(line) as { msg: string; url?: string };
+      if (entry.msg === 'facade listening') url = entry.url!;
     });
-    const url = await listening;
+    await waitUntilReady(child, () => url !== '', 'the facade to listen');
     const query = JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' });
 
     // Without a token: refused, and nothing reaches the emulator.
@@ -193,18 +184,19 @@ describe('npm start', () => {
 
 describe('npm start, run by npm', () => {
   test('SIGTERM to npm itself stops the facade, its emulator and its OpenID provider', async () => {
-    const npm = spawn('npm', ['start'], {
+    const npm = processes.spawn('npm', ['start'], {
       cwd: new URL('../..', import.meta.url),
       env: userEnv({ PORT: '0', HOST: '127.0.0.1', DEV_ISSUER_PORT: '0', LOG_LEVEL: 'info' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    children.push(npm);
     const lines: Record<string, unknown>[] = [];
     createInterface({ input: npm.stdout! }).on('line', (line) => {
       if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
     });
     const logged = (msg: string) => lines.find((entry) => entry.msg === msg);
-    await waitFor(() => logged('facade listening') !== undefined, 'the facade to listen', 30_000);
+    await waitUntilReady(npm, () => logged('facade listening') !== undefined, 'the facade to listen', {
+      quietMs: 30_000,
+    });
     const graphqlUrl = logged('facade listening')!.url as string;
     const issuer = loggedIssuer(lines);
     // npm's child is the facade's own process (no shell in between left to orphan it).
@@ -221,7 +213,7 @@ describe('npm start, run by npm', () => {
     const [code] = (await once(npm, 'exit')) as [number | null];
 
     expect(code).toBe(0);
-    await waitFor(() => !alive(facadePid!), 'the facade process to exit', 15_000);
+    await waitFor(() => !alive(facadePid!), 'the facade process to exit', loadScaledMs(15_000));
     expect(logged('shutting down')).toMatchObject({ signal: 'SIGTERM' });
     expect(await answers(graphqlUrl)).toBe(false);
     expect(await answers(`${issuer}/jwks`)).toBe(false);

@@ -3,7 +3,6 @@
  * earlier versions published is refused, and the demo refuses to listen beyond loopback unless told
  * that the network may reach it, and then says so at start.
  */
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { SignJWT } from 'jose';
@@ -18,8 +17,10 @@ import {
   offlineSigningKey,
 } from '../support/leaked-demo-key.ts';
 import { useNpmStart } from '../support/npm-start.ts';
+import { useProcesses } from '../support/processes.ts';
 
 const processes = useNpmStart();
+const refusedStarts = useProcesses();
 
 /** `scripts/start.ts` with `env` over a clean environment; resolves with its exit code and output. */
 async function runStart(
@@ -33,15 +34,15 @@ async function runStart(
     REDIS_URL: _r,
     ...inherited
   } = process.env;
-  const child = spawn(process.execPath, ['scripts/start.ts'], {
+  const child = refusedStarts.spawn(process.execPath, ['scripts/start.ts'], {
     cwd: new URL('../..', import.meta.url),
     env: { ...inherited, NODE_ENV: 'production', PORT: '0', DEV_ISSUER_PORT: '0', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += String(chunk)));
-  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+  child.stdout!.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
   const [code] = (await once(child, 'exit')) as [number | null];
   return { code, stdout, stderr };
 }

@@ -2,11 +2,11 @@
  * `npm start` as a real process, as a newcomer runs it: the embedded emulator and OpenID provider,
  * JSON log lines on stdout, and the demo operator's token got the way the printed `curl` gets it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
-import { waitFor } from './harness/wait.ts';
 import { demoToken, loggedIssuer } from './demo-token.ts';
+import { useProcesses, waitUntilReady } from './processes.ts';
 
 export interface NpmStart {
   child: ChildProcess;
@@ -25,11 +25,14 @@ export interface NpmStart {
 }
 
 /**
- * Starts `scripts/start.ts` with the facade and its OpenID provider on free loopback ports and
- * `env` over production defaults (the test run's own upstream and issuer variables removed), and
- * resolves once it listens. The caller kills `child` when done.
+ * Starts `scripts/start.ts` through `processes` with the facade and its OpenID provider on free
+ * loopback ports and `env` over production defaults (the test run's own upstream and issuer
+ * variables removed), and resolves once it listens.
  */
-export async function startNpmStart(env: Record<string, string>): Promise<NpmStart> {
+async function startNpmStart(
+  processes: ReturnType<typeof useProcesses>,
+  env: Record<string, string>,
+): Promise<NpmStart> {
   const {
     UPSTREAM_BASE_URL: _base,
     UPSTREAM_API_KEY: _key,
@@ -38,7 +41,7 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
     AUTH_AUDIENCE: _audience,
     ...inherited
   } = process.env;
-  const child = spawn(process.execPath, ['scripts/start.ts'], {
+  const child = processes.spawn(process.execPath, ['scripts/start.ts'], {
     cwd: new URL('../..', import.meta.url),
     // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
     env: {
@@ -62,7 +65,9 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
   // A child process's app cannot be watched through `app.lifecycle` (test/support/harness/
   // lifecycle-watch.ts): its log lines are what tells a test when something happened.
   const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
-  await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
+  await waitUntilReady(child, () => logged('facade listening').length === 1, 'the facade to listen', {
+    output: () => stderr,
+  });
   return {
     child,
     lines,
@@ -77,26 +82,21 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
 /**
  * `npm start` processes for the tests of a file: `start` starts one (see {@link startNpmStart}),
  * `keep` registers a client to dispose; after each test the clients are disposed, then every
- * process still running is killed.
+ * process the test started is stopped (test/support/processes.ts).
  */
 export function useNpmStart(): {
   start(env: Record<string, string>): Promise<NpmStart>;
   keep<C extends { dispose(): Promise<void> }>(client: C): C;
 } {
-  const children: ChildProcess[] = [];
+  const processes = useProcesses();
   const clients: { dispose(): Promise<void> }[] = [];
+  // Registered after the processes' own: vitest runs afterEach hooks last registered first, so the
+  // clients close before the processes they talk to stop.
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.dispose()));
-    for (const child of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
   });
   return {
-    async start(env) {
-      const started = await startNpmStart(env);
-      children.push(started.child);
-      return started;
-    },
+    start: (env) => startNpmStart(processes, env),
     keep(client) {
       clients.push(client);
       return client;
