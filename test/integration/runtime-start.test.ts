@@ -3,7 +3,6 @@
  * configured, configuration errors reported before anything listens, graceful exit on SIGTERM
  * (to npm's own process too), and every failed start reported as one line.
  */
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -12,48 +11,16 @@ import { describe, expect, test } from 'vitest';
 import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { loadScaledMs } from '../support/load-budget.ts';
-import { useProcesses, waitUntilReady } from '../support/processes.ts';
+import { useNpmStart, userEnvironment } from '../support/npm-start.ts';
+import { waitUntilReady } from '../support/processes.ts';
 
-const processes = useProcesses();
-
-/** The environment a user's shell gives: the test run's own upstream and issuer removed. */
-function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const {
-    UPSTREAM_BASE_URL: _base,
-    UPSTREAM_API_KEY: _key,
-    AUTH_ISSUER: _issuer,
-    AUTH_AUDIENCE: _audience,
-    ...inherited
-  } = process.env;
-  // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-  return { ...inherited, NODE_ENV: 'production', ...env };
-}
-
-function run(script: string, env: Record<string, string>): ChildProcess {
-  return processes.spawn(process.execPath, [script], {
-    cwd: new URL('../..', import.meta.url),
-    env: userEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
+const processes = useNpmStart();
 
 /** A loopback port another process holds until the test closes `server`. */
 async function busyPort(): Promise<{ port: number; server: Server }> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as { port: number }).port, server };
-}
-
-/** Runs `script` to its exit; its status and what it wrote. */
-async function runToExit(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = run(script, env);
-  const stdout = collect(child.stdout);
-  const stderr = collect(child.stderr);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout: await stdout, stderr: await stderr };
 }
 
 /** Whether a process with this id still exists. */
@@ -85,7 +52,7 @@ async function collect(stream: NodeJS.ReadableStream | null): Promise<string> {
 
 describe('npm start', () => {
   test('without an upstream, serves the demo data from an in-process emulator and exits 0 on SIGTERM', async () => {
-    const child = run('scripts/start.ts', {
+    const child = processes.run('scripts/start.ts', {
       PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
@@ -139,7 +106,7 @@ describe('npm start', () => {
   });
 
   test('with a real upstream and no issuer, refuses to start and says how to proceed', async () => {
-    const child = run('scripts/start.ts', {
+    const child = processes.run('scripts/start.ts', {
       UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
       UPSTREAM_API_KEY: 'sk_live_start_test',
     });
@@ -154,7 +121,10 @@ describe('npm start', () => {
   });
 
   test('with an upstream URL but no key, reports the missing key and exits 1', async () => {
-    const child = run('scripts/start.ts', { UPSTREAM_BASE_URL: 'http://127.0.0.1:9', AUTH_MODE: 'none' });
+    const child = processes.run('scripts/start.ts', {
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
+      AUTH_MODE: 'none',
+    });
     const stderr = collect(child.stderr);
 
     const [code] = (await once(child, 'exit')) as [number | null];
@@ -164,7 +134,7 @@ describe('npm start', () => {
   });
 
   test('refuses an upstream URL holding credentials without ever writing them out', async () => {
-    const child = run('scripts/start.ts', {
+    const child = processes.run('scripts/start.ts', {
       UPSTREAM_BASE_URL: 'http://operator:hunter2-password@127.0.0.1:9',
       UPSTREAM_API_KEY: 'sk_live_start_test',
       AUTH_MODE: 'none',
@@ -186,7 +156,7 @@ describe('npm start, run by npm', () => {
   test('SIGTERM to npm itself stops the facade, its emulator and its OpenID provider', async () => {
     const npm = processes.spawn('npm', ['start'], {
       cwd: new URL('../..', import.meta.url),
-      env: userEnv({ PORT: '0', HOST: '127.0.0.1', DEV_ISSUER_PORT: '0', LOG_LEVEL: 'info' }),
+      env: userEnvironment({ PORT: '0', HOST: '127.0.0.1', DEV_ISSUER_PORT: '0', LOG_LEVEL: 'info' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const lines: Record<string, unknown>[] = [];
@@ -224,7 +194,7 @@ describe('a start that cannot succeed', () => {
   test('a busy PORT is one line on stderr, exit 1, and nothing printed as started', async () => {
     const { port, server } = await busyPort();
     try {
-      const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+      const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
         PORT: String(port),
         HOST: '127.0.0.1',
         DEV_ISSUER_PORT: '0',
@@ -243,7 +213,7 @@ describe('a start that cannot succeed', () => {
   test('a busy METRICS_PORT names METRICS_PORT', async () => {
     const { port, server } = await busyPort();
     try {
-      const { code, stderr } = await runToExit('src/main.ts', {
+      const { code, stderr } = await processes.runToExit('src/main.ts', {
         PORT: '0',
         HOST: '127.0.0.1',
         METRICS_PORT: String(port),
@@ -264,7 +234,7 @@ describe('a start that cannot succeed', () => {
   test('a busy DEV_ISSUER_PORT is one line naming DEV_ISSUER_PORT, and no token is offered', async () => {
     const { port, server } = await busyPort();
     try {
-      const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+      const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
         PORT: '0',
         HOST: '127.0.0.1',
         DEV_ISSUER_PORT: String(port),
@@ -282,7 +252,7 @@ describe('a start that cannot succeed', () => {
   });
 
   test('DEV_ISSUER_PORT=abc is one line, before anything starts', async () => {
-    const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+    const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
       PORT: '0',
       HOST: '127.0.0.1',
       DEV_ISSUER_PORT: 'abc',
@@ -295,7 +265,7 @@ describe('a start that cannot succeed', () => {
   });
 
   test('PORT=abc is refused before anything starts: no token instructions, no log line', async () => {
-    const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+    const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
       PORT: 'abc',
       HOST: '127.0.0.1',
       DEV_ISSUER_PORT: '0',
@@ -308,7 +278,7 @@ describe('a start that cannot succeed', () => {
 
 describe('src/main.ts', () => {
   test('reports every bad variable, never the key, and exits 1 without listening', async () => {
-    const child = run('src/main.ts', {
+    const child = processes.run('src/main.ts', {
       UPSTREAM_BASE_URL: 'nonsense',
       UPSTREAM_API_KEY: 'sk_live with space',
       PORT: 'eighty',

@@ -3,6 +3,7 @@
  * JSON log lines on stdout, and the demo operator's token got the way the printed `curl` gets it.
  */
 import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
 import { demoToken, loggedIssuer } from './demo-token.ts';
@@ -24,15 +25,14 @@ export interface NpmStart {
   token: string;
 }
 
+type Processes = ReturnType<typeof useProcesses>;
+
 /**
- * Starts `scripts/start.ts` through `processes` with the facade and its OpenID provider on free
- * loopback ports and `env` over production defaults (the test run's own upstream and issuer
- * variables removed), and resolves once it listens.
+ * The environment a user's shell gives, with `env` over it: the test run's own upstream, issuer and
+ * Redis variables removed, NODE_ENV production (vitest's NODE_ENV=test would switch off Apollo
+ * Server's own signal handling).
  */
-async function startNpmStart(
-  processes: ReturnType<typeof useProcesses>,
-  env: Record<string, string>,
-): Promise<NpmStart> {
+export function userEnvironment(env: Record<string, string>): NodeJS.ProcessEnv {
   const {
     UPSTREAM_BASE_URL: _base,
     UPSTREAM_API_KEY: _key,
@@ -41,20 +41,46 @@ async function startNpmStart(
     AUTH_AUDIENCE: _audience,
     ...inherited
   } = process.env;
-  const child = processes.spawn(process.execPath, ['scripts/start.ts'], {
+  return { ...inherited, NODE_ENV: 'production', ...env };
+}
+
+/** Runs `script` (`scripts/start.ts`, `src/main.ts`) through `processes` with `env` as a user would. */
+function runAsUser(processes: Processes, script: string, env: Record<string, string>): ChildProcess {
+  return processes.spawn(process.execPath, [script], {
     cwd: new URL('../..', import.meta.url),
-    // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-    env: {
-      ...inherited,
-      NODE_ENV: 'production',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'debug',
-      DEV_ISSUER_PORT: '0',
-      METRICS_PORT: '0',
-      ...env,
-    },
+    env: userEnvironment(env),
     stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs `script` as {@link runAsUser} does, to its exit; its exit code and what it wrote. */
+async function runToExit(
+  processes: Processes,
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = runAsUser(processes, script, env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+/**
+ * Starts `scripts/start.ts` through `processes` with the facade and its OpenID provider on free
+ * loopback ports and `env` over production defaults (see {@link userEnvironment}), and resolves
+ * once it listens.
+ */
+async function startNpmStart(processes: Processes, env: Record<string, string>): Promise<NpmStart> {
+  const child = runAsUser(processes, 'scripts/start.ts', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'debug',
+    DEV_ISSUER_PORT: '0',
+    METRICS_PORT: '0',
+    ...env,
   });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
@@ -80,12 +106,15 @@ async function startNpmStart(
 }
 
 /**
- * `npm start` processes for the tests of a file: `start` starts one (see {@link startNpmStart}),
- * `keep` registers a client to dispose; after each test the clients are disposed, then every
- * process the test started is stopped (test/support/processes.ts).
+ * `npm start` processes for the tests of a file: `start` starts one and waits for it to listen (see
+ * {@link startNpmStart}), `run` and `runToExit` run a script as a user would, `spawn` anything else;
+ * `keep` registers a client to dispose. After each test the clients are disposed, then every process
+ * the test started is stopped (test/support/processes.ts).
  */
-export function useNpmStart(): {
+export function useNpmStart(): Processes & {
   start(env: Record<string, string>): Promise<NpmStart>;
+  run(script: string, env: Record<string, string>): ChildProcess;
+  runToExit(script: string, env: Record<string, string>): ReturnType<typeof runToExit>;
   keep<C extends { dispose(): Promise<void> }>(client: C): C;
 } {
   const processes = useProcesses();
@@ -96,7 +125,10 @@ export function useNpmStart(): {
     await Promise.all(clients.splice(0).map((client) => client.dispose()));
   });
   return {
+    spawn: processes.spawn,
     start: (env) => startNpmStart(processes, env),
+    run: (script, env) => runAsUser(processes, script, env),
+    runToExit: (script, env) => runToExit(processes, script, env),
     keep(client) {
       clients.push(client);
       return client;
