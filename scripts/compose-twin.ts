@@ -15,7 +15,7 @@
  * As a command: `REDIS_URL=redis://127.0.0.1:6379 npm run compose-twin` runs the topology until
  * Ctrl-C and prints its addresses. As a module, tests start it with {@link startComposeTwin}.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -101,6 +101,17 @@ export interface TwinOptions {
   redisKeyPrefix?: string;
   /** Called with every line a process writes. Default: nothing. */
   onLine?: (service: string, line: string) => void;
+  /**
+   * Starts a service's process, in a process group of its own (`close()` signals the group). Default:
+   * node's `spawn`; a test passes one that also stops what it started when the test ends.
+   */
+  spawn?: (
+    command: string,
+    args: readonly string[],
+    options: SpawnOptions & { detached: true },
+  ) => ChildProcess;
+  /** How long each service may take to answer once started. Default 30 s. */
+  readyWithinMs?: number;
 }
 
 export interface ComposeTwin {
@@ -187,7 +198,7 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     const run = (service: string): ChildProcess => {
       const command = (compose.services[service]!.command ?? []).map((part) => rewrite(part));
       if (command.length === 0) throw new Error(`compose.yaml gives service "${service}" no command`);
-      const child = spawn(command[0]!, command.slice(1), {
+      const child = (options.spawn ?? spawn)(command[0]!, command.slice(1), {
         cwd: ROOT,
         // Only what the file gives, plus what finds programs: nothing of this process's own environment.
         env: {
@@ -206,19 +217,25 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
           options.onLine?.(service, line);
         }
       };
-      child.stdout.on('data', collect);
-      child.stderr.on('data', collect);
+      child.stdout!.on('data', collect);
+      child.stderr!.on('data', collect);
       children.push({ service, child });
       return child;
     };
 
+    const { readyWithinMs } = options;
     // 2. The emulator, then the replicas and the example subgraph, then the supergraph from them.
     run('emulator');
     run('dev-issuer');
-    await waitUntil(() => answers(`${urlOf('emulator')}/_emulator/health`), 'the emulator to answer');
+    await waitUntil(
+      () => answers(`${urlOf('emulator')}/_emulator/health`),
+      'the emulator to answer',
+      readyWithinMs,
+    );
     await waitUntil(
       () => answers(`${urlOf('dev-issuer')}/.well-known/openid-configuration`),
       'the OpenID provider to answer',
+      readyWithinMs,
     );
     for (const service of ['facade-a', 'facade-b'] as const) run(service);
     run('support-notes');
@@ -226,11 +243,13 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       await waitUntil(
         async () => output[service]!.some((line) => line.includes('"msg":"facade listening"')),
         `${service} to listen`,
+        readyWithinMs,
       );
     }
     await waitUntil(
       () => answers(`${urlOf('support-notes')}/.well-known/apollo/server-health`, true),
       'support-notes to answer',
+      readyWithinMs,
     );
     const composer = run('supergraph');
     const [code] = (await once(composer, 'exit')) as [number | null];

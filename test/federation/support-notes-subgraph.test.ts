@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createSupportNotesServer } from '../../examples/support-notes/server.ts';
+import { useProcesses, waitUntilReady } from '../support/processes.ts';
 
 type GraphQLResponse = { data?: Record<string, unknown> | null; errors?: { message: string }[] };
 
@@ -110,52 +111,40 @@ describe('the support-notes example subgraph over HTTP', () => {
 });
 
 describe('npm run example:subgraph', () => {
-  const children: ChildProcess[] = [];
-  afterAll(() => {
-    for (const child of children)
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  const processes = useProcesses();
 
   function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-    const child = spawn(process.execPath, ['examples/support-notes/main.ts'], {
+    const child = processes.spawn(process.execPath, ['examples/support-notes/main.ts'], {
       cwd: new URL('../..', import.meta.url),
       // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
       env: { ...process.env, NODE_ENV: 'production', HOST: '127.0.0.1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    children.push(child);
     let output = '';
     child.stdout!.on('data', (chunk) => (output += String(chunk)));
     child.stderr!.on('data', (chunk) => (output += String(chunk)));
     return { child, output: () => output };
   }
 
-  test(
-    'serves the subgraph on the port it is given and exits 0 on SIGTERM',
-    { timeout: 30_000 },
-    async () => {
-      const { child, output } = start({ PORT: '0' });
-      const exited = once(child, 'exit');
-      const ready = /ready at (http:\/\/\S+)/;
-      while (!ready.test(output())) {
-        if (child.exitCode !== null) throw new Error(`the subgraph exited early: ${output()}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const url = ready.exec(output())![1]!;
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ supportNotes(customerId: "cus_acme") { id } }' }),
-      });
-      expect(response.status).toBe(200);
-      expect(((await response.json()) as GraphQLResponse).data?.supportNotes).toHaveLength(4);
+  test('serves the subgraph on the port it is given and exits 0 on SIGTERM', async () => {
+    const { child, output } = start({ PORT: '0' });
+    const exited = once(child, 'exit');
+    const ready = /ready at (http:\/\/\S+)/;
+    await waitUntilReady(child, () => ready.test(output()), 'the subgraph to be ready', { output });
+    const url = ready.exec(output())![1]!;
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ supportNotes(customerId: "cus_acme") { id } }' }),
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as GraphQLResponse).data?.supportNotes).toHaveLength(4);
 
-      child.kill('SIGTERM');
-      expect(await exited).toEqual([0, null]);
-    },
-  );
+    child.kill('SIGTERM');
+    expect(await exited).toEqual([0, null]);
+  });
 
-  test('refuses a bad PORT with a clear message and exit code 1', { timeout: 30_000 }, async () => {
+  test('refuses a bad PORT with a clear message and exit code 1', async () => {
     const { child, output } = start({ PORT: 'eighty' });
     expect(await once(child, 'exit')).toEqual([1, null]);
     expect(output()).toContain('PORT must be an integer from 0 to 65535, got "eighty".');

@@ -3,63 +3,24 @@
  * configured, configuration errors reported before anything listens, graceful exit on SIGTERM
  * (to npm's own process too), and every failed start reported as one line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { createInterface } from 'node:readline';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
+import { useNpmStart, userEnvironment } from '../support/npm-start.ts';
+import { waitUntilReady } from '../support/processes.ts';
 
-const children: ChildProcess[] = [];
-
-afterEach(() => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-});
-
-/** The environment a user's shell gives: the test run's own upstream and issuer removed. */
-function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const {
-    UPSTREAM_BASE_URL: _base,
-    UPSTREAM_API_KEY: _key,
-    AUTH_ISSUER: _issuer,
-    AUTH_AUDIENCE: _audience,
-    ...inherited
-  } = process.env;
-  // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-  return { ...inherited, NODE_ENV: 'production', ...env };
-}
-
-function run(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [script], {
-    cwd: new URL('../..', import.meta.url),
-    env: userEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return child;
-}
+const processes = useNpmStart();
 
 /** A loopback port another process holds until the test closes `server`. */
 async function busyPort(): Promise<{ port: number; server: Server }> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as { port: number }).port, server };
-}
-
-/** Runs `script` to its exit; its status and what it wrote. */
-async function runToExit(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = run(script, env);
-  const stdout = collect(child.stdout);
-  const stderr = collect(child.stderr);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout: await stdout, stderr: await stderr };
 }
 
 /** Whether a process with this id still exists. */
@@ -91,7 +52,7 @@ async function collect(stream: NodeJS.ReadableStream | null): Promise<string> {
 
 describe('npm start', () => {
   test('without an upstream, serves the demo data from an in-process emulator and exits 0 on SIGTERM', async () => {
-    const child = run('scripts/start.ts', {
+    const child = processes.run('scripts/start.ts', {
       PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
@@ -99,16 +60,13 @@ describe('npm start', () => {
     });
     const lines: string[] = [];
     const stderr = collect(child.stderr);
-    const listening = new Promise<string>((resolve, reject) => {
-      const reader = createInterface({ input: child.stdout! });
-      reader.on('line', (line) => {
-        lines.push(line);
-        const entry = JSON.parse(line) as { msg: string; url?: string };
-        if (entry.msg === 'facade listening') resolve(entry.url!);
-      });
-      child.once('exit', (code) => reject(new Error(`exited with ${code} before listening`)));
+    let url = '';
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      const entry = JSON.parse(line) as { msg: string; url?: string };
+      if (entry.msg === 'facade listening') url = entry.url!;
     });
-    const url = await listening;
+    await waitUntilReady(child, () => url !== '', 'the facade to listen');
     const query = JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' });
 
     // Without a token: refused, and nothing reaches the emulator.
@@ -148,7 +106,7 @@ describe('npm start', () => {
   });
 
   test('with a real upstream and no issuer, refuses to start and says how to proceed', async () => {
-    const child = run('scripts/start.ts', {
+    const child = processes.run('scripts/start.ts', {
       UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
       UPSTREAM_API_KEY: 'sk_live_start_test',
     });
@@ -163,7 +121,10 @@ describe('npm start', () => {
   });
 
   test('with an upstream URL but no key, reports the missing key and exits 1', async () => {
-    const child = run('scripts/start.ts', { UPSTREAM_BASE_URL: 'http://127.0.0.1:9', AUTH_MODE: 'none' });
+    const child = processes.run('scripts/start.ts', {
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
+      AUTH_MODE: 'none',
+    });
     const stderr = collect(child.stderr);
 
     const [code] = (await once(child, 'exit')) as [number | null];
@@ -173,7 +134,7 @@ describe('npm start', () => {
   });
 
   test('refuses an upstream URL holding credentials without ever writing them out', async () => {
-    const child = run('scripts/start.ts', {
+    const child = processes.run('scripts/start.ts', {
       UPSTREAM_BASE_URL: 'http://operator:hunter2-password@127.0.0.1:9',
       UPSTREAM_API_KEY: 'sk_live_start_test',
       AUTH_MODE: 'none',
@@ -193,18 +154,19 @@ describe('npm start', () => {
 
 describe('npm start, run by npm', () => {
   test('SIGTERM to npm itself stops the facade, its emulator and its OpenID provider', async () => {
-    const npm = spawn('npm', ['start'], {
+    const npm = processes.spawn('npm', ['start'], {
       cwd: new URL('../..', import.meta.url),
-      env: userEnv({ PORT: '0', HOST: '127.0.0.1', DEV_ISSUER_PORT: '0', LOG_LEVEL: 'info' }),
+      env: userEnvironment({ PORT: '0', HOST: '127.0.0.1', DEV_ISSUER_PORT: '0', LOG_LEVEL: 'info' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    children.push(npm);
     const lines: Record<string, unknown>[] = [];
     createInterface({ input: npm.stdout! }).on('line', (line) => {
       if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
     });
     const logged = (msg: string) => lines.find((entry) => entry.msg === msg);
-    await waitFor(() => logged('facade listening') !== undefined, 'the facade to listen', 30_000);
+    await waitUntilReady(npm, () => logged('facade listening') !== undefined, 'the facade to listen', {
+      quietMs: 30_000,
+    });
     const graphqlUrl = logged('facade listening')!.url as string;
     const issuer = loggedIssuer(lines);
     // npm's child is the facade's own process (no shell in between left to orphan it).
@@ -221,7 +183,7 @@ describe('npm start, run by npm', () => {
     const [code] = (await once(npm, 'exit')) as [number | null];
 
     expect(code).toBe(0);
-    await waitFor(() => !alive(facadePid!), 'the facade process to exit', 15_000);
+    await waitFor(() => !alive(facadePid!), 'the facade process to exit', loadScaledMs(15_000));
     expect(logged('shutting down')).toMatchObject({ signal: 'SIGTERM' });
     expect(await answers(graphqlUrl)).toBe(false);
     expect(await answers(`${issuer}/jwks`)).toBe(false);
@@ -232,7 +194,7 @@ describe('a start that cannot succeed', () => {
   test('a busy PORT is one line on stderr, exit 1, and nothing printed as started', async () => {
     const { port, server } = await busyPort();
     try {
-      const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+      const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
         PORT: String(port),
         HOST: '127.0.0.1',
         DEV_ISSUER_PORT: '0',
@@ -251,7 +213,7 @@ describe('a start that cannot succeed', () => {
   test('a busy METRICS_PORT names METRICS_PORT', async () => {
     const { port, server } = await busyPort();
     try {
-      const { code, stderr } = await runToExit('src/main.ts', {
+      const { code, stderr } = await processes.runToExit('src/main.ts', {
         PORT: '0',
         HOST: '127.0.0.1',
         METRICS_PORT: String(port),
@@ -272,7 +234,7 @@ describe('a start that cannot succeed', () => {
   test('a busy DEV_ISSUER_PORT is one line naming DEV_ISSUER_PORT, and no token is offered', async () => {
     const { port, server } = await busyPort();
     try {
-      const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+      const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
         PORT: '0',
         HOST: '127.0.0.1',
         DEV_ISSUER_PORT: String(port),
@@ -290,7 +252,7 @@ describe('a start that cannot succeed', () => {
   });
 
   test('DEV_ISSUER_PORT=abc is one line, before anything starts', async () => {
-    const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+    const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
       PORT: '0',
       HOST: '127.0.0.1',
       DEV_ISSUER_PORT: 'abc',
@@ -303,7 +265,7 @@ describe('a start that cannot succeed', () => {
   });
 
   test('PORT=abc is refused before anything starts: no token instructions, no log line', async () => {
-    const { code, stdout, stderr } = await runToExit('scripts/start.ts', {
+    const { code, stdout, stderr } = await processes.runToExit('scripts/start.ts', {
       PORT: 'abc',
       HOST: '127.0.0.1',
       DEV_ISSUER_PORT: '0',
@@ -316,7 +278,7 @@ describe('a start that cannot succeed', () => {
 
 describe('src/main.ts', () => {
   test('reports every bad variable, never the key, and exits 1 without listening', async () => {
-    const child = run('src/main.ts', {
+    const child = processes.run('src/main.ts', {
       UPSTREAM_BASE_URL: 'nonsense',
       UPSTREAM_API_KEY: 'sk_live with space',
       PORT: 'eighty',

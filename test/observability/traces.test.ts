@@ -5,14 +5,14 @@
  * records the `traceparent` each upstream request carried. With tracing off, the same start loads
  * not one OpenTelemetry module.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEmulator } from '../../emulator/index.ts';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { SANDBOX_KEY } from '../support/harness/emulator.ts';
@@ -21,6 +21,7 @@ import { facadeTestEnv } from '../support/harness/facade.ts';
 import { connectLive } from '../support/harness/live-client.ts';
 import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { useProcesses, waitUntilReady } from '../support/processes.ts';
 import { tokenFor } from '../support/tokens.ts';
 import {
   OTLP_SPAN_KIND,
@@ -98,18 +99,12 @@ const emulator = createEmulator({ data: 'demo' });
 let emulatorUrl: string;
 let proxy: RecordingProxy;
 let receiver: OtlpReceiver;
-const children: ChildProcess[] = [];
+const processes = useProcesses();
 
 beforeAll(async () => {
   ({ url: emulatorUrl } = await emulator.listen(0, '127.0.0.1'));
   proxy = await startRecordingProxy(emulatorUrl);
   receiver = await startOtlpReceiver();
-});
-
-afterEach(() => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
 });
 
 afterAll(async () => {
@@ -126,7 +121,7 @@ async function startFacade(upstream: string, env: Record<string, string>): Promi
     ),
   );
   const modulesFile = join(mkdtempSync(join(tmpdir(), 'facade-modules-')), 'modules.json');
-  const child = spawn(process.execPath, ['--import', RECORD_MODULES, 'scripts/start.ts'], {
+  const child = processes.spawn(process.execPath, ['--import', RECORD_MODULES, 'scripts/start.ts'], {
     cwd: ROOT,
     env: {
       ...inherited,
@@ -137,16 +132,14 @@ async function startFacade(upstream: string, env: Record<string, string>): Promi
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  children.push(child);
   const lines: Record<string, unknown>[] = [];
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      lines.push(entry);
-      if (entry.msg === 'facade listening') resolve(entry.url as string);
-    });
-    child.once('exit', (code) => reject(new Error(`the facade exited with ${code} before listening`)));
+  let url = '';
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    const entry = JSON.parse(line) as Record<string, unknown>;
+    lines.push(entry);
+    if (entry.msg === 'facade listening') url = entry.url as string;
   });
+  await waitUntilReady(child, () => url !== '', 'the facade to listen');
   return {
     url,
     lines,

@@ -16,10 +16,13 @@ import { postGraphQL } from '../support/harness/federation.ts';
 import { connectLive, type LiveClient } from '../support/harness/live-client.ts';
 import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
 import { deltas, scrape, valueOf } from '../support/metrics.ts';
+import { useProcesses } from '../support/processes.ts';
 
 let twin: ComposeTwin;
 const clients: LiveClient[] = [];
+const processes = useProcesses();
 
 /** The demo operator's token from the twin's own OpenID provider, as compose.yaml's header says. */
 async function operatorToken(): Promise<string> {
@@ -39,18 +42,23 @@ beforeAll(async () => {
   // busy machine another test can take one in between. That start is retried once, nothing else.
   for (let attempt = 1; ; attempt += 1) {
     try {
-      twin = await startComposeTwin({ redisUrl: requireRedisUrl(), redisKeyPrefix: uniqueRedisPrefix() });
+      twin = await startComposeTwin({
+        redisUrl: requireRedisUrl(),
+        redisKeyPrefix: uniqueRedisPrefix(),
+        spawn: processes.spawn,
+        readyWithinMs: loadScaledMs(30_000),
+      });
       return;
     } catch (error) {
       if (attempt >= 2 || !String(error).includes('EADDRINUSE')) throw error;
     }
   }
-}, 150_000);
+});
 
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.dispose()));
   await twin?.close();
-}, 30_000);
+});
 
 describe('compose.yaml and its twin', () => {
   it('declares exactly the services the twin mirrors', () => {
@@ -139,7 +147,7 @@ describe('the topology', () => {
     await waitFor(
       () => subscriptions === 1,
       'the subscription to start on facade-b',
-      15_000,
+      loadScaledMs(15_000),
       async () => {
         subscriptions = valueOf(await scrape(metricsB), 'facade_graphql_ws_subscriptions');
       },
@@ -155,7 +163,7 @@ describe('the topology', () => {
     );
     expect(topUp.body).toEqual({ data: { sandboxTopUp: { replayed: false } } });
 
-    await waitFor(() => received.data.length >= 1, 'the event on facade-b', 15_000);
+    await waitFor(() => received.data.length >= 1, 'the event on facade-b', loadScaledMs(15_000));
     expect(received.data[0]).toEqual({
       accountChanged: { type: expect.stringMatching(/^account\./), account: { id: 'acc_globex_eth' } },
     });
@@ -166,7 +174,7 @@ describe('the topology', () => {
     await waitFor(
       () => Object.keys(deltas(beforeA, afterA, 'facade_webhook_deliveries_total')).length > 0,
       'facade-a to count the webhook',
-      10_000,
+      undefined,
       async () => {
         afterA = await scrape(metricsA);
       },

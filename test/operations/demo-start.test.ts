@@ -4,8 +4,6 @@
  * that the network may reach it, and then says so at start. These run the source tree, with every
  * development dependency installed; what the image holds and runs is tried in image-runtime.test.ts.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { SignJWT } from 'jose';
 import { describe, expect, test } from 'vitest';
 import { readComposeFile } from '../../scripts/compose-twin.ts';
@@ -21,29 +19,14 @@ import { useNpmStart } from '../support/npm-start.ts';
 
 const processes = useNpmStart();
 
-/** `scripts/start.ts` with `env` over a clean environment; resolves with its exit code and output. */
-async function runStart(
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const {
-    UPSTREAM_BASE_URL: _b,
-    UPSTREAM_API_KEY: _k,
-    AUTH_ISSUER: _i,
-    AUTH_AUDIENCE: _a,
-    REDIS_URL: _r,
-    ...inherited
-  } = process.env;
-  const child = spawn(process.execPath, ['scripts/start.ts'], {
-    cwd: new URL('../..', import.meta.url),
-    env: { ...inherited, NODE_ENV: 'production', PORT: '0', DEV_ISSUER_PORT: '0', METRICS_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** `scripts/start.ts` with `env`, on free ports, to its exit. */
+function runStart(env: Record<string, string>): ReturnType<typeof processes.runToExit> {
+  return processes.runToExit('scripts/start.ts', {
+    PORT: '0',
+    DEV_ISSUER_PORT: '0',
+    METRICS_PORT: '0',
+    ...env,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += String(chunk)));
-  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
 }
 
 describe('the demo issuer key', () => {

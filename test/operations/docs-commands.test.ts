@@ -22,12 +22,13 @@
  * them from under it. The PATH is the user's (no node_modules/.bin first), so the commands get
  * Node 24 the way the documents say: through npm.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { stopProcess, useProcesses } from '../support/processes.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOCUMENTS = [
@@ -202,6 +203,7 @@ afterAll(() => {
 });
 
 describe('runnable commands in README.md and docs/', () => {
+  const processes = useProcesses();
   const isolated = namespacesAllowed();
   const all = DOCUMENTS.map((path) => ({
     path,
@@ -261,23 +263,18 @@ describe('runnable commands in README.md and docs/', () => {
       const command = isolated
         ? ['unshare', '-r', '-n', '-p', '-f', '-m', '--mount-proc', 'bash', join(dir, 'session.sh')]
         : ['bash', join(dir, 'session.sh')];
-      const session = spawn(command[0]!, command.slice(1), {
+      const session = processes.spawn(command[0]!, command.slice(1), {
         cwd: ROOT,
         env: { PATH: userPath(), HOME: process.env.HOME ?? tmpdir(), LANG: 'C.UTF-8' },
         stdio: ['ignore', 'pipe', 'pipe'],
-        detached: !isolated,
       });
       let report = '';
-      session.stdout.on('data', (chunk) => (report += String(chunk)));
-      session.stderr.on('data', (chunk) => (report += String(chunk)));
+      session.stdout!.on('data', (chunk) => (report += String(chunk)));
+      session.stderr!.on('data', (chunk) => (report += String(chunk)));
       await once(session, 'exit');
-      if (!isolated && session.pid !== undefined) {
-        try {
-          process.kill(-session.pid, 'SIGTERM');
-        } catch {
-          // Everything it started has ended already.
-        }
-      }
+      // The servers the blocks started in the background outlive the session's shell on the host's
+      // network (in a namespace of its own they end with it): they carry its mark.
+      await stopProcess(session);
 
       blocks.forEach((block, n) => {
         const output = (() => {

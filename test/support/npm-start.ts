@@ -2,11 +2,12 @@
  * `npm start` as a real process, as a newcomer runs it: the embedded emulator and OpenID provider,
  * JSON log lines on stdout, and the demo operator's token got the way the printed `curl` gets it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
-import { waitFor } from './harness/wait.ts';
 import { demoToken, loggedIssuer } from './demo-token.ts';
+import { useProcesses, waitUntilReady } from './processes.ts';
 
 export interface NpmStart {
   child: ChildProcess;
@@ -24,12 +25,14 @@ export interface NpmStart {
   token: string;
 }
 
+type Processes = ReturnType<typeof useProcesses>;
+
 /**
- * Starts `scripts/start.ts` with the facade and its OpenID provider on free loopback ports and
- * `env` over production defaults (the test run's own upstream and issuer variables removed), and
- * resolves once it listens. The caller kills `child` when done.
+ * The environment a user's shell gives, with `env` over it: the test run's own upstream, issuer and
+ * Redis variables removed, NODE_ENV production (vitest's NODE_ENV=test would switch off Apollo
+ * Server's own signal handling).
  */
-export async function startNpmStart(env: Record<string, string>): Promise<NpmStart> {
+export function userEnvironment(env: Record<string, string>): NodeJS.ProcessEnv {
   const {
     UPSTREAM_BASE_URL: _base,
     UPSTREAM_API_KEY: _key,
@@ -38,20 +41,46 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
     AUTH_AUDIENCE: _audience,
     ...inherited
   } = process.env;
-  const child = spawn(process.execPath, ['scripts/start.ts'], {
+  return { ...inherited, NODE_ENV: 'production', ...env };
+}
+
+/** Runs `script` (`scripts/start.ts`, `src/main.ts`) through `processes` with `env` as a user would. */
+function runAsUser(processes: Processes, script: string, env: Record<string, string>): ChildProcess {
+  return processes.spawn(process.execPath, [script], {
     cwd: new URL('../..', import.meta.url),
-    // As a user runs it: vitest's NODE_ENV=test would switch off Apollo Server's own signal handling.
-    env: {
-      ...inherited,
-      NODE_ENV: 'production',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'debug',
-      DEV_ISSUER_PORT: '0',
-      METRICS_PORT: '0',
-      ...env,
-    },
+    env: userEnvironment(env),
     stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs `script` as {@link runAsUser} does, to its exit; its exit code and what it wrote. */
+async function runToExit(
+  processes: Processes,
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = runAsUser(processes, script, env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+/**
+ * Starts `scripts/start.ts` through `processes` with the facade and its OpenID provider on free
+ * loopback ports and `env` over production defaults (see {@link userEnvironment}), and resolves
+ * once it listens.
+ */
+async function startNpmStart(processes: Processes, env: Record<string, string>): Promise<NpmStart> {
+  const child = runAsUser(processes, 'scripts/start.ts', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'debug',
+    DEV_ISSUER_PORT: '0',
+    METRICS_PORT: '0',
+    ...env,
   });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
@@ -62,7 +91,9 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
   // A child process's app cannot be watched through `app.lifecycle` (test/support/harness/
   // lifecycle-watch.ts): its log lines are what tells a test when something happened.
   const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
-  await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 20_000);
+  await waitUntilReady(child, () => logged('facade listening').length === 1, 'the facade to listen', {
+    output: () => stderr,
+  });
   return {
     child,
     lines,
@@ -75,28 +106,29 @@ export async function startNpmStart(env: Record<string, string>): Promise<NpmSta
 }
 
 /**
- * `npm start` processes for the tests of a file: `start` starts one (see {@link startNpmStart}),
- * `keep` registers a client to dispose; after each test the clients are disposed, then every
- * process still running is killed.
+ * `npm start` processes for the tests of a file: `start` starts one and waits for it to listen (see
+ * {@link startNpmStart}), `run` and `runToExit` run a script as a user would, `spawn` anything else;
+ * `keep` registers a client to dispose. After each test the clients are disposed, then every process
+ * the test started is stopped (test/support/processes.ts).
  */
-export function useNpmStart(): {
+export function useNpmStart(): Processes & {
   start(env: Record<string, string>): Promise<NpmStart>;
+  run(script: string, env: Record<string, string>): ChildProcess;
+  runToExit(script: string, env: Record<string, string>): ReturnType<typeof runToExit>;
   keep<C extends { dispose(): Promise<void> }>(client: C): C;
 } {
-  const children: ChildProcess[] = [];
+  const processes = useProcesses();
   const clients: { dispose(): Promise<void> }[] = [];
+  // Registered after the processes' own: vitest runs afterEach hooks last registered first, so the
+  // clients close before the processes they talk to stop.
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.dispose()));
-    for (const child of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
   });
   return {
-    async start(env) {
-      const started = await startNpmStart(env);
-      children.push(started.child);
-      return started;
-    },
+    spawn: processes.spawn,
+    start: (env) => startNpmStart(processes, env),
+    run: (script, env) => runAsUser(processes, script, env),
+    runToExit: (script, env) => runToExit(processes, script, env),
     keep(client) {
       clients.push(client);
       return client;
