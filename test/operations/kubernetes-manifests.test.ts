@@ -139,6 +139,9 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
     expect(config.host).toBe('0.0.0.0');
     expect(config.nodeEnv).toBe('production');
     expect(config.events.redisUrl).toBe('redis://platform-graphql-facade-redis:6379');
+    // Registered once, its secret in the Secret: every replica verifies every delivery.
+    expect(config.events.webhooks.register).toBe(false);
+    expect(config.events.webhooks.publicUrl).toMatch(/\/webhooks\/platform$/);
   });
 
   it('probes the facade where it answers: /readyz for readiness, /healthz for liveness, on its port', () => {
