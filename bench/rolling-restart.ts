@@ -97,6 +97,8 @@ export interface RollingRestartReport {
   /** Errors a subscription answered with (by code or message). */
   subscriptionErrors: Record<string, number>;
   queries: { ok: number; failed: number; reasons: Record<string, number> };
+  /** The replicas' warnings, errors and refusals, by message (their log lines, JSON). */
+  replicaWarnings: Record<string, number>;
   /** Webhook attempts that failed (and were retried) while facade-a was away. */
   webhookAttempts: { delivered: number; failed: number; gaveUp: number };
 }
@@ -499,6 +501,20 @@ export async function measureRollingRestart(options: RollingRestartOptions): Pro
       };
     })();
 
+    const replicaWarnings = new Map<string, number>();
+    for (const replica of REPLICAS) {
+      for (const line of twin.lines(replica)) {
+        try {
+          const entry = JSON.parse(line) as { level?: string; msg?: string };
+          const refusal = entry.level === 'info' && (entry.msg ?? '').includes('refused');
+          if (entry.level === 'warn' || entry.level === 'error' || refusal)
+            countInto(replicaWarnings, `${entry.level ?? ''}: ${entry.msg ?? ''}`);
+        } catch {
+          // Not a log line.
+        }
+      }
+    }
+
     let delivered = 0;
     let missed = 0;
     let duplicates = 0;
@@ -534,6 +550,7 @@ export async function measureRollingRestart(options: RollingRestartOptions): Pro
       endings: Object.fromEntries(endings),
       subscriptionErrors: Object.fromEntries(subscriptionErrors),
       queries: { ...queries, reasons: Object.fromEntries(queries.reasons) },
+      replicaWarnings: Object.fromEntries(replicaWarnings),
       webhookAttempts: attempts,
     };
   } finally {
