@@ -46,7 +46,7 @@ describe('a rolling restart of the replicas', () => {
     expect(endedBy('graphql-ws complete')).toBeGreaterThanOrEqual(10);
     expect(endedBy('sse complete')).toBeGreaterThanOrEqual(10);
     // Each ended with `complete` from a draining replica: none cut (a socket closed without a close
-    // frame, a stream that failed), as a client's kept-alive connection to a stopped replica was.
+    // frame, a stream that failed).
     expect(Object.keys(report.endings).filter((key) => !/: (graphql-ws|sse) complete$/.test(key))).toEqual(
       [],
     );
