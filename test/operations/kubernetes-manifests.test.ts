@@ -214,6 +214,10 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
     scratch.push(directory);
     writeFileSync(join(directory, file!), configMap.data[file!]);
     const store = await loadTrustedDocuments(join(directory, file!));
+    // The base ships the example web app's manifest (docs/operations.md says so): kept equal to it.
+    expect(JSON.parse(configMap.data[file!] as string)).toEqual(
+      JSON.parse(readFileSync(join(ROOT, 'examples/web/src/gql/persisted-documents.json'), 'utf8')),
+    );
     expect(store.size).toBe(Object.keys(JSON.parse(readFileSync(join(BASE, file!), 'utf8'))).length);
   });
 
