@@ -13,7 +13,9 @@
  *   here as the CLI makes it there.
  *
  * As a command: `REDIS_URL=redis://127.0.0.1:6379 npm run compose-twin` runs the topology until
- * Ctrl-C and prints its addresses. As a module, tests start it with {@link startComposeTwin}.
+ * Ctrl-C and prints its addresses. As a module, tests start it with {@link startComposeTwin}; a
+ * replica can be stopped and started again (bench/rolling-restart.ts restarts them one at a time
+ * behind a balancer of its own, given as `platformPort`).
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { once } from 'node:events';
@@ -112,6 +114,16 @@ export interface TwinOptions {
   ) => ChildProcess;
   /** How long each service may take to answer once started. Default 30 s. */
   readyWithinMs?: number;
+  /**
+   * Where the alias `platform` (both replicas in compose) goes: a port on loopback that balances
+   * between the replicas itself, as compose's DNS or a Kubernetes Service does. Default facade-a's.
+   */
+  platformPort?: number;
+  /**
+   * Added to both replicas' environment, over compose.yaml's (a benchmark's own settings); called
+   * once the emulator answers, with its URL, so it can prepare the upstream first.
+   */
+  replicaEnvironment?: (emulatorUrl: string) => Promise<Record<string, string>>;
 }
 
 export interface ComposeTwin {
@@ -123,8 +135,18 @@ export interface ComposeTwin {
   environments: Record<string, Record<string, string>>;
   /** What each process wrote so far, line by line. */
   lines(service: string): string[];
+  /**
+   * SIGTERM to a running service's process group; resolves with its exit code once it has exited
+   * (SIGKILL after `graceMs`, as a container runtime does after the grace period).
+   */
+  stop(service: (typeof REPLICAS)[number], graceMs?: number): Promise<number | null>;
+  /** Starts a stopped replica again, same command, environment and ports; resolves once it listens. */
+  start(service: (typeof REPLICAS)[number]): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The facade replicas, which {@link ComposeTwin.stop} and {@link ComposeTwin.start} restart. */
+export const REPLICAS = ['facade-a', 'facade-b'] as const;
 
 /** Starts the topology. Always `close()` it. */
 export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwin> {
@@ -134,6 +156,7 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
   }
   const workDir = mkdtempSync(join(tmpdir(), 'compose-twin-'));
   const children: { service: string; child: ChildProcess }[] = [];
+  const running = new Map<string, ChildProcess>();
   const output: Record<string, string[]> = {};
   let gatewayServer: Server | undefined;
   let disposeGateway: (() => Promise<void>) | undefined;
@@ -160,10 +183,10 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
     }
     const facadeAPortText = compose.services['facade-a']!.environment?.PORT;
     if (facadeAPortText === undefined) throw new Error('compose.yaml gives service "facade-a" no PORT');
-    const facadeAPort = addresses.get(`facade-a:${facadeAPortText}`)!;
+    const platformPort = options.platformPort ?? addresses.get(`facade-a:${facadeAPortText}`)!;
     const rewrite = (value: string): string => {
       let result = value.replace(/redis:\/\/redis:\d+/g, options.redisUrl);
-      result = result.replace(new RegExp(`//${PLATFORM_ALIAS}:\\d+`, 'g'), `//127.0.0.1:${facadeAPort}`);
+      result = result.replace(new RegExp(`//${PLATFORM_ALIAS}:\\d+`, 'g'), `//127.0.0.1:${platformPort}`);
       for (const [address, port] of addresses)
         result = result.replaceAll(`//${address}`, `//127.0.0.1:${port}`);
       return result.replaceAll('/supergraph/', `${workDir}/`);
@@ -209,7 +232,8 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });
-      const lines: string[] = (output[service] = []);
+      // A restarted service's lines follow its earlier ones.
+      const lines: string[] = (output[service] ??= []);
       const collect = (chunk: Buffer): void => {
         for (const line of chunk.toString('utf8').split('\n')) {
           if (line === '') continue;
@@ -220,8 +244,16 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       child.stdout!.on('data', collect);
       child.stderr!.on('data', collect);
       children.push({ service, child });
+      running.set(service, child);
       return child;
     };
+    const listened = (service: string, from = 0): Promise<void> =>
+      waitUntil(
+        async () => output[service]!.slice(from).some((line) => line.includes('"msg":"facade listening"')),
+        `${service} to listen`,
+        // A busy machine starts a replica in tens of seconds.
+        options.readyWithinMs ?? 120_000,
+      );
 
     const { readyWithinMs } = options;
     // 2. The emulator, then the replicas and the example subgraph, then the supergraph from them.
@@ -237,15 +269,13 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       'the OpenID provider to answer',
       readyWithinMs,
     );
-    for (const service of ['facade-a', 'facade-b'] as const) run(service);
-    run('support-notes');
-    for (const service of ['facade-a', 'facade-b'] as const) {
-      await waitUntil(
-        async () => output[service]!.some((line) => line.includes('"msg":"facade listening"')),
-        `${service} to listen`,
-        readyWithinMs,
-      );
+    if (options.replicaEnvironment !== undefined) {
+      const extra = await options.replicaEnvironment(urlOf('emulator'));
+      for (const service of REPLICAS) Object.assign(environments[service]!, extra);
     }
+    for (const service of REPLICAS) run(service);
+    run('support-notes');
+    for (const service of REPLICAS) await listened(service);
     await waitUntil(
       () => answers(`${urlOf('support-notes')}/.well-known/apollo/server-health`, true),
       'support-notes to answer',
@@ -287,6 +317,19 @@ export async function startComposeTwin(options: TwinOptions): Promise<ComposeTwi
       gatewayUrl: `${urls.gateway}${runtime.graphqlEndpoint}`,
       environments,
       lines: (service) => output[service] ?? [],
+      stop: async (service, graceMs = 30_000) => {
+        const child = running.get(service);
+        if (child === undefined) throw new Error(`${service} is not running`);
+        await stopProcessGroup(child, graceMs);
+        running.delete(service);
+        return child.exitCode;
+      },
+      start: async (service) => {
+        if (running.has(service)) throw new Error(`${service} is running already`);
+        const from = output[service]?.length ?? 0;
+        run(service);
+        await listened(service, from);
+      },
       close,
     };
   } catch (error) {
@@ -310,8 +353,8 @@ export function inProcessGatewayConfig(edge: EdgeOptions): Omit<GatewayConfigSup
   return { ...config, plugins: () => [jwtPlugin] };
 }
 
-/** SIGTERM to the process group started for a service (npm and the node it runs), SIGKILL after 10 s. */
-async function stopProcessGroup(child: ChildProcess): Promise<void> {
+/** SIGTERM to the process group started for a service (npm and the node it runs), SIGKILL after `graceMs`. */
+async function stopProcessGroup(child: ChildProcess, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   const exited = once(child, 'exit');
   try {
@@ -325,7 +368,7 @@ async function stopProcessGroup(child: ChildProcess): Promise<void> {
     } catch {
       // Gone already.
     }
-  }, 10_000);
+  }, graceMs);
   await exited;
   clearTimeout(timer);
 }

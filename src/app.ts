@@ -205,6 +205,19 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
 
   const routes = express.Router();
+  // From the start of a shutdown every answer closes its connection: a client's kept-alive
+  // connection (a gateway's, a load balancer's, a browser's) ends cleanly after a response instead
+  // of being cut when the server closes it, so the client's next request opens one to a replica
+  // that stays. Answers begun before (an SSE stream the drain completes) end their connection too.
+  let shuttingDown = false;
+  app.use((req, res, next) => {
+    if (shuttingDown) res.setHeader('Connection', 'close');
+    else
+      res.once('finish', () => {
+        if (shuttingDown) req.socket.end();
+      });
+    next();
+  });
   app.use(hostAllowList.middleware, frameProtection());
   app.use(assignRequestId());
   app.get('/healthz', handleHealth());
@@ -303,6 +316,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     },
     close() {
       closing ??= (async () => {
+        shuttingDown = true;
         const cutOff = setTimeout(
           () => shutdown.abort(new OperationCancellation('shutdown')),
           config.shutdownDrainMs,

@@ -41,7 +41,7 @@ export interface ApolloServerOptions {
  * After the drain window, how long operations whose upstream calls were cancelled have to send
  * their `SHUTTING_DOWN` answer before the remaining connections are closed.
  */
-const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
+export const SHUTDOWN_ANSWER_GRACE_MS = 5_000;
 
 /** Builds and starts Apollo Server. */
 export async function createApolloServer(options: ApolloServerOptions): Promise<ApolloServer<GraphContext>> {
