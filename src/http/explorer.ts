@@ -53,8 +53,19 @@ export interface PrepareExplorerOptions {
   loadBuilder?: () => Promise<ExplorerBuilder>;
 }
 
-const loadExplorerBuilder = async (): Promise<ExplorerBuilder> =>
-  (await import('../../explorer/build.ts')).buildExplorer;
+/**
+ * The builder where the development dependencies are installed. The import sits in its own try
+ * block: an installed image holds the explorer's build but not explorer/build.ts, and a bundler
+ * reading the image's files (test/operations/image-runtime.test.ts) treats a guarded import as
+ * optional rather than missing.
+ */
+async function loadExplorerBuilder(): Promise<ExplorerBuilder> {
+  try {
+    return (await import('../../explorer/build.ts')).buildExplorer;
+  } catch (error) {
+    throw error instanceof Error ? error : new Error(String(error));
+  }
+}
 
 /**
  * Makes the explorer's build ready before its routes are made, so `EXPLORER=graphiql npm start`
