@@ -10,11 +10,11 @@ import express from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
-import { attachGraphQLWebSocket, GRAPHQL_WS_TRANSPORT } from './edge/graphql-ws.ts';
+import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { connectionOf, httpDoor } from './edge/http.ts';
-import { createLiveConnections } from './edge/live-connections.ts';
+import { createLiveWing } from './edge/live.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
-import { SSE_PATH, SSE_TRANSPORT, sseAdapter } from './edge/sse.ts';
+import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEventsRuntime } from './events/events-runtime.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
@@ -60,7 +60,7 @@ export interface App {
   /** The upstream response cache (its counts, for tests and tools); undefined with `CACHE_ENABLED=false`. */
   readonly responseCache: ResponseCache | undefined;
   /**
-   * Operations started and completed (HTTP), subscriptions started and completed (graphql-ws),
+   * Operations started and completed (HTTP), subscriptions started and completed (every live transport),
    * webhook events published: `app.lifecycle.on('subscriptionStarted', listener)`. See
    * src/observability/lifecycle.ts.
    */
@@ -132,10 +132,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       createLogger({ level: 'info', redact: [config.upstream.apiKey] }).child({ log: 'audit' }),
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
-    live: () => ({
-      connections: websocket.activeConnections(),
-      subscriptions: live.running(),
-    }),
+    live: () => live.stats(),
     eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
@@ -216,30 +213,28 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   app.use(explorerRoutes);
-  const record = createOperationRecorder({ logger, metrics, lifecycle });
-  // GraphQL over SSE, before `/graphql` (whose prefix it shares): the door's third adapter.
-  app.use(
-    SSE_PATH,
-    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
-    express.json({ limit: MAX_BODY }),
-    sseAdapter({
-      door,
-      connections: createLiveConnections(SSE_TRANSPORT, {
-        door,
-        schema,
-        live: events.live,
-        record,
-        createContext,
-      }),
-      addressOf,
-      formatError,
-      logger,
-    }),
-  );
+  // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`.
+  const live = createLiveWing({
+    transports: [graphQLWebSocket(config.events.webSocket), serverSentEvents()],
+    door,
+    schema,
+    live: events.live,
+    record: createOperationRecorder({ logger, metrics, lifecycle }),
+    createContext,
+    httpServer,
+    addressOf,
+    formatError,
+    logger,
+  });
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
     express.json({ limit: MAX_BODY }),
+  );
+  // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
+  app.use(live.routes);
+  app.use(
+    '/graphql',
     httpDoor({ door, addressOf, landingPage: config.landingPage }),
     createGraphQLHandler(apollo, {
       context: async ({ req, res }) =>
@@ -253,23 +248,6 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         }),
     }),
   );
-  const live = createLiveConnections(GRAPHQL_WS_TRANSPORT, {
-    door,
-    schema,
-    live: events.live,
-    record,
-    createContext,
-  });
-  const websocket = attachGraphQLWebSocket({
-    httpServer,
-    schema,
-    door,
-    connections: live,
-    limits: config.events.webSocket,
-    addressOf,
-    formatError,
-    logger,
-  });
   hostAllowList.guardUpgrades(httpServer);
   events.attach({ routes });
   app.use(routes);
@@ -309,7 +287,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           // complete and the sockets close with 1001. The HTTP drain ends every socket without a
           // request in flight, upgraded ones included.
           await events.drain();
-          await websocket.drain();
+          await live.drain();
           // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
           // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
           await apollo.stop();

@@ -183,7 +183,7 @@ export interface Door {
    * Holds one long-lived operation of the caller until the returned release is called; a refusal
    * when it already runs `RATE_LIMIT_SUBSCRIPTIONS` of them, over every connection and transport.
    */
-  holdOperation(connection: Connection): (() => void) | Refusal;
+  holdOperation(connection: Connection, transport: TransportRules): (() => void) | Refusal;
   /**
    * The call budget of one event's execution for one subscription: its own cost-derived limit, and
    * a pool the caller's other subscriptions share for the same event, so however many subscriptions
@@ -374,14 +374,14 @@ export function createDoor(options: DoorOptions): Door {
       return { ...admitted, trustedDocument: true };
     },
 
-    holdOperation(connection) {
+    holdOperation(connection, transport) {
       const max = options.maxOperationsPerCaller;
       const subject = connection.caller?.subject ?? `ip:${connection.address}`;
       const running = runningBySubject.get(subject) ?? 0;
       if (max !== undefined && running >= max) {
         return refuse(
           'too-many-operations',
-          `This caller already runs ${max} operations over graphql-ws, the most allowed; complete one before starting another.`,
+          `This caller already runs ${max} operations over ${transport.name} and the other live transports together, the most allowed; complete one before starting another.`,
         );
       }
       runningBySubject.set(subject, running + 1);
