@@ -149,7 +149,15 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
   const keyEnvironments = createKeyEnvironments(upstreamClient, config.upstream.apiKey);
   // Every transport admits callers and operations through this door, and through nothing else.
-  const edge = await createConfiguredDoor(config, { schema, keyEnvironments, metrics, logger });
+  const edge = await createConfiguredDoor(config, {
+    schema,
+    keyEnvironments,
+    metrics,
+    logger,
+    onStep: (step) => {
+      if (lifecycle.observed('admissionStep')) lifecycle.emit('admissionStep', { step });
+    },
+  });
   const { door } = edge;
   const events = createEventsRuntime({
     config: config.events,
