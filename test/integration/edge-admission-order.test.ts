@@ -131,7 +131,6 @@ describe('the door’s one admission order', () => {
     // Deeper than QUERY_MAX_DEPTH, however connections are counted.
     const levels = stack.config.queryLimits.maxDepth + 1;
     const tooDeep = `{ customer(id: "cus_acme") { ${'accounts { nodes { customer { '.repeat(levels)}id${' } } }'.repeat(levels)} } }`;
-    ('{ customer(id: "cus_acme") { accounts { nodes { customer { accounts { nodes { customer { id } } } } } } } }');
     for (const document of [tooLong, tooDeep]) {
       const overHttp = await postHttp(document);
       const overSse = await openSse(document);
