@@ -184,6 +184,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
+  // One recorder for every transport: the `graphql operation` line, and a live operation's metrics.
+  const record = createOperationRecorder({ logger, metrics, lifecycle });
   const apollo = await createApolloServer({
     config,
     schema,
@@ -191,6 +193,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     door,
     logger,
     lifecycle,
+    record,
     formatError,
     plugins: [
       ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
@@ -227,7 +230,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     door,
     schema,
     live: events.live,
-    record: createOperationRecorder({ logger, metrics, lifecycle }),
+    record,
     createContext,
     httpServer,
     addressOf,
