@@ -16,7 +16,7 @@ import { createLiveWing } from './edge/live.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
-import { createEventsRuntime } from './events/events-runtime.ts';
+import { createEventsRuntime, type EventsRuntimeOptions } from './events/events-runtime.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
@@ -91,30 +91,7 @@ const MAX_BODY = '64kb';
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   // First: a missing explorer build is refused before anything starts.
   const explorerRoutes = createExplorerRoutes(config.explorer);
-  // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
-  const tracing = config.tracing.enabled
-    ? (await import('./observability/tracing.ts')).createTracing()
-    : undefined;
-  const currentTrace =
-    tracing === undefined
-      ? undefined
-      : () => {
-          const traceId = tracing.traceId();
-          return traceId === undefined ? undefined : { traceId };
-        };
-  const logger =
-    deps.logger ??
-    createLogger({
-      level: config.logLevel,
-      redact: [config.upstream.apiKey],
-      ...(currentTrace === undefined ? {} : { current: currentTrace }),
-    });
-  if (config.tracing.enabled && !tracingStarted()) {
-    logger.warn(
-      'tracing is configured but the OpenTelemetry SDK was not started: start with `npm start` or ' +
-        '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
-    );
-  }
+  const { tracing, logger } = await createTracingAndLogger(config, deps.logger);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
     listenHost: config.host,
@@ -165,16 +142,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     keyEnvironments,
     upstreamClient,
     logger,
-    onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
     addressOf: (request) => clientAddress(request, config.edge.trustProxy),
     lifecycle,
-    liveObserver: {
-      delivered: (event) =>
-        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
-      overflowed: () => metrics.subscriberQueueOverflows.inc(),
-      replayed: () => metrics.eventsReplayed.inc(),
-    },
-    onReconciled: (count) => metrics.eventsReconciled.inc(count),
+    ...eventMetrics(metrics),
     ...(tracing === undefined ? {} : { tracer: tracing.events }),
   });
 
@@ -272,20 +242,12 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     responseCache: upstreamClient.cache,
     lifecycle,
     reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
-    listen(port = config.port, host = config.host) {
-      return new Promise<{ url: string; port: number }>((resolve, reject) => {
-        httpServer.once('error', reject);
-        httpServer.listen(port, host, () => {
-          httpServer.off('error', reject);
-          const bound = (httpServer.address() as AddressInfo).port;
-          resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
-        });
-      }).then(async (listening) => {
-        const metricsUrl = await observability.listen(host);
-        // The webhook endpoint is registered once the facade can receive deliveries.
-        await events.start(listening.url);
-        return { ...listening, metricsUrl };
-      });
+    async listen(port = config.port, host = config.host) {
+      const listening = await listenOn(httpServer, port, host);
+      const metricsUrl = await observability.listen(host);
+      // The webhook endpoint is registered once the facade can receive deliveries.
+      await events.start(listening.url);
+      return { ...listening, metricsUrl };
     },
     close() {
       closing ??= (async () => {
@@ -315,6 +277,69 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       return closing;
     },
   };
+}
+
+/** What the events runtime tells the metrics: deliveries, latencies, overflows, replays, reconciliations. */
+function eventMetrics(
+  metrics: Metrics,
+): Pick<EventsRuntimeOptions, 'onWebhookDelivery' | 'liveObserver' | 'onReconciled'> {
+  return {
+    onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    liveObserver: {
+      delivered: (event) =>
+        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
+      overflowed: () => metrics.subscriberQueueOverflows.inc(),
+      replayed: () => metrics.eventsReplayed.inc(),
+    },
+    onReconciled: (count) => metrics.eventsReconciled.inc(count),
+  };
+}
+
+/**
+ * Tracing (loaded only when it is on: with it off, nothing of OpenTelemetry is imported) and the
+ * logger, whose lines carry the current trace id when tracing is on.
+ */
+async function createTracingAndLogger(config: Config, given: Logger | undefined) {
+  const tracing = config.tracing.enabled
+    ? (await import('./observability/tracing.ts')).createTracing()
+    : undefined;
+  const currentTrace =
+    tracing === undefined
+      ? undefined
+      : () => {
+          const traceId = tracing.traceId();
+          return traceId === undefined ? undefined : { traceId };
+        };
+  const logger =
+    given ??
+    createLogger({
+      level: config.logLevel,
+      redact: [config.upstream.apiKey],
+      ...(currentTrace === undefined ? {} : { current: currentTrace }),
+    });
+  if (config.tracing.enabled && !tracingStarted()) {
+    logger.warn(
+      'tracing is configured but the OpenTelemetry SDK was not started: start with `npm start` or ' +
+        '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
+    );
+  }
+  return { tracing, logger };
+}
+
+/** Listens on `port` and `host`; resolves with the base URL (no path) and the bound port. */
+function listenOn(
+  httpServer: http.Server,
+  port: number,
+  host: string,
+): Promise<{ url: string; port: number }> {
+  return new Promise((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(port, host, () => {
+      httpServer.off('error', reject);
+      const bound = (httpServer.address() as AddressInfo).port;
+      resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
+    });
+  });
 }
 
 function formatHost(host: string): string {
