@@ -22,7 +22,7 @@ import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /** graphql-ws serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-export const GRAPHQL_WS_TRANSPORT: TransportRules = {
+const GRAPHQL_WS_TRANSPORT: TransportRules = {
   name: 'graphql-ws',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:

@@ -29,7 +29,7 @@ import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /** SSE serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-export const SSE_TRANSPORT: TransportRules = {
+const SSE_TRANSPORT: TransportRules = {
   name: 'sse',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
@@ -37,7 +37,7 @@ export const SSE_TRANSPORT: TransportRules = {
 };
 
 /** Where the transport is mounted. */
-export const SSE_PATH = '/graphql/stream';
+const SSE_PATH = '/graphql/stream';
 
 /** How long a stream whose token expired has to send its error and complete before it is ended. */
 const EXPIRY_GRACE_MS = 1_000;
