@@ -2,8 +2,10 @@
  * The cursor travels beside each SSE result, not inside it: a document that selects no `cursor`
  * and declares no `$after` still gets each event's cursor as its SSE `id`, and a client that
  * reconnects with it as `Last-Event-ID` resumes from the event log, within its own scope. A
- * `Last-Event-ID` that is not a cursor is refused before anything runs.
+ * `Last-Event-ID` that is not a cursor is refused before anything runs. The facade's own writer
+ * speaks the protocol as graphql-sse's own client reads it.
  */
+import { createClient } from 'graphql-sse';
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -123,5 +125,34 @@ describe('the SSE cursor beside the result', () => {
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ errors: [{ extensions: { code: 'BAD_USER_INPUT' } }] });
     expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
+  test('graphql-sse’s own client (distinct connections mode) receives an event and completes', async () => {
+    const client = createClient({
+      url: `${stack.facadeUrl}/graphql/stream`,
+      singleConnection: false,
+      retryAttempts: 0,
+      headers: { authorization: `Bearer ${await tokenFor('acme')}` },
+    });
+    const received: unknown[] = [];
+    let completed = false;
+    let failed: unknown;
+    const stop = client.subscribe(
+      { query: ACME_ACCOUNTS },
+      {
+        next: (result) => received.push(result),
+        error: (error: unknown) => (failed = error),
+        complete: () => (completed = true),
+      },
+    );
+    await stack.subscriptionsStarted(1);
+    await topUp('acc_acme_eth');
+    await waitFor(() => received.length === 1, 'the top-up through the graphql-sse client');
+    expect(received[0]).toMatchObject({ data: { accountChanged: { accountId: 'acc_acme_eth' } } });
+    stop();
+    await stack.subscriptionsCompleted(1);
+    expect(failed).toBeUndefined();
+    expect(completed).toBe(true);
+    client.dispose();
   });
 });
