@@ -90,8 +90,21 @@ export function httpDoor(options: HttpDoorOptions): RequestHandler {
 export function createDoorPlugin(door: Door, options: { maxCost: number }): ApolloServerPlugin<GraphContext> {
   return {
     async requestDidStart() {
+      // Apollo keeps parsed documents: a kept one skips both hooks, having taken both steps before.
+      let parsed = false;
       return {
+        async parsingDidStart() {
+          parsed = true;
+          door.took('parse');
+        },
+        async validationDidStart() {
+          door.took('validate');
+        },
         async didResolveOperation({ document, request, contextValue }) {
+          if (!parsed) {
+            door.took('parse');
+            door.took('validate');
+          }
           const admitted = door.checkOperation(
             document,
             request.operationName,

@@ -30,6 +30,8 @@ export type RefusalReason =
   | 'rate-limited'
   /** The caller already runs as many long-lived operations as it may. */
   | 'too-many-operations'
+  /** One connection already runs as many operations as a connection of its transport may. */
+  | 'too-many-on-connection'
   /** Trusted documents are on and this operation is not listed. */
   | 'not-trusted-document'
   /** The document does not parse, or has more tokens than `QUERY_MAX_TOKENS`. */
@@ -123,6 +125,11 @@ export const REFUSALS: Readonly<Record<RefusalReason, RefusalRow>> = {
   },
   'too-many-operations': {
     code: 'RATE_LIMITED',
+    http: { status: 429 },
+    ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many operations' } },
+  },
+  'too-many-on-connection': {
+    code: 'TOO_MANY_SUBSCRIPTIONS',
     http: { status: 429 },
     ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many operations' } },
   },

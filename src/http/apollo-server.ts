@@ -16,6 +16,7 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
 import type { Door } from '../edge/door.ts';
+import type { OperationRecorder } from '../edge/operation-record.ts';
 import { createDoorPlugin } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
@@ -32,6 +33,8 @@ export interface ApolloServerOptions {
   door: Door;
   logger: Logger;
   lifecycle: LifecycleEmitter;
+  /** The one operation recorder of every transport: it writes each operation's `graphql operation` line. */
+  record: OperationRecorder;
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** Plugins of other parts (metrics, the audit trail, the events runtime's drain). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
@@ -79,7 +82,7 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         : ApolloServerPluginLandingPageDisabled(),
       createDoorPlugin(door, { maxCost: config.queryLimits.maxCost }),
       createJsonStatusPlugin<GraphContext>(),
-      createOperationLoggingPlugin<GraphContext>(options.logger),
+      createOperationLoggingPlugin<GraphContext>(options.logger, (line) => options.record.line(line)),
       createLifecyclePlugin<GraphContext>(options.lifecycle),
       ...options.plugins,
     ],
