@@ -154,6 +154,26 @@ describe('budgets per client, across two replicas sharing Redis', () => {
       rateLimit: { policy: 'per-client', quota: 8, windowSeconds: 60, remaining: 0 },
     });
   });
+
+  test('over SSE, the refusal of a spent client budget is a 429 with the header fields', async () => {
+    const response = await fetch(`${replicas[0]!.url}/graphql/stream`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        ...(await bearer('batchJob')),
+      },
+      body: JSON.stringify({ query: 'subscription { customerChanged(customerId: "cus_acme") { eventId } }' }),
+    });
+    expect(response.status).toBe(429);
+    expect(fieldOf(response.headers.get('ratelimit-policy'))).toEqual({
+      policy: 'per-client',
+      params: { q: 8, w: 60 },
+    });
+    expect(fieldOf(response.headers.get('ratelimit')).params['r']).toBe(0);
+    const body = (await response.json()) as { errors: { extensions: Record<string, unknown> }[] };
+    expect(body.errors[0]?.extensions['code']).toBe('RATE_LIMITED');
+  });
 });
 
 describe('RATE_LIMIT_BY_CLIENT is validated', () => {
