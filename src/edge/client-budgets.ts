@@ -13,8 +13,6 @@
  * answer that spent from it, accepted or refused, and the same figures in the `rateLimit`
  * extension of a refusal on a live transport, which has no response headers per operation.
  */
-import type { Caller } from '../auth/caller.ts';
-
 /** The name of the policy a budget follows, as the header fields and the extension name it. */
 export type QuotaPolicyName = 'per-client' | 'per-caller' | 'per-address';
 
@@ -88,12 +86,6 @@ export function parseClientBudgets(raw: string): { budgets: ClientBudgets } | { 
     return { problem: problems.join('; ') };
   }
   return { budgets };
-}
-
-/** The client whose budget `caller` spends from, when `RATE_LIMIT_BY_CLIENT` names its client. */
-export function budgetClientOf(caller: Caller | undefined, budgets: ClientBudgets): string | undefined {
-  const clientId = caller?.clientId;
-  return clientId !== undefined && budgets.has(clientId) ? clientId : undefined;
 }
 
 /**
