@@ -4,9 +4,9 @@
  * by the door as one refusal (`rateLimited` in refusal.ts), whatever the transport.
  *
  * Keys are `sub:<subject>`, `client:<client id>` (a client `RATE_LIMIT_BY_CLIENT` names, whose
- * operations budget is sized for it: client-budgets.ts) or `ip:<address>` and nothing else: they are
- * hashed before they reach a
- * store, so even a key built by mistake from a credential never lands in Redis or in memory in clear.
+ * operations budget is sized for it: client-budgets.ts) or `ip:<address>` and nothing else: they
+ * are hashed before they reach a store, so even a key built by mistake from a credential never
+ * lands in Redis or in memory in clear.
  * When Redis cannot answer, an in-memory limiter per replica takes over: the budgets keep applying
  * (each replica counting on its own) and nothing fails open or crashes. See docs/security.md.
  */
