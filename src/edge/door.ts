@@ -24,6 +24,7 @@ import type { TrustedDocumentsMode } from './config.ts';
 import { createCallBudget, createPooledCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { UpstreamProbe } from '../upstream/probe.ts';
 import { isAnonymousDocument } from './anonymous-documents.ts';
+import type { QuotaState } from './client-budgets.ts';
 import { createDocumentPreparer } from './documents.ts';
 import { checkOrigin } from './origin.ts';
 import { callLimitOf, checkOperation, type TransportRules } from './operation-checks.ts';
@@ -198,8 +199,11 @@ export interface Door {
   expiresAt(connection: Connection): number | undefined;
   /** Whether an anonymous request may run `query` (`_service`, or introspection when public). */
   mayRunAnonymously(query: unknown): boolean;
-  /** Spends one operation from the caller's budget (the address's when anonymous). */
-  spendOperation(connection: Connection): Promise<Refusal | undefined>;
+  /**
+   * Spends one operation from the caller's budget (its client's when `RATE_LIMIT_BY_CLIENT` names
+   * it, the address's when anonymous); `onQuota` hears what is left of it (RateLimit headers).
+   */
+  spendOperation(connection: Connection, onQuota?: (quota: QuotaState) => void): Promise<Refusal | undefined>;
   /**
    * The text to run for `request` under trusted documents: a listed id's stored body, or the
    * request's own text when listed; undefined when nothing limits it (no manifest, an operator,
@@ -262,11 +266,26 @@ export function createDoor(options: DoorOptions): Door {
   const callerKey = (connection: Connection): RateKey =>
     connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
 
-  const spend = async (bucket: RateBucket, key: RateKey): Promise<Refusal | undefined> => {
+  /** The operations budget of `connection`: its client's, when that has one of its own. */
+  const operationsKey = (connection: Connection): RateKey => {
+    const clientId = connection.caller?.clientId;
+    return clientId !== undefined && rateLimits.hasClientBudget(clientId)
+      ? `client:${clientId}`
+      : callerKey(connection);
+  };
+
+  const spend = async (
+    bucket: RateBucket,
+    key: RateKey,
+    onQuota?: (quota: QuotaState) => void,
+  ): Promise<Refusal | undefined> => {
     const decision = await rateLimits.consume(bucket, key);
-    if (decision.allowed) return undefined;
+    if (decision.allowed) {
+      if (decision.quota !== undefined) onQuota?.(decision.quota);
+      return undefined;
+    }
     options.onRateLimited?.(bucket);
-    return rateLimited(decision.retryAfterSeconds);
+    return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
   };
 
   /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
@@ -345,9 +364,9 @@ export function createDoor(options: DoorOptions): Door {
 
     mayRunAnonymously: (query) => isAnonymousDocument(query, options.publicIntrospection),
 
-    spendOperation(connection) {
+    spendOperation(connection, onQuota) {
       took('operation-budget');
-      return spend('request', callerKey(connection));
+      return spend('request', operationsKey(connection), onQuota);
     },
 
     trustedQuery(connection, request) {

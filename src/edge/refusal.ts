@@ -11,6 +11,7 @@
  */
 import { GraphQLError } from 'graphql';
 import { CloseCode } from 'graphql-ws';
+import { rateLimitExtension, rateLimitHeaders, type QuotaState } from './client-budgets.ts';
 
 /** Why an operation or a connection is refused. */
 export type RefusalReason =
@@ -55,6 +56,8 @@ export interface Refusal {
   readonly extensions?: Readonly<Record<string, unknown>>;
   /** Seconds until trying again makes sense (`Retry-After`), when the refusal is temporary. */
   readonly retryAfterSeconds?: number;
+  /** HTTP headers of this refusal beside the table's (the RateLimit fields of a spent budget). */
+  readonly headers?: Readonly<Record<string, string>>;
   /** The errors as the check made them (validation can report several at once, with locations). */
   readonly errors?: readonly GraphQLError[];
 }
@@ -184,11 +187,19 @@ export function refuse(
   return { refused, message, ...more };
 }
 
-/** The one rate-limit refusal, over every transport and for every budget. */
-export function rateLimited(retryAfterSeconds: number, message?: string): Refusal {
+/**
+ * The one rate-limit refusal, over every transport and for every budget. With the spent budget's
+ * `quota`, it carries the RateLimit header fields over HTTP and the same figures in the
+ * `rateLimit` extension, which is all a live transport's error message can carry.
+ */
+export function rateLimited(retryAfterSeconds: number, message?: string, quota?: QuotaState): Refusal {
   return refuse('rate-limited', message ?? `Too many requests; retry after ${retryAfterSeconds} s.`, {
     retryAfterSeconds,
-    extensions: { retryAfterSeconds },
+    extensions:
+      quota === undefined
+        ? { retryAfterSeconds }
+        : { retryAfterSeconds, rateLimit: rateLimitExtension(quota) },
+    ...(quota === undefined ? {} : { headers: rateLimitHeaders(quota) }),
   });
 }
 
@@ -235,6 +246,7 @@ export function httpAnswerOf(refusal: Refusal): HttpAnswer {
     'content-type': 'application/json; charset=utf-8',
     'cache-control': 'no-store',
     ...row.http.headers,
+    ...refusal.headers,
   };
   if (refusal.retryAfterSeconds !== undefined) headers['retry-after'] = String(refusal.retryAfterSeconds);
   const errors = graphQLErrorsOf(refusal).map((error) => ({

@@ -9,7 +9,6 @@ import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
-  ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
@@ -23,6 +22,7 @@ import type { Logger } from '../logger.ts';
 import type { LifecycleEmitter } from '../observability/lifecycle.ts';
 import { createLifecyclePlugin } from '../observability/lifecycle-plugin.ts';
 import { createOperationLoggingPlugin } from '../observability/operation-logging-plugin.ts';
+import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
 import { createJsonStatusPlugin } from './json-status-plugin.ts';
 import { createNoStorePlugin } from './no-store-plugin.ts';
 
@@ -73,7 +73,8 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         httpServer: options.httpServer,
         stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
       }),
-      ApolloServerPluginInlineTraceDisabled(),
+      // Field timings (`ftv1`) for a gateway-role token that asks, never for any caller's header.
+      createGatewayInlineTracePlugin(),
       // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
       ApolloServerPluginCacheControlDisabled(),
       createNoStorePlugin(),
