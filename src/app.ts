@@ -10,13 +10,13 @@ import express from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
-import { attachGraphQLWebSocket, GRAPHQL_WS_TRANSPORT } from './edge/graphql-ws.ts';
+import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { connectionOf, httpDoor } from './edge/http.ts';
-import { createLiveConnections } from './edge/live-connections.ts';
+import { createLiveWing } from './edge/live.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
-import { SSE_PATH, SSE_TRANSPORT, sseAdapter } from './edge/sse.ts';
+import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
-import { createEventsRuntime } from './events/events-runtime.ts';
+import { createEventsRuntime, type EventsRuntimeOptions } from './events/events-runtime.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
@@ -60,7 +60,7 @@ export interface App {
   /** The upstream response cache (its counts, for tests and tools); undefined with `CACHE_ENABLED=false`. */
   readonly responseCache: ResponseCache | undefined;
   /**
-   * Operations started and completed (HTTP), subscriptions started and completed (graphql-ws),
+   * Operations started and completed (HTTP), subscriptions started and completed (every live transport),
    * webhook events published: `app.lifecycle.on('subscriptionStarted', listener)`. See
    * src/observability/lifecycle.ts.
    */
@@ -93,30 +93,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // cannot be, before anything starts.
   if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
-  // Loaded only when tracing is on: with it off, nothing of OpenTelemetry is imported.
-  const tracing = config.tracing.enabled
-    ? (await import('./observability/tracing.ts')).createTracing()
-    : undefined;
-  const currentTrace =
-    tracing === undefined
-      ? undefined
-      : () => {
-          const traceId = tracing.traceId();
-          return traceId === undefined ? undefined : { traceId };
-        };
-  const logger =
-    deps.logger ??
-    createLogger({
-      level: config.logLevel,
-      redact: [config.upstream.apiKey],
-      ...(currentTrace === undefined ? {} : { current: currentTrace }),
-    });
-  if (config.tracing.enabled && !tracingStarted()) {
-    logger.warn(
-      'tracing is configured but the OpenTelemetry SDK was not started: start with `npm start` or ' +
-        '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
-    );
-  }
+  const { tracing, logger } = await createTracingAndLogger(config, deps.logger);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
     listenHost: config.host,
@@ -134,10 +111,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       createLogger({ level: 'info', redact: [config.upstream.apiKey] }).child({ log: 'audit' }),
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
-    live: () => ({
-      connections: websocket.activeConnections(),
-      subscriptions: live.running(),
-    }),
+    live: () => live.stats(),
     eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
@@ -154,7 +128,15 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
   const keyEnvironments = createKeyEnvironments(upstreamClient, config.upstream.apiKey);
   // Every transport admits callers and operations through this door, and through nothing else.
-  const edge = await createConfiguredDoor(config, { schema, keyEnvironments, metrics, logger });
+  const edge = await createConfiguredDoor(config, {
+    schema,
+    keyEnvironments,
+    metrics,
+    logger,
+    onStep: (step) => {
+      if (lifecycle.observed('admissionStep')) lifecycle.emit('admissionStep', { step });
+    },
+  });
   const { door } = edge;
   const events = createEventsRuntime({
     config: config.events,
@@ -162,17 +144,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     keyEnvironments,
     upstreamClient,
     logger,
-    onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
     addressOf: (request) => clientAddress(request, config.edge.trustProxy),
     lifecycle,
-    liveObserver: {
-      delivered: (event) =>
-        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
-      overflowed: () => metrics.subscriberQueueOverflows.inc(),
-      replayed: () => metrics.eventsReplayed.inc(),
-    },
-    onReconciled: (count) => metrics.eventsReconciled.inc(count),
-    onReconcileFailed: () => metrics.eventsReconcileFailures.inc(),
+    ...eventMetrics(metrics),
     ...(tracing === undefined ? {} : { tracer: tracing.events }),
   });
 
@@ -182,6 +156,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
+  // One recorder for every transport: the `graphql operation` line, and a live operation's metrics.
+  const record = createOperationRecorder({ logger, metrics, lifecycle });
   const apollo = await createApolloServer({
     config,
     schema,
@@ -189,6 +165,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     door,
     logger,
     lifecycle,
+    record,
     formatError,
     plugins: [
       ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
@@ -232,30 +209,28 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   app.use(explorerRoutes);
-  const record = createOperationRecorder({ logger, metrics, lifecycle });
-  // GraphQL over SSE, before `/graphql` (whose prefix it shares): the door's third adapter.
-  app.use(
-    SSE_PATH,
-    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
-    express.json({ limit: MAX_BODY }),
-    sseAdapter({
-      door,
-      connections: createLiveConnections(SSE_TRANSPORT, {
-        door,
-        schema,
-        live: events.live,
-        record,
-        createContext,
-      }),
-      addressOf,
-      formatError,
-      logger,
-    }),
-  );
+  // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`.
+  const live = createLiveWing({
+    transports: [graphQLWebSocket(config.events.webSocket), serverSentEvents()],
+    door,
+    schema,
+    live: events.live,
+    record,
+    createContext,
+    httpServer,
+    addressOf,
+    formatError,
+    logger,
+  });
   app.use(
     '/graphql',
     cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
     express.json({ limit: MAX_BODY }),
+  );
+  // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
+  app.use(live.routes);
+  app.use(
+    '/graphql',
     httpDoor({ door, addressOf, landingPage: config.landingPage }),
     createGraphQLHandler(apollo, {
       context: async ({ req, res }) =>
@@ -269,23 +244,6 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         }),
     }),
   );
-  const live = createLiveConnections(GRAPHQL_WS_TRANSPORT, {
-    door,
-    schema,
-    live: events.live,
-    record,
-    createContext,
-  });
-  const websocket = attachGraphQLWebSocket({
-    httpServer,
-    schema,
-    door,
-    connections: live,
-    limits: config.events.webSocket,
-    addressOf,
-    formatError,
-    logger,
-  });
   hostAllowList.guardUpgrades(httpServer);
   events.attach({ routes });
   app.use(routes);
@@ -299,20 +257,12 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     responseCache: upstreamClient.cache,
     lifecycle,
     reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
-    listen(port = config.port, host = config.host) {
-      return new Promise<{ url: string; port: number }>((resolve, reject) => {
-        httpServer.once('error', reject);
-        httpServer.listen(port, host, () => {
-          httpServer.off('error', reject);
-          const bound = (httpServer.address() as AddressInfo).port;
-          resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
-        });
-      }).then(async (listening) => {
-        const metricsUrl = await observability.listen(host);
-        // The webhook endpoint is registered once the facade can receive deliveries.
-        await events.start(listening.url);
-        return { ...listening, metricsUrl };
-      });
+    async listen(port = config.port, host = config.host) {
+      const listening = await listenOn(httpServer, port, host);
+      const metricsUrl = await observability.listen(host);
+      // The webhook endpoint is registered once the facade can receive deliveries.
+      await events.start(listening.url);
+      return { ...listening, metricsUrl };
     },
     close() {
       closing ??= (async () => {
@@ -326,7 +276,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           // complete and the sockets close with 1001. The HTTP drain ends every socket without a
           // request in flight, upgraded ones included.
           await events.drain();
-          await websocket.drain();
+          await live.drain();
           // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
           // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
           await apollo.stop();
@@ -343,6 +293,70 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       return closing;
     },
   };
+}
+
+/** What the events runtime tells the metrics: deliveries, latencies, overflows, replays, reconciliations. */
+function eventMetrics(
+  metrics: Metrics,
+): Pick<EventsRuntimeOptions, 'onWebhookDelivery' | 'liveObserver' | 'onReconciled' | 'onReconcileFailed'> {
+  return {
+    onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    liveObserver: {
+      delivered: (event) =>
+        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
+      overflowed: () => metrics.subscriberQueueOverflows.inc(),
+      replayed: () => metrics.eventsReplayed.inc(),
+    },
+    onReconciled: (count) => metrics.eventsReconciled.inc(count),
+    onReconcileFailed: () => metrics.eventsReconcileFailures.inc(),
+  };
+}
+
+/**
+ * Tracing (loaded only when it is on: with it off, nothing of OpenTelemetry is imported) and the
+ * logger, whose lines carry the current trace id when tracing is on.
+ */
+async function createTracingAndLogger(config: Config, given: Logger | undefined) {
+  const tracing = config.tracing.enabled
+    ? (await import('./observability/tracing.ts')).createTracing()
+    : undefined;
+  const currentTrace =
+    tracing === undefined
+      ? undefined
+      : () => {
+          const traceId = tracing.traceId();
+          return traceId === undefined ? undefined : { traceId };
+        };
+  const logger =
+    given ??
+    createLogger({
+      level: config.logLevel,
+      redact: [config.upstream.apiKey],
+      ...(currentTrace === undefined ? {} : { current: currentTrace }),
+    });
+  if (config.tracing.enabled && !tracingStarted()) {
+    logger.warn(
+      'tracing is configured but the OpenTelemetry SDK was not started: start with `npm start` or ' +
+        '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
+    );
+  }
+  return { tracing, logger };
+}
+
+/** Listens on `port` and `host`; resolves with the base URL (no path) and the bound port. */
+function listenOn(
+  httpServer: http.Server,
+  port: number,
+  host: string,
+): Promise<{ url: string; port: number }> {
+  return new Promise((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(port, host, () => {
+      httpServer.off('error', reject);
+      const bound = (httpServer.address() as AddressInfo).port;
+      resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
+    });
+  });
 }
 
 function formatHost(host: string): string {

@@ -12,8 +12,9 @@ import { toFieldErrors } from './validation.ts';
  * - `request_failed`: 502 `request_failed` problem.
  * - `reset`: the connection is destroyed without a response.
  * - `stall`: no response at all, until the client gives up or the emulator closes.
+ * - `delay`: the request is answered as usual, `delayMs` later (a slow route among fast ones).
  */
-export type FaultKind = 'internal_error' | 'request_failed' | 'reset' | 'stall';
+export type FaultKind = 'internal_error' | 'request_failed' | 'reset' | 'stall' | 'delay';
 
 export type FaultRule = {
   /** `METHOD /path/{template}` or an operationId; every `/v3` operation when absent. */
@@ -23,6 +24,8 @@ export type FaultRule = {
   rate: number;
   /** Stops after injecting this many faults; unlimited when absent. */
   times?: number;
+  /** For `delay`: how long the answer is held back, in milliseconds. */
+  delayMs?: number;
 };
 
 export type FaultConfig = {
@@ -37,8 +40,10 @@ export type FaultInjector = {
   clear(): void;
   /** Added latency for one request: `fixedMs` plus a uniform share of `jitterMs`. */
   latencyMs(): number;
-  /** The fault to inject into this request, if any; consumes one of the rule's `times`. */
-  pick(route: string, operationId: string): FaultKind | undefined;
+  /** The fault to inject into this request, if any (never `delay`); consumes one of the rule's `times`. */
+  pick(route: string, operationId: string): Exclude<FaultKind, 'delay'> | undefined;
+  /** The delay of the first `delay` rule that fires for this request (0 when none); consumes one of its `times`. */
+  delayMs(route: string, operationId: string): number;
 };
 
 const NO_FAULTS: FaultConfig = { latency: { fixedMs: 0, jitterMs: 0 }, rules: [] };
@@ -59,16 +64,31 @@ export function createFaultInjector(random: () => number = Math.random): FaultIn
       return fixedMs + (jitterMs > 0 ? Math.floor(random() * (jitterMs + 1)) : 0);
     },
     pick(route, operationId) {
-      for (const rule of config.rules) {
-        if (rule.times === 0) continue;
-        if (rule.route !== undefined && rule.route !== route && rule.route !== operationId) continue;
-        if (rule.rate < 1 && random() >= rule.rate) continue;
-        if (rule.times !== undefined) rule.times--;
-        return rule.kind;
-      }
-      return undefined;
+      const rule = fire(config.rules, route, operationId, (kind) => kind !== 'delay', random);
+      return rule === undefined || rule.kind === 'delay' ? undefined : rule.kind;
+    },
+    delayMs(route, operationId) {
+      return fire(config.rules, route, operationId, (kind) => kind === 'delay', random)?.delayMs ?? 0;
     },
   };
+}
+
+/** The first rule of a kind `wanted` accepts that matches the request and fires; consumes one of its `times`. */
+function fire(
+  rules: FaultRule[],
+  route: string,
+  operationId: string,
+  wanted: (kind: FaultKind) => boolean,
+  random: () => number,
+): FaultRule | undefined {
+  for (const rule of rules) {
+    if (!wanted(rule.kind) || rule.times === 0) continue;
+    if (rule.route !== undefined && rule.route !== route && rule.route !== operationId) continue;
+    if (rule.rate < 1 && random() >= rule.rate) continue;
+    if (rule.times !== undefined) rule.times--;
+    return rule;
+  }
+  return undefined;
 }
 
 const faultConfigSchema = {
@@ -92,10 +112,14 @@ const faultConfigSchema = {
         required: ['kind'],
         properties: {
           route: { type: 'string', minLength: 1, maxLength: 300 },
-          kind: { type: 'string', enum: ['internal_error', 'request_failed', 'reset', 'stall'] },
+          kind: { type: 'string', enum: ['internal_error', 'request_failed', 'reset', 'stall', 'delay'] },
           rate: { type: 'number', minimum: 0, maximum: 1 },
           times: { type: 'integer', minimum: 1 },
+          delayMs: { type: 'integer', minimum: 1, maximum: 600_000 },
         },
+        // A delay says how long (that no other kind takes one is checked in parseFaultConfig).
+        if: { properties: { kind: { const: 'delay' } } },
+        then: { required: ['delayMs'] },
       },
     },
   },
@@ -112,6 +136,18 @@ export function parseFaultConfig(body: unknown): FaultConfig {
     latency?: Partial<FaultConfig['latency']>;
     rules?: (Omit<FaultRule, 'rate'> & { rate?: number })[];
   };
+  const misplacedDelays = (input.rules ?? []).flatMap((rule, index) =>
+    rule.kind !== 'delay' && rule.delayMs !== undefined
+      ? [
+          {
+            pointer: `/rules/${index}/delayMs`,
+            code: 'invalid_value' as const,
+            message: 'Only a delay rule takes delayMs.',
+          },
+        ]
+      : [],
+  );
+  if (misplacedDelays.length > 0) throw validationError(misplacedDelays);
   return {
     latency: { fixedMs: input.latency?.fixedMs ?? 0, jitterMs: input.latency?.jitterMs ?? 0 },
     rules: (input.rules ?? []).map((rule) => ({ ...rule, rate: rule.rate ?? 1 })),

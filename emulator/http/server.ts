@@ -354,7 +354,7 @@ async function injectFaults(
   operation: ContractOperation,
   request: IncomingMessage,
 ): Promise<boolean> {
-  const latency = faults.latencyMs();
+  const latency = faults.latencyMs() + faults.delayMs(operation.route, operation.operationId);
   // Unreferenced, so a pending delay never keeps a closing process alive.
   if (latency > 0) await sleep(latency, undefined, { ref: false });
   switch (faults.pick(operation.route, operation.operationId)) {

@@ -4,6 +4,7 @@
  * `loadConfig` in `src/config.ts`, which reports every problem at once (see docs/security.md).
  */
 import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
+import { parseClientBudgets, type ClientBudgets } from './client-budgets.ts';
 
 /** Per-window budgets; every bucket shares one window length. */
 export interface RateLimitsConfig {
@@ -16,6 +17,11 @@ export interface RateLimitsConfig {
    * (a subscribe message spends from this budget, so moving queries to a WebSocket buys nothing).
    */
   requests: number;
+  /**
+   * `RATE_LIMIT_BY_CLIENT`: operations per window of each named client (the token's `client_id`,
+   * else `azp`), one budget for all of that client's tokens, instead of `requests` per subject.
+   */
+  byClient?: ClientBudgets;
   /** `RATE_LIMIT_FAILED_AUTH`: failed authentications per window per client address. */
   failedAuth: number;
   /** `RATE_LIMIT_WS_CONNECTS`: WebSocket connection attempts per window per caller or address. */
@@ -91,6 +97,7 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
         1,
         10_000_000,
       ),
+      byClient: readClientBudgets(reader),
       failedAuth: reader.integer(
         'RATE_LIMIT_FAILED_AUTH',
         EDGE_CONFIG_DEFAULTS.RATE_LIMIT_FAILED_AUTH,
@@ -144,6 +151,18 @@ function readCorsOrigins(reader: EnvReader): readonly string[] {
     return [];
   }
   return [...origins];
+}
+
+/** `RATE_LIMIT_BY_CLIENT`: `client_id=operations` pairs, comma separated; unset names no client. */
+function readClientBudgets(reader: EnvReader): ClientBudgets {
+  const raw = reader.trimmed('RATE_LIMIT_BY_CLIENT');
+  if (raw === undefined) return new Map();
+  const parsed = parseClientBudgets(raw);
+  if ('problem' in parsed) {
+    reader.report('RATE_LIMIT_BY_CLIENT', parsed.problem);
+    return new Map();
+  }
+  return parsed.budgets;
 }
 
 /** An HTTP field name (RFC 9110 §5.1: a token). */

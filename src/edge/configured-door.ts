@@ -13,7 +13,7 @@ import { openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
-import { createDoor, type Door } from './door.ts';
+import { createDoor, type Door, type DoorOptions } from './door.ts';
 import { createRateLimits } from './rate-limits.ts';
 import { createReloadableTrustedDocuments, type ReloadableTrustedDocuments } from './trusted-documents.ts';
 
@@ -31,7 +31,14 @@ export interface ConfiguredDoor {
 /** Builds the door of `config`; the schema is the one every transport serves. */
 export async function createConfiguredDoor(
   config: Config,
-  parts: { schema: GraphQLSchema; keyEnvironments: KeyEnvironments; metrics: Metrics; logger: Logger },
+  parts: {
+    schema: GraphQLSchema;
+    keyEnvironments: KeyEnvironments;
+    metrics: Metrics;
+    logger: Logger;
+    /** Told of each step of the door's order an operation takes (`app.lifecycle`'s `admissionStep`). */
+    onStep?: DoorOptions['onStep'];
+  },
 ): Promise<ConfiguredDoor> {
   const { logger } = parts;
   // Rate limits are shared by every replica through Redis when there is one.
@@ -77,6 +84,7 @@ export async function createConfiguredDoor(
     retriesPerOperation: config.upstream.retry.budget,
     environmentOf: (apiKey) => parts.keyEnvironments.probe(apiKey),
     onRateLimited: (bucket) => parts.metrics.rateLimitRefusals.inc({ bucket }),
+    ...(parts.onStep === undefined ? {} : { onStep: parts.onStep }),
     logger,
   });
   return {

@@ -21,6 +21,8 @@ export interface DocumentPreparerOptions {
   validationRules: readonly ValidationRule[];
   /** `QUERY_MAX_TOKENS`. */
   maxTokens: number;
+  /** Told as each step of the door's order is taken (a kept document has taken both). */
+  onStep?(step: 'parse' | 'validate'): void;
 }
 
 /** Parses and validates `query`: the document, or the refusal (`parse-failed`, `validation-failed`). */
@@ -31,8 +33,12 @@ export function createDocumentPreparer(options: DocumentPreparerOptions): Docume
   const rules = [...specifiedRules, ...options.validationRules];
   const validDocuments = createDocumentMemo();
   return (query) => {
+    options.onStep?.('parse');
     const known = validDocuments.get(query);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      options.onStep?.('validate');
+      return known;
+    }
     let document: DocumentNode;
     try {
       document = parse(query, { maxTokens: options.maxTokens });
@@ -45,6 +51,7 @@ export function createDocumentPreparer(options: DocumentPreparerOptions): Docume
             : 'Syntax Error: The document could not be parsed.';
       return refuse('parse-failed', message);
     }
+    options.onStep?.('validate');
     const invalid = validate(options.schema, document, rules);
     if (invalid.length > 0) {
       return refuse('validation-failed', invalid[0]?.message ?? 'The document is not valid.', {

@@ -1,19 +1,11 @@
 /**
- * The door: every transport admits callers and operations through these checks, in this order,
- * and nothing else admits them. It knows nothing of HTTP or WebSocket; an adapter (`http.ts`,
- * `graphql-ws.ts`) reads what its transport carries, asks here, and translates the answer: an
- * admitted connection or operation, or a {@link Refusal} it answers through the table in
- * `refusal.ts`.
- *
- * - **connect**: who is this. The credential is verified (auth/), a failing one spends the
- *   address's failed-authentication budget (a verifying one is never refused for it), a long-lived
- *   connection spends its caller's connection budget and learns its key's environment.
- * - **admit an operation**: the credential still holds (its `exp`, with the verifier's clock
- *   tolerance), the caller's operation budget, trusted documents, parse with the token limit,
- *   validation with the query limits and the one cost measure, the transport serves the
- *   operation type, input strings, and the upstream call budget derived from the cost.
- * - **live budgets**: how many long-lived operations a caller runs at once, and the upstream calls
- *   one event may cost a caller across all its subscriptions.
+ * The door: every transport admits callers and operations through these checks, in the one order
+ * {@link ADMISSION_ORDER} declares, and nothing else admits them. It knows nothing of HTTP or
+ * WebSocket; an adapter (`http.ts`, `graphql-ws.ts`, `sse.ts`) reads what its transport carries,
+ * asks here, and translates the answer: an admitted connection or operation, or a {@link Refusal}
+ * it answers through the table in `refusal.ts`. Live transports take their operations through
+ * `live-connections.ts`; HTTP through its middleware and Apollo Server, which parses and validates
+ * with the door's options and hands the rest back to the door's plugin (`http.ts`).
  */
 import {
   getOperationAST,
@@ -32,6 +24,7 @@ import type { TrustedDocumentsMode } from './config.ts';
 import { createCallBudget, createPooledCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { UpstreamProbe } from '../upstream/probe.ts';
 import { isAnonymousDocument } from './anonymous-documents.ts';
+import type { QuotaState } from './client-budgets.ts';
 import { createDocumentPreparer } from './documents.ts';
 import { checkOrigin } from './origin.ts';
 import { callLimitOf, checkOperation, type TransportRules } from './operation-checks.ts';
@@ -43,6 +36,56 @@ import {
   type TrustedDocumentResolution,
   type TrustedDocumentStore,
 } from './trusted-documents.ts';
+
+/**
+ * The door's steps, in the one order every transport takes them. `on`: which connections take the
+ * step (`live`: graphql-ws, SSE and every later live transport; `every`: HTTP too). A test pins
+ * each transport to this list (test/integration/edge-admission-order.test.ts), through the
+ * `onStep` hook each step reports to.
+ */
+export const ADMISSION_ORDER = [
+  /**
+   * Who is this: the credential is verified (auth/); a failing one spends the address's
+   * failed-authentication budget (a verifying one is never refused for it). An anonymous request
+   * goes on only for the landing page or an anonymous-safe document; a live connection must act
+   * for some customer (its scope is not empty), spends its caller's connection budget and learns
+   * its key's environment. Once per connection.
+   */
+  { step: 'connect', on: 'every' },
+  /** The caller's running-operation cap (`RATE_LIMIT_SUBSCRIPTIONS`), over every live transport. */
+  { step: 'hold', on: 'live' },
+  /** The credential still holds (its `exp`, with the verifier's clock tolerance); asked again after every wait. */
+  { step: 'credential-current', on: 'live' },
+  /** The caller's operation budget (the address's when anonymous). */
+  { step: 'operation-budget', on: 'every' },
+  /** Trusted documents: a listed id's stored body, or the request's own listed text. */
+  { step: 'trusted-document', on: 'every' },
+  /** Parse with the token limit (`QUERY_MAX_TOKENS`); Apollo does it for HTTP, with these options. */
+  { step: 'parse', on: 'every' },
+  /** Validation with the query limits and the one cost measure; Apollo does it for HTTP, with these rules. */
+  { step: 'validate', on: 'every' },
+  /**
+   * The transport serves the operation type, input strings, the cost with the variables; the
+   * operation's upstream call budget derived from the cost.
+   */
+  { step: 'operation-checks', on: 'every' },
+  /**
+   * Execution. A subscription's resolver checks the caller's scope (the customer it names) first,
+   * before anything is registered with the reconciler, any customer is watched, a queue opened or
+   * a cursor judged (src/graph/, src/events/delivery/).
+   */
+  { step: 'execute', on: 'every' },
+] as const satisfies readonly { step: string; on: 'every' | 'live' }[];
+
+/** One step of {@link ADMISSION_ORDER}. */
+export type AdmissionStep = (typeof ADMISSION_ORDER)[number]['step'];
+
+/** The steps a connection of `kind` takes before execution, in order. */
+export function admissionStepsOf(kind: ConnectRequest['kind']): AdmissionStep[] {
+  return ADMISSION_ORDER.filter((entry) => entry.on === 'every' || kind === 'live')
+    .map((entry) => entry.step)
+    .filter((step) => step !== 'execute');
+}
 
 /** Why an operation is not a trusted document. */
 export type UntrustedReason = Extract<TrustedDocumentResolution, { ok: false }>['reason'];
@@ -84,6 +127,8 @@ export interface DoorOptions {
   environmentOf(apiKey: string | undefined): Promise<UpstreamProbe>;
   /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
   onRateLimited?(bucket: RateBucket): void;
+  /** Told of each step of {@link ADMISSION_ORDER} as an operation or a connection takes it; must not throw. */
+  onStep?(step: AdmissionStep): void;
   logger: Logger;
   /** The clock, for tests. */
   now?: () => number;
@@ -139,6 +184,8 @@ export interface Door {
   readonly validationRules: readonly ValidationRule[];
   /** The parser options (`QUERY_MAX_TOKENS`), for an executor that parses itself (Apollo). */
   readonly parseOptions: { readonly maxTokens: number };
+  /** An executor that takes a step itself (Apollo: `parse`, `validate`) says so, for the order's record. */
+  took(step: AdmissionStep): void;
   /** Whether a browser page of `origin` may connect to `host` (transports without CORS). */
   checkOrigin(origin: string | undefined, host: string | undefined): Refusal | undefined;
   /** Who is this: the connection, or why not. */
@@ -152,8 +199,11 @@ export interface Door {
   expiresAt(connection: Connection): number | undefined;
   /** Whether an anonymous request may run `query` (`_service`, or introspection when public). */
   mayRunAnonymously(query: unknown): boolean;
-  /** Spends one operation from the caller's budget (the address's when anonymous). */
-  spendOperation(connection: Connection): Promise<Refusal | undefined>;
+  /**
+   * Spends one operation from the caller's budget (its client's when `RATE_LIMIT_BY_CLIENT` names
+   * it, the address's when anonymous); `onQuota` hears what is left of it (RateLimit headers).
+   */
+  spendOperation(connection: Connection, onQuota?: (quota: QuotaState) => void): Promise<Refusal | undefined>;
   /**
    * The text to run for `request` under trusted documents: a listed id's stored body, or the
    * request's own text when listed; undefined when nothing limits it (no manifest, an operator,
@@ -183,7 +233,7 @@ export interface Door {
    * Holds one long-lived operation of the caller until the returned release is called; a refusal
    * when it already runs `RATE_LIMIT_SUBSCRIPTIONS` of them, over every connection and transport.
    */
-  holdOperation(connection: Connection): (() => void) | Refusal;
+  holdOperation(connection: Connection, transport: TransportRules): (() => void) | Refusal;
   /**
    * The call budget of one event's execution for one subscription: its own cost-derived limit, and
    * a pool the caller's other subscriptions share for the same event, so however many subscriptions
@@ -200,10 +250,12 @@ export function createDoor(options: DoorOptions): Door {
   const now = options.now ?? Date.now;
   const logger = options.logger.child({ component: 'door' });
   const validationRules = createQueryLimitsRules(options.queryLimits);
+  const took = (step: AdmissionStep): void => options.onStep?.(step);
   const prepare = createDocumentPreparer({
     schema: options.schema,
     validationRules,
     maxTokens: options.queryLimits.maxTokens,
+    onStep: took,
   });
   const toleranceMs = options.clockToleranceSeconds * 1000;
   const { rateLimits } = options;
@@ -214,11 +266,26 @@ export function createDoor(options: DoorOptions): Door {
   const callerKey = (connection: Connection): RateKey =>
     connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
 
-  const spend = async (bucket: RateBucket, key: RateKey): Promise<Refusal | undefined> => {
+  /** The operations budget of `connection`: its client's, when that has one of its own. */
+  const operationsKey = (connection: Connection): RateKey => {
+    const clientId = connection.caller?.clientId;
+    return clientId !== undefined && rateLimits.hasClientBudget(clientId)
+      ? `client:${clientId}`
+      : callerKey(connection);
+  };
+
+  const spend = async (
+    bucket: RateBucket,
+    key: RateKey,
+    onQuota?: (quota: QuotaState) => void,
+  ): Promise<Refusal | undefined> => {
     const decision = await rateLimits.consume(bucket, key);
-    if (decision.allowed) return undefined;
+    if (decision.allowed) {
+      if (decision.quota !== undefined) onQuota?.(decision.quota);
+      return undefined;
+    }
     options.onRateLimited?.(bucket);
-    return rateLimited(decision.retryAfterSeconds);
+    return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
   };
 
   /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
@@ -229,10 +296,12 @@ export function createDoor(options: DoorOptions): Door {
   const door: Door = {
     validationRules,
     parseOptions: { maxTokens: options.queryLimits.maxTokens },
+    took,
 
     checkOrigin: (origin, host) => checkOrigin(origin, host, options.allowedOrigins),
 
     async connect({ credentials, address, kind }) {
+      took('connect');
       const authentication = await options.authenticator.authenticate(credentials, {
         // A caller's own key costs an upstream check: an address that has failed too often pays
         // with a refusal instead (a bearer token is checked locally and never asks).
@@ -295,9 +364,13 @@ export function createDoor(options: DoorOptions): Door {
 
     mayRunAnonymously: (query) => isAnonymousDocument(query, options.publicIntrospection),
 
-    spendOperation: (connection) => spend('request', callerKey(connection)),
+    spendOperation(connection, onQuota) {
+      took('operation-budget');
+      return spend('request', operationsKey(connection), onQuota);
+    },
 
     trustedQuery(connection, request) {
+      took('trusted-document');
       const store = options.trustedDocuments;
       // Operators keep free-form documents (and so Sandbox in their hands); an anonymous request
       // gets here only with `_service` or public introspection.
@@ -324,6 +397,7 @@ export function createDoor(options: DoorOptions): Door {
     },
 
     checkOperation(document, operationName, variables, transport) {
+      took('operation-checks');
       const operation = getOperationAST(document, operationName);
       if (operation === null || operation === undefined) {
         return refuse(
@@ -354,6 +428,7 @@ export function createDoor(options: DoorOptions): Door {
     },
 
     async admit(connection, request, transport) {
+      took('credential-current');
       const stale = door.checkCurrent(connection);
       if (stale !== undefined) return stale;
       const limited = await door.spendOperation(connection);
@@ -374,14 +449,15 @@ export function createDoor(options: DoorOptions): Door {
       return { ...admitted, trustedDocument: true };
     },
 
-    holdOperation(connection) {
+    holdOperation(connection, transport) {
+      took('hold');
       const max = options.maxOperationsPerCaller;
       const subject = connection.caller?.subject ?? `ip:${connection.address}`;
       const running = runningBySubject.get(subject) ?? 0;
       if (max !== undefined && running >= max) {
         return refuse(
           'too-many-operations',
-          `This caller already runs ${max} operations over graphql-ws, the most allowed; complete one before starting another.`,
+          `This caller already runs ${max} operations over ${transport.name} and the other live transports together, the most allowed; complete one before starting another.`,
         );
       }
       runningBySubject.set(subject, running + 1);

@@ -7,22 +7,22 @@
  * close handshake is cut after a short grace. graphql-ws serves subscriptions only: queries and
  * mutations go over HTTP, where Apollo Server runs, logs, measures and audits them.
  */
-import type { Server as HttpServer, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { GraphQLError, OperationTypeNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { OperationTypeNode, type GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Credentials } from '../auth/authenticate.ts';
 import { subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import type { WebSocketLimits } from '../events/config.ts';
-import type { Logger } from '../logger.ts';
-import type { Door, TransportRules } from './door.ts';
-import type { LiveConnection, LiveConnections, LiveOperation } from './live-connections.ts';
+import type { TransportRules } from './door.ts';
+import type { AttachedLiveTransport, LiveTransport, LiveTransportParts } from './live.ts';
+import type { LiveConnection, LiveOperation } from './live-connections.ts';
 import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /** graphql-ws serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-export const GRAPHQL_WS_TRANSPORT: TransportRules = {
+const GRAPHQL_WS_TRANSPORT: TransportRules = {
   name: 'graphql-ws',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
@@ -32,33 +32,19 @@ export const GRAPHQL_WS_TRANSPORT: TransportRules = {
 /** How long a client has to answer the server's close frame before its socket is cut. */
 export const CLOSE_GRACE_MS = 2_000;
 
-export interface GraphQLWebSocketOptions {
-  httpServer: HttpServer;
-  schema: GraphQLSchema;
-  door: Door;
-  /** The live side of admitted connections, built for {@link GRAPHQL_WS_TRANSPORT}. */
-  connections: LiveConnections;
-  /** Message size, operations per connection, `connection_init` wait and keep-alive pings. */
-  limits: WebSocketLimits;
-  /** The client's address (`TRUST_PROXY` applied). */
-  addressOf(request: IncomingMessage): string;
-  /** The facade's error formatting (the same as HTTP's): upstream problems kept, the unexpected masked. */
-  formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
-  logger: Logger;
-}
-
-/** A running graphql-ws endpoint. */
-export interface GraphQLWebSocketEndpoint {
-  /** Stops taking connections, completes every subscription, closes the sockets with 1001. */
-  drain(timeoutMs?: number): Promise<void>;
-  activeConnections(): number;
-}
-
 type ConnectionExtra = { live?: LiveConnection; operations?: Map<string, LiveOperation> };
 
-export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQLWebSocketEndpoint {
-  const { door, connections, limits } = options;
-  const logger = options.logger.child({ component: 'graphql-ws' });
+/**
+ * graphql-ws as a live transport, with its own limits (message size, operations per connection,
+ * `connection_init` wait, keep-alive pings).
+ */
+export function graphQLWebSocket(limits: WebSocketLimits): LiveTransport {
+  return { rules: GRAPHQL_WS_TRANSPORT, attach: (parts) => attachGraphQLWebSocket(parts, limits) };
+}
+
+function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLimits): AttachedLiveTransport {
+  const { door, connections, logger } = options;
+  const { name } = GRAPHQL_WS_TRANSPORT;
   const wsServer = new WebSocketServer({
     server: options.httpServer,
     path: '/graphql',
@@ -99,7 +85,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
               kind: 'live',
             });
         if (isRefusal(connection)) {
-          logger.info('refused a graphql-ws connection', { closeCode: closeOf(connection).code });
+          logger.info(`refused a ${name} connection`, { closeCode: closeOf(connection).code });
           // Closing first sets the code; graphql-ws's own close after `false` (4403) is then ignored.
           closeWith(socket, connection);
           return false;
@@ -115,9 +101,19 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       onSubscribe: async (ctx, id, payload) => {
         const { socket, live, operations } = ctx.extra;
         // graphql-ws closes with 4401 a subscribe sent before the acknowledgement.
-        if (live === undefined || operations === undefined) return [unauthorized()];
-        if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
-          return [tooManyOnConnection(limits.maxSubscriptionsPerConnection)];
+        if (live === undefined || operations === undefined) {
+          return graphQLErrorsOf(refuse('unauthenticated', 'Unauthorized'));
+        }
+        const max = limits.maxSubscriptionsPerConnection;
+        if (Object.keys(ctx.subscriptions).length > max) {
+          // A limit of this transport itself (`GRAPHQL_WS_MAX_SUBSCRIPTIONS`), not a caller's budget.
+          return graphQLErrorsOf(
+            refuse(
+              'too-many-on-connection',
+              `This connection already runs ${max} operations, the most one connection may run. Complete one first, or open another connection.`,
+              { extensions: { maxSubscriptions: max } },
+            ),
+          );
         }
         const operation = await live.admit(id, payload, () => socket.readyState === socket.OPEN);
         if (isRefusal(operation)) {
@@ -155,7 +151,7 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
 
   return {
     activeConnections: () => wsServer.clients.size,
-    async drain(timeoutMs = 5_000) {
+    async drain(timeoutMs) {
       if (draining) return;
       draining = true;
       const deadline = Date.now() + timeoutMs;
@@ -174,21 +170,9 @@ export function attachGraphQLWebSocket(options: GraphQLWebSocketOptions): GraphQ
       timeout.abort();
       for (const client of wsServer.clients) client.terminate();
       await disposed;
-      logger.info('graphql-ws drained', { unfinished: connections.running() });
+      logger.info(`${name} drained`, { unfinished: connections.running() });
     },
   };
-}
-
-function unauthorized(): GraphQLError {
-  return new GraphQLError('Unauthorized', { extensions: { code: 'UNAUTHENTICATED' } });
-}
-
-/** A transport limit of graphql-ws itself (`GRAPHQL_WS_MAX_SUBSCRIPTIONS`), not a caller's budget. */
-function tooManyOnConnection(max: number): GraphQLError {
-  return new GraphQLError(
-    `This connection already runs ${max} operations, the most one connection may run. Complete one first, or open another connection.`,
-    { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS', maxSubscriptions: max } },
-  );
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { capCallBudget } from '../upstream/call-budget.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { UNAUTHENTICATED_MESSAGE, type Connection, type Door, type TransportRules } from './door.ts';
+import { rateLimitHeaders } from './client-budgets.ts';
 import { httpAnswerOf, isRefusal, REFUSALS, refuse, type Refusal } from './refusal.ts';
 import type { TrustedDocumentRequest } from './trusted-documents.ts';
 
@@ -52,7 +53,11 @@ export function connectionOf(res: Response): Connection {
 export function httpDoor(options: HttpDoorOptions): RequestHandler {
   const { door } = options;
   /** The door's answer for one request, in the door's order; undefined when it may go on. */
-  const admitRequest = async (req: Request, connection: Connection): Promise<Refusal | undefined> => {
+  const admitRequest = async (
+    req: Request,
+    res: Response,
+    connection: Connection,
+  ): Promise<Refusal | undefined> => {
     if (
       connection.caller === undefined &&
       !isLandingPageRequest(req, options.landingPage) &&
@@ -60,7 +65,9 @@ export function httpDoor(options: HttpDoorOptions): RequestHandler {
     ) {
       return refuse('unauthenticated', UNAUTHENTICATED_MESSAGE);
     }
-    return (await door.spendOperation(connection)) ?? trustedDocument(req, connection, door);
+    // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
+    const spent = await door.spendOperation(connection, (quota) => res.set(rateLimitHeaders(quota)));
+    return spent ?? trustedDocument(req, connection, door);
   };
   return async (req, res, next) => {
     try {
@@ -69,7 +76,7 @@ export function httpDoor(options: HttpDoorOptions): RequestHandler {
         address: options.addressOf(req),
         kind: 'request',
       });
-      const refusal = isRefusal(connection) ? connection : await admitRequest(req, connection);
+      const refusal = isRefusal(connection) ? connection : await admitRequest(req, res, connection);
       if (refusal !== undefined) {
         sendRefusal(res, refusal);
         return;
@@ -90,8 +97,21 @@ export function httpDoor(options: HttpDoorOptions): RequestHandler {
 export function createDoorPlugin(door: Door, options: { maxCost: number }): ApolloServerPlugin<GraphContext> {
   return {
     async requestDidStart() {
+      // Apollo keeps parsed documents: a kept one skips both hooks, having taken both steps before.
+      let parsed = false;
       return {
+        async parsingDidStart() {
+          parsed = true;
+          door.took('parse');
+        },
+        async validationDidStart() {
+          door.took('validate');
+        },
         async didResolveOperation({ document, request, contextValue }) {
+          if (!parsed) {
+            door.took('parse');
+            door.took('validate');
+          }
           const admitted = door.checkOperation(
             document,
             request.operationName,

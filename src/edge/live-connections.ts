@@ -35,9 +35,16 @@ export interface LiveConnection {
   readonly connection: Connection;
   /**
    * Admits one operation (`id` is the transport's, unique on the connection); `isOpen` tells
-   * whether the transport can still deliver, asked again after every wait.
+   * whether the transport can still deliver, asked again after every wait. `resumeAfter`: a cursor
+   * the transport carried beside the document (SSE's `Last-Event-ID`), where its queue resumes
+   * unless the document gives an `after` of its own.
    */
-  admit(id: string, request: OperationRequest, isOpen: () => boolean): Promise<LiveOperation | Refusal>;
+  admit(
+    id: string,
+    request: OperationRequest,
+    isOpen: () => boolean,
+    resumeAfter?: string,
+  ): Promise<LiveOperation | Refusal>;
   /** The transport closed: every operation's hold is released and the expiry timer stopped. */
   close(): void;
 }
@@ -115,7 +122,7 @@ export function createLiveConnections(
 
       return {
         connection,
-        async admit(id, request, isOpen) {
+        async admit(id, request, isOpen, resumeAfter) {
           const key = `${connectionId}:${id}`;
           const refused = (refusal: Refusal): Refusal => {
             const codes = graphQLErrorsOf(refusal).map((error) => String(error.extensions['code']));
@@ -128,7 +135,7 @@ export function createLiveConnections(
               : refuse('connection-closing', 'The connection is closing: nothing more runs on it.');
           const early = closing();
           if (early !== undefined) return refused(early);
-          const release = door.holdOperation(connection);
+          const release = door.holdOperation(connection, transport);
           if (isRefusal(release)) return refused(release);
           const admitted = await door.admit(connection, request, transport);
           // Asked again after the wait: the transport may have closed, or the token expired, meanwhile.
@@ -138,7 +145,7 @@ export function createLiveConnections(
             return refused(refusal ?? refuse('connection-closing', 'The connection is closing.'));
           }
           holds.set(id, release);
-          return operation(key, admitted, () => {
+          return operation(key, admitted, resumeAfter, () => {
             holds.delete(id);
             release();
           });
@@ -150,7 +157,12 @@ export function createLiveConnections(
         },
       };
 
-      function operation(key: string, admitted: AdmittedOperation, release: () => void): LiveOperation {
+      function operation(
+        key: string,
+        admitted: AdmittedOperation,
+        resumeAfter: string | undefined,
+        release: () => void,
+      ): LiveOperation {
         const contextFor = (eventId: string | undefined, readCache?: SharedReadCache) =>
           options.createContext({
             connection,
@@ -182,6 +194,7 @@ export function createLiveConnections(
           args,
           (event, readCache) => contextFor(event?.id, readCache),
           operationName ?? undefined,
+          resumeAfter,
         );
         const startedAt = performance.now();
         let listened = false;

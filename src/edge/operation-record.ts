@@ -1,9 +1,10 @@
 /**
- * The record of an operation that a transport runs outside Apollo Server's request pipeline (a
- * subscription over graphql-ws, or over any other live transport): the same `graphql operation` log
- * line, the same operation metrics and the same lifecycle events an HTTP operation gets from
- * Apollo's plugins (src/observability/), with the transport named. Refusals are recorded too, as
- * Apollo records an operation refused at validation.
+ * The one operation recorder of every transport: it alone writes the `graphql operation` log line,
+ * for HTTP (through Apollo's logging plugin, src/observability/operation-logging-plugin.ts) and for
+ * every live transport. For an operation run outside Apollo Server's request pipeline (a
+ * subscription over graphql-ws, SSE or any later live transport) it also counts the operation
+ * metrics and tells the lifecycle events an HTTP operation gets from Apollo's plugins, with the
+ * transport named. Refusals are recorded too, as Apollo records an operation refused at validation.
  */
 import type { Logger } from '../logger.ts';
 import type { LifecycleEmitter } from '../observability/lifecycle.ts';
@@ -27,7 +28,20 @@ export interface RecordedOperation {
   readonly nameSource: OperationNameSource;
 }
 
+/** The `graphql operation` log line, the same for every transport. */
+export interface OperationLine {
+  readonly transport: string;
+  readonly operationName: string | null;
+  readonly requestId: string;
+  /** The HTTP status, for an operation answered over HTTP. */
+  readonly status?: number;
+  readonly durationMs: number;
+  readonly errorCodes: readonly unknown[];
+}
+
 export interface OperationRecorder {
+  /** Writes the `graphql operation` line of an operation that ended (HTTP's, from Apollo's plugin). */
+  line(line: OperationLine): void;
   /** The operation listens (its queue subscribed and any replay read): no change is missed now. */
   started(operation: RecordedOperation): void;
   /**
@@ -48,7 +62,18 @@ export function createOperationRecorder(options: {
   lifecycle: LifecycleEmitter;
 }): OperationRecorder {
   const { logger, metrics, lifecycle } = options;
+  const line = (fields: OperationLine): void => {
+    logger.info('graphql operation', {
+      transport: fields.transport,
+      operationName: fields.operationName,
+      requestId: fields.requestId,
+      ...(fields.status === undefined ? {} : { status: fields.status }),
+      durationMs: fields.durationMs,
+      errorCodes: fields.errorCodes,
+    });
+  };
   return {
+    line,
     started(operation) {
       if (!lifecycle.observed('subscriptionStarted')) return;
       lifecycle.emit('subscriptionStarted', {
@@ -59,7 +84,7 @@ export function createOperationRecorder(options: {
     },
     completed(operation, errorCodes, startedAt, listened) {
       const durationMs = Math.round(performance.now() - startedAt);
-      logger.info('graphql operation', {
+      line({
         transport: operation.transport,
         operationName: operation.operationName,
         requestId: operation.requestId,

@@ -3,8 +3,10 @@
  * counted in memory on one replica or in Redis shared by every replica. A spent budget is answered
  * by the door as one refusal (`rateLimited` in refusal.ts), whatever the transport.
  *
- * Keys are `sub:<subject>` or `ip:<address>` and nothing else: they are hashed before they reach a
- * store, so even a key built by mistake from a credential never lands in Redis or in memory in clear.
+ * Keys are `sub:<subject>`, `client:<client id>` (a client `RATE_LIMIT_BY_CLIENT` names, whose
+ * operations budget is sized for it: client-budgets.ts) or `ip:<address>` and nothing else: they
+ * are hashed before they reach a store, so even a key built by mistake from a credential never
+ * lands in Redis or in memory in clear.
  * When Redis cannot answer, an in-memory limiter per replica takes over: the budgets keep applying
  * (each replica counting on its own) and nothing fails open or crashes. See docs/security.md.
  */
@@ -18,6 +20,7 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.ts';
+import type { QuotaPolicyName, QuotaState } from './client-budgets.ts';
 import type { RateLimitsConfig } from './config.ts';
 
 /**
@@ -32,10 +35,15 @@ import type { RateLimitsConfig } from './config.ts';
  */
 export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect';
 
-export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+/**
+ * Whether the unit was spent; `quota` (for the operations budget) says what is left of the budget,
+ * for the RateLimit header fields. It is absent when nothing was counted.
+ */
+export type RateDecision =
+  { allowed: true; quota?: QuotaState } | { allowed: false; retryAfterSeconds: number; quota?: QuotaState };
 
-/** A rate-limit key: a caller's token subject or a client address, never anything else. */
-export type RateKey = `sub:${string}` | `ip:${string}`;
+/** A rate-limit key: a caller's token subject, its client or a client address, never anything else. */
+export type RateKey = `sub:${string}` | `client:${string}` | `ip:${string}`;
 
 export interface RateLimits {
   /** Spends one unit of `bucket` for `key`; refused once the window's budget is spent. */
@@ -45,6 +53,8 @@ export interface RateLimits {
    * before an upstream check of a caller's own key that the address could not pay for).
    */
   check(bucket: RateBucket, key: RateKey): Promise<RateDecision>;
+  /** Whether `RATE_LIMIT_BY_CLIENT` gives `clientId` an operations budget of its own. */
+  hasClientBudget(clientId: string): boolean;
   /** Stops counting; the Redis connection belongs to the caller and stays open. */
   close(): Promise<void>;
 }
@@ -76,11 +86,17 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
       assertRateKey(key);
       return ALLOWED;
     };
-    return { consume: allowAll, check: allowAll, close: () => Promise.resolve() };
+    return {
+      consume: allowAll,
+      check: allowAll,
+      hasClientBudget: () => false,
+      close: () => Promise.resolve(),
+    };
   }
   const logger = options.logger.child({ component: 'rate-limits' });
-  const build = (name: string, points: number): Limiter =>
+  const build = (name: string, points: number, policy?: QuotaPolicyName): Limiter =>
     buildLimiter({
+      policy,
       name,
       points,
       duration: config.windowSeconds,
@@ -90,33 +106,50 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
       logger,
     });
 
-  const operations = build('operations', config.requests);
-  const limiters: Record<RateBucket, Limiter> = {
-    request: operations,
-    subscribe: operations,
+  const perCaller = build('operations', config.requests, 'per-caller');
+  const perAddress: Limiter = { ...perCaller, policy: 'per-address' };
+  // One limiter per named client, each with its own size; their keys never meet a subject's.
+  const perClient = new Map(
+    [...(config.byClient ?? [])].map(([clientId, points]) => [
+      clientId,
+      build('client-operations', points, 'per-client'),
+    ]),
+  );
+  const others: Record<Exclude<RateBucket, 'request' | 'subscribe'>, Limiter> = {
     'failed-auth': build('failed-auth', config.failedAuth),
     'ws-connect': build('ws-connect', config.wsConnects),
+  };
+  const limiterOf = (bucket: RateBucket, key: RateKey): Limiter => {
+    if (bucket !== 'request' && bucket !== 'subscribe') return others[bucket];
+    if (key.startsWith('ip:')) return perAddress;
+    if (!key.startsWith('client:')) return perCaller;
+    const limiter = perClient.get(key.slice('client:'.length));
+    // The door asks for a client's key only when `hasClientBudget` said yes.
+    if (limiter === undefined) throw new TypeError('A client key names a client without a budget');
+    return limiter;
   };
   return {
     async consume(bucket, key) {
       const storeKey = toStoreKey(key);
-      const limiter = limiters[bucket];
+      const limiter = limiterOf(bucket, key);
       try {
-        await limiter.limiter.consume(storeKey);
-        return ALLOWED;
+        const spent = await limiter.limiter.consume(storeKey);
+        const { policy } = limiter;
+        return policy === undefined ? ALLOWED : { allowed: true, quota: quotaOf(limiter, policy, spent) };
       } catch (outcome) {
-        return refusalOf(outcome, bucket, logger);
+        return refusalOf(outcome, bucket, logger, limiter);
       }
     },
+    hasClientBudget: (clientId) => perClient.has(clientId),
     async check(bucket, key) {
       const storeKey = toStoreKey(key);
-      const limiter = limiters[bucket];
+      const limiter = limiterOf(bucket, key);
       try {
         const current = await limiter.limiter.get(storeKey);
         if (current === null || current.consumedPoints < limiter.points) return ALLOWED;
         return { allowed: false, retryAfterSeconds: toRetryAfterSeconds(current.msBeforeNext) };
       } catch (outcome) {
-        return refusalOf(outcome, bucket, logger);
+        return refusalOf(outcome, bucket, logger, undefined);
       }
     },
     // Nothing to release: memory counters expire on unref'd timers, the Redis connection is the caller's.
@@ -127,9 +160,13 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
 interface Limiter {
   limiter: RateLimiterAbstract;
   points: number;
+  duration: number;
+  /** The policy the header fields name; undefined for budgets callers are not told about. */
+  policy: QuotaPolicyName | undefined;
 }
 
 function buildLimiter(options: {
+  policy: QuotaPolicyName | undefined;
   name: string;
   points: number;
   duration: number;
@@ -138,9 +175,10 @@ function buildLimiter(options: {
   timeoutMs: number;
   logger: Logger;
 }): Limiter {
-  const { points, duration } = options;
+  const { points, duration, policy } = options;
   if (options.redis === undefined) {
-    return { limiter: new RateLimiterMemory({ points, duration, keyPrefix: options.keyPrefix }), points };
+    const limiter = new RateLimiterMemory({ points, duration, keyPrefix: options.keyPrefix });
+    return { limiter, points, duration, policy };
   }
   // While Redis is unreachable each replica counts alone: the budget per replica stays the same,
   // so N replicas admit at most N times the budget, never an unbounded number.
@@ -165,7 +203,7 @@ function buildLimiter(options: {
     timeoutMs: options.timeoutMs,
     insuranceLimiter,
   });
-  return { limiter, points };
+  return { limiter, points, duration, policy };
 }
 
 /** The in-memory stand-in for Redis, saying (at most every few seconds) that it is in use. */
@@ -197,9 +235,17 @@ class LoggedInsuranceLimiter extends RateLimiterMemory {
   }
 }
 
-function refusalOf(outcome: unknown, bucket: RateBucket, logger: Logger): RateDecision {
+function refusalOf(
+  outcome: unknown,
+  bucket: RateBucket,
+  logger: Logger,
+  limiter: Limiter | undefined,
+): RateDecision {
   if (outcome instanceof RateLimiterRes) {
-    return { allowed: false, retryAfterSeconds: toRetryAfterSeconds(outcome.msBeforeNext) };
+    const retryAfterSeconds = toRetryAfterSeconds(outcome.msBeforeNext);
+    const policy = limiter?.policy;
+    if (limiter === undefined || policy === undefined) return { allowed: false, retryAfterSeconds };
+    return { allowed: false, retryAfterSeconds, quota: quotaOf(limiter, policy, outcome) };
   }
   // Both Redis and the in-memory limiter failed: a bug, not an attack. Letting this one request
   // through is better than refusing everyone; the log says so.
@@ -210,14 +256,26 @@ function refusalOf(outcome: unknown, bucket: RateBucket, logger: Logger): RateDe
   return ALLOWED;
 }
 
+/** What is left of `limiter`'s budget once `spent` was counted. */
+function quotaOf(limiter: Limiter, policy: QuotaPolicyName, spent: RateLimiterRes): QuotaState {
+  return {
+    policy,
+    quota: limiter.points,
+    windowSeconds: limiter.duration,
+    remaining: Math.max(0, spent.remainingPoints),
+    // A window that is about to end still reads as one second until it has.
+    resetSeconds: Math.min(limiter.duration, toRetryAfterSeconds(spent.msBeforeNext)),
+  };
+}
+
 function toRetryAfterSeconds(msBeforeNext: number): number {
   return Math.max(1, Math.ceil(msBeforeNext / 1000));
 }
 
 function assertRateKey(key: string): void {
-  // The key is not quoted: if it is not a subject or an address, it may be a credential.
-  if (!/^(sub|ip):./s.test(key)) {
-    throw new TypeError('A rate-limit key must be "sub:<subject>" or "ip:<address>"');
+  // The key is not quoted: if it is not a subject, a client or an address, it may be a credential.
+  if (!/^(sub|client|ip):./s.test(key)) {
+    throw new TypeError('A rate-limit key must be "sub:<subject>", "client:<client id>" or "ip:<address>"');
   }
 }
 
@@ -227,6 +285,6 @@ function assertRateKey(key: string): void {
  */
 function toStoreKey(key: RateKey): string {
   assertRateKey(key);
-  const kind = key.startsWith('sub:') ? 'sub' : 'ip';
+  const kind = key.slice(0, key.indexOf(':'));
   return `${kind}.${createHash('sha256').update(key).digest('base64url')}`;
 }

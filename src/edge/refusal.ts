@@ -11,6 +11,7 @@
  */
 import { GraphQLError } from 'graphql';
 import { CloseCode } from 'graphql-ws';
+import { rateLimitExtension, rateLimitHeaders, type QuotaState } from './client-budgets.ts';
 
 /** Why an operation or a connection is refused. */
 export type RefusalReason =
@@ -30,6 +31,8 @@ export type RefusalReason =
   | 'rate-limited'
   /** The caller already runs as many long-lived operations as it may. */
   | 'too-many-operations'
+  /** One connection already runs as many operations as a connection of its transport may. */
+  | 'too-many-on-connection'
   /** Trusted documents are on and this operation is not listed. */
   | 'not-trusted-document'
   /** The document does not parse, or has more tokens than `QUERY_MAX_TOKENS`. */
@@ -53,6 +56,8 @@ export interface Refusal {
   readonly extensions?: Readonly<Record<string, unknown>>;
   /** Seconds until trying again makes sense (`Retry-After`), when the refusal is temporary. */
   readonly retryAfterSeconds?: number;
+  /** HTTP headers of this refusal beside the table's (the RateLimit fields of a spent budget). */
+  readonly headers?: Readonly<Record<string, string>>;
   /** The errors as the check made them (validation can report several at once, with locations). */
   readonly errors?: readonly GraphQLError[];
 }
@@ -126,6 +131,11 @@ export const REFUSALS: Readonly<Record<RefusalReason, RefusalRow>> = {
     http: { status: 429 },
     ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many operations' } },
   },
+  'too-many-on-connection': {
+    code: 'TOO_MANY_SUBSCRIPTIONS',
+    http: { status: 429 },
+    ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many operations' } },
+  },
   'not-trusted-document': {
     code: 'PERSISTED_QUERY_NOT_IN_LIST',
     http: { status: 400 },
@@ -177,11 +187,19 @@ export function refuse(
   return { refused, message, ...more };
 }
 
-/** The one rate-limit refusal, over every transport and for every budget. */
-export function rateLimited(retryAfterSeconds: number, message?: string): Refusal {
+/**
+ * The one rate-limit refusal, over every transport and for every budget. With the spent budget's
+ * `quota`, it carries the RateLimit header fields over HTTP and the same figures in the
+ * `rateLimit` extension, which is all a live transport's error message can carry.
+ */
+export function rateLimited(retryAfterSeconds: number, message?: string, quota?: QuotaState): Refusal {
   return refuse('rate-limited', message ?? `Too many requests; retry after ${retryAfterSeconds} s.`, {
     retryAfterSeconds,
-    extensions: { retryAfterSeconds },
+    extensions:
+      quota === undefined
+        ? { retryAfterSeconds }
+        : { retryAfterSeconds, rateLimit: rateLimitExtension(quota) },
+    ...(quota === undefined ? {} : { headers: rateLimitHeaders(quota) }),
   });
 }
 
@@ -228,6 +246,7 @@ export function httpAnswerOf(refusal: Refusal): HttpAnswer {
     'content-type': 'application/json; charset=utf-8',
     'cache-control': 'no-store',
     ...row.http.headers,
+    ...refusal.headers,
   };
   if (refusal.retryAfterSeconds !== undefined) headers['retry-after'] = String(refusal.retryAfterSeconds);
   const errors = graphQLErrorsOf(refusal).map((error) => ({

@@ -1,219 +1,293 @@
 /**
- * The Server-Sent Events adapter of the door: GraphQL over SSE (the `graphql-sse` library, its
- * "distinct connections" mode: one subscription per request, `Accept: text/event-stream`) at
- * `/graphql/stream`, translated to the door and back. The request is the door's connect (its
- * `Authorization` or `X-API-Key` header), its operation the door's admission (`live-connections.ts`),
- * exactly as a graphql-ws `subscribe`; a refusal is the refusal table's HTTP answer. Each `next`
- * carries the event's cursor as its SSE `id`, so a client (an `EventSource`) that reconnects sends
- * it back as `Last-Event-ID`, which becomes the operation's `after` variable: it resumes from the
- * event log where it stopped. SSE serves subscriptions only.
+ * GraphQL over Server-Sent Events as a live transport of the door, at `/graphql/stream`: the
+ * graphql-sse protocol's "distinct connections" mode (one subscription per request,
+ * `Accept: text/event-stream`, a GET with the document in the URL or a POST with a JSON body), as
+ * graphql-sse clients and `EventSource` speak it. The request is the door's connect (its
+ * `Authorization` or `X-API-Key` header), its operation the door's admission
+ * (`live-connections.ts`), exactly as a graphql-ws `subscribe`; a refusal is the refusal table's
+ * HTTP answer. SSE serves subscriptions only.
+ *
+ * The writer is the facade's own, not graphql-sse's handler, for two reasons:
+ * - **Backpressure.** One result is pulled from the subscription only once the previous one has
+ *   been written out to the socket (`drain`), and nothing reads results ahead into a list: a
+ *   reader that stops reading leaves its events in its bounded subscriber queue, whose overflow
+ *   policy then applies (`SUBSCRIPTION_OVERFLOW`, then `complete`; docs/events.md), instead of
+ *   the process buffering every event for it.
+ * - **The cursor beside the result.** Each `next` made from an event carries the event's cursor as
+ *   its SSE `id`, whatever the document selects, so a client (an `EventSource`) that reconnects
+ *   sends it back as `Last-Event-ID` and resumes from the event log where it stopped, without the
+ *   document declaring `$after`.
  */
-import { OperationTypeNode, type GraphQLFormattedError } from 'graphql';
-import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
-import { createHandler, type ExecutionResult, type OperationResult } from 'graphql-sse';
-import { subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
+import type { Request, Response } from 'express';
+import { OperationTypeNode, type ExecutionResult } from 'graphql';
+import { cursorOf, subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import { isCursor } from '../events/log/event-log.ts';
-import type { Logger } from '../logger.ts';
-import type { Door, OperationRequest, TransportRules } from './door.ts';
-import type { LiveConnection, LiveConnections, LiveOperation } from './live-connections.ts';
-import { httpAnswerOf, isRefusal, refuse, type Refusal } from './refusal.ts';
+import type { OperationRequest, TransportRules } from './door.ts';
+import { sendRefusal } from './http.ts';
+import type { AttachedLiveTransport, LiveTransport, LiveTransportParts } from './live.ts';
+import type { LiveOperation } from './live-connections.ts';
+import { isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /** SSE serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-export const SSE_TRANSPORT: TransportRules = {
+const SSE_TRANSPORT: TransportRules = {
   name: 'sse',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
     'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only.',
 };
 
+/** Where the transport is mounted. */
+const SSE_PATH = '/graphql/stream';
+
 /** How long a stream whose token expired has to send its error and complete before it is ended. */
 const EXPIRY_GRACE_MS = 1_000;
 
-/** Where the adapter is mounted. */
-export const SSE_PATH = '/graphql/stream';
+/** A comment line every so often keeps proxies from closing a quiet stream (graphql-sse's interval). */
+const KEEP_ALIVE_MS = 12_000;
 
-export interface SseOptions {
-  door: Door;
-  /** The live side of admitted connections, built for {@link SSE_TRANSPORT}. */
-  connections: LiveConnections;
-  /** The client's address (`TRUST_PROXY` applied). */
-  addressOf(request: ExpressRequest): string;
-  /** The facade's error formatting (the same as HTTP's): upstream problems kept, the unexpected masked. */
-  formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
-  logger: Logger;
+/** The response headers of a stream, as graphql-sse sends them. */
+const STREAM_HEADERS = {
+  connection: 'keep-alive',
+  'cache-control': 'no-cache',
+  'content-encoding': 'none',
+  'content-type': 'text/event-stream; charset=utf-8',
+};
+
+/** GraphQL over SSE as a live transport. */
+export function serverSentEvents(): LiveTransport {
+  return { rules: SSE_TRANSPORT, attach: attachServerSentEvents };
 }
 
-/** What one request holds once the door let it in. */
-interface Stream {
-  res: ExpressResponse;
-  live?: LiveConnection;
-  operation?: LiveOperation;
-}
-
-/** The SSE adapter: mount at {@link SSE_PATH} after the JSON body parser (and CORS). */
-export function sseAdapter(options: SseOptions): RequestHandler {
-  const { door, connections } = options;
-  const logger = options.logger.child({ component: 'sse' });
+function attachServerSentEvents(parts: LiveTransportParts): AttachedLiveTransport {
+  const { door, connections, logger } = parts;
+  const open = new Set<Response>();
+  let draining = false;
   let nextOperation = 0;
 
-  // graphql-sse types a context as a plain record; ours is the admitted operation's own.
-  const handler = createHandler<ExpressRequest, Stream, Record<PropertyKey, unknown>>({
-    subscribe: async (args) => stoppable(await subscribeWithEventContexts(args)),
-    async authenticate(req) {
-      const stream = req.context;
-      const connection = await door.connect({
-        credentials: {
-          authorization: req.headers.get('authorization') ?? undefined,
-          apiKey: req.headers.get('x-api-key') ?? undefined,
-        },
-        address: options.addressOf(req.raw),
-        kind: 'live',
+  /** One request: the door's connect and admission, then the stream of its results. */
+  const serve = async (req: Request, res: Response): Promise<void> => {
+    if (req.get('accept') !== 'text/event-stream') {
+      res.status(406).json({
+        errors: [
+          {
+            message:
+              'GraphQL over SSE is served in distinct connections mode: send one subscription per request with "Accept: text/event-stream".',
+            extensions: { code: 'BAD_REQUEST' },
+          },
+        ],
       });
-      if (isRefusal(connection)) {
-        logger.info('refused an SSE connection', { refused: connection.refused });
-        return answerOf(connection);
+      return;
+    }
+    if (draining) {
+      sendRefusal(res, refuse('shutting-down', 'The server is shutting down.'));
+      return;
+    }
+    const connection = await door.connect({
+      credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
+      address: parts.addressOf(req),
+      kind: 'live',
+    });
+    if (isRefusal(connection)) {
+      logger.info(`refused an ${SSE_TRANSPORT.name} connection`, { refused: connection.refused });
+      sendRefusal(res, connection);
+      return;
+    }
+    const request = operationRequestOf(req);
+    if (isRefusal(request)) {
+      sendRefusal(res, request);
+      return;
+    }
+    const resumeAfter = lastEventIdOf(req);
+    if (isRefusal(resumeAfter)) {
+      sendRefusal(res, resumeAfter);
+      return;
+    }
+    // Once the token expires the subscription ends with an UNAUTHENTICATED error, which completes
+    // the stream; a response still open after a grace is ended.
+    const live = connections.open(connection, () => {
+      setTimeout(() => {
+        if (!res.writableEnded) res.end();
+      }, EXPIRY_GRACE_MS).unref();
+    });
+    open.add(res);
+    res.once('close', () => {
+      open.delete(res);
+      live.close();
+    });
+    nextOperation += 1;
+    const operation = await live.admit(String(nextOperation), request, () => isWritable(res), resumeAfter);
+    if (isRefusal(operation)) {
+      sendRefusal(res, operation);
+      return;
+    }
+    await stream(res, operation, parts);
+  };
+
+  parts.routes.use(SSE_PATH, (req, res, next) => {
+    serve(req, res).catch((error: unknown) => {
+      if (!res.headersSent) next(error);
+      else {
+        logger.error('an SSE stream failed', { error });
+        res.destroy();
       }
-      // Once the token expires the subscription ends with an UNAUTHENTICATED error, which
-      // completes the stream; a response still open after a grace is ended.
-      stream.live = connections.open(connection, () => {
-        setTimeout(() => {
-          if (!stream.res.writableEnded) stream.res.end();
-        }, EXPIRY_GRACE_MS).unref();
-      });
-      stream.res.once('close', () => stream.live?.close());
-      // graphql-sse asks for a token of "single connection mode"; with none it runs the
-      // request as its own stream (distinct connections mode), the only one served here.
-      return '';
-    },
-    async onSubscribe(req, params) {
-      const stream = req.context;
-      if (stream.live === undefined) return answerOf(refuse('unauthenticated', 'Unauthorized'));
-      const request: OperationRequest = {
-        ...params,
-        variables: withLastEventId(params.variables, req.headers.get('last-event-id')),
-      };
-      nextOperation += 1;
-      const operation = await stream.live.admit(
-        String(nextOperation),
-        request,
-        () => !stream.res.writableEnded,
-      );
-      if (isRefusal(operation)) return answerOf(operation);
-      stream.operation = operation;
-      return operation.args as typeof operation.args & { contextValue: Record<PropertyKey, unknown> };
-    },
-    // Told once the operation listens (its queue subscribed, any replay read).
-    onOperation: (_context, req) => {
-      req.context.operation?.started();
-    },
-    // The same formatting as HTTP and graphql-ws: no internal message leaks here either.
-    // (graphql-sse types errors as GraphQLError, but serialises whatever it is given.)
-    onNext: (_context, _req, result) =>
-      result.errors === undefined
-        ? undefined
-        : ({
-            ...result,
-            errors: result.errors.map((error) => options.formatError(error.toJSON(), error)),
-          } as unknown as ExecutionResult),
-    onComplete: (_context, req) => {
-      req.context.operation?.completed();
-      req.context.live?.close();
-    },
+    });
   });
 
-  return async (req, res, next) => {
-    try {
-      if (req.get('accept') !== 'text/event-stream') {
-        res.status(406).json({
-          errors: [
-            {
-              message:
-                'GraphQL over SSE is served in distinct connections mode: send one subscription per request with "Accept: text/event-stream".',
-              extensions: { code: 'BAD_REQUEST' },
-            },
-          ],
-        });
-        return;
-      }
-      const stream: Stream = { res };
-      const [body, init] = await handler({
-        method: req.method,
-        url: req.originalUrl,
-        headers: { get: (name) => req.get(name) },
-        body: (req.body as Record<string, unknown> | undefined) ?? null,
-        raw: req,
-        context: stream,
-      });
-      res.writeHead(init.status, init.headers);
-      if (body === null || typeof body === 'string') {
-        res.end(body ?? undefined);
-        return;
-      }
-      const stop = () => void body.return(undefined);
-      res.once('close', stop);
-      for await (const message of body) {
-        if (res.writableEnded || res.destroyed) break;
-        res.write(withEventId(message));
-      }
-      res.off('close', stop);
-      res.end();
-    } catch (error) {
-      if (res.headersSent) res.end();
-      else next(error);
-    }
+  return {
+    activeConnections: () => open.size,
+    async drain(timeoutMs) {
+      draining = true;
+      // The events runtime has ended every queue: each stream writes its last results and
+      // `complete`, then ends. A reader that stopped reading cannot take them: it is cut.
+      await connections.emptied(timeoutMs);
+      for (const res of open) res.destroy();
+      logger.info(`${SSE_TRANSPORT.name} drained`, { unfinished: connections.running() });
+    },
   };
 }
 
 /**
- * `result` as graphql-sse stops a stream when its client goes: it calls `return()` only on what
- * looks like an async generator (with a `throw` too), and would otherwise keep the subscription
- * listening after the response closed. Our streams stop on `return()`; `throw()` does the same.
+ * Streams an admitted operation's results to `res`, one at a time: the next result is pulled only
+ * once the previous one has left for the socket, so a reader that stops reading stops the pulls
+ * and its events wait (bounded) in its subscriber queue.
  */
-function stoppable(result: Awaited<ReturnType<typeof subscribeWithEventContexts>>): OperationResult {
-  if (!(Symbol.asyncIterator in result) || 'throw' in result) return result;
-  const iterator = result;
-  return Object.assign(iterator, {
-    throw: async (): Promise<IteratorResult<ExecutionResult>> =>
-      (await iterator.return?.()) ?? { value: undefined, done: true },
-  }) as OperationResult;
-}
-
-/** The refusal table's HTTP answer, as graphql-sse returns a response. */
-function answerOf(
-  refusal: Refusal,
-): [string, { status: number; statusText: string; headers: Record<string, string> }] {
-  const answer = httpAnswerOf(refusal);
-  return [answer.body, { status: answer.status, statusText: '', headers: answer.headers }];
-}
-
-/**
- * The operation's variables with `after` set to the `Last-Event-ID` the client sent, unless it
- * set `after` itself. The document uses it where it declares `$after` (and passes it to a
- * subscription field's `after`); a value that is not a cursor's shape is left to that field,
- * which refuses it as it refuses any malformed cursor.
- */
-function withLastEventId(
-  variables: Record<string, unknown> | null | undefined,
-  lastEventId: string | null | undefined,
-): Record<string, unknown> | undefined {
-  if (lastEventId == null || lastEventId === '') return variables ?? undefined;
-  if (variables?.after !== undefined && variables.after !== null) return variables;
-  return { ...variables, after: lastEventId };
-}
-
-/**
- * `message` with an SSE `id` line when it is a `next` carrying an event's cursor (the root field's
- * `cursor`, when the document selects it), so `EventSource` sends it back as `Last-Event-ID`.
- */
-function withEventId(message: string): string {
-  const prefix = 'event: next\ndata: ';
-  if (!message.startsWith(prefix)) return message;
+async function stream(res: Response, operation: LiveOperation, parts: LiveTransportParts): Promise<void> {
+  let result: Awaited<ReturnType<typeof subscribeWithEventContexts>>;
   try {
-    const result = JSON.parse(message.slice(prefix.length)) as { data?: Record<string, unknown> | null };
-    const root = result.data == null ? undefined : Object.values(result.data)[0];
-    const cursor = (root as { cursor?: unknown } | null | undefined)?.cursor;
-    return typeof cursor === 'string' && isCursor(cursor) ? `id: ${cursor}\n${message}` : message;
-  } catch {
-    return message;
+    result = await subscribeWithEventContexts(operation.args);
+  } catch (error) {
+    operation.completed();
+    throw error;
   }
+  const results: AsyncIterator<ExecutionResult> =
+    Symbol.asyncIterator in result ? result[Symbol.asyncIterator]() : once(result);
+  res.writeHead(200, STREAM_HEADERS);
+  // A first byte: some browsers (Firefox, Safari) wait for one before they report the stream open.
+  res.write(':\n\n');
+  // Told once the operation listens (its queue subscribed, any replay read).
+  operation.started();
+  const keepAlive = setInterval(() => {
+    // A stalled reader gets no comment lines on top of what it already does not read.
+    if (!res.writableNeedDrain) res.write(':\n\n');
+  }, KEEP_ALIVE_MS);
+  // A client that goes stops the subscription at once, even while a result is awaited.
+  const stop = (): void => void results.return?.();
+  res.once('close', stop);
+  try {
+    for (let step = await results.next(); step.done !== true; step = await results.next()) {
+      if (!(await send(res, nextMessage(step.value, parts)))) break;
+    }
+    await send(res, 'event: complete\ndata:\n\n');
+  } finally {
+    clearInterval(keepAlive);
+    res.off('close', stop);
+    if (!isWritable(res)) await results.return?.();
+    operation.completed();
+    res.end();
+  }
+}
+
+/** A `next` message: the event's cursor as its SSE `id` when the result was made from one. */
+function nextMessage(result: ExecutionResult, parts: LiveTransportParts): string {
+  const cursor = cursorOf(result);
+  // The same formatting as HTTP and graphql-ws: no internal message leaks here either.
+  const formatted =
+    result.errors === undefined
+      ? result
+      : { ...result, errors: result.errors.map((error) => parts.formatError(error.toJSON(), error)) };
+  const id = cursor === undefined ? '' : `id: ${cursor}\n`;
+  return `${id}event: next\ndata: ${JSON.stringify(formatted)}\n\n`;
+}
+
+/**
+ * Writes `message`, then waits until the socket has taken it (`drain`) when the response's buffer
+ * is full; false once the response is closed (nothing more can be written).
+ */
+async function send(res: Response, message: string): Promise<boolean> {
+  if (!isWritable(res)) return false;
+  if (res.write(message)) return true;
+  return new Promise((resolve) => {
+    const settle = (written: boolean) => () => {
+      res.off('drain', drained);
+      res.off('close', closed);
+      resolve(written);
+    };
+    const drained = settle(true);
+    const closed = settle(false);
+    res.once('drain', drained);
+    res.once('close', closed);
+  });
+}
+
+function isWritable(res: Response): boolean {
+  return !res.writableEnded && !res.destroyed;
+}
+
+/** One result as an iterator (a subscription refused when it started: a scope, a cursor). */
+function once(result: ExecutionResult): AsyncIterator<ExecutionResult> {
+  let done = false;
+  return {
+    next: async () => {
+      if (done) return { done: true, value: undefined };
+      done = true;
+      return { done: false, value: result };
+    },
+  };
+}
+
+/**
+ * The operation as graphql-sse clients send it: a GET's `query`, `operationName`, `variables` and
+ * `extensions` in the URL (the last two as JSON), or a POST's JSON body (which may name a trusted
+ * document by `documentId` instead). The door refuses a request that names no operation.
+ */
+function operationRequestOf(req: Request): OperationRequest | Refusal {
+  let params: Record<string, unknown>;
+  if (req.method === 'GET') {
+    const search = new URLSearchParams(req.originalUrl.split('?', 2)[1] ?? '');
+    try {
+      params = {
+        query: search.get('query') ?? undefined,
+        documentId: search.get('documentId') ?? undefined,
+        operationName: search.get('operationName') ?? undefined,
+        variables: jsonParam(search.get('variables')),
+        extensions: jsonParam(search.get('extensions')),
+      };
+    } catch {
+      return refuse('parse-failed', 'The URL\'s "variables" or "extensions" is not JSON.');
+    }
+  } else if (req.method === 'POST' && isRecord(req.body)) {
+    params = req.body;
+  } else {
+    return refuse('parse-failed', 'Send the operation in a POST with a JSON object body, or in a GET URL.');
+  }
+  const { query, documentId, id, operationName, variables, extensions } = params;
+  if (query != null && typeof query !== 'string') return refuse('parse-failed', '"query" must be a string.');
+  if (operationName != null && typeof operationName !== 'string') {
+    return refuse('parse-failed', '"operationName" must be a string.');
+  }
+  if (variables != null && !isRecord(variables))
+    return refuse('parse-failed', '"variables" must be an object.');
+  if (extensions != null && !isRecord(extensions)) {
+    return refuse('parse-failed', '"extensions" must be an object.');
+  }
+  return { query, documentId, id, operationName, variables, extensions };
+}
+
+/** The `Last-Event-ID` the client sent back (a cursor this API gave it), or why it is refused. */
+function lastEventIdOf(req: Request): string | undefined | Refusal {
+  const value = req.get('last-event-id');
+  if (value === undefined || value === '') return undefined;
+  if (isCursor(value)) return value;
+  return refuse(
+    'bad-input',
+    `"Last-Event-ID" must be a cursor this API sent as an event's id, got ${JSON.stringify(value.slice(0, 64))}.`,
+  );
+}
+
+function jsonParam(value: string | null): unknown {
+  return value === null || value === '' ? undefined : JSON.parse(value);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -9,19 +9,20 @@ import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
-  ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
 import type { Door } from '../edge/door.ts';
+import type { OperationRecorder } from '../edge/operation-record.ts';
 import { createDoorPlugin } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import type { LifecycleEmitter } from '../observability/lifecycle.ts';
 import { createLifecyclePlugin } from '../observability/lifecycle-plugin.ts';
 import { createOperationLoggingPlugin } from '../observability/operation-logging-plugin.ts';
+import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
 import { createJsonStatusPlugin } from './json-status-plugin.ts';
 import { createNoStorePlugin } from './no-store-plugin.ts';
 
@@ -32,6 +33,8 @@ export interface ApolloServerOptions {
   door: Door;
   logger: Logger;
   lifecycle: LifecycleEmitter;
+  /** The one operation recorder of every transport: it writes each operation's `graphql operation` line. */
+  record: OperationRecorder;
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** Plugins of other parts (metrics, the audit trail, the events runtime's drain). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
@@ -70,7 +73,8 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         httpServer: options.httpServer,
         stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
       }),
-      ApolloServerPluginInlineTraceDisabled(),
+      // Field timings (`ftv1`) for a gateway-role token that asks, never for any caller's header.
+      createGatewayInlineTracePlugin(),
       // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
       ApolloServerPluginCacheControlDisabled(),
       createNoStorePlugin(),
@@ -79,7 +83,7 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         : ApolloServerPluginLandingPageDisabled(),
       createDoorPlugin(door, { maxCost: config.queryLimits.maxCost }),
       createJsonStatusPlugin<GraphContext>(),
-      createOperationLoggingPlugin<GraphContext>(options.logger),
+      createOperationLoggingPlugin<GraphContext>(options.logger, (line) => options.record.line(line)),
       createLifecyclePlugin<GraphContext>(options.lifecycle),
       ...options.plugins,
     ],

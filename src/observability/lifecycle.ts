@@ -68,6 +68,11 @@ export interface WebhookEventPublished {
   readonly customerId: string | null;
 }
 
+/** A step of the door's admission order (src/edge/door.ts `ADMISSION_ORDER`) that an operation took. */
+export interface AdmissionStepTaken {
+  readonly step: string;
+}
+
 /** Every lifecycle event by name, with its message. */
 export interface LifecycleEvents {
   operationStarted: OperationStarted;
@@ -75,6 +80,7 @@ export interface LifecycleEvents {
   subscriptionStarted: SubscriptionStarted;
   subscriptionCompleted: SubscriptionCompleted;
   webhookEventPublished: WebhookEventPublished;
+  admissionStep: AdmissionStepTaken;
 }
 
 export type LifecycleEventName = keyof LifecycleEvents;

@@ -20,11 +20,19 @@ export const UNKNOWN_OPERATION = 'unknown';
 /** Operation type label: a GraphQL operation type, or `unknown` before one is known. */
 export type OperationTypeLabel = 'query' | 'mutation' | 'subscription' | 'unknown';
 
+/** One live transport's numbers at a scrape. */
+export interface LiveTransportNumbers {
+  /** The transport's name (`graphql-ws`, `sse` ...): the `transport` label. */
+  readonly transport: string;
+  readonly connections: number;
+  readonly subscriptions: number;
+}
+
 export interface MetricsOptions {
   /** Distinct operation names kept as labels; later new names count as `other`. */
   maxOperationNames: number;
-  /** Live numbers read at each scrape (open graphql-ws sockets, running subscriptions). */
-  live?: () => { connections: number; subscriptions: number };
+  /** Live numbers read at each scrape, per live transport (open connections, running subscriptions). */
+  live?: () => readonly LiveTransportNumbers[];
   /** The event log read at each scrape: its length and this replica's lag, per environment. */
   eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
   /** The upstream response cache's counts, read at each scrape; undefined while it is off. */
@@ -245,20 +253,42 @@ export function createMetrics(options: MetricsOptions): Metrics {
   if (options.responseCache !== undefined) registerResponseCacheMetrics(options.responseCache, registers);
   if (options.live !== undefined) {
     const live = options.live;
+    const ofTransport = (name: string) => live().find((numbers) => numbers.transport === name);
     new Gauge({
-      name: 'facade_graphql_ws_connections',
-      help: 'Open graphql-ws connections.',
+      name: 'facade_live_connections',
+      help: 'Open connections of each live transport (graphql-ws sockets, SSE streams ...).',
+      labelNames: ['transport'],
       registers,
       collect() {
-        this.set(live().connections);
+        this.reset();
+        for (const numbers of live()) this.set({ transport: numbers.transport }, numbers.connections);
+      },
+    });
+    new Gauge({
+      name: 'facade_live_subscriptions',
+      help: 'Running subscriptions of each live transport.',
+      labelNames: ['transport'],
+      registers,
+      collect() {
+        this.reset();
+        for (const numbers of live()) this.set({ transport: numbers.transport }, numbers.subscriptions);
+      },
+    });
+    // The graphql-ws figures under their first names, which dashboards and alerts already read.
+    new Gauge({
+      name: 'facade_graphql_ws_connections',
+      help: 'Open graphql-ws connections (facade_live_connections{transport="graphql-ws"}).',
+      registers,
+      collect() {
+        this.set(ofTransport('graphql-ws')?.connections ?? 0);
       },
     });
     new Gauge({
       name: 'facade_graphql_ws_subscriptions',
-      help: 'Running graphql-ws subscriptions.',
+      help: 'Running graphql-ws subscriptions (facade_live_subscriptions{transport="graphql-ws"}).',
       registers,
       collect() {
-        this.set(live().subscriptions);
+        this.set(ofTransport('graphql-ws')?.subscriptions ?? 0);
       },
     });
   }

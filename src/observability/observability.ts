@@ -13,7 +13,7 @@ import type { Logger } from '../logger.ts';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
 import { createMetricsPlugin, type MeasurableContext } from './metrics-plugin.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
+import { createMetrics, type LiveTransportNumbers, type Metrics } from './metrics.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 /** The path metrics are served at, on whichever port. */
@@ -29,8 +29,8 @@ export interface ObservabilityOptions {
   metrics?: Metrics;
   /** The current trace id, when tracing is on (audit lines carry it). */
   traceId?: () => string | undefined;
-  /** Open graphql-ws connections and running subscriptions, read at each scrape. */
-  live: () => { connections: number; subscriptions: number };
+  /** Each live transport's open connections and running subscriptions, read at each scrape. */
+  live: () => readonly LiveTransportNumbers[];
   /** The event log's length and this replica's lag, read at each scrape. */
   eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
   /** Whether a query is a listed trusted document (its name may become a label). */

@@ -1,6 +1,8 @@
 /**
- * Logs one line per GraphQL operation (name, request id, duration, error codes) and the real cause
- * of every error the client only sees masked. Never logs variables, headers or keys.
+ * Hands the operation recorder (src/edge/operation-record.ts, which writes the one
+ * `graphql operation` line of every transport) each HTTP operation's name, request id, status,
+ * duration and error codes, and logs the real cause of every error the client only sees masked.
+ * Never logs variables, headers or keys.
  */
 import type { ApolloServerPlugin } from '@apollo/server';
 import { isUnexpectedError, toGraphQLError } from '../errors/to-graphql-error.ts';
@@ -11,9 +13,20 @@ export interface LoggableContext {
   readonly upstream: { readonly requestId: string };
 }
 
-/** Builds the operation-logging plugin. */
+/** The `graphql operation` line of one HTTP operation, as the operation recorder writes it. */
+export interface HttpOperationLine {
+  transport: 'http';
+  operationName: string | null;
+  requestId: string;
+  status: number;
+  durationMs: number;
+  errorCodes: unknown[];
+}
+
+/** Builds the operation-logging plugin; `recordLine` is the operation recorder's `line`. */
 export function createOperationLoggingPlugin<TContext extends LoggableContext>(
   logger: Logger,
+  recordLine: (line: HttpOperationLine) => void,
 ): ApolloServerPlugin<TContext> {
   return {
     async requestDidStart() {
@@ -33,7 +46,7 @@ export function createOperationLoggingPlugin<TContext extends LoggableContext>(
           }
         },
         async willSendResponse({ operationName, contextValue, response }) {
-          logger.info('graphql operation', {
+          recordLine({
             transport: 'http',
             operationName: operationName ?? null,
             requestId: contextValue.upstream.requestId,

@@ -106,6 +106,33 @@ describe('fault injection', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(140);
   });
 
+  test('a delay rule holds back only its route, then answers as usual', async () => {
+    await setFaults({ rules: [{ kind: 'delay', route: 'discoverCapabilities', delayMs: 150 }] });
+    const started = performance.now();
+    const slow = await emulator.call('GET', '/v3/capabilities');
+    const slowMs = performance.now() - started;
+    expect(slow.status).toBe(200);
+    expect(slowMs).toBeGreaterThanOrEqual(140);
+    // Another route is not held back: it answers before the delayed one would have.
+    const other = performance.now();
+    expect((await emulator.call('GET', '/v3/customers/cus_acme')).status).toBe(200);
+    expect(performance.now() - other).toBeLessThan(slowMs);
+  });
+
+  test('a delay rule needs delayMs, and no other kind takes one', async () => {
+    const response = await setFaults({ rules: [{ kind: 'delay' }, { kind: 'delay', delayMs: 0 }] });
+    expect(response.status).toBe(400);
+    const byPointer = Object.fromEntries(
+      response.body.errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]),
+    );
+    expect(byPointer).toEqual({ '/rules/0/delayMs': 'required', '/rules/1/delayMs': 'out_of_range' });
+    const misplaced = await setFaults({ rules: [{ kind: 'stall', delayMs: 10 }] });
+    expect(misplaced.status).toBe(400);
+    expect(misplaced.body.errors).toEqual([
+      { pointer: '/rules/0/delayMs', code: 'invalid_value', message: 'Only a delay rule takes delayMs.' },
+    ]);
+  });
+
   test('the configuration reads back, with defaults filled in', async () => {
     await setFaults({ rules: [{ kind: 'stall', route: 'getCustomer' }] });
     const current = await emulator.call('GET', '/_emulator/faults');

@@ -136,7 +136,9 @@ describe('CORS on actual requests', () => {
 
     expect(response.statusCode).toBe(200);
     expect(response.headers['access-control-allow-origin']).toBe('http://localhost:3000');
-    expect(response.headers['access-control-expose-headers']).toBe('retry-after, x-request-id');
+    expect(response.headers['access-control-expose-headers']).toBe(
+      'retry-after, x-request-id, ratelimit, ratelimit-policy',
+    );
     expect(response.headers['vary']).toBe('Origin');
     expect(response.headers['access-control-allow-credentials']).toBeUndefined();
     expect(handled).toBe(1);

@@ -117,7 +117,7 @@ describe('rate limits over HTTP (one replica, in memory)', () => {
       logger,
     });
     expect(await consumeTimes(limits, 'ws-connect', 'ip:192.0.2.1', 3)).toEqual([true, true, false]);
-    expect(await limits.consume('request', 'ip:192.0.2.1')).toEqual({ allowed: true });
+    expect(await limits.consume('request', 'ip:192.0.2.1')).toMatchObject({ allowed: true });
   });
 
   test('switched off, nothing is ever refused', async () => {
@@ -181,7 +181,7 @@ describe('rate limits shared through Redis', () => {
     expect(decisions).toEqual([true, true, true, true, false, false]);
     expect(await replicaB.check('request', 'sub:erin')).toMatchObject({ allowed: false });
     // The other buckets and callers are untouched.
-    expect(await replicaA.consume('request', 'sub:frank')).toEqual({ allowed: true });
+    expect(await replicaA.consume('request', 'sub:frank')).toMatchObject({ allowed: true });
     expect(await replicaB.check('failed-auth', 'ip:198.51.100.7')).toEqual({ allowed: true });
   });
 

@@ -21,6 +21,27 @@ export const TEST_CLIENTS = {
     roles: ['schema-reader'],
     customerIds: [],
   },
+  /** A batch job of `cus_acme`: a client `RATE_LIMIT_BY_CLIENT` can give a small budget. */
+  batchJob: {
+    clientId: 'test-batch-job',
+    clientSecret: 'test-batch-job-secret',
+    roles: [],
+    customerIds: ['cus_acme'],
+  },
+  /** A web app of `cus_acme`: a client `RATE_LIMIT_BY_CLIENT` can give a large budget. */
+  webApp: {
+    clientId: 'test-web-app',
+    clientSecret: 'test-web-app-secret',
+    roles: [],
+    customerIds: ['cus_acme'],
+  },
+  /** A trusted federation gateway acting for `cus_acme`: gets inline traces (`ftv1`) when it asks. */
+  gateway: {
+    clientId: 'test-gateway',
+    clientSecret: 'test-gateway-secret',
+    roles: ['gateway'],
+    customerIds: ['cus_acme'],
+  },
   /** Authenticated, with no customer and no role: may read only what any caller may. */
   nobody: { clientId: 'test-nobody', clientSecret: 'test-nobody-secret', roles: [], customerIds: [] },
 } as const;

@@ -2,12 +2,22 @@
  * Runs a subscription operation once per delivery, each with the context its resource was read
  * with, in place of graphql-js's `subscribe` (which graphql-ws would otherwise call). Subscribers
  * that share an event's context (`shared-event-reads.ts`: the same group and the same operation)
- * share its execution too, kept by the shared reads: one result, sent to each of them.
+ * share its execution too, kept by the shared reads: one result, sent to each of them. Each result
+ * of a change carries its place in the event log beside it ({@link cursorOf}), not inside the data:
+ * a transport that can resume (SSE's `id:`) sends it whatever the document selected.
  */
 import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { LiveGraphContext } from './live-context.ts';
 import type { LiveDelivery } from './live-stream.ts';
 import { pullThrough } from './push-pull-queue.ts';
+
+/** The event-log cursor of each result made from a change (a result shared by subscribers shares it). */
+const cursors = new WeakMap<object, string>();
+
+/** Where `result` sits in the event log: the cursor to resume after, or undefined (an error, a notice). */
+export function cursorOf(result: object): string | undefined {
+  return cursors.get(result);
+}
 
 /**
  * graphql-js's `subscribe`, except that each event runs with its own context: the one its
@@ -32,6 +42,10 @@ export async function subscribeWithEventContexts(
         }),
       );
     if (!isChange(delivery)) return run();
+    const withCursor = (result: ExecutionResult): ExecutionResult => {
+      cursors.set(result, delivery.cursor);
+      return result;
+    };
     const live = (args.contextValue as Partial<LiveGraphContext> | undefined)?.live;
     // A replayed change runs alone: its context is the subscriber's own, shared by all its replays.
     const shared = () =>
@@ -39,7 +53,7 @@ export async function subscribeWithEventContexts(
         ? run()
         : live.sharedExecution(delivery.context, run);
     // With tracing on, the execution (nested reads included) is the end of the delivery's span.
-    return delivery.traced?.finish(shared) ?? shared();
+    return (delivery.traced?.finish(shared) ?? shared()).then(withCursor);
   });
 }
 

@@ -49,12 +49,17 @@ export interface LiveSessionsOptions {
 export interface LiveSessions {
   /** The subscriber of a connection admitted for `caller` (with its own key, if any). */
   subscriber(caller: Caller, apiKey: string | undefined, environment: PlatformEnvironment): LiveSubscriber;
-  /** The live session of one subscription of `subscriber` running `args`. */
+  /**
+   * The live session of one subscription of `subscriber` running `args`. `resumeAfter`: a cursor
+   * the transport carried beside the document (SSE's `Last-Event-ID`); a queue the document opens
+   * without an `after` of its own resumes after it.
+   */
   session(
     subscriber: LiveSubscriber,
     args: Pick<ExecutionArgs, 'document' | 'operationName' | 'variableValues'>,
     contexts: SubscriptionContexts,
     operationName: string | undefined,
+    resumeAfter?: string,
   ): LiveSession;
   /** Ends `subscriber`'s queues with an UNAUTHENTICATED error; resolves once they have ended. */
   revoke(subscriber: LiveSubscriber, timeoutMs: number): Promise<void>;
@@ -75,7 +80,7 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       queues: new AwaitableSet(),
     }),
 
-    session(subscriber, args, contexts, operationName) {
+    session(subscriber, args, contexts, operationName, resumeAfter) {
       const { caller, readGroup } = subscriber;
       // Only the same operation of the same group shares an event's context (and its execution):
       // the context's call and retry budgets are one operation's, which another document's reads
@@ -89,7 +94,8 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       const { watchCustomer } = options;
       return {
         environment: subscriber.environment,
-        async openQueue(accept, after) {
+        async openQueue(accept, afterArgument) {
+          const after = afterArgument ?? resumeAfter;
           const queue = await openSubscriberQueue({
             log: options.log,
             ...(after === undefined ? {} : { after }),

@@ -18,6 +18,12 @@ export type LiveDelivery =
       kind: 'change';
       context: GraphContext;
       payload: unknown;
+      /**
+       * Where the change sits in the event log: the live event's cursor, or where the queue began
+       * listening for a replayed change. It travels beside the result (an SSE `id`), whatever the
+       * document selects.
+       */
+      cursor: string;
       /** The live event it came from; absent for a replayed change (its context is the subscriber's own). */
       eventId?: string;
       traced?: DeliveryTrace;
@@ -109,7 +115,7 @@ export async function openLiveStream<P>(
     }
     changes.sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt));
     for (const change of changes) {
-      replayed.push({ kind: 'change', context, payload: change.payload });
+      replayed.push({ kind: 'change', context, payload: change.payload, cursor: queue.position });
       const at = Date.parse(change.updatedAt);
       replayedUpTo.set(change.resourceId, Math.max(at, replayedUpTo.get(change.resourceId) ?? at));
     }
@@ -143,9 +149,8 @@ export async function openLiveStream<P>(
       }
       live.observer?.delivered(event);
       if (item.replayed) live.observer?.replayed?.();
-      return traced === undefined
-        ? { kind: 'change', context, payload, eventId: event.id }
-        : { kind: 'change', context, payload, eventId: event.id, traced };
+      const change = { kind: 'change', context, payload, cursor: item.cursor, eventId: event.id } as const;
+      return traced === undefined ? change : { ...change, traced };
     },
     { first: replayed, onDone: unwatch },
   );

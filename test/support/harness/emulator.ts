@@ -29,9 +29,11 @@ export interface FaultSpec {
   latency?: { fixedMs: number; jitterMs: number };
   rules?: {
     route?: string;
-    kind: 'internal_error' | 'request_failed' | 'reset' | 'stall';
-    rate: number;
+    kind: 'internal_error' | 'request_failed' | 'reset' | 'stall' | 'delay';
+    rate?: number;
     times?: number;
+    /** For `delay`: how long the answer is held back. */
+    delayMs?: number;
   }[];
 }
 

@@ -1,0 +1,115 @@
+/**
+ * The live wing of the door: the one set of live transports (graphql-ws, GraphQL over SSE ...).
+ * A live transport is a kind, `{ rules, attach }`: its rules say what it serves and how it is named
+ * (in refusals, logs and metrics); `attach` mounts it with the same parts as every other (the door,
+ * the schema, its own {@link LiveConnections}, the client's address, the error formatting, a
+ * logger, the http.Server and the routes under `/graphql`). The wing counts every transport's
+ * connections and subscriptions (labelled by transport) and drains them all at shutdown, so the
+ * next transport is one more entry in the list, not one more copy in createApp.
+ */
+import type { IncomingMessage, Server as HttpServer } from 'node:http';
+import express, { type Router } from 'express';
+import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import type { LiveSessions } from '../events/delivery/live-sessions.ts';
+import type { Logger } from '../logger.ts';
+import type { Door, TransportRules } from './door.ts';
+import {
+  createLiveConnections,
+  type LiveConnections,
+  type LiveConnectionsOptions,
+} from './live-connections.ts';
+
+/** What every live transport is given when it is attached: the same parts for each. */
+export interface LiveTransportParts {
+  door: Door;
+  schema: GraphQLSchema;
+  /** The live side of the connections this transport admits, built for its rules. */
+  connections: LiveConnections;
+  /** The facade's server (for transports that upgrade a request). */
+  httpServer: HttpServer;
+  /** Mounted before HTTP's `/graphql`, after CORS and the JSON body parser (for transports over requests). */
+  routes: Router;
+  /** The client's address (`TRUST_PROXY` applied). */
+  addressOf(request: IncomingMessage): string;
+  /** The facade's error formatting (the same as HTTP's): upstream problems kept, the unexpected masked. */
+  formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
+  /** A logger naming the transport. */
+  logger: Logger;
+}
+
+/** A transport once attached. */
+export interface AttachedLiveTransport {
+  /** Connections (sockets, streams) open now. */
+  activeConnections(): number;
+  /**
+   * Stops taking connections, ends what is still open once its subscriptions completed (the events
+   * runtime ends every queue first), within `timeoutMs`.
+   */
+  drain(timeoutMs: number): Promise<void>;
+}
+
+/** One kind of live transport. */
+export interface LiveTransport {
+  readonly rules: TransportRules;
+  attach(parts: LiveTransportParts): AttachedLiveTransport;
+}
+
+/** What the gauges read for one transport at each scrape. */
+export interface LiveTransportStats {
+  readonly transport: string;
+  readonly connections: number;
+  readonly subscriptions: number;
+}
+
+/** Parts the wing shares between its transports. */
+export interface LiveWingOptions
+  extends
+    Pick<LiveConnectionsOptions, 'door' | 'schema' | 'record' | 'createContext'>,
+    Omit<LiveTransportParts, 'connections' | 'routes'> {
+  live: LiveSessions;
+  /** The live transports, in the order they are mounted. */
+  transports: readonly LiveTransport[];
+}
+
+/** The live transports of one app. */
+export interface LiveWing {
+  /** Every request-based transport's routes: mount after CORS and JSON on `/graphql`, before HTTP's. */
+  readonly routes: Router;
+  /** Each transport's open connections and running subscriptions. */
+  stats(): LiveTransportStats[];
+  /** Drains every transport at once; resolves when all are done, or after `timeoutMs`. */
+  drain(timeoutMs?: number): Promise<void>;
+}
+
+/** How long a shutdown waits for live subscriptions to complete before their connections are cut. */
+const DRAIN_TIMEOUT_MS = 5_000;
+
+export function createLiveWing(options: LiveWingOptions): LiveWing {
+  const routes = express.Router();
+  const attached = options.transports.map((transport) => {
+    const connections = createLiveConnections(transport.rules, options);
+    const endpoint = transport.attach({
+      door: options.door,
+      schema: options.schema,
+      connections,
+      httpServer: options.httpServer,
+      routes,
+      addressOf: options.addressOf,
+      formatError: options.formatError,
+      logger: options.logger.child({ component: transport.rules.name }),
+    });
+    return { transport, connections, endpoint };
+  });
+  return {
+    routes,
+    stats: () =>
+      attached.map(({ transport, connections, endpoint }) => ({
+        transport: transport.rules.name,
+        connections: endpoint.activeConnections(),
+        subscriptions: connections.running(),
+      })),
+    async drain(timeoutMs = DRAIN_TIMEOUT_MS) {
+      await Promise.all(attached.map(({ endpoint }) => endpoint.drain(timeoutMs)));
+    },
+  };
+}

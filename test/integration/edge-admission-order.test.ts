@@ -1,0 +1,144 @@
+/**
+ * One admission order: every transport takes the door's steps as src/edge/door.ts declares them
+ * (`ADMISSION_ORDER`), HTTP included, where Apollo Server parses and validates with the door's
+ * options. Each step reports itself through `app.lifecycle` (`admissionStep`); each transport's
+ * record is pinned to the declared list, and a document over a parse or a validation limit reads
+ * the same over HTTP (Apollo's parser and rules) as over SSE (the door's own).
+ */
+import { describe, expect, test } from 'vitest';
+import { admissionStepsOf } from '../../src/edge/door.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { tokenFor } from '../support/tokens.ts';
+
+const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
+
+const SUBSCRIPTION = `subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId } }`;
+
+/** The steps the door reports while `run` runs. */
+async function stepsOf(run: () => Promise<void>): Promise<string[]> {
+  const steps: string[] = [];
+  const stop = stack.app.lifecycle.on('admissionStep', ({ step }) => steps.push(step));
+  try {
+    await run();
+  } finally {
+    stop();
+  }
+  return steps;
+}
+
+const operator = async () => ({ authorization: `Bearer ${await tokenFor('operator')}` });
+
+async function postHttp(query: string): Promise<{ status: number; body: { errors?: unknown[] } }> {
+  const response = await fetch(stack.graphqlUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(await operator()) },
+    body: JSON.stringify({ query }),
+  });
+  return { status: response.status, body: (await response.json()) as { errors?: unknown[] } };
+}
+
+/** Opens an SSE stream for `query`: its status, and its JSON body when it is not a stream. */
+async function openSse(query: string): Promise<{ status: number; body?: unknown; close(): void }> {
+  const abort = new AbortController();
+  const response = await fetch(`${stack.facadeUrl}/graphql/stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(await operator()) },
+    body: JSON.stringify({ query }),
+    signal: abort.signal,
+  });
+  const streaming = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+  return {
+    status: response.status,
+    ...(streaming ? {} : { body: await response.json() }),
+    close: () => abort.abort(),
+  };
+}
+
+const firstError = (body: unknown) => {
+  const [error] = (body as { errors: { message: string; extensions: { code: string } }[] }).errors;
+  return { message: error!.message, code: error!.extensions.code };
+};
+
+describe('the door’s one admission order', () => {
+  test('HTTP takes the declared steps of a request, a kept document included', async () => {
+    const expected = admissionStepsOf('request');
+    expect(expected).toEqual([
+      'connect',
+      'operation-budget',
+      'trusted-document',
+      'parse',
+      'validate',
+      'operation-checks',
+    ]);
+    const query = '{ customer(id: "cus_acme") { id } }';
+    for (let run = 0; run < 2; run += 1) {
+      const steps = await stepsOf(async () => {
+        expect((await postHttp(query)).status).toBe(200);
+      });
+      expect(steps).toEqual(expected);
+    }
+  });
+
+  test('graphql-ws and SSE take the declared steps of a live connection', async () => {
+    const expected = admissionStepsOf('live');
+    expect(expected).toEqual([
+      'connect',
+      'hold',
+      'credential-current',
+      'operation-budget',
+      'trusted-document',
+      'parse',
+      'validate',
+      'operation-checks',
+    ]);
+    let subscription: { stop(): void } | undefined;
+    const overWebSocket = await stepsOf(async () => {
+      subscription = stack
+        .connect({ authorization: (await operator()).authorization })
+        .subscribe(SUBSCRIPTION);
+      await stack.subscriptionsStarted(1);
+    });
+    expect(overWebSocket).toEqual(expected);
+    subscription?.stop();
+    await stack.subscriptionsCompleted(1);
+
+    let stream: { status: number; close(): void } | undefined;
+    const overSse = await stepsOf(async () => {
+      stream = await openSse(SUBSCRIPTION);
+      await stack.subscriptionsStarted(1);
+    });
+    expect(stream?.status).toBe(200);
+    expect(overSse).toEqual(expected);
+    stream?.close();
+    await stack.subscriptionsCompleted(1);
+  });
+
+  test('a refusal stops the order at its step: a query over SSE is refused after validation, nothing run', async () => {
+    await stack.resetUpstreamCalls();
+    let answer: { status: number; body?: unknown } | undefined;
+    const steps = await stepsOf(async () => {
+      answer = await openSse('{ customer(id: "cus_acme") { id } }');
+    });
+    expect(answer?.status).toBe(400);
+    expect(firstError(answer?.body).code).toBe('BAD_REQUEST');
+    expect(steps).toEqual(admissionStepsOf('live'));
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
+  test('Apollo parses and validates HTTP operations with the door’s options: the same answers as over SSE', async () => {
+    const { maxTokens } = stack.config.queryLimits;
+    const tooLong = `{ ${'__typename '.repeat(maxTokens + 1)}}`;
+    // Deeper than QUERY_MAX_DEPTH, however connections are counted.
+    const levels = stack.config.queryLimits.maxDepth + 1;
+    const tooDeep = `{ customer(id: "cus_acme") { ${'accounts { nodes { customer { '.repeat(levels)}id${' } } }'.repeat(levels)} } }`;
+    for (const document of [tooLong, tooDeep]) {
+      const overHttp = await postHttp(document);
+      const overSse = await openSse(document);
+      // (Apollo answers `application/json` requests 200 with the errors; the door's table, 400.)
+      expect(overSse.status).toBe(400);
+      expect(firstError(overHttp.body)).toEqual(firstError(overSse.body));
+    }
+    expect(firstError((await postHttp(tooLong)).body).code).toBe('GRAPHQL_PARSE_FAILED');
+    expect(firstError((await postHttp(tooDeep)).body).code).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+});
