@@ -11,6 +11,7 @@ import { readAllPages } from '../../upstream/all-pages.ts';
 import { listCapabilities } from '../../upstream/capabilities.ts';
 import type { UpstreamClient } from '../../upstream/client.ts';
 import { createUpstreamContext, type UpstreamContext } from '../../upstream/context.ts';
+import type { UpstreamKey } from '../../upstream/credentials.ts';
 import { getCustomer } from '../../upstream/customers.ts';
 import type { KeyEnvironments } from '../../upstream/key-environments.ts';
 import { listTransfers } from '../../upstream/money-movement.ts';
@@ -52,7 +53,7 @@ export interface ReconcilerOptions {
   state: ReconcileState;
   upstreamClient: UpstreamClient;
   /** The facade's own key: the reconciler reads with it, so it reconciles that key's environment. */
-  apiKey: string;
+  apiKey: UpstreamKey;
   keyEnvironments: KeyEnvironments;
   intervalSeconds: number;
   graceSeconds: number;
