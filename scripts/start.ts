@@ -87,11 +87,14 @@ try {
     const emulator = createEmulator({ data: 'demo' });
     const { url } = await emulator.listen(0, '127.0.0.1');
     stops.push(() => emulator.close());
-    if (env.UPSTREAM_API_KEY !== undefined) {
-      logger.warn('UPSTREAM_API_KEY is ignored: without UPSTREAM_BASE_URL the in-process emulator is used');
+    if (env.UPSTREAM_API_KEY !== undefined || env.UPSTREAM_API_KEY_FILE !== undefined) {
+      logger.warn(
+        'UPSTREAM_API_KEY and UPSTREAM_API_KEY_FILE are ignored: without UPSTREAM_BASE_URL the in-process emulator is used',
+      );
     }
     env.UPSTREAM_BASE_URL = url;
     env.UPSTREAM_API_KEY = EMULATOR_SANDBOX_KEY;
+    delete env.UPSTREAM_API_KEY_FILE;
     // The embedded emulator can reach the facade's loopback address: register it for webhooks.
     env.WEBHOOK_REGISTER ??= 'true';
     logger.info('upstream: in-process emulator with demo data', { upstream: url });

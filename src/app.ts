@@ -39,7 +39,8 @@ import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
 import { createUpstreamClient } from './upstream/client.ts';
 import type { ResponseCache } from './upstream/response-cache.ts';
-import { createKeyEnvironments } from './upstream/key-environments.ts';
+import { createKeyEnvironments, probeKey } from './upstream/key-environments.ts';
+import { createKeySource, type KeyReload } from './upstream/key-source.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
 export interface AppDependencies {
@@ -76,6 +77,13 @@ export interface App {
    * undefined when no manifest is configured. Never rejects.
    */
   reloadTrustedDocuments(): Promise<{ ok: true; size: number } | { ok: false; problem: string } | undefined>;
+  /**
+   * Reads `UPSTREAM_API_KEY_FILE` again (src/main.ts does on SIGHUP; a change in the file's
+   * directory does too): a new key the upstream accepts is used from the next attempt of every
+   * call; anything else keeps the current key and logs why. Answers `fixed` when the key came from
+   * `UPSTREAM_API_KEY`. Never rejects.
+   */
+  reloadUpstreamKey(): Promise<KeyReload>;
   /** Stops accepting requests, lets in-flight ones finish, then closes upstream connections. */
   close(): Promise<void>;
 }
@@ -93,7 +101,9 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // cannot be, before anything starts.
   if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
-  const { tracing, logger } = await createTracingAndLogger(config, deps.logger);
+  // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
+  const redactedKeys: string[] = [config.upstream.apiKey];
+  const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
     listenHost: config.host,
@@ -105,10 +115,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
   const observability = createObservability({
     config: config.metrics,
-    configuredApiKey: config.upstream.apiKey,
     auditLogger:
-      deps.auditLogger ??
-      createLogger({ level: 'info', redact: [config.upstream.apiKey] }).child({ log: 'audit' }),
+      deps.auditLogger ?? createLogger({ level: 'info', redact: redactedKeys }).child({ log: 'audit' }),
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
     live: () => live.stats(),
@@ -126,7 +134,18 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   });
   const schema = deps.schema ?? createSchema();
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
-  const keyEnvironments = createKeyEnvironments(upstreamClient, config.upstream.apiKey);
+  // The facade's own key: what every call without a caller's key reads at each attempt.
+  const upstreamKey = createKeySource({
+    name: 'UPSTREAM_API_KEY',
+    initial: config.upstream.apiKey,
+    file: config.upstream.apiKeyFile,
+    check: (apiKey) => probeKey(upstreamClient, apiKey),
+    logger,
+    onKey: (apiKey) => {
+      if (!redactedKeys.includes(apiKey)) redactedKeys.push(apiKey);
+    },
+  });
+  const keyEnvironments = createKeyEnvironments(upstreamClient, upstreamKey);
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
@@ -140,7 +159,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   const { door } = edge;
   const events = createEventsRuntime({
     config: config.events,
-    defaultApiKey: config.upstream.apiKey,
+    defaultApiKey: upstreamKey,
     keyEnvironments,
     upstreamClient,
     logger,
@@ -175,7 +194,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   });
   const createContext = createOperationContexts({
     upstreamClient,
-    defaultApiKey: config.upstream.apiKey,
+    defaultApiKey: upstreamKey,
     operationTimeoutMs: config.operationTimeoutMs,
     shutdown: shutdown.signal,
   });
@@ -202,7 +221,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     '/readyz',
     handleReadiness({
       client: upstreamClient,
-      apiKey: config.upstream.apiKey,
+      apiKey: upstreamKey,
       logger,
       checkRedis: () => events.checkRedis(),
       cacheMs: config.readinessCacheMs,
@@ -257,16 +276,19 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     responseCache: upstreamClient.cache,
     lifecycle,
     reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
+    reloadUpstreamKey: () => upstreamKey.reload('signal'),
     async listen(port = config.port, host = config.host) {
       const listening = await listenOn(httpServer, port, host);
       const metricsUrl = await observability.listen(host);
       // The webhook endpoint is registered once the facade can receive deliveries.
       await events.start(listening.url);
+      upstreamKey.watch();
       return { ...listening, metricsUrl };
     },
     close() {
       closing ??= (async () => {
         shuttingDown = true;
+        upstreamKey.close();
         const cutOff = setTimeout(
           () => shutdown.abort(new OperationCancellation('shutdown')),
           config.shutdownDrainMs,
@@ -316,7 +338,7 @@ function eventMetrics(
  * Tracing (loaded only when it is on: with it off, nothing of OpenTelemetry is imported) and the
  * logger, whose lines carry the current trace id when tracing is on.
  */
-async function createTracingAndLogger(config: Config, given: Logger | undefined) {
+async function createTracingAndLogger(config: Config, given: Logger | undefined, redact: readonly string[]) {
   const tracing = config.tracing.enabled
     ? (await import('./observability/tracing.ts')).createTracing()
     : undefined;
@@ -331,7 +353,7 @@ async function createTracingAndLogger(config: Config, given: Logger | undefined)
     given ??
     createLogger({
       level: config.logLevel,
-      redact: [config.upstream.apiKey],
+      redact,
       ...(currentTrace === undefined ? {} : { current: currentTrace }),
     });
   if (config.tracing.enabled && !tracingStarted()) {

@@ -7,7 +7,9 @@ import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
 import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
+import { readFileSync } from 'node:fs';
 import { EnvReader, type Env } from './env-reader.ts';
+import { keyOfFileText } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
@@ -165,7 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDrainMs: reader.integer('SHUTDOWN_DRAIN_MS', CONFIG_DEFAULTS.SHUTDOWN_DRAIN_MS, 0, 600_000),
     upstream: {
       baseUrl: readBaseUrl(reader, 'UPSTREAM_BASE_URL'),
-      apiKey: readSecret(reader, 'UPSTREAM_API_KEY'),
+      ...readKey(reader, 'UPSTREAM_API_KEY'),
       connectTimeoutMs: reader.integer(
         'UPSTREAM_CONNECT_TIMEOUT_MS',
         CONFIG_DEFAULTS.UPSTREAM_CONNECT_TIMEOUT_MS,
@@ -279,6 +281,35 @@ function readBaseUrl(reader: EnvReader, name: string): string {
   const url = reader.httpUrl(name, { refuseQueryAndFragment: true });
   if (url === undefined) return '';
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+/**
+ * A required key from `name`, or from the file `${name}_FILE` names (a mounted secret; read again
+ * while the facade runs, see `src/upstream/key-source.ts`). Never both. Messages never include
+ * the value.
+ */
+function readKey(reader: EnvReader, name: string): { apiKey: string; apiKeyFile?: string } {
+  const fileVariable = `${name}_FILE`;
+  const file = reader.trimmed(fileVariable);
+  if (file === undefined) return { apiKey: readSecret(reader, name) };
+  if (reader.trimmed(name) !== undefined) {
+    reader.report(fileVariable, `and ${name} are both set; set one of them`);
+    return { apiKey: '' };
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    reader.report(fileVariable, `cannot be read (${typeof code === 'string' ? code : 'error'}): ${file}`);
+    return { apiKey: '' };
+  }
+  const read = keyOfFileText(text);
+  if ('problem' in read) {
+    reader.report(fileVariable, `${read.problem}: ${file}`);
+    return { apiKey: '' };
+  }
+  return { apiKey: read.key, apiKeyFile: file };
 }
 
 /** A required key of visible ASCII; the messages never include the value. */

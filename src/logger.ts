@@ -28,7 +28,10 @@ export interface LoggerOptions {
   level: LogLevel;
   /** Where a finished line goes; defaults to stdout (see {@link writeToStdout}). Tests pass a collector. */
   write?: (line: string) => void;
-  /** Strings (such as API keys) that must never appear in a line; each is replaced by `[redacted]`. */
+  /**
+   * Strings (such as API keys) that must never appear in a line; each is replaced by `[redacted]`.
+   * Read at every line, so a key added to the list later (a rotation) is redacted from then on.
+   */
   redact?: readonly string[];
   /** Fields of the moment a line is written (the current trace id when tracing is on). */
   current?: () => LogFields | undefined;
@@ -39,7 +42,7 @@ const SEVERITY: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, erro
 /** Builds a JSON-lines logger. */
 export function createLogger(options: LoggerOptions): Logger {
   const write = options.write ?? writeToStdout;
-  const secrets = (options.redact ?? []).filter((secret) => secret.length > 0);
+  const secrets = options.redact ?? [];
   const threshold = SEVERITY[options.level];
   const current = options.current;
 
@@ -55,7 +58,7 @@ export function createLogger(options: LoggerOptions): Logger {
         ...fields,
       };
       let line = JSON.stringify(entry, serializeErrors);
-      for (const secret of secrets) line = line.replaceAll(secret, '[redacted]');
+      for (const secret of secrets) if (secret.length > 0) line = line.replaceAll(secret, '[redacted]');
       write(line);
     };
     return {

@@ -1,6 +1,6 @@
 /**
  * Reads the configuration, builds the app, listens, shuts down gracefully on SIGINT/SIGTERM and
- * reads the trusted-documents manifest again on SIGHUP.
+ * reads the trusted-documents manifest and the upstream key file again on SIGHUP.
  * Nothing else.
  */
 import { createServer } from 'node:net';
@@ -68,11 +68,13 @@ export async function main(config: Config = readConfigOrExit(), options: MainOpt
   };
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
-  // SIGHUP reads the trusted-documents manifest again; a bad one is logged and the old one kept.
-  // Only with a manifest: otherwise SIGHUP keeps its usual meaning (a closed terminal ends the process).
-  if (config.edge.trustedDocumentsPath !== undefined) {
+  // SIGHUP reads the trusted-documents manifest and the upstream key file again; a bad one is
+  // logged and the old one kept. Only with one of them: otherwise SIGHUP keeps its usual meaning
+  // (a closed terminal ends the process).
+  if (config.edge.trustedDocumentsPath !== undefined || config.upstream.apiKeyFile !== undefined) {
     process.on('SIGHUP', () => {
       void app.reloadTrustedDocuments();
+      void app.reloadUpstreamKey();
     });
   }
 }

@@ -27,7 +27,26 @@ export type Authenticator = {
    * never part of an error.
    */
   authenticate(apiKey: string | string[] | undefined, method: string, path: string): ApiKeyIdentity;
+  /**
+   * Accepts `key` from now on: as one more key of the identity `id` when it exists (the same
+   * environment, scope and idempotency scope, as a rotated key of one account), or as a new
+   * identity (then `environment` and `scope` are required). Throws a problem for a key already
+   * accepted, an unknown id without `environment` and `scope`, or a mismatch with the id's.
+   */
+  addKey(input: {
+    key: string;
+    id: string;
+    environment?: ApiKeyIdentity['environment'];
+    scope?: ApiKeyIdentity['scope'];
+  }): KeySummary;
+  /** Stops accepting `key` (401 from then on); throws a 404 problem for a key not accepted. */
+  revokeKey(key: string): KeySummary;
+  /** Each identity with how many keys it has now; never a key. */
+  summaries(): KeySummary[];
 };
+
+/** An identity and how many keys it has now (never the keys themselves). */
+export type KeySummary = ApiKeyIdentity & { keys: number };
 
 /** Builds the authenticator over the configured keys; throws on a configuration that cannot work. */
 export function createAuthenticator(keys: readonly ApiKeyConfig[]): Authenticator {
@@ -44,7 +63,48 @@ export function createAuthenticator(keys: readonly ApiKeyConfig[]): Authenticato
     byKey.set(key, identity);
   }
 
+  const identities = new Map<string, ApiKeyIdentity>(
+    [...byKey.values()].map((identity) => [identity.id, identity]),
+  );
+  const summaryOf = (identity: ApiKeyIdentity): KeySummary => ({
+    ...identity,
+    keys: [...byKey.values()].filter((held) => held === identity).length,
+  });
+
   return {
+    addKey({ key, id, environment, scope }) {
+      if (byKey.has(key)) throw new ProblemError(409, 'conflict', 'This key is already accepted.');
+      let identity = identities.get(id);
+      if (identity === undefined) {
+        if (environment === undefined || scope === undefined) {
+          throw new ProblemError(
+            404,
+            'not_found',
+            `No key has the id "${id}"; give environment and scope to start a new one.`,
+          );
+        }
+        identity = { id, environment, scope };
+        identities.set(id, identity);
+      } else if (
+        (environment !== undefined && environment !== identity.environment) ||
+        (scope !== undefined && scope !== identity.scope)
+      ) {
+        throw new ProblemError(
+          409,
+          'conflict',
+          `The keys of "${id}" are ${identity.environment} ${identity.scope} keys; a new key of it is too.`,
+        );
+      }
+      byKey.set(key, identity);
+      return summaryOf(identity);
+    },
+    revokeKey(key) {
+      const identity = byKey.get(key);
+      if (identity === undefined) throw new ProblemError(404, 'not_found', 'This key is not accepted.');
+      byKey.delete(key);
+      return summaryOf(identity);
+    },
+    summaries: () => [...identities.values()].map(summaryOf),
     authenticate(apiKey, method, path) {
       const value = Array.isArray(apiKey) ? apiKey[0] : apiKey;
       if (value === undefined || value === '') {

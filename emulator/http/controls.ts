@@ -7,8 +7,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isJsonContentType, parseJsonBody, readBody } from './body.ts';
 import type { FaultInjector } from './faults.ts';
 import { parseFaultConfig } from './faults.ts';
+import type { Authenticator } from './auth.ts';
 import type { IdempotencyStore } from './idempotency.ts';
-import { ProblemError, validationError } from './problem.ts';
+import { ProblemError, validationError, type FieldError } from './problem.ts';
 import type { RequestLog } from './request-log.ts';
 import { sendJson } from './respond.ts';
 import type { DataSet, EmulatorBackend } from './types.ts';
@@ -19,6 +20,7 @@ export type ControlTargets = {
   requestLog: RequestLog;
   faults: FaultInjector;
   idempotency: IdempotencyStore;
+  authenticator: Authenticator;
 };
 
 /** The path prefix of the controls; no API key is needed there. */
@@ -65,6 +67,21 @@ export function createControls(
         sendJson(response, 200, { data: { data } });
       },
     },
+    // Keys at runtime, for rotations: a new key of an identity is accepted beside the old one
+    // until the old one is revoked. Keys travel in bodies, never in paths, and are never answered.
+    '/_emulator/keys': {
+      GET: (_request, response) => sendJson(response, 200, { data: targets.authenticator.summaries() }),
+      POST: async (request, response) => {
+        const input = readNewKey(await readJson(request));
+        sendJson(response, 201, { data: targets.authenticator.addKey(input) });
+      },
+    },
+    '/_emulator/keys/revoke': {
+      POST: async (request, response) => {
+        const { key } = readKeyBody(await readJson(request));
+        sendJson(response, 200, { data: targets.authenticator.revokeKey(key) });
+      },
+    },
     '/_emulator/webhook-deliveries': {
       GET: (_request, response) => sendJson(response, 200, { data: targets.backend.webhookDeliveries() }),
     },
@@ -104,4 +121,54 @@ function readDataSet(body: unknown): DataSet {
   throw validationError([
     { pointer: '/data', code: 'invalid_value', message: 'Must be one of: demo, empty.' },
   ]);
+}
+
+/** `{key}`: a key of visible ASCII, 1 to 255 characters. */
+function readKeyBody(body: unknown): { key: string } {
+  const key = typeof body === 'object' && body !== null ? (body as { key?: unknown }).key : undefined;
+  if (typeof key !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(key)) {
+    throw validationError([
+      {
+        pointer: '/key',
+        code: key === undefined ? 'required' : 'invalid_value',
+        message: 'A key of 1 to 255 visible ASCII characters.',
+      },
+    ]);
+  }
+  return { key };
+}
+
+/** `{key, id, environment?, scope?}` of `POST /_emulator/keys`. */
+function readNewKey(body: unknown): Parameters<Authenticator['addKey']>[0] {
+  const { key } = readKeyBody(body);
+  const fields = body as { id?: unknown; environment?: unknown; scope?: unknown };
+  const errors: FieldError[] = [];
+  if (typeof fields.id !== 'string' || fields.id.length === 0 || fields.id.length > 100) {
+    errors.push({
+      pointer: '/id',
+      code: fields.id === undefined ? 'required' : 'invalid_value',
+      message: 'The id of the identity the key belongs to (1 to 100 characters).',
+    });
+  }
+  if (fields.environment !== undefined && fields.environment !== 'sandbox' && fields.environment !== 'live') {
+    errors.push({
+      pointer: '/environment',
+      code: 'invalid_value',
+      message: 'Must be one of: sandbox, live.',
+    });
+  }
+  if (fields.scope !== undefined && fields.scope !== 'read_write' && fields.scope !== 'read_only') {
+    errors.push({
+      pointer: '/scope',
+      code: 'invalid_value',
+      message: 'Must be one of: read_write, read_only.',
+    });
+  }
+  if (errors.length > 0) throw validationError(errors);
+  return {
+    key,
+    id: fields.id as string,
+    ...(fields.environment === undefined ? {} : { environment: fields.environment as 'sandbox' | 'live' }),
+    ...(fields.scope === undefined ? {} : { scope: fields.scope as 'read_write' | 'read_only' }),
+  };
 }

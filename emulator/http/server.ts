@@ -90,7 +90,13 @@ export function createEmulatorHttp(options: EmulatorHttpOptions): EmulatorHttp {
   const requestLog = createRequestLog();
   const faults = createFaultInjector();
   const idempotency = createIdempotencyStore(options.idempotencyRetentionMs);
-  const controls = createControls({ backend: options.backend, requestLog, faults, idempotency });
+  const controls = createControls({
+    backend: options.backend,
+    requestLog,
+    faults,
+    idempotency,
+    authenticator,
+  });
   const logger = options.logger;
 
   const known = new Set(contract.operations.map((operation) => operation.operationId));

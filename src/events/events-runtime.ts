@@ -15,6 +15,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import type { UpstreamKey } from '../upstream/credentials.ts';
 import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
@@ -49,7 +50,7 @@ import {
 export interface EventsRuntimeOptions {
   config: EventsConfig;
   /** The facade's configured key: registration uses it, and connections without a key of their own. */
-  defaultApiKey: string;
+  defaultApiKey: UpstreamKey;
   /** The environment of each upstream key: the reconciler reconciles its key's. */
   keyEnvironments: KeyEnvironments;
   upstreamClient: UpstreamClient;
@@ -162,7 +163,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
-  const upstreamAs = (apiKey: string) =>
+  const upstreamAs = (apiKey: UpstreamKey) =>
     createUpstreamContext(upstreamClient, { apiKey, scope: PLATFORM_SCOPE });
 
   /** Registers (or reuses) the webhook endpoint when registration is on. */

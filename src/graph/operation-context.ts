@@ -9,6 +9,7 @@ import type { CallBudget } from '../upstream/call-budget.ts';
 import { createOperationSignal } from '../upstream/cancellation.ts';
 import type { SharedReadCache, UpstreamClient } from '../upstream/client.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import type { UpstreamKey } from '../upstream/credentials.ts';
 import { createGraphContext, type GraphContext } from './context.ts';
 
 /** What an operation's context is built from. */
@@ -31,8 +32,8 @@ export interface OperationContextInput {
 
 export interface OperationContextsOptions {
   upstreamClient: UpstreamClient;
-  /** The facade's configured key, for callers without one of their own. */
-  defaultApiKey: string;
+  /** The facade's configured key (its source), for callers without one of their own. */
+  defaultApiKey: UpstreamKey;
   /** `OPERATION_TIMEOUT_MS`. */
   operationTimeoutMs: number;
   /** Aborted when a shutdown's drain window has passed. */

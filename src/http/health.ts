@@ -8,6 +8,7 @@ import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import type { UpstreamKey } from '../upstream/credentials.ts';
 import { isReachable, probeUpstream } from '../upstream/probe.ts';
 
 /** `GET /healthz`: 200 while the process is up. */
@@ -19,7 +20,8 @@ export function handleHealth(): RequestHandler {
 
 export interface ReadinessOptions {
   client: UpstreamClient;
-  apiKey: string;
+  /** The facade's own key (its source: the key in use at each probe). */
+  apiKey: UpstreamKey;
   logger: Logger;
   /** Pings Redis; resolves undefined when the facade uses none (no `REDIS_URL`). */
   checkRedis?: () => Promise<{ reachable: boolean; reason?: string } | undefined>;

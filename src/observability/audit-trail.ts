@@ -19,7 +19,6 @@ import {
 } from 'graphql';
 import type { Logger } from '../logger.ts';
 import type { UpstreamCallReport, UpstreamObserver } from '../upstream/client.ts';
-import type { UpstreamCredentials } from '../upstream/credentials.ts';
 import {
   UpstreamCallLimitError,
   UpstreamProblemError,
@@ -75,8 +74,6 @@ export interface AuditEntry {
 export interface AuditTrailOptions {
   /** Where lines go; the app passes a logger of its own (`log: "audit"`). */
   logger: Logger;
-  /** The facade's configured upstream key: writes with it are the facade's own client. */
-  configuredApiKey: string;
   /** The current trace id, when tracing is on. */
   traceId?: () => string | undefined;
 }
@@ -106,14 +103,15 @@ export function apiKeyId(apiKey: string): string {
  * operation has one; otherwise the upstream key it was sent with (the facade's own work, such as
  * registering its webhook endpoint, or `AUTH_MODE=none`).
  */
-function auditActor(
-  call: { credentials: UpstreamCredentials; actor?: AuditActor | undefined },
-  configuredApiKey: string,
-): AuditActor {
+function auditActor(call: {
+  credentials: { readonly apiKey: string; readonly configured?: boolean };
+  actor?: AuditActor | undefined;
+}): AuditActor {
   if (call.actor !== undefined) return { subject: call.actor.subject, client: call.actor.client };
   return {
     subject: apiKeyId(call.credentials.apiKey),
-    client: call.credentials.apiKey === configuredApiKey ? 'facade' : null,
+    // The facade's configured key, whichever key it holds since a rotation: the facade's own client.
+    client: call.credentials.configured === true ? 'facade' : null,
   };
 }
 
@@ -129,7 +127,7 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
     const { template, params } = routeOf(request.path);
     const resultId = idOf(response?.body);
     const entry: AuditEntry = {
-      actor: auditActor(call, options.configuredApiKey),
+      actor: auditActor(call),
       requestId: call.facadeRequestId ?? call.requestId,
       callerRequestId: call.callerRequestId ?? null,
       operation: operations.get(call) ?? null,

@@ -21,8 +21,6 @@ const METRICS_PATH = '/metrics';
 
 export interface ObservabilityOptions {
   config: MetricsConfig;
-  /** The facade's configured upstream key (audit lines tell it apart from a caller's own key). */
-  configuredApiKey: string;
   /** Where audit lines go (a logger of their own, never filtered by LOG_LEVEL). */
   auditLogger: Logger;
   /** Metrics built elsewhere (tests); default: new ones in a registry of their own. */
@@ -63,7 +61,6 @@ export function createObservability(options: ObservabilityOptions): Observabilit
     });
   const audit = createAuditTrail({
     logger: options.auditLogger,
-    configuredApiKey: options.configuredApiKey,
     ...(options.traceId === undefined ? {} : { traceId: options.traceId }),
   });
   const observers = [metrics.upstreamObserver, audit.upstreamObserver];

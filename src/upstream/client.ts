@@ -23,6 +23,7 @@ import {
   type ResponseCache,
   type ResponseCacheConfig,
 } from './response-cache.ts';
+import { partitionOfKey } from './credentials.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
 import type { UpstreamRequest } from './types.ts';
@@ -42,7 +43,16 @@ export interface UpstreamResponse {
 
 /** Per-call facts that come from the GraphQL operation: see `UpstreamContext`. */
 export interface UpstreamCall {
-  readonly credentials: { readonly apiKey: string };
+  /**
+   * The key, read at each attempt (the facade's own key rotates); `partition` is what the response
+   * cache keeps answers under (a digest of the key when absent); `configured` marks the facade's
+   * own key.
+   */
+  readonly credentials: {
+    readonly apiKey: string;
+    readonly partition?: string;
+    readonly configured?: boolean;
+  };
   /** What the caller may reach: checked against every request before it is sent. */
   readonly scope: UpstreamScope;
   /** Who the calls are made for (the audit trail's actor); undefined for the facade's own work. */
@@ -104,8 +114,13 @@ export interface UpstreamClient {
 export interface UpstreamConfig {
   /** Origin (and optional path prefix, without a trailing slash) that `/v3/...` paths are appended to. */
   baseUrl: string;
-  /** The facade's own key, used when a caller does not send `X-API-Key`. Never logged. */
+  /**
+   * The facade's own key as read at start, used when a caller does not send `X-API-Key`. Never
+   * logged. The app reads it through a key source (`key-source.ts`), which `apiKeyFile` reloads.
+   */
   apiKey: string;
+  /** `UPSTREAM_API_KEY_FILE`: the file `apiKey` was read from, read again on SIGHUP and on change. */
+  apiKeyFile?: string | undefined;
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
@@ -211,12 +226,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     request: UpstreamRequest,
     attempt: number,
     traceHeaders: Readonly<Record<string, string>> | undefined,
+    apiKey: string,
   ): Promise<SentResponse> {
     const headers: Record<string, string> = {
       ...traceHeaders,
       accept: 'application/json',
       'user-agent': UPSTREAM_USER_AGENT,
-      'x-api-key': call.credentials.apiKey,
+      'x-api-key': apiKey,
       'x-request-id': call.requestId,
     };
     if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
@@ -247,7 +263,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
             contentType: headerValue(response.headers['content-type']),
             text,
             requestId: call.requestId,
-            secrets: [call.credentials.apiKey],
+            secrets: [apiKey],
           }),
         );
       }
@@ -288,20 +304,36 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     progress: { attempts: number },
     traceHeaders: Readonly<Record<string, string>> | undefined,
   ): Promise<SentResponse> {
+    let resentWithNewKey = false;
     for (let attempt = 1; ; attempt++) {
       // Past the deadline (or in shutdown) nothing more is sent, retries included.
       if (call.signal?.aborted) throw cancelled(call);
+      // The key current at this attempt: a retry after a rotation sends the new one.
+      const apiKey = call.credentials.apiKey;
       // Every attempt is a call the upstream serves, so retries spend the budget too.
       try {
         spendCall(call.callBudget);
         call.callBudget.sent += 1;
         progress.attempts = attempt;
-        const response = await sendOnce(call, request, attempt, traceHeaders);
+        const response = await sendOnce(call, request, attempt, traceHeaders, apiKey);
         if (observer?.call) {
           observe(() => observer.call?.({ call, request, attempts: attempt, response, error: undefined }));
         }
         return response;
       } catch (error) {
+        // The old key refused just after a rotation (revoked while this call was on its way):
+        // sent once more, at once, with the new one. A refused request changed nothing upstream,
+        // and a write carries its Idempotency-Key, so this can only do the write once.
+        if (!resentWithNewKey && isRefusedKey(error) && call.credentials.apiKey !== apiKey) {
+          resentWithNewKey = true;
+          logger.info('upstream key rotated during the call: sending it again with the new key', {
+            method: request.method,
+            path: request.path,
+            attempt,
+            requestId: call.requestId,
+          });
+          continue;
+        }
         if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0) {
           if (observer?.call) {
             observe(() => observer.call?.({ call, request, attempts: attempt, response: undefined, error }));
@@ -362,7 +394,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     let sent: SentResponse | undefined;
     const answer = await cache.read(
       {
-        apiKey: call.credentials.apiKey,
+        partition: call.credentials.partition ?? partitionOfKey(call.credentials.apiKey),
         path: request.path,
         query: toQueryString(request.query),
         readThrough: call.readThrough === true,
@@ -531,6 +563,11 @@ function toUpstreamError(error: unknown, requestId: string): unknown {
   const reason = typeof code === 'string' ? UNAVAILABLE_BY_CODE[code] : undefined;
   // Anything else (a bad argument, a bug) is not the upstream's fault and is left to be masked.
   return reason === undefined ? error : new UpstreamUnavailableError(reason, requestId, { cause: error });
+}
+
+/** A 401: the upstream did not accept the key the attempt was sent with. */
+function isRefusedKey(error: unknown): boolean {
+  return error instanceof UpstreamProblemError && error.status === 401;
 }
 
 /** A failure in words without ids: `503 service_unavailable`, `connect_timeout`, `unknown`. */

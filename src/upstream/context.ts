@@ -5,7 +5,7 @@
 import type { UpstreamScope } from './access.ts';
 import { createCallBudget, type CallBudget } from './call-budget.ts';
 import type { SharedReadCache, UpstreamClient } from './client.ts';
-import { createCredentials, type UpstreamCredentials } from './credentials.ts';
+import { createCredentials, type UpstreamCredentials, type UpstreamKey } from './credentials.ts';
 import { resolveRequestId } from './request-id.ts';
 import { createRetryBudget, type RetryBudget } from './retry.ts';
 
@@ -50,8 +50,11 @@ export interface UpstreamContext {
 }
 
 export interface UpstreamContextOptions {
-  /** The key to call the upstream with (the caller's own, or the facade's configured key). */
-  apiKey: string;
+  /**
+   * The key to call the upstream with: the caller's own, or the facade's configured key source
+   * (read at each attempt, so calls follow a rotation).
+   */
+  apiKey: UpstreamKey;
   /**
    * What the caller may reach. Required, so no context is built without deciding it; the facade's
    * own work (registration, readiness) passes `PLATFORM_SCOPE`.

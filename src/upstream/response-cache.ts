@@ -22,7 +22,6 @@
  * Capability discovery is the readiness probe and is always asked; webhook endpoints change
  * without any event.
  */
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { CustomerCollection } from '../records.ts';
 import { UpstreamCancelledError } from './errors.ts';
@@ -75,8 +74,11 @@ export interface ResponseCacheStats {
 
 /** One read through the cache; see {@link ResponseCache.read}. */
 export interface CacheRead {
-  /** The upstream key the read is sent with. */
-  apiKey: string;
+  /**
+   * Whose answers these are: the facade's key source (the same across a rotation) or a digest of a
+   * caller's own key (`UpstreamCredentials.partition`). Never the key itself.
+   */
+  partition: string;
   /** The path without the query (`/v3/customers/cus_1/accounts`). */
   path: string;
   /** The encoded query with its `?`, or empty. */
@@ -163,20 +165,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       else if (reason === 'expire') stats.expirations += 1;
     },
   });
-  const keyDigests = new Map<string, string>();
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
-
-  /** A digest of the key, so no key sits in a map a heap dump could show; remembered per key. */
-  function digestOf(apiKey: string): string {
-    let digest = keyDigests.get(apiKey);
-    if (digest === undefined) {
-      // Callers' own keys are unbounded: past a thousand, the memory starts again.
-      if (keyDigests.size >= 1_000) keyDigests.clear();
-      digest = createHash('sha256').update(apiKey).digest('base64url');
-      keyDigests.set(apiKey, digest);
-    }
-    return digest;
-  }
 
   function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
     const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
@@ -206,7 +195,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     async read(read, load) {
       const path = read.path;
-      const key = `${digestOf(read.apiKey)} ${path}${read.query}`;
+      const key = `${read.partition} ${path}${read.query}`;
       const bucket = bucketOf(path);
       if (!read.readThrough) {
         const entry = entries.get(key);

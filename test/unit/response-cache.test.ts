@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { UpstreamCancelledError } from '../../src/upstream/errors.ts';
+import { partitionOfKey } from '../../src/upstream/credentials.ts';
 import {
   createResponseCache,
   staleReadsOfWrite,
@@ -8,7 +9,7 @@ import {
 } from '../../src/upstream/response-cache.ts';
 
 const read = (path: string, overrides: Partial<CacheRead> = {}): CacheRead => ({
-  apiKey: 'sk_sandbox_test',
+  partition: partitionOfKey('sk_sandbox_test'),
   path,
   query: '',
   readThrough: false,
@@ -36,14 +37,14 @@ function loader(text = '{"data":{}}') {
 }
 
 describe('createResponseCache', () => {
-  test('keeps an answer by key, path and query, and tells keys apart', async () => {
+  test('keeps an answer by partition, path and query, and tells partitions apart', async () => {
     const cache = createResponseCache({ maxAgeSeconds: 30, maxBytes: 1 << 20 });
     const { load, loads } = loader();
     await cache.read(read('/v3/customers/cus_1'), load);
     await cache.read(read('/v3/customers/cus_1'), load);
     expect(loads.count).toBe(1);
     await cache.read(read('/v3/customers/cus_1', { query: '?limit=5' }), load);
-    await cache.read(read('/v3/customers/cus_1', { apiKey: 'sk_sandbox_other' }), load);
+    await cache.read(read('/v3/customers/cus_1', { partition: partitionOfKey('sk_sandbox_other') }), load);
     expect(loads.count).toBe(3);
     expect(cache.stats()).toMatchObject({ hits: 1, misses: 3, entries: 3 });
   });

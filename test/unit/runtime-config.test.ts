@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { CONFIG_DEFAULTS, ConfigError, loadConfig } from '../../src/config.ts';
 
@@ -191,6 +194,39 @@ describe('loadConfig', () => {
       'UPSTREAM_API_KEY: must contain only visible ASCII characters (no spaces or line breaks)',
     ]);
     expect(problems.join('\n')).not.toContain('sk_live');
+  });
+
+  test('UPSTREAM_API_KEY_FILE: the key read from a file, one final line break allowed; never echoed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'config-key-'));
+    const { UPSTREAM_API_KEY: _key, ...withoutKey } = REQUIRED;
+    const file = join(dir, 'api-key');
+    writeFileSync(file, 'sk_live_from_file\n');
+    expect(loadConfig({ ...withoutKey, UPSTREAM_API_KEY_FILE: file }).upstream).toMatchObject({
+      apiKey: 'sk_live_from_file',
+      apiKeyFile: file,
+    });
+    // A blank UPSTREAM_API_KEY counts as unset.
+    expect(
+      loadConfig({ ...REQUIRED, UPSTREAM_API_KEY: '', UPSTREAM_API_KEY_FILE: file }).upstream.apiKey,
+    ).toBe('sk_live_from_file');
+    expect(problemsOf({ ...REQUIRED, UPSTREAM_API_KEY_FILE: file })).toEqual([
+      'UPSTREAM_API_KEY_FILE: and UPSTREAM_API_KEY are both set; set one of them',
+    ]);
+    const empty = join(dir, 'empty');
+    writeFileSync(empty, '\n');
+    expect(problemsOf({ ...withoutKey, UPSTREAM_API_KEY_FILE: empty })).toEqual([
+      `UPSTREAM_API_KEY_FILE: the file is empty: ${empty}`,
+    ]);
+    const spaced = join(dir, 'spaced');
+    writeFileSync(spaced, 'sk_live_has a space\n');
+    const problems = problemsOf({ ...withoutKey, UPSTREAM_API_KEY_FILE: spaced });
+    expect(problems).toEqual([
+      `UPSTREAM_API_KEY_FILE: the file must hold one key of visible ASCII characters (one final line break allowed): ${spaced}`,
+    ]);
+    expect(problems.join('\n')).not.toContain('sk_live_has');
+    expect(problemsOf({ ...withoutKey, UPSTREAM_API_KEY_FILE: join(dir, 'missing') })).toEqual([
+      `UPSTREAM_API_KEY_FILE: cannot be read (ENOENT): ${join(dir, 'missing')}`,
+    ]);
   });
 
   test('never quotes the credentials of a base URL it cannot parse', () => {

@@ -10,6 +10,7 @@ import { PLATFORM_SCOPE } from '../../upstream/access.ts';
 import { readAllPages } from '../../upstream/all-pages.ts';
 import type { UpstreamClient } from '../../upstream/client.ts';
 import { createUpstreamContext, type UpstreamContext } from '../../upstream/context.ts';
+import type { UpstreamKey } from '../../upstream/credentials.ts';
 import { getCustomer } from '../../upstream/customers.ts';
 import type { KeyEnvironments } from '../../upstream/key-environments.ts';
 import type { ListedRecord, Page, PageParams } from '../../upstream/types.ts';
@@ -71,7 +72,7 @@ export interface ReconcilerOptions {
   state: ReconcileState;
   upstreamClient: UpstreamClient;
   /** The facade's own key: the reconciler reads with it, so it reconciles that key's environment. */
-  apiKey: string;
+  apiKey: UpstreamKey;
   keyEnvironments: KeyEnvironments;
   intervalSeconds: number;
   graceSeconds: number;

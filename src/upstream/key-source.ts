@@ -1,0 +1,272 @@
+/**
+ * The facade's own upstream key, from its variable or from a file (the way Kubernetes and Docker
+ * mount secrets), read again on SIGHUP and when the file changes, so the key rotates without a
+ * restart. A new key is taken only once the upstream accepts it (capability discovery, the probe
+ * every report uses), so an empty, half-written or not yet valid file never replaces a working key:
+ * the current key stays and one line says why, without the key. One source per environment: what
+ * keeps answers per key (the response cache, the environment probe) keeps them per source instead,
+ * so a rotation neither misses nor flushes them.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { Logger } from '../logger.ts';
+import type { CurrentKey } from './credentials.ts';
+import type { UpstreamProbe } from './probe.ts';
+import type { CapabilityDiscovery } from './types.ts';
+
+type Environment = CapabilityDiscovery['environment'];
+
+/** Why a reload ran, as its log line says. */
+export type KeyReloadReason = 'signal' | 'file-change' | 'retry';
+
+/** What a reload did. */
+export type KeyReload =
+  /** No file to read: the key came from the variable. */
+  | { outcome: 'fixed' }
+  /** The file holds the key in use. */
+  | { outcome: 'unchanged' }
+  /** The file's new key is the key in use from now on. */
+  | { outcome: 'rotated'; environment: Environment }
+  /** The file could not be used; the current key stays. `problem` never includes a key. */
+  | { outcome: 'kept'; problem: string };
+
+export interface UpstreamKeySource extends CurrentKey {
+  /** The variable that names the key (`UPSTREAM_API_KEY`), for log lines. */
+  readonly name: string;
+  /** The file the key is read from, when there is one. */
+  readonly file: string | undefined;
+  /** Every key this source has held (to redact them from log lines). */
+  keysHeld(): readonly string[];
+  /**
+   * The probe of the key in use, made once per key and remembered while it says `ready` (a
+   * rotation hands over the probe it made of the new key). Never throws.
+   */
+  probe(): Promise<UpstreamProbe>;
+  /** Reads the file again (serialised with any other reload). Never rejects. */
+  reload(reason: KeyReloadReason): Promise<KeyReload>;
+  /** Watches the file's directory and reloads (debounced) on a change; nothing without a file. */
+  watch(): void;
+  /** Stops watching and retrying. */
+  close(): void;
+}
+
+export interface KeySourceOptions {
+  /** See {@link UpstreamKeySource.name}. */
+  name: string;
+  /** The key read at start (from the variable or the file). */
+  initial: string;
+  /** The `*_FILE` path; undefined when the key came from the variable. */
+  file?: string | undefined;
+  /** Asks the upstream whether `apiKey` works and which environment it selects. Never throws. */
+  check(apiKey: string): Promise<UpstreamProbe>;
+  logger: Logger;
+  /** Told of every key taken, before it is used (log redaction). */
+  onKey?: (apiKey: string) => void;
+  /** Quiet time after the last change in the directory before the file is read. */
+  debounceMs?: number;
+  /** First wait before a file whose key could not be taken is tried again; it doubles to a minute. */
+  retryMs?: number;
+}
+
+/** A key of visible ASCII, as the variable must be; the file may end with one line break. */
+const KEY_FORM = /^[\x21-\x7e]+$/;
+const MAX_RETRY_MS = 60_000;
+
+/** What a file holds as a key, or why it holds none (never the key itself). */
+export function keyOfFileText(text: string): { key: string } | { problem: string } {
+  const key = text.replace(/\r?\n$/, '');
+  if (key.trim() === '') return { problem: 'the file is empty' };
+  if (!KEY_FORM.test(key)) {
+    return {
+      problem: 'the file must hold one key of visible ASCII characters (one final line break allowed)',
+    };
+  }
+  return { key };
+}
+
+/** Builds the source; nothing is watched until {@link UpstreamKeySource.watch}. */
+export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
+  const logger = options.logger.child({ component: 'upstream-key', key: options.name });
+  const debounceMs = options.debounceMs ?? 200;
+  const retryMs = options.retryMs ?? 5_000;
+  let key = options.initial;
+  const held: string[] = [key];
+  options.onKey?.(key);
+  // Bumped when a new key selects another environment than the old one: answers kept for the old
+  // environment are then never served under the new key.
+  let generation = 0;
+  let probed: { key: string; probe: Promise<UpstreamProbe> } | undefined;
+  let environment: Environment | undefined;
+  let reloading: Promise<KeyReload> = Promise.resolve({ outcome: 'unchanged' });
+  let watcher: FSWatcher | undefined;
+  let debounce: NodeJS.Timeout | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let retryDelayMs = retryMs;
+  let lastProblem: string | undefined;
+  // The last key the upstream did not accept: another change in the directory does not ask again
+  // (a signal or a retry does).
+  let refused: string | undefined;
+  let closed = false;
+
+  const probeCurrent = (): Promise<UpstreamProbe> => {
+    if (probed?.key === key) return probed.probe;
+    const entry = { key, probe: options.check(key) };
+    probed = entry;
+    void entry.probe.then((answer) => {
+      if (answer.outcome === 'ready') environment = answer.discovery.environment;
+      else if (probed === entry) probed = undefined;
+    });
+    return entry.probe;
+  };
+
+  /** One line per problem until it changes, so a retried bad file does not fill the log. */
+  const keep = (reason: KeyReloadReason, problem: string): KeyReload => {
+    if (problem !== lastProblem || reason === 'signal') {
+      logger.error(`${options.name}: kept the current key: ${problem}`, {
+        file: options.file,
+        reason,
+      });
+    }
+    lastProblem = problem;
+    return { outcome: 'kept', problem };
+  };
+
+  /** A retry after a retry waits twice as long, up to a minute; any other reload starts over. */
+  const scheduleRetry = (reason: KeyReloadReason): void => {
+    if (closed || retry !== undefined) return;
+    retryDelayMs = reason === 'retry' ? Math.min(retryDelayMs * 2, MAX_RETRY_MS) : retryMs;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void reload('retry');
+    }, retryDelayMs);
+    retry.unref();
+  };
+  const cancelRetry = (): void => {
+    if (retry !== undefined) clearTimeout(retry);
+    retry = undefined;
+  };
+
+  async function readAndTake(reason: KeyReloadReason): Promise<KeyReload> {
+    const file = options.file;
+    if (file === undefined) return { outcome: 'fixed' };
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      return keep(reason, `the file cannot be read (${typeof code === 'string' ? code : 'error'})`);
+    }
+    const read = keyOfFileText(text);
+    if ('problem' in read) return keep(reason, read.problem);
+    if (read.key === key) {
+      cancelRetry();
+      lastProblem = undefined;
+      return { outcome: 'unchanged' };
+    }
+    const candidate = read.key;
+    if (candidate === refused && reason === 'file-change' && lastProblem !== undefined) {
+      return { outcome: 'kept', problem: lastProblem };
+    }
+    const check = options.check(candidate);
+    const answer = await check;
+    if (answer.outcome !== 'ready') {
+      const problem =
+        answer.outcome === 'refused'
+          ? `the upstream refuses the new key (${answer.problem.status} ${answer.problem.code}); add it at the upstream first`
+          : `the new key could not be checked with the upstream (${answer.outcome === 'unreachable' ? answer.reason : answer.outcome})`;
+      refused = candidate;
+      const kept = keep(reason, problem);
+      // Tried again until it is taken or the file changes: the upstream may accept it soon.
+      scheduleRetry(reason);
+      return kept;
+    }
+    const newEnvironment = answer.discovery.environment;
+    const oldEnvironment = environment ?? (await environmentOf(key));
+    if (oldEnvironment !== newEnvironment) {
+      generation += 1;
+      logger.warn(
+        `${options.name}: the new key selects ${newEnvironment}, the old one ${oldEnvironment ?? 'no environment it could still show'}: answers kept for the old key are not served under the new one`,
+      );
+    }
+    options.onKey?.(candidate);
+    held.push(candidate);
+    key = candidate;
+    environment = newEnvironment;
+    probed = { key: candidate, probe: check };
+    cancelRetry();
+    lastProblem = undefined;
+    refused = undefined;
+    logger.info(`${options.name}: rotated: upstream calls use the new key from now on`, {
+      file,
+      reason,
+      environment: newEnvironment,
+    });
+    return { outcome: 'rotated', environment: newEnvironment };
+  }
+
+  /** The environment of the key in use, asked now (undefined when the upstream does not accept it). */
+  async function environmentOf(apiKey: string): Promise<Environment | undefined> {
+    const answer = await options.check(apiKey);
+    return answer.outcome === 'ready' ? answer.discovery.environment : undefined;
+  }
+
+  function reload(reason: KeyReloadReason): Promise<KeyReload> {
+    const next = reloading.then(
+      () => readAndTake(reason),
+      () => readAndTake(reason),
+    );
+    // Never rejects: a bug here must not leave the key source unable to reload again.
+    reloading = next.catch((error: unknown) => {
+      logger.error(`${options.name}: reload failed; the current key stays`, { error });
+      return { outcome: 'kept', problem: 'reload failed' } as const;
+    });
+    return reloading;
+  }
+
+  return {
+    name: options.name,
+    file: options.file,
+    current: () => key,
+    partition: () => `${options.name}#${generation}`,
+    keysHeld: () => held,
+    probe: probeCurrent,
+    reload,
+    watch() {
+      const file = options.file;
+      if (file === undefined || watcher !== undefined || closed) return;
+      // The directory, not the file: a mounted Secret is replaced by swapping a symlink, which a
+      // watch on the file itself would never see; any change there reads the file again.
+      try {
+        watcher = watch(dirname(file), { persistent: false }, () => {
+          if (debounce !== undefined) clearTimeout(debounce);
+          debounce = setTimeout(() => {
+            debounce = undefined;
+            void reload('file-change');
+          }, debounceMs);
+          debounce.unref();
+        });
+        watcher.on('error', (error) => {
+          logger.warn(`${options.name}: watching the key file's directory stopped; SIGHUP still reloads`, {
+            file,
+            error: { message: error.message },
+          });
+          watcher?.close();
+        });
+        logger.info(`${options.name}: watching the key file`, { file: basename(file) });
+      } catch (error) {
+        logger.warn(`${options.name}: cannot watch the key file's directory; SIGHUP still reloads`, {
+          file,
+          error: { message: (error as Error).message },
+        });
+      }
+    },
+    close() {
+      closed = true;
+      watcher?.close();
+      watcher = undefined;
+      if (debounce !== undefined) clearTimeout(debounce);
+      cancelRetry();
+    },
+  };
+}
