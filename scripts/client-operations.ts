@@ -205,7 +205,8 @@ export function indexUsage(schema: GraphQLSchema, operations: readonly ClientOpe
  *   types and its code name the values;
  * - an output field: every operation selecting it; an added required argument: every operation
  *   selecting the field; an argument removed or retyped: the operations passing it, and, when it
- *   becomes required, every operation selecting the field;
+ *   becomes required, every operation selecting the field; a changed default: the operations
+ *   selecting the field without passing the argument;
  * - a directive: the operations using it; a root type: every operation of that kind.
  * A change of another kind is `'unknown'`: the check counts such a breaking change as in use.
  */
@@ -243,8 +244,12 @@ export function operationsAffectedBy(
     case 'FIELD_ARGUMENT_ADDED':
       return users(usage.fields, field);
     case 'FIELD_ARGUMENT_REMOVED':
-    case 'FIELD_ARGUMENT_DEFAULT_CHANGED':
       return users(usage.arguments, path);
+    case 'FIELD_ARGUMENT_DEFAULT_CHANGED': {
+      // The new default reaches only the operations that leave the argument out.
+      const passing = users(usage.arguments, path);
+      return new Set([...users(usage.fields, field)].filter((operation) => !passing.has(operation)));
+    }
     case 'FIELD_ARGUMENT_TYPE_CHANGED': {
       const owner = newSchema.getType(typeName);
       const argument =

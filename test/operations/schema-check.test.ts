@@ -180,6 +180,24 @@ describe('npm run schema:check', () => {
     );
   });
 
+  it('fails when an argument no operation passes becomes required, naming the operations selecting its field', () => {
+    // MyCustomers selects `customers` without `updatedSince`: once required, it no longer validates.
+    const requireUpdatedSince = (sdl: string) =>
+      sdl.replace(
+        /^(\s+)updatedSince: DateTime\n(\s+\): CustomerConnection!)/m,
+        '$1updatedSince: DateTime!\n$2',
+      );
+    const { status, stdout, stderr } = runCheck(changedSchema('customers.graphql', requireUpdatedSince));
+    expect(status).toBe(1);
+    expect(stderr).toContain(
+      "  [FIELD_ARGUMENT_TYPE_CHANGED] Query.customers.updatedSince: Type for argument 'updatedSince' on field 'Query.customers' changed from 'DateTime' to 'DateTime!'\n" +
+        '      used by web example: MyCustomers; kubernetes base: MyCustomers\n',
+    );
+    expect(stdout).toContain(
+      '  web example: MyCustomers: Field "customers" argument "updatedSince" of type "DateTime!" is required, but it was not provided.',
+    );
+  });
+
   it('fails on an enum value removed from an enum an operation reads, and passes on one none reads', () => {
     const manifests = manifestsWith({ PartyRoles: PARTY_ROLES });
     const used = runCheck([
