@@ -65,6 +65,22 @@ export function createTrustedDocumentStore(
  * lists an id twice, or lists nothing.
  */
 export async function loadTrustedDocuments(path: string): Promise<TrustedDocumentStore> {
+  const entries = await loadTrustedDocumentEntries(path);
+  try {
+    return createTrustedDocumentStore(entries);
+  } catch (error) {
+    throw new TrustedDocumentsError(path, (error as Error).message);
+  }
+}
+
+/**
+ * The `[id, body]` pairs of the manifest at `path`, read as {@link loadTrustedDocuments} reads them
+ * (the schema check, `scripts/check-schema.ts`, validates the same bodies the door admits).
+ *
+ * @throws {TrustedDocumentsError} when the file cannot be read, is not JSON, is neither format, or
+ * lists nothing.
+ */
+export async function loadTrustedDocumentEntries(path: string): Promise<[id: string, body: string][]> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -88,11 +104,7 @@ export async function loadTrustedDocuments(path: string): Promise<TrustedDocumen
   }
   if (entries.length === 0)
     throw new TrustedDocumentsError(path, 'lists no operation: every request would be refused');
-  try {
-    return createTrustedDocumentStore(entries);
-  } catch (error) {
-    throw new TrustedDocumentsError(path, (error as Error).message);
-  }
+  return entries;
 }
 
 const APOLLO_FORMAT = 'apollo-persisted-query-manifest';
