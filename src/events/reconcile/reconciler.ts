@@ -56,7 +56,7 @@ const SEEN_LOOKBACK_MS = 10 * 60 * 1000;
  * Customers read per run and environment at most: the work of a run is bounded whatever the
  * number of watched customers. The rest are behind (their own window kept) and read first next run.
  */
-export const DEFAULT_MAX_CUSTOMERS_PER_RUN = 200;
+const DEFAULT_MAX_CUSTOMERS_PER_RUN = 200;
 
 /**
  * How far back a customer's own window may reach: a customer whose reads keep failing (one the
