@@ -77,7 +77,7 @@ export interface WebhookAnswerRow {
 
 const INVALID_SIGNATURE = 'Invalid webhook signature';
 
-/** The one table: each reason's answer. docs/security.md describes it. */
+/** The one table: each reason's answer. docs/events.md describes it ("Receiving"). */
 export const WEBHOOK_ANSWERS: Readonly<Record<WebhookRefusalReason, WebhookAnswerRow>> = {
   shutting_down: {
     outcome: 'unavailable',
