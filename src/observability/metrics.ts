@@ -185,15 +185,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers,
     }),
     operationNameLabel,
-    handler() {
-      return (_request, response, next) => {
-        registry.metrics().then((text) => {
-          response.setHeader('content-type', registry.contentType);
-          response.setHeader('cache-control', 'no-store');
-          response.status(200).send(text);
-        }, next);
-      };
-    },
+    handler: () => exposition(registry),
   };
 
   if (options.responseCache !== undefined) registerResponseCacheMetrics(options.responseCache, registers);
@@ -218,6 +210,17 @@ export function createMetrics(options: MetricsOptions): Metrics {
   }
   if (options.eventLog !== undefined) registerEventLogMetrics(options.eventLog, registers);
   return metrics;
+}
+
+/** Serves `registry` in Prometheus's text format, never cached. */
+function exposition(registry: Registry): RequestHandler {
+  return (_request, response, next) => {
+    registry.metrics().then((text) => {
+      response.setHeader('content-type', registry.contentType);
+      response.setHeader('cache-control', 'no-store');
+      response.status(200).send(text);
+    }, next);
+  };
 }
 
 /** The upstream attempts' metrics, and the observer the upstream client tells of each attempt. */
