@@ -44,6 +44,7 @@ import {
   createWebhookRouter,
   type WebhookDeliveryOutcome,
   type WebhookRouter,
+  type WebhookRouterOptions,
 } from './receiving/webhook-route.ts';
 
 /** Options of {@link createEventsRuntime}. */
@@ -107,7 +108,7 @@ export type RedisCheck = { reachable: true } | { reachable: false; reason: strin
 
 /** Builds the event pipeline; nothing is mounted or registered until `attach` and `start`. */
 export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntime {
-  const { config, upstreamClient, lifecycle } = options;
+  const { config, upstreamClient } = options;
   const logger = options.logger.child({ component: 'events' });
   const { tracer } = options;
   const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
@@ -127,16 +128,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
           ...(options.onReconcileFailed === undefined ? {} : { onCustomerFailed: options.onReconcileFailed }),
         })
       : undefined;
-  // Delivery spans are opened where the metrics hear of deliveries.
-  const liveObserver: LiveObserver | undefined =
-    tracer === undefined
-      ? options.liveObserver
-      : {
-          delivered: (event) => options.liveObserver?.delivered(event),
-          replayed: () => options.liveObserver?.replayed?.(),
-          overflowed: () => options.liveObserver?.overflowed(),
-          traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
-        };
+  const liveObserver = tracedLiveObserver(options.liveObserver, tracer);
   const cache = upstreamClient.cache;
   // Every replica drops what each event makes stale as the event reaches it, before any subscriber
   // of this process hears it (this listener is the log's first). `start` waits for it.
@@ -203,35 +195,9 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
 
     attach(host) {
       if (webhooks !== undefined) throw new Error('the event pipeline is attached already');
-      webhooks = createWebhookRouter({
-        secrets: () => secrets,
-        dedup,
-        log,
-        logger,
-        maxBodyBytes: config.webhooks.maxBodyBytes,
-        bodyLimits: webhookBodyLimits(config.webhooks),
-        refusals: { limit: config.webhooks.maxRefusalsPerMinute, windowMs: 60_000 },
-        ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
-        toleranceSeconds: config.webhooks.toleranceSeconds,
-        ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
-        // The receiving replica drops the stale answers before acknowledging: a read that starts
-        // after the acknowledgement asks the upstream.
-        ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
-        ...(lifecycle === undefined
-          ? {}
-          : {
-              onPublished: (event) => {
-                if (!lifecycle.observed('webhookEventPublished')) return;
-                lifecycle.emit('webhookEventPublished', {
-                  eventId: event.id,
-                  type: event.type,
-                  environment: event.environment,
-                  customerId: event.data.customerId,
-                });
-              },
-            }),
-        ...(tracer === undefined ? {} : { tracer }),
-      });
+      webhooks = createWebhookRouter(
+        webhookRouterOptions(options, { secrets: () => secrets, dedup, log, logger, cache }),
+      );
       host.routes.use(WEBHOOK_PATH, webhooks.router);
     },
 
@@ -268,25 +234,82 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
         environments.map(async (environment) => ({ environment, ...(await log.stats(environment)) })),
       );
     },
-    async checkRedis(timeoutMs = 1_000) {
-      if (redis === undefined) return undefined;
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
-      });
-      try {
-        await Promise.race([redis.ping(), timeout]);
-        return { reachable: true };
-      } catch (error) {
-        // The message only: an ioredis error never carries the URL, but a reason must stay short.
-        const reason = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'unreachable';
-        return { reachable: false, reason };
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    checkRedis: (timeoutMs = 1_000) =>
+      redis === undefined ? Promise.resolve(undefined) : pingRedis(redis, timeoutMs),
   };
   return runtime;
+}
+
+/** `observer`, with delivery spans opened where the metrics hear of deliveries (tracing on). */
+function tracedLiveObserver(
+  observer: LiveObserver | undefined,
+  tracer: EventTracer | undefined,
+): LiveObserver | undefined {
+  if (tracer === undefined) return observer;
+  return {
+    delivered: (event) => observer?.delivered(event),
+    replayed: () => observer?.replayed?.(),
+    overflowed: () => observer?.overflowed(),
+    traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
+  };
+}
+
+/** The webhook route's options: the configured limits, and what it tells the rest of the facade. */
+function webhookRouterOptions(
+  options: EventsRuntimeOptions,
+  parts: Pick<WebhookRouterOptions, 'secrets' | 'dedup' | 'log' | 'logger'> & {
+    cache: UpstreamClient['cache'];
+  },
+): WebhookRouterOptions {
+  const { config, lifecycle, tracer } = options;
+  const { secrets, dedup, log, logger, cache } = parts;
+  return {
+    secrets,
+    dedup,
+    log,
+    logger,
+    maxBodyBytes: config.webhooks.maxBodyBytes,
+    bodyLimits: webhookBodyLimits(config.webhooks),
+    refusals: { limit: config.webhooks.maxRefusalsPerMinute, windowMs: 60_000 },
+    ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
+    toleranceSeconds: config.webhooks.toleranceSeconds,
+    ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
+    // The receiving replica drops the stale answers before acknowledging: a read that starts
+    // after the acknowledgement asks the upstream.
+    ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
+    ...(lifecycle === undefined
+      ? {}
+      : {
+          onPublished: (event) => {
+            if (!lifecycle.observed('webhookEventPublished')) return;
+            lifecycle.emit('webhookEventPublished', {
+              eventId: event.id,
+              type: event.type,
+              environment: event.environment,
+              customerId: event.data.customerId,
+            });
+          },
+        }),
+    ...(tracer === undefined ? {} : { tracer }),
+  };
+}
+
+/** Whether `redis` answers PING within `timeoutMs`, for `/readyz`. */
+async function pingRedis(redis: Redis, timeoutMs: number): Promise<RedisCheck> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+  });
+  try {
+    await Promise.race([redis.ping(), timeout]);
+    return { reachable: true };
+  } catch (error) {
+    // The message only: an ioredis error never carries the URL, but a reason must stay short.
+    const reason = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'unreachable';
+    return { reachable: false, reason };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function createStores(

@@ -104,31 +104,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
   const operationLabels = ['operation_name', 'operation_type', 'outcome'] as const;
-  const upstreamLabels = ['method', 'route', 'status'] as const;
-  const routeOf: RouteMatcher = createRouteMatcher();
   const operationNameLabel = createOperationLabels(options.maxOperationNames);
-
-  const upstreamRequests = new Counter({
-    name: 'facade_upstream_requests_total',
-    help: 'Upstream HTTP attempts, by method, route template and status (none: no answer arrived).',
-    labelNames: upstreamLabels,
-    registers,
-  });
-  const upstreamDuration = new Histogram({
-    name: 'facade_upstream_request_duration_seconds',
-    help: 'Duration of upstream HTTP attempts, by method, route template and status.',
-    labelNames: upstreamLabels,
-    buckets: DURATION_BUCKETS,
-    registers,
-  });
-  const upstreamRetries = new Counter({
-    name: 'facade_upstream_retries_total',
-    help: 'Upstream attempts that were retries, by method, route template and the previous failure.',
-    labelNames: ['method', 'route', 'reason'] as const,
-    registers,
-  });
-  // The failure of each call's last attempt, to label its retry.
-  const lastFailure = new WeakMap<object, string>();
 
   const metrics: Metrics = {
     registry,
@@ -177,9 +153,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['reason', 'action'] as const,
       registers,
     }),
-    upstreamRequests,
-    upstreamDuration,
-    upstreamRetries,
+    ...createUpstreamMetrics(registers),
     webhookDeliveries: new Counter({
       name: 'facade_webhook_deliveries_total',
       help: 'Webhook deliveries received, by outcome (accepted, duplicate, forged, stale, malformed, in_flight, unavailable).',
@@ -219,35 +193,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers,
     }),
     operationNameLabel,
-    upstreamObserver: {
-      attempt({ request, attempt, status, durationSeconds, failure }) {
-        const { template } = routeOf(request.path);
-        const labels = {
-          method: request.method,
-          route: template,
-          status: status === undefined ? 'none' : String(status),
-        };
-        upstreamRequests.inc(labels);
-        upstreamDuration.observe(labels, durationSeconds);
-        if (attempt > 1) {
-          upstreamRetries.inc({
-            method: request.method,
-            route: template,
-            reason: lastFailure.get(request) ?? 'unknown',
-          });
-        }
-        if (failure !== undefined) lastFailure.set(request, failureLabel(status, failure));
-      },
-    },
-    handler() {
-      return (_request, response, next) => {
-        registry.metrics().then((text) => {
-          response.setHeader('content-type', registry.contentType);
-          response.setHeader('cache-control', 'no-store');
-          response.status(200).send(text);
-        }, next);
-      };
-    },
+    handler: () => exposition(registry),
   };
 
   if (options.responseCache !== undefined) registerResponseCacheMetrics(options.responseCache, registers);
@@ -292,39 +238,110 @@ export function createMetrics(options: MetricsOptions): Metrics {
       },
     });
   }
-  if (options.eventLog !== undefined) {
-    const eventLog = options.eventLog;
-    // One read of the log per scrape feeds both gauges.
-    let reading: ReturnType<typeof eventLog> | undefined;
-    const read = () => {
-      reading ??= eventLog().finally(() => {
-        reading = undefined;
-      });
-      return reading;
-    };
-    new Gauge({
-      name: 'facade_event_log_length',
-      help: 'Events the event log holds, per environment.',
-      labelNames: ['environment'] as const,
-      registers,
-      async collect() {
-        for (const stats of await read().catch(() => []))
-          this.set({ environment: stats.environment }, stats.length);
-      },
-    });
-    new Gauge({
-      name: 'facade_event_log_lag_seconds',
-      help: "How far this replica's reading of the event log is behind its head: the age of the oldest event it has not read, 0 when caught up.",
-      labelNames: ['environment'] as const,
-      registers,
-      async collect() {
-        for (const stats of await read().catch(() => [])) {
-          this.set({ environment: stats.environment }, stats.lagSeconds);
-        }
-      },
-    });
-  }
+  if (options.eventLog !== undefined) registerEventLogMetrics(options.eventLog, registers);
   return metrics;
+}
+
+/** Serves `registry` in Prometheus's text format, never cached. */
+function exposition(registry: Registry): RequestHandler {
+  return (_request, response, next) => {
+    registry.metrics().then((text) => {
+      response.setHeader('content-type', registry.contentType);
+      response.setHeader('cache-control', 'no-store');
+      response.status(200).send(text);
+    }, next);
+  };
+}
+
+/** The upstream attempts' metrics, and the observer the upstream client tells of each attempt. */
+function createUpstreamMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'upstreamRequests' | 'upstreamDuration' | 'upstreamRetries' | 'upstreamObserver'> {
+  const upstreamLabels = ['method', 'route', 'status'] as const;
+  const routeOf: RouteMatcher = createRouteMatcher();
+  const upstreamRequests = new Counter({
+    name: 'facade_upstream_requests_total',
+    help: 'Upstream HTTP attempts, by method, route template and status (none: no answer arrived).',
+    labelNames: upstreamLabels,
+    registers,
+  });
+  const upstreamDuration = new Histogram({
+    name: 'facade_upstream_request_duration_seconds',
+    help: 'Duration of upstream HTTP attempts, by method, route template and status.',
+    labelNames: upstreamLabels,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const upstreamRetries = new Counter({
+    name: 'facade_upstream_retries_total',
+    help: 'Upstream attempts that were retries, by method, route template and the previous failure.',
+    labelNames: ['method', 'route', 'reason'] as const,
+    registers,
+  });
+  // The failure of each call's last attempt, to label its retry.
+  const lastFailure = new WeakMap<object, string>();
+
+  return {
+    upstreamRequests,
+    upstreamDuration,
+    upstreamRetries,
+    upstreamObserver: {
+      attempt({ request, attempt, status, durationSeconds, failure }) {
+        const { template } = routeOf(request.path);
+        const labels = {
+          method: request.method,
+          route: template,
+          status: status === undefined ? 'none' : String(status),
+        };
+        upstreamRequests.inc(labels);
+        upstreamDuration.observe(labels, durationSeconds);
+        if (attempt > 1) {
+          upstreamRetries.inc({
+            method: request.method,
+            route: template,
+            reason: lastFailure.get(request) ?? 'unknown',
+          });
+        }
+        if (failure !== undefined) lastFailure.set(request, failureLabel(status, failure));
+      },
+    },
+  };
+}
+
+/** The event log's length and this replica's lag, per environment, read once per scrape. */
+function registerEventLogMetrics(
+  eventLog: NonNullable<MetricsOptions['eventLog']>,
+  registers: Registry[],
+): void {
+  // One read of the log per scrape feeds both gauges.
+  let reading: ReturnType<typeof eventLog> | undefined;
+  const read = () => {
+    reading ??= eventLog().finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+  new Gauge({
+    name: 'facade_event_log_length',
+    help: 'Events the event log holds, per environment.',
+    labelNames: ['environment'] as const,
+    registers,
+    async collect() {
+      for (const stats of await read().catch(() => []))
+        this.set({ environment: stats.environment }, stats.length);
+    },
+  });
+  new Gauge({
+    name: 'facade_event_log_lag_seconds',
+    help: "How far this replica's reading of the event log is behind its head: the age of the oldest event it has not read, 0 when caught up.",
+    labelNames: ['environment'] as const,
+    registers,
+    async collect() {
+      for (const stats of await read().catch(() => [])) {
+        this.set({ environment: stats.environment }, stats.lagSeconds);
+      }
+    },
+  });
 }
 
 /**

@@ -2,7 +2,8 @@
  * The webhook route under a sender that is not the upstream: what the headers can tell is refused
  * before a byte of the body is read, stalled bodies are cut and hold no more than the caps allow,
  * refusals of one address are limited and sampled in the log, and signed deliveries sent during a
- * flood of forgeries all arrive, once each. Real sockets from several loopback addresses.
+ * flood of forgeries all arrive, once each; the checks run in their declared order. Real sockets
+ * from several loopback addresses.
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
@@ -16,6 +17,7 @@ import { createMemoryEventDeduplicator } from '../../src/events/dedup/memory-eve
 import type { PlatformEvent } from '../../src/events/event-types.ts';
 import {
   createWebhookRouter,
+  WEBHOOK_CHECKS,
   type WebhookRouter,
   type WebhookRouterOptions,
 } from '../../src/events/receiving/webhook-route.ts';
@@ -386,5 +388,97 @@ describe('a flood of forgeries against a facade', () => {
     const refusedLines = stack.facade.logs().filter((line) => line.includes('refused a webhook delivery'));
     expect(refusedLines.length).toBeLessThanOrEqual(8);
     received.stop();
+  });
+});
+
+describe('the order of the checks', () => {
+  test('is the declared list: the headers and the address before the body, the signature before parsing, the append before the acknowledgement', () => {
+    expect(WEBHOOK_CHECKS).toEqual([
+      'accepting',
+      'address_budget',
+      'signed_headers',
+      'body',
+      'signature',
+      'envelope',
+      'first_delivery',
+      'append',
+    ]);
+  });
+
+  test('an unsigned post over the size cap is refused for its signature (401), not its size, with no body read', async () => {
+    const receiver = await startReceiver(generateWebhookSecret());
+    const { 'webhook-signature': _signature, ...unsigned } = forgedHeaders('evt_big_unsigned');
+    const exchange = rawPost(receiver.port, '127.0.0.1', unsigned, 64 * 1024 + 1, Buffer.alloc(0));
+    expect(await exchange.status).toBe(401);
+    await exchange.closed;
+    expect(exchange.sent()).toBe(0);
+    expect(receiver.router.bodies()).toEqual({ reading: 0, waiting: 0, bufferedBytes: 0 });
+  });
+
+  test('an address over its budget: its unsigned posts get 429 before their headers are judged, its signed ones are still read and capped', async () => {
+    const secret = generateWebhookSecret();
+    const receiver = await startReceiver(secret, { refusals: { limit: 1, windowMs: 60_000 } });
+    const { 'webhook-signature': _signature, ...unsigned } = forgedHeaders('evt_budget');
+    const statuses: (number | undefined)[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const exchange = rawPost(receiver.port, '127.0.0.30', unsigned, 64 * 1024 + 1, Buffer.alloc(0));
+      statuses.push(await exchange.status);
+      await exchange.closed;
+    }
+    expect(statuses).toEqual([401, 401, 429]);
+
+    // A well-formed signature skips the budget and meets the size cap next: 413, unread.
+    const oversized = rawPost(
+      receiver.port,
+      '127.0.0.30',
+      forgedHeaders('evt_signed_big'),
+      64 * 1024 + 1,
+      Buffer.alloc(0),
+    );
+    expect(await oversized.status).toBe(413);
+    await oversized.closed;
+    expect(oversized.sent()).toBe(0);
+
+    // And a signed event from the same address is published.
+    const event = makeEvent();
+    const body = JSON.stringify(event);
+    const signed = rawPost(
+      receiver.port,
+      '127.0.0.30',
+      signedHeaders(secret, event, body),
+      Buffer.byteLength(body),
+      Buffer.from(body),
+    );
+    expect(await signed.status).toBe(200);
+    signed.socket.destroy();
+    expect(receiver.published).toEqual([event]);
+  });
+
+  test('a body that is not JSON under a signature that does not match: 401 (verified before parsed); under one that matches: 400', async () => {
+    const secret = generateWebhookSecret();
+    const receiver = await startReceiver(secret);
+    const body = Buffer.from('not json');
+    const forged = rawPost(receiver.port, '127.0.0.1', forgedHeaders('evt_junk'), body.length, body);
+    expect(await forged.status).toBe(401);
+    forged.socket.destroy();
+    const signed = rawPost(
+      receiver.port,
+      '127.0.0.1',
+      signedHeaders(secret, { id: 'evt_junk' }, 'not json'),
+      body.length,
+      body,
+    );
+    expect(await signed.status).toBe(400);
+    signed.socket.destroy();
+    expect(receiver.published).toEqual([]);
+  });
+
+  test('shutting down comes first: an unsigned post is answered 503, not 401', async () => {
+    const receiver = await startReceiver(generateWebhookSecret());
+    receiver.router.stopAccepting();
+    const { 'webhook-signature': _signature, ...unsigned } = forgedHeaders('evt_closing');
+    const exchange = rawPost(receiver.port, '127.0.0.1', unsigned, 2, Buffer.from('{}'));
+    expect(await exchange.status).toBe(503);
+    exchange.socket.destroy();
   });
 });

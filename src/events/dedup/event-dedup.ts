@@ -55,5 +55,13 @@ export interface EventDeduplicatorOptions {
   claimTtlMs?: number;
 }
 
-export const DEFAULT_DEDUP_RETENTION_MS = 24 * 60 * 60 * 1000;
-export const DEFAULT_DEDUP_CLAIM_TTL_MS = 30_000;
+const DEFAULT_DEDUP_RETENTION_MS = 24 * 60 * 60 * 1000;
+const DEFAULT_DEDUP_CLAIM_TTL_MS = 30_000;
+
+/** The timing of `options`, defaults filled in: one place, so every store keeps the same promises. */
+export function dedupTimings(options: EventDeduplicatorOptions): Required<EventDeduplicatorOptions> {
+  return {
+    retentionMs: options.retentionMs ?? DEFAULT_DEDUP_RETENTION_MS,
+    claimTtlMs: options.claimTtlMs ?? DEFAULT_DEDUP_CLAIM_TTL_MS,
+  };
+}

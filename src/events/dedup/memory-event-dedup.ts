@@ -2,8 +2,7 @@
  * De-duplication of webhook deliveries within one process, for a single replica without Redis.
  */
 import {
-  DEFAULT_DEDUP_CLAIM_TTL_MS,
-  DEFAULT_DEDUP_RETENTION_MS,
+  dedupTimings,
   type ClaimResult,
   type EventDeduplicator,
   type EventDeduplicatorOptions,
@@ -30,8 +29,7 @@ type Entry = { state: 'claimed' | 'seen'; expiresAt: number };
 export function createMemoryEventDeduplicator(
   options: MemoryEventDeduplicatorOptions = {},
 ): EventDeduplicator {
-  const retentionMs = options.retentionMs ?? DEFAULT_DEDUP_RETENTION_MS;
-  const claimTtlMs = options.claimTtlMs ?? DEFAULT_DEDUP_CLAIM_TTL_MS;
+  const { retentionMs, claimTtlMs } = dedupTimings(options);
   const maxEntries = options.maxEntries ?? 100_000;
   const now = options.now ?? Date.now;
   // A Map iterates in insertion order; every write re-inserts, so the first key is the oldest write.

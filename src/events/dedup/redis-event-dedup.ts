@@ -5,8 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
-  DEFAULT_DEDUP_CLAIM_TTL_MS,
-  DEFAULT_DEDUP_RETENTION_MS,
+  dedupTimings,
   type ClaimResult,
   type EventDeduplicator,
   type EventDeduplicatorOptions,
@@ -33,8 +32,7 @@ const RELEASE_OWN_CLAIM = `if redis.call('GET', KEYS[1]) == ARGV[1] then return 
  */
 export function createRedisEventDeduplicator(options: RedisEventDeduplicatorOptions): EventDeduplicator {
   const { client } = options;
-  const retentionMs = options.retentionMs ?? DEFAULT_DEDUP_RETENTION_MS;
-  const claimTtlMs = options.claimTtlMs ?? DEFAULT_DEDUP_CLAIM_TTL_MS;
+  const { retentionMs, claimTtlMs } = dedupTimings(options);
   const keyPrefix = options.keyPrefix ?? 'facade:';
   const claims = new Map<string, string>();
   const keyOf = (eventId: string): string => `${keyPrefix}webhook-event:${eventId}`;

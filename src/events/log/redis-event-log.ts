@@ -82,22 +82,6 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
   // Read through a function: the read loop must see a `close()` that happened while it awaited.
   const isClosed = (): boolean => closed;
 
-  /** The trimming arguments of XADD: approximate (`~`), so Redis trims whole nodes, cheaply. */
-  const trimming = (): (string | number)[] =>
-    'events' in retention
-      ? ['MAXLEN', '~', retention.events]
-      : ['MINID', '~', `${Date.now() - retention.seconds * 1000}-0`];
-
-  const streamInfo = async (environment: PlatformEnvironment): Promise<StreamInfo | undefined> => {
-    try {
-      return toStreamInfo((await client.call('XINFO', 'STREAM', keyOf(environment))) as unknown[]);
-    } catch (error) {
-      // No stream yet: nothing was ever appended in this environment.
-      if (error instanceof Error && /no such key/i.test(error.message)) return undefined;
-      throw error;
-    }
-  };
-
   const readLoop = async (environment: PlatformEnvironment, reader: Reader): Promise<void> => {
     let lastLogged = 0;
     while (!isClosed()) {
@@ -140,7 +124,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     let reader = readers.get(environment);
     if (reader === undefined) {
       reader = (async () => {
-        const info = await streamInfo(environment);
+        const info = await streamInfoOf(client, keyOf(environment));
         const started: Reader = {
           connection: options.openReader(environment),
           position: info?.lastGeneratedId ?? LOG_START,
@@ -162,7 +146,13 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       if (closed) throw new Error('the event log is closed');
       const key = keyOf(event.environment);
       const write = async (carried: LoggedEvent['published']): Promise<string> => {
-        const cursor = await client.xadd(key, ...trimming(), '*', 'm', toLogMessage(event, carried));
+        const cursor = await client.xadd(
+          key,
+          ...trimmingOf(retention),
+          '*',
+          'm',
+          toLogMessage(event, carried),
+        );
         if (cursor === null) throw new Error('XADD appended nothing');
         return cursor;
       };
@@ -219,6 +209,24 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       readers.clear();
     },
   };
+}
+
+/** The trimming arguments of XADD: approximate (`~`), so Redis trims whole nodes, cheaply. */
+function trimmingOf(retention: LogRetention): (string | number)[] {
+  return 'events' in retention
+    ? ['MAXLEN', '~', retention.events]
+    : ['MINID', '~', `${Date.now() - retention.seconds * 1000}-0`];
+}
+
+/** What XINFO STREAM says of the stream at `key`; undefined when nothing was ever appended. */
+async function streamInfoOf(client: Redis, key: string): Promise<StreamInfo | undefined> {
+  try {
+    return toStreamInfo((await client.call('XINFO', 'STREAM', key)) as unknown[]);
+  } catch (error) {
+    // No stream yet: nothing was ever appended in this environment.
+    if (error instanceof Error && /no such key/i.test(error.message)) return undefined;
+    throw error;
+  }
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
- * The route the upstream POSTs its events to: verify, parse, claim the event id, publish, confirm,
- * then answer. The order is what makes each event published once and never acknowledged unpublished.
+ * The route the upstream POSTs its events to: the checks of a delivery as one declared list
+ * ({@link WEBHOOK_CHECKS}), each refusal answered from one table (webhook-answers.ts). The order is
+ * what keeps unauthenticated input cheap, and each event published once and never acknowledged
+ * unpublished.
  */
 import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -8,17 +10,22 @@ import type { EventDeduplicator } from '../dedup/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
-import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent, WebhookDeliveryOutcome } from '../event-types.ts';
 import { parsePlatformEvent } from './platform-event.ts';
-import { checkWebhookHeaders, verifyWebhookSignature } from './verify-webhook.ts';
+import {
+  checkWebhookHeaders,
+  verifyWebhookSignature,
+  type CheckedWebhookHeaders,
+  type WebhookHeaderCheck,
+} from './verify-webhook.ts';
 import {
   createWebhookBodyReader,
-  type BodyReadFailure,
   type WebhookBodyLimits,
+  type WebhookBodyReader,
   type WebhookBodyReaderState,
 } from './webhook-body.ts';
 import { createWebhookRefusals, type WebhookRefusals } from './webhook-refusals.ts';
-import type { WebhookDeliveryOutcome } from '../event-types.ts';
+import { answerWebhook, WEBHOOK_ANSWERS, type WebhookRefusal } from './webhook-answers.ts';
 
 /**
  * Default cap of a webhook body: 64 KiB. The platform's events are an envelope and one resource
@@ -88,37 +95,63 @@ export interface WebhookRouter {
 }
 
 /**
- * Builds the route the upstream posts its webhooks to.
- *
- * Order of checks, and what each answers:
- * - shutting down: 503 with `Retry-After`;
- * - missing `webhook-*` headers, a timestamp outside the tolerance, or no well-formed signature,
- *   from an address refused too often in the current window: 429 with `Retry-After`, unread;
- * - otherwise, the same headers: 401, before a byte of the body is read;
- * - a delivery whose headers carry a well-formed, current signature is read and verified whatever
- *   its address did before (so nobody sharing the upstream's address can crowd its deliveries out);
- * - body over `maxBodyBytes` (413), not received in time (408), or no reading slot in time (503
- *   with `Retry-After`); see webhook-body.ts;
- * - a signature that does not match: 401, and nothing is published (checked before the body is
- *   even parsed, so unauthenticated input goes no further);
- * - malformed JSON or envelope, or `webhook-id` differing from the body's `id`: 400;
- * - an event already published: 200 with `duplicate: true`, not published again;
- * - the same event being published by a concurrent delivery: 409 with `Retry-After` (not 2xx, so
- *   the upstream tries again and then finds it published or free);
- * - otherwise the event is published, and 200 is answered only after the event log holds it: an
- *   acknowledged event is an event the subscribers get. A failed publication answers 503, so the
- *   upstream's retry publishes it later.
+ * The checks of a delivery, in the order they run; the first that refuses answers from
+ * {@link WEBHOOK_ANSWERS} and the rest never run. Everything the headers can tell comes before a
+ * byte of the body is read, the signature before the body is parsed, and the event is appended
+ * before the delivery is acknowledged (an acknowledged event is an event the subscribers get).
+ */
+export const WEBHOOK_CHECKS = [
+  /** Shutting down: 503 with `Retry-After`. */
+  'accepting',
+  /**
+   * Headers without a well-formed, current signature, from an address refused too often in this
+   * window: 429 with `Retry-After`, unread. Only those meet the budget: a signed delivery is always
+   * verified, so junk from a shared address (NAT, a proxy) cannot turn the upstream's own
+   * deliveries away; its cost stays bounded by the body's cap and reading slots.
+   */
+  'address_budget',
+  /** Missing `webhook-*` headers, a timestamp outside the tolerance, no well-formed signature: 401, unread. */
+  'signed_headers',
+  /** Body over `maxBodyBytes` (413), not received in time (408), no reading slot in time (503). */
+  'body',
+  /** No signature matches the body: 401, and the body is not even parsed. */
+  'signature',
+  /** Malformed JSON or envelope, or `webhook-id` differing from the body's `id`: 400. */
+  'envelope',
+  /** Published before: 200 with `duplicate: true`; being published by a concurrent delivery: 409. */
+  'first_delivery',
+  /** The event log does not take it: 503, and the upstream's retry publishes it later. */
+  'append',
+] as const;
+
+/** The name of one check of {@link WEBHOOK_CHECKS}. */
+export type WebhookCheck = (typeof WEBHOOK_CHECKS)[number];
+
+/** What the checks learn of one delivery, each from those before it. */
+interface Delivery {
+  readonly request: Request;
+  readonly address: string;
+  /** The receipt span, when tracing is on and recorded. */
+  readonly receipt?: WebhookReceiptTrace | undefined;
+  headers?: WebhookHeaderCheck;
+  body?: Buffer;
+  event?: PlatformEvent;
+}
+
+type CheckResult = WebhookRefusal | undefined;
+
+/**
+ * Builds the route the upstream posts its webhooks to: it runs {@link WEBHOOK_CHECKS} in order and
+ * answers the first refusal from {@link WEBHOOK_ANSWERS}, or 200 once the event log holds the event.
  *
  * Every answer to a refused delivery is `application/problem+json`; none mentions a secret. A
- * refusal (401, 408, 413, 429) closes the connection, whatever of the body is unread; it counts
- * against the sender's address (webhook-refusals.ts), and only the first of each address in a
- * window is logged.
+ * refusal of the sender (401, 408, 413) closes the connection, whatever of the body is unread; it
+ * counts against the sender's address (webhook-refusals.ts), and only the first of each address in
+ * a window is logged.
  */
 export function createWebhookRouter(options: WebhookRouterOptions): WebhookRouter {
-  const { dedup, log, logger } = options;
+  const { logger, tracer } = options;
   const now = options.now ?? Date.now;
-  const onDelivery = options.onDelivery ?? (() => undefined);
-  const { tracer } = options;
   const router = express.Router();
   let accepting = true;
   const bodyReader = createWebhookBodyReader({
@@ -126,237 +159,72 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     ...options.bodyLimits,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   });
-  const refusals: WebhookRefusals = createWebhookRefusals({
-    ...(options.refusals ?? DEFAULT_WEBHOOK_REFUSALS),
-    now,
-  });
+  const refusals = createWebhookRefusals({ ...(options.refusals ?? DEFAULT_WEBHOOK_REFUSALS), now });
   const addressOf =
     options.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? 'unknown');
+  const checks = createWebhookChecks(options, {
+    accepting: () => accepting,
+    bodyReader,
+    refusals,
+    now,
+  });
 
-  /** The receipt span of `response`'s delivery (tracing on and recorded), ended once it is answered. */
-  const receiptOf = (response: Response): WebhookReceiptTrace | undefined =>
-    (response.locals as { receipt?: WebhookReceiptTrace }).receipt;
-  const reportTo = (response: Response) => (delivery: WebhookDeliveryOutcome) => {
-    onDelivery(delivery);
-    receiptOf(response)?.outcome(delivery);
+  /** Tells `onDelivery` and the receipt span (tracing on and recorded) how the delivery was answered. */
+  const report = (response: Response, outcome: WebhookDeliveryOutcome): void => {
+    options.onDelivery?.(outcome);
+    receiptOf(response)?.outcome(outcome);
   };
 
-  router.post(
-    '/',
-    (request: Request, response: Response, next: NextFunction) => {
-      const receipt = tracer?.startReceipt();
-      if (receipt !== undefined) {
-        (response.locals as { receipt?: WebhookReceiptTrace }).receipt = receipt;
-        response.once('close', () => receipt.end());
-      }
-      const outcome = reportTo(response);
-      if (accepting) {
-        next();
-        return;
-      }
-      outcome('unavailable');
-      response.setHeader('Retry-After', '5');
-      sendProblem(
-        response,
-        503,
-        'Shutting down',
-        'this instance no longer accepts webhooks',
-        closeAfter(request),
-      );
-    },
-    (request: Request, response: Response, next: NextFunction) => {
-      const receipt = receiptOf(response);
-      const receiving = () => receive(request, response);
-      (receipt === undefined ? receiving() : receipt.run(receiving)).catch(next);
-    },
-  );
-
-  /** Answers a refused delivery, counts it against its address, logs a sample, and closes the connection. */
-  function refuse(
-    response: Response,
-    address: string,
-    refusal: {
-      outcome: WebhookDeliveryOutcome;
-      status: number;
-      title: string;
-      detail: string;
-      reason: string;
-    },
-  ): void {
-    reportTo(response)(refusal.outcome);
-    const sample = refusals.refused(address);
-    if (sample.log) {
-      logger.warn('refused a webhook delivery', {
-        reason: refusal.reason,
-        address,
-        // Later refusals from this address in the same window are counted, not logged.
-        refusedInPreviousWindow: sample.refusedInPreviousWindow,
-      });
-    }
-    // A refused sender keeps no connection: its next attempt pays for a new one.
-    sendProblem(response, refusal.status, refusal.title, refusal.detail, true);
-  }
-
-  async function receive(request: Request, response: Response): Promise<void> {
-    const outcome = reportTo(response);
-    const address = addressOf(request);
-    // Everything the headers can tell is checked before a byte of the body is read.
-    const checked = checkWebhookHeaders(request.headers, {
-      ...(options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds }),
-      now: now(),
-    });
-    // Only a post without a well-formed, current signature meets its address's budget: a signed
-    // delivery is always verified, so junk from a shared address (NAT, a proxy) cannot turn the
-    // upstream's own deliveries away. Its cost stays bounded by the body's cap and reading slots.
-    const blockedFor = checked.ok ? undefined : refusals.blockedFor(address);
-    if (blockedFor !== undefined) {
-      outcome('throttled');
-      response.setHeader('Retry-After', String(blockedFor));
-      sendProblem(
-        response,
-        429,
-        'Too many refused deliveries',
-        'this address was refused too often; retry later',
-        true,
-      );
-      return;
-    }
-    if (!checked.ok) {
-      refuse(response, address, {
-        outcome: checked.reason === 'timestamp_outside_tolerance' ? 'stale' : 'forged',
-        status: 401,
-        title: 'Invalid webhook signature',
-        detail: checked.message,
-        reason: checked.reason,
-      });
-      return;
-    }
-    const read = await bodyReader.read(request, address);
-    if (!read.ok) {
-      answerUnread(request, response, address, read.failure);
-      return;
-    }
-    const rawBody = read.body;
-    const verification = verifyWebhookSignature(checked, rawBody, options.secrets());
-    if (!verification.ok) {
-      refuse(response, address, {
-        outcome: 'forged',
-        status: 401,
-        title: 'Invalid webhook signature',
-        detail: verification.message,
-        reason: verification.reason,
-      });
-      return;
-    }
-
-    const parsed = parsePlatformEvent(rawBody);
-    if (!parsed.ok) {
-      outcome('malformed');
-      sendProblem(response, 400, 'Malformed webhook', parsed.message);
-      return;
-    }
-    const { event } = parsed;
-    if (event.id !== verification.id) {
-      outcome('malformed');
-      sendProblem(response, 400, 'Malformed webhook', 'the webhook-id header differs from the body\'s "id"');
-      return;
-    }
-
-    receiptOf(response)?.event(event);
-    const claim = await dedup.claim(event.id);
-    if (claim === 'seen') {
-      outcome('duplicate');
-      response.status(200).json({ received: true, eventId: event.id, duplicate: true });
-      return;
-    }
-    if (claim === 'in_flight') {
-      outcome('in_flight');
-      response.setHeader('Retry-After', '1');
-      sendProblem(response, 409, 'Delivery in progress', 'this event is being received by another delivery');
-      return;
-    }
-
-    options.beforePublish?.(event);
-    try {
-      await log.append(event);
-    } catch (error) {
-      await dedup.release(event.id).catch(() => undefined);
-      logger.error('could not publish a webhook event; the upstream will retry', {
-        eventId: event.id,
-        error: String(error),
-      });
-      outcome('unavailable');
-      response.setHeader('Retry-After', '1');
-      sendProblem(response, 503, 'Event not published', 'the event could not be handed to the subscribers');
-      return;
-    }
-    // Published: from here the delivery is acknowledged whatever happens, or a retry after the claim
-    // expired would publish the event a second time.
-    await dedup.confirm(event.id).catch((error: unknown) => {
-      logger.error('published an event but could not record it as seen', {
-        eventId: event.id,
-        error: String(error),
-      });
-    });
-    options.onPublished?.(event);
-    outcome('accepted');
-    response.status(200).json({ received: true, eventId: event.id, duplicate: false });
-  }
-
-  /** The answer to a delivery whose body was not read whole. */
-  function answerUnread(
-    request: Request,
-    response: Response,
-    address: string,
-    failure: BodyReadFailure,
-  ): void {
-    switch (failure) {
-      case 'too_large':
-        refuse(response, address, {
-          outcome: 'malformed',
-          status: 413,
-          title: 'Payload too large',
-          detail: 'the webhook body exceeds the accepted size',
-          reason: 'too_large',
+  /** Answers a refusal; one of the sender counts against its address and is logged as a sample. */
+  const refuse = (delivery: Delivery, response: Response, refusal: WebhookRefusal): void => {
+    const row = WEBHOOK_ANSWERS[refusal.reason];
+    report(response, row.outcome);
+    if (row.counted) {
+      const sample = refusals.refused(delivery.address);
+      if (sample.log) {
+        logger.warn('refused a webhook delivery', {
+          reason: refusal.logged ?? refusal.reason,
+          address: delivery.address,
+          // Later refusals from this address in the same window are counted, not logged.
+          refusedInPreviousWindow: sample.refusedInPreviousWindow,
         });
-        return;
-      case 'too_slow':
-        refuse(response, address, {
-          outcome: 'too_slow',
-          status: 408,
-          title: 'Request timeout',
-          detail: 'the webhook body did not arrive in time',
-          reason: 'too_slow',
-        });
-        return;
-      case 'busy':
-        // Not the sender's fault: not counted against it, and the upstream retries.
-        reportTo(response)('busy');
-        response.setHeader('Retry-After', '1');
-        sendProblem(
-          response,
-          503,
-          'Busy',
-          'too many webhook bodies are being received; retry later',
-          closeAfter(request),
-        );
-        return;
-      case 'aborted':
-        reportTo(response)('malformed');
-        request.socket.destroy();
-        return;
+      }
     }
-  }
+    answerWebhook(delivery.request, response, refusal);
+  };
 
-  router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
+  const receive = async (request: Request, response: Response): Promise<void> => {
+    const delivery: Delivery = { request, address: addressOf(request), receipt: receiptOf(response) };
+    for (const name of WEBHOOK_CHECKS) {
+      const refusal = await checks[name](delivery);
+      if (refusal !== undefined) {
+        refuse(delivery, response, refusal);
+        return;
+      }
+    }
+    report(response, 'accepted');
+    response.status(200).json({ received: true, eventId: delivery.event!.id, duplicate: false });
+  };
+
+  router.post('/', (request: Request, response: Response, next: NextFunction) => {
+    const receipt = tracer?.startReceipt();
+    if (receipt === undefined) {
+      receive(request, response).catch(next);
+      return;
+    }
+    (response.locals as { receipt?: WebhookReceiptTrace }).receipt = receipt;
+    response.once('close', () => receipt.end());
+    receipt.run(() => receive(request, response)).catch(next);
+  });
+
+  router.use((error: unknown, request: Request, response: Response, next: NextFunction) => {
     if (response.headersSent) {
       next(error);
       return;
     }
     // The body is read by webhook-body.ts, which never throws: what reaches here is a failure of ours.
     logger.error('webhook delivery failed', { error: String(error) });
-    reportTo(response)('unavailable');
-    sendProblem(response, 503, 'Event not received', 'the event could not be received; retry later');
+    refuse({ request, address: addressOf(request) }, response, { reason: 'failed' });
   });
 
   return {
@@ -368,18 +236,90 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   };
 }
 
-/**
- * Closes the connection once the answer is written when the request's body was not read whole:
- * its unread rest would otherwise be read (and dropped) by Node to keep the connection alive.
- */
-function closeAfter(request: IncomingMessage): boolean {
-  return !request.complete;
+/** The receipt span of `response`'s delivery, when tracing is on and recorded. */
+function receiptOf(response: Response): WebhookReceiptTrace | undefined {
+  return (response.locals as { receipt?: WebhookReceiptTrace }).receipt;
 }
 
-function sendProblem(response: Response, status: number, title: string, detail: string, close = false): void {
-  if (close) response.setHeader('Connection', 'close');
-  response.status(status).type('application/problem+json');
-  response.end(JSON.stringify({ type: 'about:blank', title, status, detail }), () => {
-    if (close) response.socket?.destroy();
-  });
+/** Each check of {@link WEBHOOK_CHECKS}: a refusal, or nothing when the delivery passes it. */
+function createWebhookChecks(
+  options: WebhookRouterOptions,
+  parts: {
+    accepting: () => boolean;
+    bodyReader: WebhookBodyReader;
+    refusals: WebhookRefusals;
+    now: () => number;
+  },
+): Record<WebhookCheck, (delivery: Delivery) => CheckResult | Promise<CheckResult>> {
+  const { dedup, log, logger } = options;
+  const tolerance =
+    options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds };
+  return {
+    accepting: () => (parts.accepting() ? undefined : { reason: 'shutting_down' }),
+    address_budget: (delivery) => {
+      delivery.headers = checkWebhookHeaders(delivery.request.headers, { ...tolerance, now: parts.now() });
+      const blockedFor = delivery.headers.ok ? undefined : parts.refusals.blockedFor(delivery.address);
+      return blockedFor === undefined
+        ? undefined
+        : { reason: 'address_blocked', retryAfterSeconds: blockedFor };
+    },
+    signed_headers: ({ headers }) => {
+      if (headers!.ok) return undefined;
+      const { reason, message } = headers!;
+      return {
+        reason: reason === 'timestamp_outside_tolerance' ? 'stale' : 'unsigned',
+        detail: message,
+        logged: reason,
+      };
+    },
+    body: async (delivery) => {
+      const read = await parts.bodyReader.read(delivery.request, delivery.address);
+      if (!read.ok) return { reason: read.failure };
+      delivery.body = read.body;
+      return undefined;
+    },
+    signature: ({ headers, body }) => {
+      const verification = verifyWebhookSignature(headers as CheckedWebhookHeaders, body!, options.secrets());
+      if (verification.ok) return undefined;
+      return { reason: 'forged', detail: verification.message, logged: verification.reason };
+    },
+    envelope: (delivery) => {
+      const parsed = parsePlatformEvent(delivery.body!);
+      if (!parsed.ok) return { reason: 'malformed', detail: parsed.message };
+      if (parsed.event.id !== (delivery.headers as CheckedWebhookHeaders).id) {
+        return { reason: 'malformed', detail: 'the webhook-id header differs from the body\'s "id"' };
+      }
+      delivery.event = parsed.event;
+      delivery.receipt?.event(parsed.event);
+      return undefined;
+    },
+    first_delivery: async ({ event }) => {
+      const claim = await dedup.claim(event!.id);
+      if (claim === 'seen') return { reason: 'duplicate', eventId: event!.id };
+      return claim === 'in_flight' ? { reason: 'in_flight' } : undefined;
+    },
+    append: async ({ event }) => {
+      options.beforePublish?.(event!);
+      try {
+        await log.append(event!);
+      } catch (error) {
+        await dedup.release(event!.id).catch(() => undefined);
+        logger.error('could not publish a webhook event; the upstream will retry', {
+          eventId: event!.id,
+          error: String(error),
+        });
+        return { reason: 'not_published' };
+      }
+      // Published: from here the delivery is acknowledged whatever happens, or a retry after the
+      // claim expired would publish the event a second time.
+      await dedup.confirm(event!.id).catch((error: unknown) => {
+        logger.error('published an event but could not record it as seen', {
+          eventId: event!.id,
+          error: String(error),
+        });
+      });
+      options.onPublished?.(event!);
+      return undefined;
+    },
+  };
 }

@@ -57,7 +57,7 @@ const SEEN_LOOKBACK_MS = 10 * 60 * 1000;
  * Customers read per run and environment at most: the work of a run is bounded whatever the
  * number of watched customers. The rest are behind (their own window kept) and read first next run.
  */
-export const DEFAULT_MAX_CUSTOMERS_PER_RUN = 200;
+const DEFAULT_MAX_CUSTOMERS_PER_RUN = 200;
 
 /**
  * How far back a customer's own window may reach: a customer whose reads keep failing (one the
@@ -112,70 +112,6 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     return probe.outcome === 'ready' ? probe.discovery.environment : undefined;
   };
 
-  /** The latest state of each resource the log holds an event of, appended since `since` (ms). */
-  const seenSince = async (environment: PlatformEnvironment, since: number): Promise<Map<string, number>> => {
-    const seen = new Map<string, number>();
-    let after = `${since}-0`;
-    for (;;) {
-      const read = await log.readAfter(environment, after, 1000);
-      if (read.expired) {
-        // Trimmed inside the look-back: what is still held is all there is to compare with.
-        if (read.oldest === undefined || after === read.oldest) return seen;
-        after = read.oldest;
-        continue;
-      }
-      if (read.events.length === 0) return seen;
-      for (const { cursor, event } of read.events) {
-        const key = `${event.data.resourceType}:${event.data.resourceId}`;
-        const object = event.data.object as { updatedAt?: unknown } | null;
-        const at = Date.parse(typeof object?.updatedAt === 'string' ? object.updatedAt : event.occurredAt);
-        if (Number.isFinite(at) && at > (seen.get(key) ?? Number.NEGATIVE_INFINITY)) seen.set(key, at);
-        after = cursor;
-      }
-    }
-  };
-
-  /** The changes of one customer in [from, until) that the log has not seen, as events. */
-  const missedChanges = async (
-    environment: PlatformEnvironment,
-    customerId: string,
-    from: number,
-    until: number,
-    seen: Map<string, number>,
-  ): Promise<PlatformEvent[]> => {
-    const up = createUpstreamContext(options.upstreamClient, {
-      apiKey: options.apiKey,
-      scope: PLATFORM_SCOPE,
-    });
-    const records: [string, ListedRecord][] = [['customer', await getCustomer(up, customerId)]];
-    const updatedSince = new Date(from).toISOString();
-    for (const [resourceType, list] of Object.entries(LISTS)) {
-      const listed = await readAllPages((page) => list(up, customerId, page), {
-        maxPages: MAX_PAGES,
-        pageSize: PAGE_SIZE,
-        updatedSince,
-      });
-      for (const record of listed) records.push([resourceType, record]);
-    }
-    const missed: PlatformEvent[] = [];
-    for (const [resourceType, record] of records) {
-      const updatedAt = Date.parse(record.updatedAt);
-      if (!(updatedAt >= from && updatedAt < until)) continue;
-      if ((seen.get(`${resourceType}:${record.id}`) ?? Number.NEGATIVE_INFINITY) >= updatedAt) continue;
-      const type = replayedKindOf(resourceType, record);
-      if (type === undefined) continue;
-      missed.push({
-        // The same id for the same change on every replica and every run: appended once.
-        id: `reconciled:${resourceType}:${record.id}:${record.updatedAt}`,
-        type,
-        occurredAt: record.updatedAt,
-        environment,
-        data: { customerId, resourceType, resourceId: record.id, object: record },
-      });
-    }
-    return missed;
-  };
-
   /** Appends `event` once across replicas and runs: claimed, appended, confirmed, as webhooks are. */
   const appendOnce = async (event: PlatformEvent): Promise<boolean> => {
     if ((await dedup.claim(event.id)) !== 'claimed') return false;
@@ -216,11 +152,18 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       const reading = ordered.slice(0, maxCustomersPerRun);
       let appended = 0;
       if (reading.length > 0) {
-        const seen = await seenSince(environment, Math.min(...reading.map(windowOf)) - SEEN_LOOKBACK_MS);
+        const seen = await seenSince(log, environment, Math.min(...reading.map(windowOf)) - SEEN_LOOKBACK_MS);
         for (const customerId of reading) {
           const customerFrom = windowOf(customerId);
           try {
-            for (const event of await missedChanges(environment, customerId, customerFrom, until, seen)) {
+            for (const event of await missedChanges(
+              options,
+              environment,
+              customerId,
+              customerFrom,
+              until,
+              seen,
+            )) {
               if (await appendOnce(event)) appended += 1;
             }
             if (behind.has(customerId)) await state.setBehind(environment, customerId, undefined);
@@ -280,4 +223,73 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       await running;
     },
   };
+}
+
+/** The latest state of each resource the log holds an event of, appended since `since` (ms). */
+async function seenSince(
+  log: ReconcilerOptions['log'],
+  environment: PlatformEnvironment,
+  since: number,
+): Promise<Map<string, number>> {
+  const seen = new Map<string, number>();
+  let after = `${since}-0`;
+  for (;;) {
+    const read = await log.readAfter(environment, after, 1000);
+    if (read.expired) {
+      // Trimmed inside the look-back: what is still held is all there is to compare with.
+      if (read.oldest === undefined || after === read.oldest) return seen;
+      after = read.oldest;
+      continue;
+    }
+    if (read.events.length === 0) return seen;
+    for (const { cursor, event } of read.events) {
+      const key = `${event.data.resourceType}:${event.data.resourceId}`;
+      const object = event.data.object as { updatedAt?: unknown } | null;
+      const at = Date.parse(typeof object?.updatedAt === 'string' ? object.updatedAt : event.occurredAt);
+      if (Number.isFinite(at) && at > (seen.get(key) ?? Number.NEGATIVE_INFINITY)) seen.set(key, at);
+      after = cursor;
+    }
+  }
+}
+
+/** The changes of one customer in [from, until) that the log has not seen, as events. */
+async function missedChanges(
+  options: Pick<ReconcilerOptions, 'upstreamClient' | 'apiKey'>,
+  environment: PlatformEnvironment,
+  customerId: string,
+  from: number,
+  until: number,
+  seen: Map<string, number>,
+): Promise<PlatformEvent[]> {
+  const up = createUpstreamContext(options.upstreamClient, {
+    apiKey: options.apiKey,
+    scope: PLATFORM_SCOPE,
+  });
+  const records: [string, ListedRecord][] = [['customer', await getCustomer(up, customerId)]];
+  const updatedSince = new Date(from).toISOString();
+  for (const [resourceType, list] of Object.entries(LISTS)) {
+    const listed = await readAllPages((page) => list(up, customerId, page), {
+      maxPages: MAX_PAGES,
+      pageSize: PAGE_SIZE,
+      updatedSince,
+    });
+    for (const record of listed) records.push([resourceType, record]);
+  }
+  const missed: PlatformEvent[] = [];
+  for (const [resourceType, record] of records) {
+    const updatedAt = Date.parse(record.updatedAt);
+    if (!(updatedAt >= from && updatedAt < until)) continue;
+    if ((seen.get(`${resourceType}:${record.id}`) ?? Number.NEGATIVE_INFINITY) >= updatedAt) continue;
+    const type = replayedKindOf(resourceType, record);
+    if (type === undefined) continue;
+    missed.push({
+      // The same id for the same change on every replica and every run: appended once.
+      id: `reconciled:${resourceType}:${record.id}:${record.updatedAt}`,
+      type,
+      occurredAt: record.updatedAt,
+      environment,
+      data: { customerId, resourceType, resourceId: record.id, object: record },
+    });
+  }
+  return missed;
 }
