@@ -10,7 +10,7 @@ import { createMemoryReconcileState } from '../../src/events/reconcile/reconcile
 import { createReconciler } from '../../src/events/reconcile/reconciler.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createUpstreamClient, type UpstreamClient } from '../../src/upstream/client.ts';
-import { createKeyEnvironments } from '../../src/upstream/key-environments.ts';
+import { createKeyEnvironments, probeKey } from '../../src/upstream/key-environments.ts';
 import { SANDBOX_KEY, startEmulator, type RunningEmulator } from '../support/harness/emulator.ts';
 
 const CUSTOMER_ROUTE = 'GET /v3/customers/{customerId}';
@@ -50,7 +50,7 @@ describe('a run of the reconciler', () => {
       state,
       upstreamClient: client,
       apiKey: SANDBOX_KEY,
-      keyEnvironments: createKeyEnvironments(client, SANDBOX_KEY),
+      keyEnvironments: createKeyEnvironments(client, { probe: () => probeKey(client, SANDBOX_KEY) }),
       intervalSeconds: 60,
       graceSeconds: 0,
       logger,
