@@ -4,6 +4,7 @@
  * reading it would never end), to a file far larger than any key. In a running facade process
  * (`node src/main.ts`), each SIGHUP is refused with one line naming why and no content, the
  * upstream is not asked about it, the next good key is still taken, and the process keeps serving.
+ * A key of the right form that the upstream refuses is kept out too, and is on no output line.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,8 @@ import { SANDBOX_KEY, startEmulator, type RunningEmulator } from '../support/har
 import { waitFor } from '../support/harness/wait.ts';
 
 const NEW_KEY = 'sk_sandbox_rotated_after_hostile_files';
+/** A key of the right form that the upstream has never accepted. */
+const UNKNOWN_KEY = 'sk_sandbox_never_added_at_the_upstream';
 
 let emulator: RunningEmulator;
 let child: ChildProcess | undefined;
@@ -99,6 +102,14 @@ describe('a key file swapped for something else', () => {
     expect((await emulator.upstreamCalls()).total).toBe(0);
     expect(await customer()).toEqual({ status: 200, body: { data: { customer: { id: 'cus_acme' } } } });
 
+    // A key the upstream refuses is named nowhere, though it was not taken (nor redacted as one).
+    secret.replace(UNKNOWN_KEY);
+    child.kill('SIGHUP');
+    await waitFor(
+      () => kept('the upstream refuses the new key').length === 1,
+      'the unknown key to be refused',
+    );
+
     // A reload stuck on the pipe would hold this one back forever.
     await addEmulatorKey(emulator.url, NEW_KEY, 'sandbox-read-write');
     secret.replace(NEW_KEY);
@@ -108,6 +119,7 @@ describe('a key file swapped for something else', () => {
     expect(child.exitCode).toBeNull();
     expect(output).not.toContain(SANDBOX_KEY);
     expect(output).not.toContain(NEW_KEY);
+    expect(output).not.toContain(UNKNOWN_KEY);
     expect(output).not.toContain('kkkkkkkk');
   });
 });
