@@ -7,7 +7,7 @@
  * keeps answers per key (the response cache, the environment probe) keeps them per source instead,
  * so a rotation neither misses nor flushes them.
  */
-import { constants, watch, type FSWatcher } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, watch, type FSWatcher } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../logger.ts';
@@ -89,8 +89,7 @@ async function readKeyFile(file: string): Promise<{ text: string } | { problem: 
   try {
     handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    return { problem: `the file cannot be read (${typeof code === 'string' ? code : 'error'})` };
+    return { problem: unreadable(error) };
   }
   try {
     if (!(await handle.stat()).isFile()) return { problem: 'the file is not a regular file' };
@@ -100,17 +99,45 @@ async function readKeyFile(file: string): Promise<{ text: string } | { problem: 
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
-      if (length > MAX_KEY_FILE_BYTES) {
-        return { problem: `the file holds more than ${MAX_KEY_FILE_BYTES} bytes, more than a key` };
-      }
+      if (length > MAX_KEY_FILE_BYTES) return { problem: TOO_LARGE };
     }
     return { text: buffer.toString('utf8', 0, length) };
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    return { problem: `the file cannot be read (${typeof code === 'string' ? code : 'error'})` };
+    return { problem: unreadable(error) };
   } finally {
     await handle.close().catch(() => undefined);
   }
+}
+
+/** {@link readKeyFile} at start, before there is anything to keep serving. */
+export function readKeyFileSync(file: string): { text: string } | { problem: string } {
+  let descriptor: number;
+  try {
+    descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return { problem: unreadable(error) };
+  }
+  try {
+    if (!fstatSync(descriptor).isFile()) return { problem: 'the file is not a regular file' };
+    const buffer = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
+    let length = 0;
+    for (let bytesRead = -1; bytesRead !== 0 && length <= MAX_KEY_FILE_BYTES; length += bytesRead) {
+      bytesRead = readSync(descriptor, buffer, length, buffer.length - length, null);
+    }
+    if (length > MAX_KEY_FILE_BYTES) return { problem: TOO_LARGE };
+    return { text: buffer.toString('utf8', 0, length) };
+  } catch (error) {
+    return { problem: unreadable(error) };
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
+const TOO_LARGE = `the file holds more than ${MAX_KEY_FILE_BYTES} bytes, more than a key`;
+
+function unreadable(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return `the file cannot be read (${typeof code === 'string' ? code : 'error'})`;
 }
 
 /** What a file holds as a key, or why it holds none (never the key itself). */
