@@ -7,9 +7,8 @@ import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
 import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
-import { readFileSync } from 'node:fs';
 import { EnvReader, type Env } from './env-reader.ts';
-import { keyOfFileText } from './upstream/key-source.ts';
+import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
@@ -296,15 +295,13 @@ function readKey(reader: EnvReader, name: string): { apiKey: string; apiKeyFile?
     reader.report(fileVariable, `and ${name} are both set; set one of them`);
     return { apiKey: '' };
   }
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    reader.report(fileVariable, `cannot be read (${typeof code === 'string' ? code : 'error'}): ${file}`);
+  // Bounded, and never blocked on a pipe: the same reading as every reload's.
+  const content = readKeyFileSync(file);
+  if ('problem' in content) {
+    reader.report(fileVariable, `${content.problem}: ${file}`);
     return { apiKey: '' };
   }
-  const read = keyOfFileText(text);
+  const read = keyOfFileText(content.text);
   if ('problem' in read) {
     reader.report(fileVariable, `${read.problem}: ${file}`);
     return { apiKey: '' };

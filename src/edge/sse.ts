@@ -103,13 +103,16 @@ function attachServerSentEvents(parts: LiveTransportParts): AttachedLiveTranspor
       return;
     }
     // Once the token expires the subscription ends with an UNAUTHENTICATED error, which completes
-    // the stream; a response still open after a grace is ended.
+    // the stream. A response not yet wholly written after a grace is cut: its reader stopped
+    // reading, and an expired token holds neither its socket nor its place any longer.
     const live = connections.open(connection, () => {
       setTimeout(() => {
-        if (!res.writableEnded) res.end();
+        if (!res.writableFinished) res.destroy();
       }, EXPIRY_GRACE_MS).unref();
     });
     open.add(res);
+    // A socket error (a reset, a write the peer will never read) ends this stream, never the process.
+    res.on('error', () => res.destroy());
     res.once('close', () => {
       open.delete(res);
       live.close();
@@ -167,8 +170,9 @@ async function stream(res: Response, operation: LiveOperation, parts: LiveTransp
   // Told once the operation listens (its queue subscribed, any replay read).
   operation.started();
   const keepAlive = setInterval(() => {
-    // A stalled reader gets no comment lines on top of what it already does not read.
-    if (!res.writableNeedDrain) res.write(':\n\n');
+    // A stalled reader gets no comment lines on top of what it already does not read, and an
+    // ended response none at all (a write after the end is an error).
+    if (isWritable(res) && !res.writableNeedDrain) res.write(':\n\n');
   }, KEEP_ALIVE_MS);
   // A client that goes stops the subscription at once, even while a result is awaited.
   const stop = (): void => void results.return?.();

@@ -17,7 +17,11 @@ export class CursorExpiredError extends Error {
   constructor(cursor: string, oldest: string | undefined, ahead = false) {
     super(
       `The events after cursor ${JSON.stringify(cursor)} are no longer all held` +
-        (oldest === undefined ? ' (the log holds none).' : `; the oldest held is ${JSON.stringify(oldest)}.`),
+        // Without `oldest` (an empty log, or a caller scoped to some customers, who is not told where
+        // a log of every customer's events begins), nothing is said of what the log holds.
+        (oldest === undefined
+          ? '; subscribe again without it to receive the events from now on.'
+          : `; the oldest held is ${JSON.stringify(oldest)}.`),
     );
     this.cursor = cursor;
     this.oldest = oldest;

@@ -7,8 +7,8 @@
  * keeps answers per key (the response cache, the environment probe) keeps them per source instead,
  * so a rotation neither misses nor flushes them.
  */
-import { watch, type FSWatcher } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readSync, watch, type FSWatcher } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../logger.ts';
 import type { CurrentKey } from './credentials.ts';
@@ -72,6 +72,73 @@ export interface KeySourceOptions {
 /** A key of visible ASCII, as the variable must be; the file may end with one line break. */
 const KEY_FORM = /^[\x21-\x7e]+$/;
 const MAX_RETRY_MS = 60_000;
+/**
+ * The most a key file may hold. API keys are short; a file swapped for something else (a log, a
+ * device, a pipe) is refused after this many bytes instead of read into memory to its end.
+ */
+export const MAX_KEY_FILE_BYTES = 4096;
+
+/**
+ * The text of the key file, read without following it anywhere it should not lead: opened without
+ * blocking (a named pipe with no writer would hold the reload, and every later one, forever), only
+ * a regular file, and at most {@link MAX_KEY_FILE_BYTES}. Either the text or why there is none
+ * (never any of the content).
+ */
+async function readKeyFile(file: string): Promise<{ text: string } | { problem: string }> {
+  let handle;
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return { problem: unreadable(error) };
+  }
+  try {
+    if (!(await handle.stat()).isFile()) return { problem: 'the file is not a regular file' };
+    const buffer = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length > MAX_KEY_FILE_BYTES) return { problem: TOO_LARGE };
+    }
+    return { text: buffer.toString('utf8', 0, length) };
+  } catch (error) {
+    return { problem: unreadable(error) };
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** {@link readKeyFile} at start, before there is anything to keep serving. */
+export function readKeyFileSync(file: string): { text: string } | { problem: string } {
+  let descriptor: number;
+  try {
+    descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return { problem: unreadable(error) };
+  }
+  try {
+    if (!fstatSync(descriptor).isFile()) return { problem: 'the file is not a regular file' };
+    const buffer = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
+    let length = 0;
+    for (let bytesRead = -1; bytesRead !== 0 && length <= MAX_KEY_FILE_BYTES; length += bytesRead) {
+      bytesRead = readSync(descriptor, buffer, length, buffer.length - length, null);
+    }
+    if (length > MAX_KEY_FILE_BYTES) return { problem: TOO_LARGE };
+    return { text: buffer.toString('utf8', 0, length) };
+  } catch (error) {
+    return { problem: unreadable(error) };
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
+const TOO_LARGE = `the file holds more than ${MAX_KEY_FILE_BYTES} bytes, more than a key`;
+
+function unreadable(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return `the file cannot be read (${typeof code === 'string' ? code : 'error'})`;
+}
 
 /** What a file holds as a key, or why it holds none (never the key itself). */
 export function keyOfFileText(text: string): { key: string } | { problem: string } {
@@ -150,14 +217,9 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
   async function readAndTake(reason: KeyReloadReason): Promise<KeyReload> {
     const file = options.file;
     if (file === undefined) return { outcome: 'fixed' };
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      return keep(reason, `the file cannot be read (${typeof code === 'string' ? code : 'error'})`);
-    }
-    const read = keyOfFileText(text);
+    const content = await readKeyFile(file);
+    if ('problem' in content) return keep(reason, content.problem);
+    const read = keyOfFileText(content.text);
     if ('problem' in read) return keep(reason, read.problem);
     if (read.key === key) {
       cancelRetry();

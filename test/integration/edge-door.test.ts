@@ -7,13 +7,21 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { generateKeyPair, SignJWT } from 'jose';
 import WsClient from 'ws';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import type { Stack } from '../support/harness/stack.ts';
 import { useStack } from '../support/harness/stack.ts';
-import { bearer, issuerSignedToken, tokenFor, type TestCallerName } from '../support/tokens.ts';
+import {
+  bearer,
+  issuerKeyId,
+  issuerSignedToken,
+  tokenClaims,
+  tokenFor,
+  type TestCallerName,
+} from '../support/tokens.ts';
 
 const ALLOWED_ORIGIN = 'https://app.example.com';
 const CUSTOMER = '{ customer(id: "cus_acme") { id } }';
@@ -42,6 +50,21 @@ async function expiredToken(): Promise<Credentials> {
   const now = Math.floor(Date.now() / 1000);
   // Well past the verifier's clock tolerance.
   return { Authorization: `Bearer ${await issuerSignedToken({ iat: now - 600, exp: now - 60 })}` };
+}
+
+async function otherAudienceToken(): Promise<Credentials> {
+  return { Authorization: `Bearer ${await issuerSignedToken({ aud: 'https://another-api.example.com' })}` };
+}
+
+/** Signed by a key of the caller's own under the issuer's key id: only the signature is wrong. */
+async function forgedPowerfulToken(): Promise<Credentials> {
+  const { privateKey } = await generateKeyPair('RS256');
+  const token = await new SignJWT(
+    tokenClaims({ roles: ['operator', 'gateway', 'schema-reader'], client_id: 'test-web-app' }),
+  )
+    .setProtectedHeader({ alg: 'RS256', kid: issuerKeyId(), typ: 'at+jwt' })
+    .sign(privateKey);
+  return { Authorization: `Bearer ${token}` };
 }
 
 async function post(
@@ -161,6 +184,21 @@ const admissionCases: RefusalCase[] = [
     http: async (stack) => post(stack, await expiredToken(), CUSTOMER),
     ws: async (stack) => connectRefused(stack, await expiredToken()),
     sse: async (stack) => streamRefused(stack, await expiredToken(), WATCH),
+    expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
+  },
+  {
+    refusal: 'a token of the issuer for another audience',
+    http: async (stack) => post(stack, await otherAudienceToken(), CUSTOMER),
+    ws: async (stack) => connectRefused(stack, await otherAudienceToken()),
+    sse: async (stack) => streamRefused(stack, await otherAudienceToken(), WATCH),
+    expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
+  },
+  {
+    // The roles a caller would want (operator, gateway) in a token the issuer never signed.
+    refusal: 'a token with every role, signed by a key of its own under the issuer’s key id',
+    http: async (stack) => post(stack, await forgedPowerfulToken(), CUSTOMER),
+    ws: async (stack) => connectRefused(stack, await forgedPowerfulToken()),
+    sse: async (stack) => streamRefused(stack, await forgedPowerfulToken(), WATCH),
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {

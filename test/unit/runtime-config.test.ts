@@ -1,8 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { CONFIG_DEFAULTS, ConfigError, loadConfig } from '../../src/config.ts';
+import { MAX_KEY_FILE_BYTES } from '../../src/upstream/key-source.ts';
 
 const REQUIRED = {
   UPSTREAM_BASE_URL: 'https://api.platform.test',
@@ -225,7 +227,18 @@ describe('loadConfig', () => {
     ]);
     expect(problems.join('\n')).not.toContain('sk_live_has');
     expect(problemsOf({ ...withoutKey, UPSTREAM_API_KEY_FILE: join(dir, 'missing') })).toEqual([
-      `UPSTREAM_API_KEY_FILE: cannot be read (ENOENT): ${join(dir, 'missing')}`,
+      `UPSTREAM_API_KEY_FILE: the file cannot be read (ENOENT): ${join(dir, 'missing')}`,
+    ]);
+    // A named pipe with no writer would block the start for good; a huge file be read whole.
+    const pipe = join(dir, 'pipe');
+    execFileSync('mkfifo', [pipe]);
+    expect(problemsOf({ ...withoutKey, UPSTREAM_API_KEY_FILE: pipe })).toEqual([
+      `UPSTREAM_API_KEY_FILE: the file is not a regular file: ${pipe}`,
+    ]);
+    const huge = join(dir, 'huge');
+    writeFileSync(huge, 'k'.repeat(MAX_KEY_FILE_BYTES + 1));
+    expect(problemsOf({ ...withoutKey, UPSTREAM_API_KEY_FILE: huge })).toEqual([
+      `UPSTREAM_API_KEY_FILE: the file holds more than ${MAX_KEY_FILE_BYTES} bytes, more than a key: ${huge}`,
     ]);
   });
 
