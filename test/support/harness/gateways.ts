@@ -94,7 +94,10 @@ export async function startEdgeHiveGateway(
 
 async function serveHiveGateway(config: GatewayConfigSupergraph): Promise<RunningGateway> {
   const runtime = createGatewayRuntime({ ...config, logging: false });
-  const server = createServer(runtime.requestListener);
+  // Idle connections kept 10 s past the advertised 5 s, as the facade keeps them
+  // (src/http/server-timeouts.ts): a test in this process sends on a connection its timers still
+  // call fresh, and after a busy stretch the expired idle timer would otherwise reset it.
+  const server = createServer({ keepAliveTimeoutBuffer: 10_000 }, runtime.requestListener);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
