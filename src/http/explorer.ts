@@ -53,9 +53,6 @@ export interface PrepareExplorerOptions {
   loadBuilder?: () => Promise<ExplorerBuilder>;
 }
 
-const loadExplorerBuilder = async (): Promise<ExplorerBuilder> =>
-  (await import('../../explorer/build.ts')).buildExplorer;
-
 /**
  * Makes the explorer's build ready before its routes are made, so `EXPLORER=graphiql npm start`
  * needs no step first: a fresh clone has no build, and one made before the sources last changed is
@@ -74,7 +71,13 @@ export async function prepareExplorer(options: PrepareExplorerOptions = {}): Pro
   if (built && !newerThan(options.sources ?? EXPLORER_SOURCES, statSync(entry).mtimeMs)) return 'ready';
   let builder: ExplorerBuilder;
   try {
-    builder = await (options.loadBuilder ?? loadExplorerBuilder)();
+    // The import stays inside this try: a production install has neither explorer/build.ts nor
+    // esbuild, which ERR_MODULE_NOT_FOUND tells below, and a bundler following the image's modules
+    // (test/operations/image-runtime.test.ts) then sees an optional import, not a missing one.
+    builder =
+      options.loadBuilder === undefined
+        ? (await import('../../explorer/build.ts')).buildExplorer
+        : await options.loadBuilder();
   } catch (error) {
     if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     if (built) return 'ready';
