@@ -36,7 +36,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient as createWsClient } from 'graphql-ws';
 import { createClient as createSseClient } from 'graphql-sse';
-import { REPLICAS, startComposeTwin, type ComposeTwin } from '../scripts/compose-twin.ts';
+import { REPLICAS, startComposeTwin, type ComposeTwin, type TwinOptions } from '../scripts/compose-twin.ts';
 import { startRedisServer } from '../scripts/redis-server.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 
@@ -64,6 +64,9 @@ export interface RollingRestartOptions {
   redisKeyPrefix?: string;
   /** Progress lines; default nothing. */
   log?: (line: string) => void;
+  /** How the twin starts its processes, and how long each may take to answer (the twin's defaults). */
+  spawn?: TwinOptions['spawn'];
+  readyWithinMs?: number;
 }
 
 export interface RestartRecord {
@@ -221,6 +224,8 @@ export async function measureRollingRestart(options: RollingRestartOptions): Pro
       redisUrl: options.redisUrl,
       ...(options.redisKeyPrefix === undefined ? {} : { redisKeyPrefix: options.redisKeyPrefix }),
       platformPort: service.port,
+      ...(options.spawn === undefined ? {} : { spawn: options.spawn }),
+      ...(options.readyWithinMs === undefined ? {} : { readyWithinMs: options.readyWithinMs }),
       replicaEnvironment: async (emulatorUrl) => ({
         // As deploy/kubernetes has it: the endpoint registered once, at the Service, its secret given
         // to every replica. `compose`: as compose.yaml has it, facade-a registers itself at each start

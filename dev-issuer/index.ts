@@ -128,8 +128,11 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   const webMetadata = webClients.map(webClientMetadata);
   const webOrigins = new Map(webClients.map((client) => [client.clientId, webClientOrigins(client)]));
 
-  // The issuer URL holds the port, so the server listens first and gets its handler after.
-  const server = http.createServer();
+  // The issuer URL holds the port, so the server listens first and gets its handler after. Idle
+  // connections are kept 10 s past the advertised 5 s (Node's slack is 1 s): a verifier whose process
+  // was busy may send its key-set request on a connection it still thinks fresh, and should not get
+  // a reset for it (see src/http/server-timeouts.ts).
+  const server = http.createServer({ keepAliveTimeoutBuffer: 10_000 });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

@@ -54,20 +54,6 @@ export interface PrepareExplorerOptions {
 }
 
 /**
- * The builder where the development dependencies are installed. The import sits in its own try
- * block: an installed image holds the explorer's build but not explorer/build.ts, and a bundler
- * reading the image's files (test/operations/image-runtime.test.ts) treats a guarded import as
- * optional rather than missing.
- */
-async function loadExplorerBuilder(): Promise<ExplorerBuilder> {
-  try {
-    return (await import('../../explorer/build.ts')).buildExplorer;
-  } catch (error) {
-    throw error instanceof Error ? error : new Error(String(error));
-  }
-}
-
-/**
  * Makes the explorer's build ready before its routes are made, so `EXPLORER=graphiql npm start`
  * needs no step first: a fresh clone has no build, and one made before the sources last changed is
  * stale, so it is built here (a few seconds to a minute). It is built beside the served directory
@@ -85,7 +71,13 @@ export async function prepareExplorer(options: PrepareExplorerOptions = {}): Pro
   if (built && !newerThan(options.sources ?? EXPLORER_SOURCES, statSync(entry).mtimeMs)) return 'ready';
   let builder: ExplorerBuilder;
   try {
-    builder = await (options.loadBuilder ?? loadExplorerBuilder)();
+    // The import stays inside this try: a production install has neither explorer/build.ts nor
+    // esbuild, which ERR_MODULE_NOT_FOUND tells below, and a bundler following the image's modules
+    // (test/operations/image-runtime.test.ts) then sees an optional import, not a missing one.
+    builder =
+      options.loadBuilder === undefined
+        ? (await import('../../explorer/build.ts')).buildExplorer
+        : await options.loadBuilder();
   } catch (error) {
     if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     if (built) return 'ready';

@@ -20,8 +20,18 @@ export interface ServerTimeouts {
  */
 export const DEFAULT_SERVER_TIMEOUTS: ServerTimeouts = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 };
 
-/** Idle time of a kept-alive connection between requests (Node's default). */
+/** Idle time of a kept-alive connection between requests (Node's default), as `Keep-Alive: timeout=5` tells clients. */
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/**
+ * How much longer than it advertises the server keeps an idle connection (Node's default is 1 s).
+ * A client that honours the advertised time stops reusing a connection before it, but a request it
+ * sends just inside that time can reach a process whose event loop is busy (a long synchronous
+ * stretch, a loaded machine); when the loop comes back, Node runs the expired idle timer before it
+ * reads the request that arrived, and the client gets a reset for a request the server never saw.
+ * The slack keeps such requests answered unless the loop stalls for more than ten seconds.
+ */
+const KEEP_ALIVE_TIMEOUT_BUFFER_MS = 10_000;
 
 /** `http.createServer` options applying `timeouts`. */
 export function serverTimeoutOptions(timeouts: ServerTimeouts): ServerOptions {
@@ -30,6 +40,7 @@ export function serverTimeoutOptions(timeouts: ServerTimeouts): ServerOptions {
     headersTimeout: timeouts.headersTimeoutMs,
     requestTimeout: Math.max(timeouts.requestTimeoutMs, timeouts.headersTimeoutMs),
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    keepAliveTimeoutBuffer: KEEP_ALIVE_TIMEOUT_BUFFER_MS,
     // Node checks the two timeouts on this interval: a quarter of the shortest keeps a late cut
     // within a quarter of it, at a few checks a second at most.
     connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.floor(shortest / 4))),

@@ -180,30 +180,49 @@ describe('what the headers tell is refused before the body is read', () => {
 describe('stalled bodies', () => {
   test('are cut at the receive time, and while they stall they hold no more than the caps allow', async () => {
     const secret = generateWebhookSecret();
+    // The receive time is what the test waits out at the end; it is long enough that the 60 senders
+    // below connect well within it on a busy machine. A slot freed before the last of them came would
+    // let one in that the full slots would have turned away (a 408 for a 503).
     const limits = {
       maxConcurrentReads: 4,
       maxConcurrentReadsPerAddress: 2,
       maxWaiting: 6,
-      receiveTimeoutMs: 500,
+      receiveTimeoutMs: 2_000,
     };
     const maxBodyBytes = 16 * 1024;
     const receiver = await startReceiver(secret, { maxBodyBytes, bodyLimits: limits });
     // 60 senders on 6 addresses, each declaring a body just under the cap, sending half, and stalling.
-    const stalled = Array.from({ length: 60 }, (_, index) =>
+    const send = (index: number): RawExchange =>
       rawPost(
         receiver.port,
         `127.0.0.${10 + (index % 6)}`,
         forgedHeaders(`evt_stall_${index}`),
         maxBodyBytes - 1,
         Buffer.alloc(8 * 1024, 0x20),
-      ),
-    );
-    // Every slot taken and the waiting line full; everyone else was answered at once.
+      );
+    const answered: number[] = [];
+    const track = (exchange: RawExchange): RawExchange => {
+      void exchange.status.then((status) => answered.push(status ?? 0));
+      return exchange;
+    };
+    // The first ten take every slot and fill the waiting line.
+    const stalled = Array.from({ length: 10 }, (_, index) => track(send(index)));
     await waitFor(() => {
       const state = receiver.router.bodies();
       return state.reading === 4 && state.waiting === 6;
     }, 'the slots and the waiting line to fill');
+    expect(receiver.router.bodies().bufferedBytes).toBeLessThanOrEqual(
+      limits.maxConcurrentReads * maxBodyBytes,
+    );
+    expect(answered).toEqual([]);
+    // The other fifty are answered busy at once: each one, or the newest waiter of a crowded address
+    // whose place it takes. Nothing was cut meanwhile: the fifty answers are all 503, and the slots
+    // and the line are as full as before.
+    stalled.push(...Array.from({ length: 50 }, (_, index) => track(send(10 + index))));
+    await waitFor(() => answered.length >= 50, 'fifty senders answered at once');
+    expect(answered).toEqual(Array.from({ length: 50 }, () => 503));
     const state = receiver.router.bodies();
+    expect({ reading: state.reading, waiting: state.waiting }).toEqual({ reading: 4, waiting: 6 });
     expect(state.bufferedBytes).toBeLessThanOrEqual(limits.maxConcurrentReads * maxBodyBytes);
 
     // Each is answered and its connection closed by the server: none stays open.

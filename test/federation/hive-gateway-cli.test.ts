@@ -14,21 +14,24 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { decodeJwt } from 'jose';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { WebSocket as NodeWebSocket } from 'ws';
 import { type FederationStack, postGraphQL, startFederationStack } from '../support/harness/federation.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
 import { type RunningGatewayProcess, startHiveGatewayCli } from '../support/harness/gateways.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
+import { useProcesses } from '../support/processes.ts';
 import { issuerEnv, issuerSignedToken, tokenFor } from '../support/tokens.ts';
 
 // Results are asserted with toMatchObject; a loose type keeps the tests readable.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-// A child process and two replicas answer slower than in-process servers on a busy machine; each
-// wait below has a budget of its own, the tests a generous ceiling.
-vi.setConfig({ testTimeout: 120_000 });
+// The CLI comes through test/support/processes.ts, so this file runs in the `processes` project
+// (vitest.config.ts): its timeouts are that project's, and each wait below is stretched by the
+// machine's load, as the CLI's readiness is.
+const processes = useProcesses();
 
 let federation: FederationStack;
 let gateway: RunningGatewayProcess;
@@ -53,17 +56,17 @@ beforeAll(async () => {
   );
   // compose.yaml's gateway environment: the issuer and audience, the key set at `<issuer>/jwks`.
   const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
-  gateway = await startHiveGatewayCli({
+  gateway = await startHiveGatewayCli(processes, {
     supergraphSdl: federation.supergraphSdl,
     env: { AUTH_ISSUER: AUTH_ISSUER!, AUTH_AUDIENCE: AUTH_AUDIENCE! },
   });
-}, 240_000);
+});
 
 afterAll(async () => {
   await Promise.all(clients.splice(0).map(async (client) => client.dispose()));
   await gateway?.close();
   await federation?.close();
-}, 60_000);
+});
 
 beforeEach(async () => {
   await federation.stack.resetUpstreamCalls();
@@ -193,7 +196,7 @@ async function subscriptionsStartedAtTheFacade(total: number): Promise<void> {
   await waitFor(
     () => routed.lifecycle.count('subscriptionStarted') >= total,
     `${total} subscription(s) started at the routed replica`,
-    60_000,
+    loadScaledMs(20_000),
   );
 }
 
@@ -305,7 +308,11 @@ describe("acme's token (a customer-scoped caller)", () => {
         // It verified acme's own token, which the gateway passed on over its own socket.
         expect(subjectsSubscribedAtTheFacade.at(-1)).toBe(decodeJwt(token).sub);
         await topUpAcme();
-        await waitFor(() => subscription.data.length >= 1, 'the event through the gateway', 30_000);
+        await waitFor(
+          () => subscription.data.length >= 1,
+          'the event through the gateway',
+          loadScaledMs(15_000),
+        );
 
         // The webhook went to the receiving replica alone; the routed one published nothing.
         expect(receiving.lifecycle.count('webhookEventPublished')).toBeGreaterThan(publishedBefore);
@@ -353,7 +360,11 @@ describe("another customer's id with acme's token", () => {
           ? subscribeOverSse(token, GLOBEX_EVENTS)
           : subscribeOverWs(connect(token), GLOBEX_EVENTS);
       try {
-        await waitFor(() => refused.errors.length >= 1, 'the refusal through the gateway', 30_000);
+        await waitFor(
+          () => refused.errors.length >= 1,
+          'the refusal through the gateway',
+          loadScaledMs(15_000),
+        );
         expect(refused.data).toEqual([]);
         expect(refused.errors).toEqual([
           expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND' }) }),

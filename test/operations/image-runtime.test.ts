@@ -8,10 +8,10 @@
  * A module the start script reaches but no COPY brings in fails here as it fails in the image; a
  * package it imports that `--omit=dev` leaves out fails here too.
  *
- * Every process started here runs in a process group of its own, killed whole after each test and
- * when the test process exits, whatever happened.
+ * Every process started here comes through test/support/processes.ts: a process group of its own,
+ * stopped whole after its test however it ended, its waits stretched by the machine's load.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import {
   chmodSync,
@@ -29,19 +29,18 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildFailure, type Metafile } from 'esbuild';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readComposeFile } from '../../scripts/compose-twin.ts';
 import { SANDBOX_KEY, startEmulator, type RunningEmulator } from '../support/harness/emulator.ts';
 import { connectLive, type LiveClient } from '../support/harness/live-client.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { useProcesses, waitUntilReady } from '../support/processes.ts';
 import { scrape, valueOf } from '../support/metrics.ts';
 import { issuerEnv, tokenFor } from '../support/tokens.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Assembling and installing the tree: a production `npm ci` from the cache, on a busy machine. */
 const ASSEMBLY_BUDGET_MS = 600_000;
-/** A child's start, loading the whole app from source, on a busy machine. */
-const START_BUDGET_MS = 120_000;
 
 // ---------------------------------------------------------------------------------------------
 // The Dockerfile, read as a builder reads it.
@@ -189,37 +188,21 @@ function ignoredByContext(relative: string, rules: { pattern: string; negated: b
 }
 
 // ---------------------------------------------------------------------------------------------
-// Processes, each in a group of its own.
+// Processes: each through test/support/processes.ts, in a group of its own, stopped after its test
+// (or, started by the `beforeAll`, after the file) however it ended.
 
-const groups = new Set<ChildProcess>();
-
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-}
-
-function killAll(): void {
-  for (const child of groups) killGroup(child);
-  groups.clear();
-}
-process.once('exit', killAll);
+const processes = useProcesses();
 
 /** The Node 24 that runs this test: the `node` of the image. */
 const NODE = process.execPath;
 
-/** Runs `command` through sh in `cwd`, in a group of its own; rejects with its output when it fails. */
+/** Runs `command` through sh in `cwd`; rejects with its output when it fails. */
 async function runStep(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
-  const child = spawn('sh', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  groups.add(child);
+  const child = processes.spawn('sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += String(chunk)));
   child.stderr!.on('data', (chunk) => (output += String(chunk)));
   const [code] = (await once(child, 'exit')) as [number | null];
-  groups.delete(child);
   if (code !== 0) throw new Error(`\`${command}\` failed (${code}) in ${cwd}:\n${output}`);
 }
 
@@ -339,7 +322,7 @@ interface Started {
 function startCommand(deployment: Record<string, string>): Started {
   const [program, ...args] = runtime.command;
   if (program !== 'node') throw new Error(`CMD runs ${program}: only the image's node is known here`);
-  const child = spawn(NODE, args, {
+  const child = processes.spawn(NODE, args, {
     cwd: appDir,
     // The image's environment only: its PATH (the image's node first), its home, its ENV.
     env: {
@@ -348,11 +331,9 @@ function startCommand(deployment: Record<string, string>): Started {
       ...runtime.env,
       ...deployment,
     },
-    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     ...imageUser(),
   });
-  groups.add(child);
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
   const lines: Record<string, unknown>[] = [];
@@ -377,10 +358,7 @@ beforeAll(async () => {
   await assembleTree();
 }, ASSEMBLY_BUDGET_MS);
 
-afterEach(killAll);
-
 afterAll(() => {
-  killAll();
   if (rootfs !== '') {
     spawnSync('chmod', ['-R', 'u+w', rootfs]);
     rmSync(rootfs, { recursive: true, force: true });
@@ -455,10 +433,10 @@ describe("the runtime stage's files", () => {
     const unresolved = imports
       .filter((imported) => imported.external && /^\.{0,2}\//.test(imported.path))
       .map((imported) => `${imported.file} -> ${imported.path}`);
-    // The two modules left out on purpose: the demo OpenID provider (its oidc-provider is a
-    // development dependency; the start script imports it only for the demo, which it then refuses
-    // saying why, the last describe below), and the explorer's builder (esbuild is one too; the
-    // image carries the build its build stage made, served above without building).
+    // The modules left out on purpose, each a development dependency's: the demo OpenID provider
+    // (oidc-provider), which the start script imports only for the demo it then refuses saying why
+    // (the last describe below); and the explorer's builder (esbuild), which the image replaces by
+    // the build it carries (EXPLORER=graphiql is served from it below).
     expect(unresolved.sort()).toEqual([
       'scripts/start.ts -> ../dev-issuer/index.ts',
       'src/http/explorer.ts -> ../../explorer/build.ts',
@@ -499,129 +477,119 @@ describe("the runtime stage's command", () => {
     await emulator?.close();
   });
 
-  test(
-    'starts as the image starts it, pointed at an upstream and an identity provider, and serves a query and a subscription',
-    async () => {
-      const started = startCommand({
-        ...issuerEnv(),
-        UPSTREAM_BASE_URL: emulator.url,
-        UPSTREAM_API_KEY: SANDBOX_KEY,
-        // Free ports: tests never take fixed ones. HOST stays the image's 0.0.0.0.
-        PORT: '0',
-        METRICS_PORT: '0',
-        // The emulator posts its webhooks to the facade's own address (it runs on this machine).
-        WEBHOOK_REGISTER: 'true',
-        // GraphiQL from the files the build stage bundled (COPY --from=build).
-        EXPLORER: 'graphiql',
-      });
-      await waitFor(
-        () => started.logged('facade listening').length === 1 || started.child.exitCode !== null,
-        'the facade to listen',
-        START_BUDGET_MS,
-      );
-      expect(started.child.exitCode, started.stderr()).toBeNull();
-      const listening = started.logged('facade listening')[0]!;
-      const graphqlUrl = listening.url as string;
-      const metricsUrl = listening.metrics as string;
-      expect(new URL(graphqlUrl).hostname).toBe('localhost');
+  test('starts as the image starts it, pointed at an upstream and an identity provider, and serves a query and a subscription', async () => {
+    const started = startCommand({
+      ...issuerEnv(),
+      UPSTREAM_BASE_URL: emulator.url,
+      UPSTREAM_API_KEY: SANDBOX_KEY,
+      // Free ports: tests never take fixed ones. HOST stays the image's 0.0.0.0.
+      PORT: '0',
+      METRICS_PORT: '0',
+      // The emulator posts its webhooks to the facade's own address (it runs on this machine).
+      WEBHOOK_REGISTER: 'true',
+      // GraphiQL from the files the build stage bundled (COPY --from=build).
+      EXPLORER: 'graphiql',
+    });
+    await waitUntilReady(
+      started.child,
+      () => started.logged('facade listening').length === 1,
+      'the facade to listen',
+      {
+        output: started.stderr,
+      },
+    );
+    const listening = started.logged('facade listening')[0]!;
+    const graphqlUrl = listening.url as string;
+    const metricsUrl = listening.metrics as string;
+    expect(new URL(graphqlUrl).hostname).toBe('localhost');
 
-      const health = await fetch(new URL('/healthz', graphqlUrl));
-      expect(health.status).toBe(200);
+    const health = await fetch(new URL('/healthz', graphqlUrl));
+    expect(health.status).toBe(200);
 
-      // No token: refused at the door, nothing asked of the upstream.
-      await emulator.resetUpstreamCalls();
-      const anonymous = await fetch(graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' }),
-      });
-      expect(anonymous.status).toBe(401);
-      expect((await emulator.upstreamCalls()).total).toBe(0);
+    // No token: refused at the door, nothing asked of the upstream.
+    await emulator.resetUpstreamCalls();
+    const anonymous = await fetch(graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' }),
+    });
+    expect(anonymous.status).toBe(401);
+    expect((await emulator.upstreamCalls()).total).toBe(0);
 
-      const acme = await tokenFor('acme');
-      const query = await fetch(graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${acme}` },
-        body: JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' }),
-      });
-      expect(query.status).toBe(200);
-      expect(await query.json()).toEqual({ data: { customer: { displayName: 'Acme Robotics Ltd' } } });
-      expect(await emulator.upstreamCalls()).toMatchObject({ total: 1 });
+    const acme = await tokenFor('acme');
+    const query = await fetch(graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${acme}` },
+      body: JSON.stringify({ query: '{ customer(id: "cus_acme") { displayName } }' }),
+    });
+    expect(query.status).toBe(200);
+    expect(await query.json()).toEqual({ data: { customer: { displayName: 'Acme Robotics Ltd' } } });
+    expect(await emulator.upstreamCalls()).toMatchObject({ total: 1 });
 
-      // Another customer's record stays closed to acme's token, before any upstream call.
-      await emulator.resetUpstreamCalls();
-      const elsewhere = await fetch(graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${acme}` },
-        body: JSON.stringify({ query: '{ customer(id: "cus_globex") { displayName } }' }),
-      });
-      const elsewhereBody = await elsewhere.text();
-      expect(JSON.parse(elsewhereBody)).toMatchObject({ errors: [{ extensions: { code: 'NOT_FOUND' } }] });
-      expect(elsewhereBody).not.toContain('Globex');
-      expect((await emulator.upstreamCalls()).total).toBe(0);
+    // Another customer's record stays closed to acme's token, before any upstream call.
+    await emulator.resetUpstreamCalls();
+    const elsewhere = await fetch(graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${acme}` },
+      body: JSON.stringify({ query: '{ customer(id: "cus_globex") { displayName } }' }),
+    });
+    const elsewhereBody = await elsewhere.text();
+    expect(JSON.parse(elsewhereBody)).toMatchObject({ errors: [{ extensions: { code: 'NOT_FOUND' } }] });
+    expect(elsewhereBody).not.toContain('Globex');
+    expect((await emulator.upstreamCalls()).total).toBe(0);
 
-      const explorer = await fetch(new URL('/explorer/graphiql.js', graphqlUrl));
-      expect(explorer.status).toBe(200);
-      expect(explorer.headers.get('content-type')).toMatch(/^text\/javascript/);
-      await explorer.arrayBuffer();
+    const explorer = await fetch(new URL('/explorer/graphiql.js', graphqlUrl));
+    expect(explorer.status).toBe(200);
+    expect(explorer.headers.get('content-type')).toMatch(/^text\/javascript/);
+    await explorer.arrayBuffer();
 
-      const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${acme}` });
-      clients.push(client);
-      const received = client.subscribe(`subscription {
+    const client = connectLive(graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${acme}` });
+    clients.push(client);
+    const received = client.subscribe(`subscription {
         accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { type account { id } }
       }`);
-      let subscriptions = 0;
-      await waitFor(
-        () => subscriptions === 1,
-        'the subscription to start',
-        START_BUDGET_MS,
-        async () => {
-          subscriptions = valueOf(await scrape(metricsUrl), 'facade_graphql_ws_subscriptions');
-        },
-      );
-      const topUp = await emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-        body: { amount: '2.00', currency: 'USDC' },
-      });
-      expect(topUp.status).toBe(200);
-      await waitFor(() => received.data.length === 1, 'the event over graphql-ws', START_BUDGET_MS);
-      expect(received.data[0]).toEqual({
-        accountChanged: { type: 'account.updated', account: { id: 'acc_acme_eth' } },
-      });
-      expect(received.errors).toEqual([]);
+    let subscriptions = 0;
+    await waitFor(
+      () => subscriptions === 1,
+      'the subscription to start',
+      undefined,
+      async () => {
+        subscriptions = valueOf(await scrape(metricsUrl), 'facade_graphql_ws_subscriptions');
+      },
+    );
+    const topUp = await emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+      body: { amount: '2.00', currency: 'USDC' },
+    });
+    expect(topUp.status).toBe(200);
+    await waitFor(() => received.data.length === 1, 'the event over graphql-ws');
+    expect(received.data[0]).toEqual({
+      accountChanged: { type: 'account.updated', account: { id: 'acc_acme_eth' } },
+    });
+    expect(received.errors).toEqual([]);
 
-      // SIGTERM, as a container runtime stops it: an ordered shutdown, exit 0.
-      started.child.kill('SIGTERM');
-      expect(await started.exited).toBe(0);
-    },
-    START_BUDGET_MS * 3,
-  );
+    // SIGTERM, as a container runtime stops it: an ordered shutdown, exit 0.
+    started.child.kill('SIGTERM');
+    expect(await started.exited).toBe(0);
+  });
 });
 
 describe("the runtime stage's command without an upstream or an identity provider", () => {
-  test(
-    'refuses the demo on the network, as the image’s HOST=0.0.0.0 would expose it',
-    async () => {
-      expect(runtime.env.HOST).toBe('0.0.0.0');
-      expect(runtime.env).not.toHaveProperty('DEMO_ALLOW_NETWORK');
-      const started = startCommand({ PORT: '0' });
-      expect(await started.exited).toBe(1);
-      expect(started.stderr()).toContain('Refusing to start: HOST=0.0.0.0 listens beyond loopback');
-      expect(started.logged('facade listening')).toEqual([]);
-    },
-    START_BUDGET_MS,
-  );
+  test('refuses the demo on the network, as the image’s HOST=0.0.0.0 would expose it', async () => {
+    expect(runtime.env.HOST).toBe('0.0.0.0');
+    expect(runtime.env).not.toHaveProperty('DEMO_ALLOW_NETWORK');
+    const started = startCommand({ PORT: '0' });
+    expect(await started.exited).toBe(1);
+    expect(started.stderr()).toContain('Refusing to start: HOST=0.0.0.0 listens beyond loopback');
+    expect(started.logged('facade listening')).toEqual([]);
+  });
 
-  test(
-    'with DEMO_ALLOW_NETWORK=true, says the demo needs the development dependencies the image leaves out',
-    async () => {
-      const started = startCommand({ PORT: '0', DEMO_ALLOW_NETWORK: 'true' });
-      expect(await started.exited).toBe(1);
-      expect(started.stderr()).toContain(
-        'The demo OpenID provider needs the development dependencies (npm ci, without --omit=dev).',
-      );
-      expect(started.stderr()).not.toMatch(/ERR_MODULE_NOT_FOUND|at .*\.ts:\d+/);
-      expect(started.logged('facade listening')).toEqual([]);
-    },
-    START_BUDGET_MS,
-  );
+  test('with DEMO_ALLOW_NETWORK=true, says the demo needs the development dependencies the image leaves out', async () => {
+    const started = startCommand({ PORT: '0', DEMO_ALLOW_NETWORK: 'true' });
+    expect(await started.exited).toBe(1);
+    expect(started.stderr()).toContain(
+      'The demo OpenID provider needs the development dependencies (npm ci, without --omit=dev).',
+    );
+    expect(started.stderr()).not.toMatch(/ERR_MODULE_NOT_FOUND|at .*\.ts:\d+/);
+    expect(started.logged('facade listening')).toEqual([]);
+  });
 });

@@ -4,10 +4,16 @@
  * subscribers (half graphql-ws, half SSE) resuming with `after` whenever their subscription ends,
  * top-ups made at the emulator and delivered by its webhooks, a query load through the gateway,
  * and each replica in turn taken out of the Service, stopped with SIGTERM, started again and ready.
+ * The twin's processes come through test/support/processes.ts: stopped however the test ended, their
+ * readiness waits stretched by the machine's load, and this file in the serial `processes` project.
  */
 import { describe, expect, it } from 'vitest';
 import { measureRollingRestart } from '../../bench/rolling-restart.ts';
 import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
+import { useProcesses } from '../support/processes.ts';
+
+const processes = useProcesses();
 
 describe('a rolling restart of the replicas', () => {
   it('delivers every event once to every subscriber, and every query answers', async () => {
@@ -21,6 +27,8 @@ describe('a rolling restart of the replicas', () => {
       webhooks: 'service',
       redisUrl: requireRedisUrl(),
       redisKeyPrefix: uniqueRedisPrefix(),
+      spawn: processes.spawn,
+      readyWithinMs: loadScaledMs(30_000),
     });
     expect(report.restarts.map(({ replica, exitCode }) => ({ replica, exitCode }))).toEqual([
       { replica: 'facade-a', exitCode: 0 },

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
 import { demoToken, loggedIssuer } from './demo-token.ts';
-import { useProcesses, waitUntilReady } from './processes.ts';
+import { type Processes, useProcesses, waitUntilReady } from './processes.ts';
 
 export interface NpmStart {
   child: ChildProcess;
@@ -24,8 +24,6 @@ export interface NpmStart {
   /** A token of the demo operator. */
   token: string;
 }
-
-type Processes = ReturnType<typeof useProcesses>;
 
 /**
  * The environment a user's shell gives, with `env` over it: the test run's own upstream, issuer and

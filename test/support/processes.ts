@@ -117,6 +117,9 @@ export async function waitUntilReady(
   }
 }
 
+/** What {@link useProcesses} gives: the processes of a file's tests. */
+export type Processes = ReturnType<typeof useProcesses>;
+
 /**
  * Processes for the tests of a file: `spawn` starts one (see {@link spawnProcess}). What a test
  * started is stopped after that test, however it ended; what a `beforeAll` started, after the file.

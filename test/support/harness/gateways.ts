@@ -1,11 +1,12 @@
 /**
  * Real gateways over a supergraph SDL: Apollo Gateway served by Apollo Server and Hive Gateway's
  * runtime served by node:http, each in this process on its own loopback port 0, and the Hive Gateway
- * CLI (`hive-gateway`, what the official image runs) as a child process in a process group of its
- * own, serving HTTP, SSE and graphql-ws with deploy/gateway.config.ts. All forward the caller's
+ * CLI (`hive-gateway`, what the official image runs) as a child process started through the test's
+ * `useProcesses()` (test/support/processes.ts), serving HTTP, SSE and graphql-ws with
+ * deploy/gateway.config.ts. All forward the caller's
  * `Authorization`, `X-Request-Id` and `X-API-Key` to the subgraphs, as docs/federation.md shows.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -19,6 +20,7 @@ import { startStandaloneServer } from '@apollo/server/standalone';
 import { createGatewayRuntime, type GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
 import type { EdgeOptions } from '../../../deploy/gateway.config.ts';
 import { inProcessGatewayConfig } from '../../../scripts/compose-twin.ts';
+import { type Processes, stopProcess, waitUntilReady } from '../processes.ts';
 
 /** A gateway listening on loopback. */
 export type RunningGateway = {
@@ -92,7 +94,10 @@ export async function startEdgeHiveGateway(
 
 async function serveHiveGateway(config: GatewayConfigSupergraph): Promise<RunningGateway> {
   const runtime = createGatewayRuntime({ ...config, logging: false });
-  const server = createServer(runtime.requestListener);
+  // Idle connections kept 10 s past the advertised 5 s, as the facade keeps them
+  // (src/http/server-timeouts.ts): a test in this process sends on a connection its timers still
+  // call fresh, and after a busy stretch the expired idle timer would otherwise reset it.
+  const server = createServer({ keepAliveTimeoutBuffer: 10_000 }, runtime.requestListener);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
@@ -140,8 +145,11 @@ export type HiveGatewayCliOptions = (
   env: Record<string, string>;
   /** Where it reads `gateway.config.ts`. Default: deploy/, the shipped configuration. */
   cwd?: string;
-  /** How long it may take to answer `/readiness`. Default 120 s: it loads ~600 packages, slowly on a busy machine. */
-  readyWithinMs?: number;
+  /**
+   * How long it may take to answer `/readiness` on a quiet machine, stretched by the load
+   * (test/support/load-budget.ts). Default 20 s: it loads ~600 packages, about 10 s on a busy machine.
+   */
+  readyQuietMs?: number;
   /** Called with each line it writes. */
   onLine?: (line: string) => void;
   /** Its port. Default: a free one (another is tried if it was taken before the CLI bound it). */
@@ -149,12 +157,16 @@ export type HiveGatewayCliOptions = (
 };
 
 /**
- * Starts `hive-gateway supergraph <file> --host 127.0.0.1 --port <free port>` in its own process
- * group, with `options.cwd` (deploy/) as its working directory, and resolves once `/readiness`
- * answers 200. A port taken between the probe and the CLI's bind is retried with another one.
- * Always `close()` it: SIGTERM to the group, SIGKILL to whatever is left after 10 s.
+ * Starts `hive-gateway supergraph <file> --host 127.0.0.1 --port <free port>` through `processes`
+ * (its own process group, stopped after the test or the file that started it however it ended), with
+ * `options.cwd` (deploy/) as its working directory, and resolves once `/readiness` answers 200. A
+ * port taken between the probe and the CLI's bind is retried with another one. `close()` stops it
+ * sooner.
  */
-export async function startHiveGatewayCli(options: HiveGatewayCliOptions): Promise<RunningGatewayProcess> {
+export async function startHiveGatewayCli(
+  processes: Processes,
+  options: HiveGatewayCliOptions,
+): Promise<RunningGatewayProcess> {
   const workDir = mkdtempSync(join(tmpdir(), 'hive-gateway-'));
   let supergraphPath: string;
   if ('supergraphPath' in options) supergraphPath = resolve(options.supergraphPath);
@@ -166,7 +178,7 @@ export async function startHiveGatewayCli(options: HiveGatewayCliOptions): Promi
     for (let attempt = 1; ; attempt += 1) {
       try {
         const port = options.port ?? (await freePort());
-        const started = await spawnHiveGatewayCli(supergraphPath, port, options);
+        const started = await spawnHiveGatewayCli(processes, supergraphPath, port, options);
         return {
           ...started,
           async close() {
@@ -185,11 +197,12 @@ export async function startHiveGatewayCli(options: HiveGatewayCliOptions): Promi
 }
 
 async function spawnHiveGatewayCli(
+  processes: Processes,
   supergraphPath: string,
   port: number,
   options: HiveGatewayCliOptions,
 ): Promise<RunningGatewayProcess> {
-  const child = spawn(
+  const child = processes.spawn(
     process.execPath,
     [HIVE_GATEWAY_BIN, 'supergraph', supergraphPath, '--host', '127.0.0.1', '--port', String(port)],
     {
@@ -202,7 +215,6 @@ async function spawnHiveGatewayCli(
         ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
     },
   );
   const lines: string[] = [];
@@ -219,24 +231,19 @@ async function spawnHiveGatewayCli(
   };
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  const close = () => stopProcessGroup(child, exited);
+  const close = () => stopProcess(child);
 
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.readyWithinMs ?? 120_000);
-  let exit: [number | null, NodeJS.Signals | null] | undefined;
-  void exited.then((result) => (exit = result));
   try {
-    for (;;) {
-      if (exit !== undefined)
-        throw new Error(
-          `hive-gateway exited (${String(exit[0] ?? exit[1])}) before it was ready:\n${lines.join('\n')}`,
-        );
-      if (await answersReady(`${base}/readiness`)) break;
-      if (Date.now() > deadline)
-        throw new Error(`hive-gateway was not ready within its budget:\n${lines.slice(-30).join('\n')}`);
-      await new Promise((done) => setTimeout(done, 200));
-    }
+    await waitUntilReady(
+      child,
+      () => answersReady(`${base}/readiness`),
+      'hive-gateway to answer /readiness',
+      {
+        quietMs: options.readyQuietMs ?? 20_000,
+        output: () => lines.slice(-30).join('\n'),
+      },
+    );
   } catch (error) {
     await close();
     throw error;
@@ -258,27 +265,6 @@ async function answersReady(url: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/**
- * SIGTERM to the child's process group, SIGKILL to the group if the child is still there after
- * 10 s; resolves once the child exited. The group is signalled only while its leader is unreaped,
- * so its id cannot belong to anyone else yet.
- */
-async function stopProcessGroup(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const signalGroup = (signal: NodeJS.Signals): void => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // The group is gone already.
-    }
-  };
-  signalGroup('SIGTERM');
-  const kill = setTimeout(() => signalGroup('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(kill);
 }
 
 /** A loopback port free at the time of asking. */
