@@ -230,7 +230,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   app.use(explorerRoutes);
   // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`.
   const live = createLiveWing({
-    transports: [graphQLWebSocket(config.events.webSocket), serverSentEvents()],
+    transports: [
+      graphQLWebSocket(config.events.webSocket),
+      serverSentEvents({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
+    ],
     door,
     schema,
     live: events.live,

@@ -53,12 +53,21 @@ const STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
 };
 
-/** GraphQL over SSE as a live transport. */
-export function serverSentEvents(): LiveTransport {
-  return { rules: SSE_TRANSPORT, attach: attachServerSentEvents };
+/** What an SSE stream may cost the facade beyond its queue. */
+export interface ServerSentEventsLimits {
+  /** Longest one write may wait for the reader to take it; then the stream is cut. */
+  stalledWriteTimeoutMs: number;
 }
 
-function attachServerSentEvents(parts: LiveTransportParts): AttachedLiveTransport {
+/** GraphQL over SSE as a live transport. */
+export function serverSentEvents(limits: ServerSentEventsLimits): LiveTransport {
+  return { rules: SSE_TRANSPORT, attach: (parts) => attachServerSentEvents(parts, limits) };
+}
+
+function attachServerSentEvents(
+  parts: LiveTransportParts,
+  limits: ServerSentEventsLimits,
+): AttachedLiveTransport {
   const { door, connections, logger } = parts;
   const open = new Set<Response>();
   let draining = false;
@@ -123,7 +132,7 @@ function attachServerSentEvents(parts: LiveTransportParts): AttachedLiveTranspor
       sendRefusal(res, operation);
       return;
     }
-    await stream(res, operation, parts);
+    await stream(res, operation, parts, limits);
   };
 
   parts.routes.use(SSE_PATH, (req, res, next) => {
@@ -154,7 +163,12 @@ function attachServerSentEvents(parts: LiveTransportParts): AttachedLiveTranspor
  * once the previous one has left for the socket, so a reader that stops reading stops the pulls
  * and its events wait (bounded) in its subscriber queue.
  */
-async function stream(res: Response, operation: LiveOperation, parts: LiveTransportParts): Promise<void> {
+async function stream(
+  res: Response,
+  operation: LiveOperation,
+  parts: LiveTransportParts,
+  limits: ServerSentEventsLimits,
+): Promise<void> {
   let result: Awaited<ReturnType<typeof subscribeWithEventContexts>>;
   try {
     result = await subscribeWithEventContexts(operation.args);
@@ -179,9 +193,9 @@ async function stream(res: Response, operation: LiveOperation, parts: LiveTransp
   res.once('close', stop);
   try {
     for (let step = await results.next(); step.done !== true; step = await results.next()) {
-      if (!(await send(res, nextMessage(step.value, parts)))) break;
+      if (!(await send(res, nextMessage(step.value, parts), limits.stalledWriteTimeoutMs))) break;
     }
-    await send(res, 'event: complete\ndata:\n\n');
+    await send(res, 'event: complete\ndata:\n\n', limits.stalledWriteTimeoutMs);
   } finally {
     clearInterval(keepAlive);
     res.off('close', stop);
@@ -205,13 +219,17 @@ function nextMessage(result: ExecutionResult, parts: LiveTransportParts): string
 
 /**
  * Writes `message`, then waits until the socket has taken it (`drain`) when the response's buffer
- * is full; false once the response is closed (nothing more can be written).
+ * is full; false once the response is closed (nothing more can be written). A reader that takes
+ * nothing for `stalledMs` has stopped reading: the stream is cut, so it holds neither its socket
+ * nor its subscription slot while its queue's overflow notice could never reach it anyway.
  */
-async function send(res: Response, message: string): Promise<boolean> {
+async function send(res: Response, message: string, stalledMs: number): Promise<boolean> {
   if (!isWritable(res)) return false;
   if (res.write(message)) return true;
   return new Promise((resolve) => {
+    const stalled = setTimeout(() => res.destroy(), stalledMs);
     const settle = (written: boolean) => () => {
+      clearTimeout(stalled);
       res.off('drain', drained);
       res.off('close', closed);
       resolve(written);

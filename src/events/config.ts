@@ -76,6 +76,12 @@ export interface EventsConfig {
   redisKeyPrefix: string;
   /** Events one subscriber may let wait before it is ended (`SUBSCRIPTION_QUEUE_LIMIT`); see docs/events.md. */
   subscriberQueueLimit: number;
+  /**
+   * Longest an SSE stream may wait for its reader to take one write (`LIVE_STALLED_WRITE_TIMEOUT_MS`);
+   * then the stream is cut. A reader that stopped reading holds its socket, its subscription slot
+   * and its queue's notice otherwise, for as long as its token lasts.
+   */
+  stalledWriteTimeoutMs: number;
   /** How much of the event log is kept (`EVENT_LOG_RETENTION`): a count of events or an age. */
   logRetention: LogRetention;
   /** The reconciliation of missed webhooks (docs/events.md, "Missed webhooks"). */
@@ -93,6 +99,8 @@ export const EVENTS_CONFIG_DEFAULTS = {
   WEBHOOK_DEDUP_RETENTION_SECONDS: 24 * 60 * 60,
   REDIS_KEY_PREFIX: 'facade:',
   SUBSCRIPTION_QUEUE_LIMIT: DEFAULT_SUBSCRIBER_QUEUE_LIMIT,
+  // A reader on a slow network takes a write in seconds; one that stopped reading never does.
+  LIVE_STALLED_WRITE_TIMEOUT_MS: 30_000,
   RECONCILE_INTERVAL_SECONDS: 60,
   // Beyond the upstream's retries (about 127 s), so a webhook that is only late arrives first.
   RECONCILE_GRACE_SECONDS: 150,
@@ -175,6 +183,12 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
       EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
       1,
       1_000_000,
+    ),
+    stalledWriteTimeoutMs: reader.integer(
+      'LIVE_STALLED_WRITE_TIMEOUT_MS',
+      EVENTS_CONFIG_DEFAULTS.LIVE_STALLED_WRITE_TIMEOUT_MS,
+      1_000,
+      600_000,
     ),
     webSocket: {
       maxPayloadBytes: reader.integer(

@@ -27,6 +27,7 @@ describe('readEventsConfig', () => {
         redisUrl: undefined,
         redisKeyPrefix: EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
         subscriberQueueLimit: EVENTS_CONFIG_DEFAULTS.SUBSCRIPTION_QUEUE_LIMIT,
+        stalledWriteTimeoutMs: EVENTS_CONFIG_DEFAULTS.LIVE_STALLED_WRITE_TIMEOUT_MS,
         logRetention: { events: 10_000 },
         reconcile: { intervalSeconds: 60, graceSeconds: 150 },
         webSocket: {

@@ -3,8 +3,8 @@
  * UNAUTHENTICATED error into full buffers, so once the grace for it has passed the stream is cut,
  * not left open on an expired token holding its socket, its place among the caller's running
  * subscriptions and the results already written. The reader is Node's HTTP client, paused, so the
- * kernel's buffers fill as on a stalled network. The second test (`test.fails`) records a known
- * gap: while the token is still valid, nothing cuts such a stream.
+ * kernel's buffers fill as on a stalled network. While the token is still valid, a stream that
+ * takes no write for LIVE_STALLED_WRITE_TIMEOUT_MS is cut too (the second describe).
  */
 import http from 'node:http';
 import { once } from 'node:events';
@@ -14,16 +14,19 @@ import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { issuerSignedToken } from '../support/tokens.ts';
 
-const stack = useStack({
-  env: {
-    WEBHOOK_REGISTER: 'true',
-    SUBSCRIPTION_QUEUE_LIMIT: '4',
-    // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
-    QUERY_MAX_ALIASES: '10000',
-    QUERY_MAX_TOKENS: '5000',
-    QUERY_MAX_COST: '100000000',
-  },
-});
+/** The stacks' settings: a queue that overflows after a few events, and a wide selection. */
+const STALLING_ENV = {
+  WEBHOOK_REGISTER: 'true',
+  SUBSCRIPTION_QUEUE_LIMIT: '4',
+  // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
+  QUERY_MAX_ALIASES: '10000',
+  QUERY_MAX_TOKENS: '5000',
+  QUERY_MAX_COST: '100000000',
+};
+// Only the token's expiry cuts a stalled stream here: the stalled-write deadline is set far off.
+const stack = useStack({ env: { ...STALLING_ENV, LIVE_STALLED_WRITE_TIMEOUT_MS: '600000' } });
+// A stalled-write deadline of two seconds.
+const stalledStack = useStack({ env: { ...STALLING_ENV, LIVE_STALLED_WRITE_TIMEOUT_MS: '2000' } });
 
 const WIDE_LABELS = Array.from({ length: 200 }, (_, i) => `l${i}: label`).join(' ');
 const WIDE_ACCOUNTS = Array.from({ length: 45 }, (_, i) => `a${i}: account { ...Wide }`).join(' ');
@@ -37,8 +40,8 @@ const TOP_UPS = 40;
 /** How long the token lives: long enough for the top-ups to be made while it is valid. */
 const TOKEN_SECONDS = 25;
 
-const sseGauges = async () => {
-  const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
+const sseGauges = async (of = stack) => {
+  const samples = parseExposition(await of.facade.app.metrics.registry.metrics());
   return {
     connections: valueOf(samples, 'facade_live_connections', { transport: 'sse' }),
     subscriptions: valueOf(samples, 'facade_live_subscriptions', { transport: 'sse' }),
@@ -94,23 +97,18 @@ describe('SSE streams whose reader stopped reading, and their tokens', () => {
       await closed;
     },
   );
+});
 
-  /**
-   * Known gap: a token valid for an hour on a stream its reader stopped reading. Its queue overflows and ends, but the overflow notice and `complete` wait behind
-   * the unread results, so the stream, its socket and its place among the caller's running
-   * subscriptions stay until the reader reads or goes, or the token expires: nothing cuts a stream
-   * that has taken no write for a long time. Bounded by the caller's own subscription cap and its
-   * token's lifetime; a deadline on a write that never drains would close it sooner.
-   */
-  test.fails(
-    'a stalled stream of a long-lived token is cut once its queue overflowed',
+describe('SSE streams whose reader stopped reading, with a valid token', () => {
+  test(
+    'a stream that takes no write for LIVE_STALLED_WRITE_TIMEOUT_MS is cut, and its subscription ends',
     { timeout: 120_000 },
     async () => {
       const token = await issuerSignedToken({
         sub: 'stalled-reader-for-an-hour',
         exp: Math.floor(Date.now() / 1000) + 3600,
       });
-      const request = http.request(`${stack.facadeUrl}/graphql/stream`, {
+      const request = http.request(`${stalledStack.facadeUrl}/graphql/stream`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -122,26 +120,27 @@ describe('SSE streams whose reader stopped reading, and their tokens', () => {
       const [response] = (await once(request, 'response')) as [http.IncomingMessage];
       expect(response.statusCode).toBe(200);
       response.pause();
-      await stack.subscriptionsStarted(1);
+      await stalledStack.subscriptionsStarted(1);
       try {
         for (let made = 0; made < TOP_UPS; made += 1) {
-          const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+          const topUp = await stalledStack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
             body: { amount: '1.00', currency: 'USDC' },
           });
           expect(topUp.status).toBe(200);
         }
-        let gauges = await sseGauges();
+        let gauges = await sseGauges(stalledStack);
         await waitFor(
           () => gauges.connections === 0,
-          'the stalled stream whose queue overflowed to be cut',
+          'the stalled stream to be cut',
           20_000,
           async () => {
-            gauges = await sseGauges();
+            gauges = await sseGauges(stalledStack);
           },
         );
+        expect((await sseGauges(stalledStack)).subscriptions).toBe(0);
       } finally {
         response.destroy();
-        await stack.subscriptionsCompleted(1);
+        await stalledStack.subscriptionsCompleted(1);
       }
     },
   );
