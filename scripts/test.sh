@@ -7,11 +7,12 @@ cd "$(dirname "$0")/.."
 
 # Debian's packages the tests need, each installed only where its command is missing: redis-server;
 # chromium (the browser tests drive /usr/bin/chromium, or CHROMIUM_PATH, and skip, saying so, without
-# one); curl, jq and iproute2's `ip` for the documents' commands (test/operations/docs-commands.test.ts).
+# one); curl, jq and iproute2's `ip` for the documents' commands (test/operations/docs-commands.test.ts);
+# kubectl, which renders deploy/kubernetes for its schema validation (kubernetes-manifests.test.ts).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -n "${CHROMIUM_PATH:-}" ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
-for tool in curl:curl jq:jq ip:iproute2; do
+for tool in curl:curl jq:jq ip:iproute2 kubectl:kubectl; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -7,6 +7,7 @@
  */
 import { createClient } from 'graphql-sse';
 import { describe, expect, test } from 'vitest';
+import { openSseStream, type SseMessage } from '../support/harness/sse-stream.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { tokenFor } from '../support/tokens.ts';
@@ -16,56 +17,10 @@ const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
 /** Selects neither `cursor` nor `$after`. */
 const ACME_ACCOUNTS = `subscription { accountChanged(customerId: "cus_acme") { eventId accountId } }`;
 
-interface Message {
-  id?: string;
-  event: string;
-  data: { data?: { accountChanged: { eventId: string; accountId: string } }; errors?: unknown[] } | null;
-}
+type Message = SseMessage<{ accountChanged: { eventId: string; accountId: string } }>;
 
-async function openStream(query: string, headers: Record<string, string>) {
-  const abort = new AbortController();
-  const response = await fetch(`${stack.facadeUrl}/graphql/stream`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
-    body: JSON.stringify({ query }),
-    signal: abort.signal,
-  });
-  const messages: Message[] = [];
-  const streaming = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
-  const body: unknown = streaming ? undefined : await response.json();
-  const ended = (async () => {
-    if (!streaming) return;
-    const decoder = new TextDecoder();
-    let buffered = '';
-    try {
-      const reader = response.body!.getReader();
-      for (let read = await reader.read(); !read.done; read = await reader.read()) {
-        buffered += decoder.decode(read.value, { stream: true });
-        for (let end = buffered.indexOf('\n\n'); end !== -1; end = buffered.indexOf('\n\n')) {
-          const lines = buffered.slice(0, end).split('\n');
-          buffered = buffered.slice(end + 2);
-          const field = (name: string) =>
-            lines
-              .find((line) => line.startsWith(`${name}:`))
-              ?.slice(name.length + 1)
-              .trim();
-          const event = field('event');
-          if (event === undefined) continue;
-          const data = field('data');
-          const id = field('id');
-          messages.push({
-            event,
-            ...(id === undefined ? {} : { id }),
-            data: data === undefined || data === '' ? null : (JSON.parse(data) as Message['data']),
-          });
-        }
-      }
-    } catch {
-      // Aborted by the test.
-    }
-  })();
-  return { status: response.status, body, messages, ended, close: () => abort.abort() };
-}
+const openStream = (query: string, headers: Record<string, string>) =>
+  openSseStream<{ accountChanged: { eventId: string; accountId: string } }>(stack.facadeUrl, query, headers);
 
 const topUp = async (accountId: string) => {
   const response = await stack.emulator.rest('POST', `/v3/sandbox/accounts/${accountId}/topup`, {

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
@@ -12,6 +12,7 @@ import { createFormatError } from '../../src/errors/format-error.ts';
 import type { RateLimitsConfig } from '../../src/edge/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startRedisServer } from '../../scripts/redis-server.ts';
+import { freePort } from '../support/harness/gateways.ts';
 import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
 
 const logLines: string[] = [];
@@ -221,7 +222,7 @@ describe('rate limits when Redis fails', () => {
   }
 
   test('an unreachable Redis: the in-memory limiter still limits, nothing throws', async () => {
-    const port = await findFreePort();
+    const port = await freePort();
     const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 2, lazyConnect: false });
     redis.on('error', () => {});
     cleanups.push(() => redis.disconnect());
@@ -278,14 +279,4 @@ describe('rate limits when Redis fails', () => {
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-async function findFreePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as AddressInfo;
-  probe.close();
-  await once(probe, 'close');
-  return port;
 }

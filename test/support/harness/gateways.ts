@@ -268,7 +268,7 @@ async function answersReady(url: string): Promise<boolean> {
 }
 
 /** A loopback port free at the time of asking. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = createServer();
   probe.listen(0, '127.0.0.1');
   await once(probe, 'listening');
