@@ -6,35 +6,30 @@
  * upstream is not asked about it, the next good key is still taken, and the process keeps serving.
  * A key of the right form that the upstream refuses is kept out too, and is on no output line.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { addEmulatorKey, mountedSecret } from '../../scripts/key-rotation.ts';
 import { SANDBOX_KEY, startEmulator, type RunningEmulator } from '../support/harness/emulator.ts';
 import { waitFor } from '../support/harness/wait.ts';
+import { startKeyFileFacade } from '../support/key-file-facade.ts';
+import { useProcesses } from '../support/processes.ts';
 
 const NEW_KEY = 'sk_sandbox_rotated_after_hostile_files';
 /** A key of the right form that the upstream has never accepted. */
 const UNKNOWN_KEY = 'sk_sandbox_never_added_at_the_upstream';
 
 let emulator: RunningEmulator;
-let child: ChildProcess | undefined;
-const lines: Record<string, unknown>[] = [];
-let output = '';
+const processes = useProcesses();
 
 beforeAll(async () => {
   emulator = await startEmulator();
 });
 afterAll(async () => {
-  if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await emulator?.close();
 });
-
-const logged = (prefix: string) =>
-  lines.filter((line) => typeof line['msg'] === 'string' && line['msg'].startsWith(prefix));
 
 /** Points the secret's `..data` at a new version directory whose key entry is `link`'s target. */
 function swapTo(dir: string, version: string, target: string): void {
@@ -54,37 +49,11 @@ describe('a key file swapped for something else', () => {
     // Visible ASCII throughout: by its form alone it would pass as a key.
     writeFileSync(oversized, 'k'.repeat(2 * 1024 * 1024));
 
-    const { UPSTREAM_API_KEY: _key, ...inherited } = process.env;
-    child = spawn(process.execPath, ['src/main.ts'], {
-      cwd: new URL('../..', import.meta.url),
-      env: {
-        ...inherited,
-        NODE_ENV: 'production',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        METRICS_PORT: '0',
-        LOG_LEVEL: 'info',
-        AUTH_MODE: 'none',
-        UPSTREAM_BASE_URL: emulator.url,
-        UPSTREAM_API_KEY_FILE: secret.file,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stderr!.on('data', (chunk) => (output += String(chunk)));
-    child.stdout!.on('data', (chunk) => (output += String(chunk)));
-    createInterface({ input: child.stdout! }).on('line', (line) =>
-      lines.push(JSON.parse(line) as Record<string, unknown>),
+    const { child, logged, output, customer } = await startKeyFileFacade(
+      processes,
+      emulator.url,
+      secret.file,
     );
-    await waitFor(() => logged('facade listening').length === 1, 'the facade to listen', 30_000);
-    const graphqlUrl = logged('facade listening')[0]!['url'] as string;
-    const customer = async () => {
-      const response = await fetch(graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ customer(id: "cus_acme") { id } }' }),
-      });
-      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-    };
     const kept = (problem: string) =>
       logged('UPSTREAM_API_KEY: kept the current key').filter(
         (line) => line['reason'] === 'signal' && String(line['msg']).includes(problem),
@@ -117,9 +86,9 @@ describe('a key file swapped for something else', () => {
     await waitFor(() => logged('UPSTREAM_API_KEY: rotated').length === 1, 'the good key to be taken');
     expect(await customer()).toEqual({ status: 200, body: { data: { customer: { id: 'cus_acme' } } } });
     expect(child.exitCode).toBeNull();
-    expect(output).not.toContain(SANDBOX_KEY);
-    expect(output).not.toContain(NEW_KEY);
-    expect(output).not.toContain(UNKNOWN_KEY);
-    expect(output).not.toContain('kkkkkkkk');
+    expect(output()).not.toContain(SANDBOX_KEY);
+    expect(output()).not.toContain(NEW_KEY);
+    expect(output()).not.toContain(UNKNOWN_KEY);
+    expect(output()).not.toContain('kkkkkkkk');
   });
 });
