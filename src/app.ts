@@ -13,6 +13,7 @@ import { createConfiguredDoor } from './edge/configured-door.ts';
 import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { connectionOf, httpDoor } from './edge/http.ts';
 import { createLiveWing } from './edge/live.ts';
+import { multipartSubscriptions } from './edge/multipart.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
@@ -228,11 +229,13 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
   );
   app.use(explorerRoutes);
-  // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`.
+  // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`,
+  // and a request to `/graphql` whose Accept asks for multipart subscriptions is streamed there.
   const live = createLiveWing({
     transports: [
       graphQLWebSocket(config.events.webSocket),
       serverSentEvents({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
+      multipartSubscriptions({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
     ],
     door,
     schema,

@@ -17,12 +17,12 @@ import { rateLimitHeaders } from './client-budgets.ts';
 import { httpAnswerOf, isRefusal, REFUSALS, refuse, type Refusal } from './refusal.ts';
 import type { TrustedDocumentRequest } from './trusted-documents.ts';
 
-/** HTTP serves queries and mutations; subscriptions go over graphql-ws. */
+/** HTTP serves queries and mutations; subscriptions go over the live transports. */
 export const HTTP_TRANSPORT: TransportRules = {
   name: 'http',
   serves: new Set([OperationTypeNode.QUERY, OperationTypeNode.MUTATION]),
   elsewhere:
-    'Subscriptions are not served by POST /graphql: connect a graphql-ws client (WebSocket) to /graphql, or POST the subscription to /graphql/stream with Accept: text/event-stream (Server-Sent Events).',
+    "Subscriptions are not served by POST /graphql with Accept: application/json: connect a graphql-ws client (WebSocket) to /graphql, POST the subscription to /graphql with Accept: multipart/mixed;subscriptionSpec=1.0 (Apollo Client's HttpLink does), or to /graphql/stream with Accept: text/event-stream (Server-Sent Events).",
 };
 
 export interface HttpDoorOptions {
