@@ -1,6 +1,8 @@
 /**
  * Shutdown drains every live transport, not graphql-ws alone: `app.close()` completes the running
- * subscriptions over graphql-ws and over SSE (the SSE stream ends with `complete`).
+ * subscriptions over graphql-ws, over SSE (the SSE stream ends with `complete`) and over the
+ * multipart protocol (its response ends with the closing delimiter, which Apollo Client reads as
+ * the subscription's completion).
  */
 import { describe, expect, test } from 'vitest';
 import { startStack } from '../support/harness/stack.ts';
@@ -10,7 +12,7 @@ const SUBSCRIPTION = `subscription { accountChanged(customerId: "cus_acme", acco
 
 describe('shutdown of every live transport', () => {
   test(
-    'app.close() completes the subscriptions over graphql-ws and over SSE',
+    'app.close() completes the subscriptions over graphql-ws, SSE and multipart',
     { timeout: 60_000 },
     async () => {
       const stack = await startStack({ env: { WEBHOOK_REGISTER: 'true' } });
@@ -31,15 +33,27 @@ describe('shutdown of every live transport', () => {
             text += decoder.decode(read.value, { stream: true });
           }
         })();
-        await stack.subscriptionsStarted(2);
+        const multipart = await fetch(stack.graphqlUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'multipart/mixed;boundary=graphql;subscriptionSpec=1.0,application/json;q=0.9',
+            authorization,
+          },
+          body: JSON.stringify({ query: SUBSCRIPTION }),
+        });
+        expect(multipart.status).toBe(200);
+        const multipartText = multipart.text();
+        await stack.subscriptionsStarted(3);
 
         const closing = stack.app.close();
         await ended;
         expect(text.trimEnd().endsWith('event: complete\ndata:')).toBe(true);
+        expect((await multipartText).endsWith('\r\n--graphql--\r\n')).toBe(true);
         await overWebSocket.done;
         expect(overWebSocket.completed).toBe(true);
         await closing;
-        await stack.subscriptionsCompleted(2);
+        await stack.subscriptionsCompleted(3);
       } finally {
         await stack.close();
       }

@@ -4,7 +4,7 @@
  * its bounded subscriber queue, whose overflow policy applies (docs/events.md): once the socket's
  * buffers and the queue are full it is handed `SUBSCRIPTION_OVERFLOW` and completed, while a
  * reader that keeps up gets every event. The readers are real clients whose reads are paused
- * (Node's HTTP client for SSE, the `ws` client for graphql-ws), so the kernel's buffers fill as
+ * (Node's HTTP client for SSE and multipart, the `ws` client for graphql-ws), so the kernel's buffers fill as
  * they would for a client on a stalled network. Memory is measured in bench/slow-readers.ts.
  */
 import http from 'node:http';
@@ -102,6 +102,40 @@ async function stalledSseReader(authorization: string) {
   };
 }
 
+/** A multipart subscription read by Node's HTTP client, paused from its first byte until `resume()`. */
+async function stalledMultipartReader(authorization: string) {
+  const request = http.request(stack.graphqlUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'multipart/mixed;boundary=graphql;subscriptionSpec=1.0,application/json;q=0.9',
+      authorization,
+    },
+  });
+  request.end(JSON.stringify({ query: WIDE }));
+  const [response] = (await once(request, 'response')) as [http.IncomingMessage];
+  response.pause();
+  let text = '';
+  const ended = new Promise<void>((resolve) => {
+    response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    response.once('end', resolve);
+  });
+  response.pause();
+  return {
+    status: response.statusCode,
+    resume: () => response.resume(),
+    ended,
+    closed: () => text.endsWith('\r\n--graphql--\r\n'),
+    /** Every part's JSON body, heartbeats (`{}`) left out. */
+    parts: () =>
+      text
+        .split('\r\n--graphql')
+        .map((chunk) => chunk.slice(chunk.indexOf('\r\n\r\n') + 4))
+        .filter((body) => body.startsWith('{') && body !== '{}')
+        .map((body) => JSON.parse(body) as { payload: Record<string, unknown> | null; errors?: unknown[] }),
+  };
+}
+
 /** A graphql-ws subscription over the `ws` client whose socket is paused once it subscribed. */
 async function stalledWebSocketReader(authorization: string) {
   const socket = new WebSocket(stack.graphqlUrl.replace(/^http/, 'ws'), 'graphql-transport-ws');
@@ -176,6 +210,47 @@ describe('readers that stop reading', () => {
           'facade_subscriber_queue_overflows_total',
         ),
       ).toBe(2);
+      expect(fast.completed).toBe(false);
+      fast.stop();
+      await stack.subscriptionsCompleted(1);
+    },
+  );
+
+  test(
+    'a stalled multipart reader is handed SUBSCRIPTION_OVERFLOW in a final part and the stream is closed',
+    { timeout: 120_000 },
+    async () => {
+      const authorization = `Bearer ${await tokenFor('operator')}`;
+      const reader = await stalledMultipartReader(authorization);
+      expect(reader.status).toBe(200);
+      const fast = stack.connect().subscribe(`subscription {
+        accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId }
+      }`);
+      await stack.subscriptionsStarted(2);
+
+      const made = await topUps(TOP_UPS);
+      await waitFor(() => fast.data.length === made, 'the reader that keeps up to get every top-up');
+      const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
+      expect(valueOf(samples, 'facade_live_connections', { transport: 'multipart' })).toBe(1);
+      expect(valueOf(samples, 'facade_live_subscriptions', { transport: 'multipart' })).toBe(1);
+
+      reader.resume();
+      await reader.ended;
+      expect(reader.closed()).toBe(true);
+      const parts = reader.parts();
+      // The overflow ends the subscription: the protocol's final part, `payload: null` with the errors.
+      expect(parts.at(-1)?.payload).toBeNull();
+      expectOverflowAfter(
+        parts.map((part) => part.payload ?? { errors: part.errors }),
+        made,
+      );
+      // Each result made from an event carries its cursor beside it, though none selects it.
+      for (const part of parts.slice(0, -1)) {
+        expect((part.payload?.['extensions'] as { cursor?: string } | undefined)?.cursor).toMatch(
+          /^\d+-\d+$/,
+        );
+      }
+      await stack.subscriptionsCompleted(1);
       expect(fast.completed).toBe(false);
       fast.stop();
       await stack.subscriptionsCompleted(1);

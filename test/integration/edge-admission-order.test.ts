@@ -1,7 +1,7 @@
 /**
- * One admission order: every transport takes the door's steps as src/edge/door.ts declares them
- * (`ADMISSION_ORDER`), HTTP included, where Apollo Server parses and validates with the door's
- * options. Each step reports itself through `app.lifecycle` (`admissionStep`); each transport's
+ * One admission order: every transport (HTTP, graphql-ws, SSE, multipart) takes the door's steps
+ * as src/edge/door.ts declares them (`ADMISSION_ORDER`), HTTP included, where Apollo Server parses
+ * and validates with the door's options. Each step reports itself through `app.lifecycle` (`admissionStep`); each transport's
  * record is pinned to the declared list, and a document over a parse or a validation limit reads
  * the same over HTTP (Apollo's parser and rules) as over SSE (the door's own).
  */
@@ -110,6 +110,28 @@ describe('the door’s one admission order', () => {
     expect(stream?.status).toBe(200);
     expect(overSse).toEqual(expected);
     stream?.close();
+    await stack.subscriptionsCompleted(1);
+  });
+
+  test('the multipart protocol takes the declared steps of a live connection', async () => {
+    let response: Response | undefined;
+    const abort = new AbortController();
+    const overMultipart = await stepsOf(async () => {
+      response = await fetch(stack.graphqlUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'multipart/mixed;boundary=graphql;subscriptionSpec=1.0,application/json;q=0.9',
+          ...(await operator()),
+        },
+        body: JSON.stringify({ query: SUBSCRIPTION }),
+        signal: abort.signal,
+      });
+      await stack.subscriptionsStarted(1);
+    });
+    expect(response?.status).toBe(200);
+    expect(overMultipart).toEqual(admissionStepsOf('live'));
+    abort.abort();
     await stack.subscriptionsCompleted(1);
   });
 
