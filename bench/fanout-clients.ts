@@ -1,20 +1,31 @@
 /**
- * A child process of the fan-out benchmark (`bench/fanout.ts`) holding many graphql-ws subscribers,
- * each on its own WebSocket (the `ws` package), so the client side is spread over processes and
- * cores and does not become what is measured. It records when each subscriber's `next` arrived, on
+ * A child process of the fan-out benchmarks (`bench/fanout.ts`, `bench/fanout-transports.ts`)
+ * holding many subscribers, each on its own connection: graphql-ws over a WebSocket (the `ws`
+ * package), GraphQL over SSE or Apollo's multipart HTTP protocol over one streamed response each
+ * (Node's HTTP client), so the client side is spread over processes and cores and does not become
+ * what is measured. It records when each subscriber's `next` arrived, on
  * the machine-wide clock (`performance.timeOrigin + performance.now()`), and answers the parent's
  * requests over the IPC channel (see {@link ClientsRequest}).
  */
-import { createClient, type Client } from 'graphql-ws';
+import http from 'node:http';
+import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+
+/** How a subscriber subscribes: a live transport of the facade. */
+export type LiveClientTransport = 'graphql-ws' | 'sse' | 'multipart';
 
 /** What the parent asks; each request carries an id its reply repeats. */
 export type ClientsRequest =
   | {
       op: 'connect';
       id: number;
-      /** Subscribers to open, by facade: `label` names the facade in the arrivals. */
+      /**
+       * Subscribers to open, by facade: `label` names the facade in the arrivals; `wsUrl` is its
+       * `/graphql` as a WebSocket URL (the streamed transports use its HTTP twin).
+       */
       groups: { label: string; wsUrl: string; count: number }[];
+      /** Default graphql-ws. */
+      transport?: LiveClientTransport;
       query: string;
       /** Connections being opened at once. */
       concurrency: number;
@@ -54,7 +65,7 @@ export function eventIdOf(result: { data?: Record<string, unknown> | null }): st
 
 interface Subscriber {
   label: string;
-  client: Client;
+  close(): Promise<void>;
   seen: Set<string>;
 }
 
@@ -75,8 +86,36 @@ function noteError(message: string): void {
 const receivedBy = new Map<string, number>();
 const received = (eventId: string): number => receivedBy.get(eventId) ?? 0;
 
-/** Opens one subscriber; resolves once its socket is acknowledged (`connection_ack`) or failed. */
-function openSubscriber(label: string, wsUrl: string, query: string): Promise<string | undefined> {
+/** Records one result's arrival for `subscriber`. */
+function arrived(
+  subscriber: Subscriber,
+  result: { data?: Record<string, unknown> | null; errors?: unknown },
+) {
+  const at = now();
+  if (result.errors !== undefined) noteError(JSON.stringify(result.errors).slice(0, 300));
+  const eventId = eventIdOf(result);
+  if (eventId === undefined) return;
+  if (subscriber.seen.has(eventId)) {
+    duplicates += 1;
+    return;
+  }
+  subscriber.seen.add(eventId);
+  const key = `${subscriber.label} ${eventId}`;
+  const times = arrivals.get(key) ?? [];
+  times.push(at);
+  arrivals.set(key, times);
+  receivedBy.set(eventId, received(eventId) + 1);
+  if (received(eventId) >= subscribers.length) eventWaiters.get(eventId)?.();
+}
+
+/** Opens one subscriber; resolves once it listens (`connection_ack`, a stream's 200) or failed. */
+function openSubscriber(
+  transport: LiveClientTransport,
+  label: string,
+  wsUrl: string,
+  query: string,
+): Promise<string | undefined> {
+  if (transport !== 'graphql-ws') return openStreamedSubscriber(transport, label, wsUrl, query);
   return new Promise((resolve) => {
     let settled = false;
     const settle = (failure: string | undefined): void => {
@@ -84,47 +123,107 @@ function openSubscriber(label: string, wsUrl: string, query: string): Promise<st
       settled = true;
       resolve(failure);
     };
+    const client = createClient({
+      url: wsUrl,
+      webSocketImpl: WebSocket,
+      lazy: true,
+      retryAttempts: 0,
+      on: {
+        connected: () => settle(undefined),
+        closed: (event) =>
+          settle(`closed before acknowledgement: ${String((event as { code?: number }).code)}`),
+        error: (error) => settle(`socket error: ${String(error)}`),
+      },
+    });
     const subscriber: Subscriber = {
       label,
       seen: new Set(),
-      client: createClient({
-        url: wsUrl,
-        webSocketImpl: WebSocket,
-        lazy: true,
-        retryAttempts: 0,
-        on: {
-          connected: () => settle(undefined),
-          closed: (event) =>
-            settle(`closed before acknowledgement: ${String((event as { code?: number }).code)}`),
-          error: (error) => settle(`socket error: ${String(error)}`),
-        },
-      }),
+      close: async () => {
+        await client.dispose();
+      },
     };
     subscribers.push(subscriber);
-    subscriber.client.subscribe(
+    client.subscribe(
       { query },
       {
-        next: (result) => {
-          const at = now();
-          if (result.errors !== undefined) noteError(JSON.stringify(result.errors).slice(0, 300));
-          const eventId = eventIdOf(result);
-          if (eventId === undefined) return;
-          if (subscriber.seen.has(eventId)) {
-            duplicates += 1;
-            return;
-          }
-          subscriber.seen.add(eventId);
-          const key = `${label} ${eventId}`;
-          const times = arrivals.get(key) ?? [];
-          times.push(at);
-          arrivals.set(key, times);
-          receivedBy.set(eventId, received(eventId) + 1);
-          if (received(eventId) >= subscribers.length) eventWaiters.get(eventId)?.();
-        },
+        next: (result) => arrived(subscriber, result),
         error: (error) => noteError(`subscription error: ${JSON.stringify(error).slice(0, 300)}`),
         complete: () => undefined,
       },
     );
+  });
+}
+
+/** The streamed transports' requests: where, and what they accept. */
+const STREAMED = {
+  sse: { path: '/graphql/stream', accept: 'text/event-stream', separator: '\n\n' },
+  multipart: {
+    path: '/graphql',
+    accept: 'multipart/mixed;boundary=graphql;subscriptionSpec=1.0,application/json;q=0.9',
+    separator: '\r\n--graphql',
+  },
+} as const;
+
+/** One result of a streamed message (an SSE `next`, a multipart part with a payload), or undefined. */
+function resultOf(transport: 'sse' | 'multipart', message: string): Record<string, unknown> | undefined {
+  if (transport === 'sse') {
+    const data = /^data: (.+)$/m.exec(message)?.[1];
+    return message.includes('event: next') && data !== undefined
+      ? (JSON.parse(data) as Record<string, unknown>)
+      : undefined;
+  }
+  const body = message.slice(message.indexOf('\r\n\r\n') + 4);
+  if (!body.startsWith('{')) return undefined;
+  const part = JSON.parse(body) as { payload?: Record<string, unknown> | null; errors?: unknown };
+  if (part.payload === null) return { errors: part.errors };
+  return part.payload;
+}
+
+/** Opens one SSE or multipart subscriber over its own socket; resolves once answered 200 or failed. */
+function openStreamedSubscriber(
+  transport: 'sse' | 'multipart',
+  label: string,
+  wsUrl: string,
+  query: string,
+): Promise<string | undefined> {
+  const { path, accept, separator } = STREAMED[transport];
+  const url = new URL(path, wsUrl.replace(/^ws/, 'http'));
+  return new Promise((resolve) => {
+    const request = http.request(url, {
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/json', accept },
+    });
+    const subscriber: Subscriber = {
+      label,
+      seen: new Set(),
+      close: async () => {
+        request.destroy();
+      },
+    };
+    request.once('error', (error) => resolve(`request error: ${String(error)}`));
+    request.once('response', (response) => {
+      if (response.statusCode !== 200) {
+        resolve(`answered ${String(response.statusCode)}`);
+        response.resume();
+        return;
+      }
+      subscribers.push(subscriber);
+      resolve(undefined);
+      let buffered = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        buffered += chunk;
+        // A message is whole once the separator after it arrived.
+        for (let end = buffered.indexOf(separator, 1); end !== -1; end = buffered.indexOf(separator, 1)) {
+          const result = resultOf(transport, buffered.slice(0, end));
+          buffered = buffered.slice(end + (transport === 'sse' ? separator.length : 0));
+          if (result !== undefined) arrived(subscriber, result);
+        }
+      });
+      response.on('error', () => undefined);
+    });
+    request.end(JSON.stringify({ query }));
   });
 }
 
@@ -137,7 +236,12 @@ async function connect(request: Extract<ClientsRequest, { op: 'connect' }>): Pro
   let failure: string | undefined;
   const worker = async (): Promise<void> => {
     for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
-      const problem = await openSubscriber(next.label, next.wsUrl, request.query);
+      const problem = await openSubscriber(
+        request.transport ?? 'graphql-ws',
+        next.label,
+        next.wsUrl,
+        request.query,
+      );
       if (problem === undefined) connected += 1;
       else {
         failed += 1;
@@ -173,7 +277,7 @@ async function disconnect(id: number): Promise<ClientsReply> {
   const closing = subscribers.splice(0);
   await Promise.all(
     closing.map(async (subscriber) => {
-      await subscriber.client.dispose();
+      await subscriber.close();
     }),
   );
   return { id, op: 'disconnect', closed: closing.length };

@@ -94,6 +94,22 @@ async function liveCounts(facade: ServiceProcess): Promise<{ connections: number
   };
 }
 
+/** One live transport's open connections and running subscriptions (`facade_live_*{transport}`). */
+export async function transportCounts(
+  facade: ServiceProcess,
+  transport: string,
+): Promise<{ connections: number; subscriptions: number }> {
+  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
+  const gauge = (name: string): number => {
+    const match = new RegExp(`^${name}\\{transport="${transport}"\\} (\\S+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  };
+  return {
+    connections: gauge('facade_live_connections'),
+    subscriptions: gauge('facade_live_subscriptions'),
+  };
+}
+
 /** Polls {@link liveCounts} until `done` holds or `timeoutMs` passed; returns the last counts. */
 export async function waitForLiveCounts(
   facade: ServiceProcess,
