@@ -47,7 +47,10 @@ export interface StreamFraming {
   readonly headers: Readonly<Record<string, string>>;
   /** Written as soon as the operation listens: some clients report the stream open only then. */
   readonly opening: string;
-  /** Written every `heartbeatMs` so proxies keep a quiet stream open. */
+  /**
+   * Written to a stream that wrote nothing for `heartbeatMs` (checked that often), so proxies keep
+   * a quiet stream open; a stream that carries results needs none.
+   */
   readonly heartbeat: string;
   readonly heartbeatMs: number;
   /**
@@ -195,10 +198,15 @@ async function stream(
   res.write(framing.opening);
   // Told once the operation listens (its queue subscribed, any replay read).
   operation.started();
+  let wroteAt = performance.now();
   const heartbeat = setInterval(() => {
     // A stalled reader gets no heartbeat on top of what it already does not read, and an ended
     // response none at all (a write after the end is an error).
-    if (isWritable(res) && !res.writableNeedDrain) res.write(framing.heartbeat);
+    const quiet = performance.now() - wroteAt >= framing.heartbeatMs;
+    if (quiet && isWritable(res) && !res.writableNeedDrain) {
+      res.write(framing.heartbeat);
+      wroteAt = performance.now();
+    }
   }, framing.heartbeatMs);
   // A client that goes stops the subscription at once, even while a result is awaited.
   const stop = (): void => void results.return?.();
@@ -207,6 +215,7 @@ async function stream(
     for (let step = await results.next(); step.done !== true; step = await results.next()) {
       const message = framing.result(formatted(step.value, parts), cursorOf(step.value));
       if (!(await send(res, message, limits.stalledWriteTimeoutMs))) break;
+      wroteAt = performance.now();
     }
     await send(res, framing.end, limits.stalledWriteTimeoutMs);
   } finally {
