@@ -88,7 +88,7 @@ describe('subscriptions over the multipart HTTP protocol', () => {
     client.stop();
   });
 
-  test('the framing: a heartbeat at once and every 5 s, payload-wrapped results, the cursor beside them', async () => {
+  test('the framing: a heartbeat at once and again once quiet, payload-wrapped results, the cursor beside them', async () => {
     const stream = await openMultipartStream<AccountChanged>(stack.facadeUrl, ACCOUNT, await operator());
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toBe(
@@ -102,7 +102,7 @@ describe('subscriptions over the multipart HTTP protocol', () => {
     const [result] = stream.results();
     expect(Object.keys(stream.parts.find((part) => part.payload != null)!)).toEqual(['payload']);
     expect(result!.extensions?.cursor).toMatch(/^\d+-\d+$/);
-    // Apollo Router's interval: a quiet stream gets another `{}` (not asserted as a time limit).
+    // A stream quiet for the interval (5 s, Apollo Router's) gets another `{}` (no time limit asserted).
     const heartbeats = () => stream.parts.filter((part) => Object.keys(part).length === 0).length;
     await waitFor(() => heartbeats() >= 2, 'a second heartbeat', 20_000);
     stream.close();
@@ -218,6 +218,34 @@ describe('subscriptions over the multipart HTTP protocol', () => {
     });
     expect(stream.closed()).toBe(true);
     await stack.subscriptionsCompleted(1);
+  });
+
+  test('a page of another origin is refused at the preflight, as on /graphql and /graphql/stream', async () => {
+    await stack.resetUpstreamCalls();
+    const preflight = await fetch(stack.graphqlUrl, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://hostile.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
+    });
+    expect(preflight.status).toBe(403);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+    // Without a preflight a page can send no Authorization header: such a request is anonymous.
+    const simple = await fetch(stack.graphqlUrl, {
+      method: 'POST',
+      headers: {
+        origin: 'https://hostile.example',
+        accept: 'multipart/mixed;subscriptionSpec=1.0',
+        'content-type': 'text/plain',
+      },
+      body: JSON.stringify({ query: ACCOUNT }),
+    });
+    expect(simple.status).toBe(401);
+    expect(await simple.json()).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHENTICATED' } }] });
+    expect((await stack.upstreamCalls()).total).toBe(0);
+    expect(await multipartGauges()).toEqual({ connections: 0, subscriptions: 0 });
   });
 
   test('a GET with the document in the URL streams too; a GET asking for JSON is not taken for a subscription', async () => {
