@@ -8,8 +8,8 @@
  * (`streamed-response.ts`); this file is the framing and the `Accept` that chooses it.
  *
  * The framing, as Apollo's protocol has it (boundary `graphql`, every part `application/json`):
- * - `{}` is a heartbeat, sent at once and every {@link HEARTBEAT_MS} (Apollo Router's interval);
- *   clients skip it.
+ * - `{}` is a heartbeat, sent at once and again to a stream quiet for {@link HEARTBEAT_MS} (Apollo
+ *   Router's interval); clients skip it.
  * - `{"payload": <result>}` is one result. One made from an event carries the event's cursor in
  *   `payload.extensions.cursor`, whatever the document selects: subscribing again with it as
  *   `after` (or as a `Last-Event-ID` header, as over SSE) resumes from the event log.
