@@ -1,0 +1,93 @@
+/**
+ * A multipart stream whose reader stopped reading, with a valid token: it takes no write for
+ * LIVE_STALLED_WRITE_TIMEOUT_MS and is cut, as an SSE stream is (the writer is the one both share,
+ * src/edge/streamed-response.ts), so it holds neither its socket nor its place among the caller's
+ * running subscriptions until its token expires. The reader is Node's HTTP client, paused, so the
+ * kernel's buffers fill as on a stalled network.
+ */
+import http from 'node:http';
+import { once } from 'node:events';
+import { describe, expect, test } from 'vitest';
+import { parseExposition, valueOf } from '../support/metrics.ts';
+import { APOLLO_SUBSCRIPTION_ACCEPT } from '../support/harness/multipart-stream.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
+import { issuerSignedToken } from '../support/tokens.ts';
+
+const stack = useStack({
+  env: {
+    WEBHOOK_REGISTER: 'true',
+    SUBSCRIPTION_QUEUE_LIMIT: '4',
+    // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
+    QUERY_MAX_ALIASES: '10000',
+    QUERY_MAX_TOKENS: '5000',
+    QUERY_MAX_COST: '100000000',
+    LIVE_STALLED_WRITE_TIMEOUT_MS: '2000',
+  },
+});
+
+const WIDE_LABELS = Array.from({ length: 200 }, (_, i) => `l${i}: label`).join(' ');
+const WIDE_ACCOUNTS = Array.from({ length: 45 }, (_, i) => `a${i}: account { ...Wide }`).join(' ');
+const WIDE = `subscription Wide {
+  accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId ${WIDE_ACCOUNTS} }
+}
+fragment Wide on Account { ${WIDE_LABELS} }`;
+
+/** Events made while the reader is stalled: far more than the sockets' buffers hold. */
+const TOP_UPS = 40;
+
+const multipartGauges = async () => {
+  const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
+  return {
+    connections: valueOf(samples, 'facade_live_connections', { transport: 'multipart' }),
+    subscriptions: valueOf(samples, 'facade_live_subscriptions', { transport: 'multipart' }),
+  };
+};
+
+describe('multipart streams whose reader stopped reading, with a valid token', () => {
+  test(
+    'a stream that takes no write for LIVE_STALLED_WRITE_TIMEOUT_MS is cut, and its subscription ends',
+    { timeout: 120_000 },
+    async () => {
+      const token = await issuerSignedToken({
+        sub: 'stalled-multipart-reader',
+        exp: Math.floor(Date.now() / 1000) + 3600,
+      });
+      const request = http.request(stack.graphqlUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: APOLLO_SUBSCRIPTION_ACCEPT,
+          authorization: `Bearer ${token}`,
+        },
+      });
+      request.end(JSON.stringify({ query: WIDE }));
+      const [response] = (await once(request, 'response')) as [http.IncomingMessage];
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toMatch(/^multipart\/mixed/);
+      response.pause();
+      await stack.subscriptionsStarted(1);
+      try {
+        for (let made = 0; made < TOP_UPS; made += 1) {
+          const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+            body: { amount: '1.00', currency: 'USDC' },
+          });
+          expect(topUp.status).toBe(200);
+        }
+        let gauges = await multipartGauges();
+        await waitFor(
+          () => gauges.connections === 0,
+          'the stalled multipart stream to be cut',
+          20_000,
+          async () => {
+            gauges = await multipartGauges();
+          },
+        );
+        expect((await multipartGauges()).subscriptions).toBe(0);
+      } finally {
+        response.destroy();
+        await stack.subscriptionsCompleted(1);
+      }
+    },
+  );
+});
