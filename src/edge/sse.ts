@@ -46,11 +46,8 @@ const SSE_FRAMING: StreamFraming = {
   end: 'event: complete\ndata:\n\n',
 };
 
-/** What an SSE stream may cost the facade beyond its queue. */
-export type ServerSentEventsLimits = StreamLimits;
-
 /** GraphQL over SSE as a live transport. */
-export function serverSentEvents(limits: ServerSentEventsLimits): LiveTransport {
+export function serverSentEvents(limits: StreamLimits): LiveTransport {
   return streamedLiveTransport(
     {
       rules: SSE_TRANSPORT,
