@@ -7,7 +7,8 @@
  * arrival is what is asserted: Apollo Client shows the customer's header before the facade has
  * answered the gateway's fetch of the list, then the list. The gateway fetches the deferred fragment with an
  * entity fetch of its own, which the facade answers from the customer's id: the emulator counts the
- * same calls as for the same query without `@defer`. The refusals go through the same path: no token
+ * same calls as for the same query without `@defer`; several deferred lists are one follow-up fetch,
+ * and a deferred field of the customer's record reads the record again (what the docs say it costs). The refusals go through the same path: no token
  * (401 at the gateway) and another customer's id (NOT_FOUND from the facade), with no upstream call.
  * The facade's own endpoint refuses `@defer` with an error naming the gateway, over HTTP and
  * graphql-ws, and answers the next operation as usual.
@@ -221,6 +222,54 @@ describe("acme's dashboard with its list deferred, through the gateway", () => {
     expect(deferred).toEqual({
       total: 2,
       byRoute: { 'GET /v3/customers/{customerId}': 1, 'GET /v3/customers/{customerId}/accounts': 1 },
+    });
+  });
+});
+
+/** Posts `query` to the gateway as acme, reads the whole multipart answer; counts the facade's requests. */
+async function deferredAtTheGateway(query: string): Promise<{ text: string; facadeRequests: number }> {
+  let facadeRequests = 0;
+  const stopListening = federation.stack.app.lifecycle.on('operationCompleted', () => (facadeRequests += 1));
+  try {
+    const response = await fetch(gateway.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'multipart/mixed;deferSpec=20220824',
+        authorization: `Bearer ${await tokenFor('acme')}`,
+      },
+      body: JSON.stringify({ query }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^multipart\/mixed/);
+    return { text: await response.text(), facadeRequests };
+  } finally {
+    stopListening();
+  }
+}
+
+describe('what deferring costs', () => {
+  const LIST = 'accounts(first: 5) { nodes { id } }';
+
+  test('three deferred fragments of lists: one follow-up fetch, the calls of the query without @defer', async () => {
+    const { text, facadeRequests } = await deferredAtTheGateway(
+      `{ customer(id: "cus_acme") { id ... @defer(label: "a") { ${LIST} } ... @defer(label: "b") { ${LIST} } ... @defer(label: "c") { ${LIST} } } }`,
+    );
+    expect(text.match(/"label":"[abc]"/g)?.sort()).toEqual(['"label":"a"', '"label":"b"', '"label":"c"']);
+    expect(facadeRequests).toBe(2);
+    expect(await federation.stack.upstreamCalls()).toEqual({
+      total: 2,
+      byRoute: { 'GET /v3/customers/{customerId}': 1, 'GET /v3/customers/{customerId}/accounts': 1 },
+    });
+  });
+
+  test("a deferred field of the customer's record reads the record again in the follow-up fetch", async () => {
+    const { text } = await deferredAtTheGateway(
+      `{ customer(id: "cus_acme") { id ... @defer { displayName ${LIST} } } }`,
+    );
+    expect(text).toContain('"displayName":"Acme Robotics Ltd"');
+    expect((await federation.stack.upstreamCalls()).byRoute).toEqual({
+      'GET /v3/customers/{customerId}': 2,
+      'GET /v3/customers/{customerId}/accounts': 1,
     });
   });
 });
