@@ -9,7 +9,9 @@
  * entity fetch of its own, which the facade answers from the customer's id: the emulator counts the
  * same calls as for the same query without `@defer`; several deferred lists are one follow-up fetch,
  * and a deferred field of the customer's record reads the record again (what the docs say it costs). The refusals go through the same path: no token
- * (401 at the gateway) and another customer's id (NOT_FOUND from the facade), with no upstream call.
+ * (401 at the gateway) and another customer's id (NOT_FOUND from the facade), with no upstream call;
+ * a token that expires between the parts gets the first part, and UNAUTHENTICATED for the list,
+ * which is not read.
  * The facade's own endpoint refuses `@defer` with an error naming the gateway, over HTTP and
  * graphql-ws, and answers the next operation as usual.
  */
@@ -22,7 +24,7 @@ import { servedAtTheGatewayMessage } from '../../src/graph/incremental-delivery.
 import { type FederationStack, startFederationStack } from '../support/harness/federation.ts';
 import { type RunningGatewayProcess, startHiveGatewayCli } from '../support/harness/gateways.ts';
 import { useProcesses } from '../support/processes.ts';
-import { issuerEnv, tokenFor } from '../support/tokens.ts';
+import { issuerEnv, issuerSignedToken, tokenFor } from '../support/tokens.ts';
 
 // The CLI comes through test/support/processes.ts: this file runs in the `processes` project.
 const processes = useProcesses();
@@ -31,7 +33,8 @@ let federation: FederationStack;
 let gateway: RunningGatewayProcess;
 
 beforeAll(async () => {
-  federation = await startFederationStack();
+  // No leeway: a token ends when its `exp` says, at the gateway and at the facade alike.
+  federation = await startFederationStack({ env: { AUTH_CLOCK_TOLERANCE_SECONDS: '0' } });
   const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
   gateway = await startHiveGatewayCli(processes, {
     supergraphSdl: federation.supergraphSdl,
@@ -226,8 +229,11 @@ describe("acme's dashboard with its list deferred, through the gateway", () => {
   });
 });
 
-/** Posts `query` to the gateway as acme, reads the whole multipart answer; counts the facade's requests. */
-async function deferredAtTheGateway(query: string): Promise<{ text: string; facadeRequests: number }> {
+/** Posts `query` to the gateway as acme (or with `token`), reads the whole multipart answer; counts the facade's requests. */
+async function deferredAtTheGateway(
+  query: string,
+  token?: string,
+): Promise<{ text: string; facadeRequests: number }> {
   let facadeRequests = 0;
   const stopListening = federation.stack.app.lifecycle.on('operationCompleted', () => (facadeRequests += 1));
   try {
@@ -236,7 +242,7 @@ async function deferredAtTheGateway(query: string): Promise<{ text: string; faca
       headers: {
         'content-type': 'application/json',
         accept: 'multipart/mixed;deferSpec=20220824',
-        authorization: `Bearer ${await tokenFor('acme')}`,
+        authorization: `Bearer ${token ?? (await tokenFor('acme'))}`,
       },
       body: JSON.stringify({ query }),
     });
@@ -245,6 +251,15 @@ async function deferredAtTheGateway(query: string): Promise<{ text: string; faca
   } finally {
     stopListening();
   }
+}
+
+/** The JSON bodies of a `multipart/mixed` answer, in order. */
+function partsOf(text: string): unknown[] {
+  return text
+    .split(/\r\n---/)
+    .map((part) => part.slice(part.indexOf('\r\n\r\n') + 4).trim())
+    .filter((body) => body.startsWith('{'))
+    .map((body) => JSON.parse(body) as unknown);
 }
 
 describe('what deferring costs', () => {
@@ -270,6 +285,59 @@ describe('what deferring costs', () => {
     expect((await federation.stack.upstreamCalls()).byRoute).toEqual({
       'GET /v3/customers/{customerId}': 2,
       'GET /v3/customers/{customerId}/accounts': 1,
+    });
+  });
+});
+
+describe('a token that expires between the parts', () => {
+  test('the follow-up fetch is refused by the facade: the list is not read, the first part stands', async () => {
+    const lifetimeSeconds = 5;
+    const exp = Math.floor(Date.now() / 1000) + lifetimeSeconds;
+    const token = await issuerSignedToken({ sub: 'expiring-defer', client_id: 'expiring-defer', exp });
+    // The first fetch is admitted while the token holds, and answered once it has expired.
+    await federation.stack.setFaults({
+      rules: [
+        { route: 'GET /v3/customers/{customerId}', kind: 'delay', delayMs: exp * 1000 - Date.now() + 1_500 },
+      ],
+    });
+    const admitted: number[] = [];
+    const stopListening = federation.stack.app.lifecycle.on('operationStarted', () =>
+      admitted.push(Date.now()),
+    );
+    let answer: { text: string; facadeRequests: number };
+    try {
+      answer = await deferredAtTheGateway(
+        '{ customer(id: "cus_acme") { id displayName ... @defer { accounts(first: 5) { nodes { id } } } } }',
+        token,
+      );
+    } finally {
+      stopListening();
+    }
+    // The first fetch was admitted before the token expired; the follow-up, after, was refused.
+    expect(admitted).toHaveLength(1);
+    expect(admitted[0]).toBeLessThan(exp * 1000);
+    expect(answer.facadeRequests).toBe(1);
+    expect(partsOf(answer.text)).toEqual([
+      { data: { customer: { id: 'cus_acme', displayName: 'Acme Robotics Ltd' } }, hasNext: true },
+      {
+        incremental: [
+          {
+            data: { accounts: null },
+            path: ['customer'],
+            errors: [
+              expect.objectContaining({
+                path: ['customer', 'accounts'],
+                extensions: { code: 'UNAUTHENTICATED', serviceName: 'platform' },
+              }),
+            ],
+          },
+        ],
+        hasNext: false,
+      },
+    ]);
+    expect(await federation.stack.upstreamCalls()).toEqual({
+      total: 1,
+      byRoute: { 'GET /v3/customers/{customerId}': 1 },
     });
   });
 });
