@@ -25,22 +25,22 @@ export function resolveOwningCustomer(
   return readRecord('Customer', { id: parent.customerId }, context, info);
 }
 
-/** The fields of a customer that its id alone answers: the id, and each list (read by the id). */
-const ANSWERED_BY_ID = new Set<string>(['id', ...Object.keys(CUSTOMER_LISTS)]);
+/** The lists of a customer, each read by the customer's id alone. */
+const LISTS = new Set<string>(Object.keys(CUSTOMER_LISTS));
 
 /**
- * Whether the customer entities being resolved (`info` of `_entities`) are asked only for fields
- * their id answers. That is a gateway's follow-up fetch of a deferred fragment
+ * Whether the customer entities being resolved (`info` of `_entities`) are asked for lists and
+ * nothing else but the id. That is a gateway's follow-up fetch of a deferred fragment
  * (`_entities { ... on Customer { accounts { ... } } }`, docs/defer.md): the gateway read the
  * customer in its first fetch, and reading the record again here would add an upstream call that the
- * same operation without `@defer` does not make.
+ * same operation without `@defer` does not make. A selection of the id alone still reads the record,
+ * so an id outside the caller's scope is refused at the entity, as before.
  */
-function asksOnlyWhatTheIdAnswers(info: GraphQLResolveInfo): boolean {
+function asksOnlyForLists(info: GraphQLResolveInfo): boolean {
   const customer = info.schema.getType('Customer');
-  return (
-    isObjectType(customer) &&
-    selectedFields(info, info.fieldNodes, customer, () => true).every(({ name }) => ANSWERED_BY_ID.has(name))
-  );
+  if (!isObjectType(customer)) return false;
+  const names = selectedFields(info, info.fieldNodes, customer, () => true).map(({ name }) => name);
+  return names.some((name) => LISTS.has(name)) && names.every((name) => name === 'id' || LISTS.has(name));
 }
 
 // Each list reads through the look-ahead's entry for it, so a list started ahead is a cache hit.
@@ -71,7 +71,7 @@ export const customerResolvers: Resolvers = {
     // other (another customer's is refused before the upstream), and an unknown customer's list
     // answers NOT_FOUND where the record's read would have.
     __resolveReference: (reference, context, info) =>
-      asksOnlyWhatTheIdAnswers(info)
+      asksOnlyForLists(info)
         ? { __typename: 'Customer', id: reference.id }
         : readRecord('Customer', { id: reference.id }, context, info),
     // One list per customer record type of the catalogue, its field named as its list loader.

@@ -498,6 +498,22 @@ describe("the facade's answer to a fetch of a customer's lists alone", () => {
     ]);
   });
 
+  test("another customer's id alone, with acme's token: the entity is refused NOT_FOUND, as before", async () => {
+    const { body } = await federation.stack.facade.queryAs(
+      'acme',
+      'query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Customer { id } } }',
+      customer('cus_globex'),
+    );
+    expect(body.data).toEqual({ _entities: [null] });
+    expect(body.errors).toEqual([
+      expect.objectContaining({
+        path: ['_entities', 0],
+        extensions: expect.objectContaining({ code: 'NOT_FOUND' }),
+      }),
+    ]);
+    expect(await federation.stack.upstreamCalls()).toEqual({ total: 0, byRoute: {} });
+  });
+
   test('a selection with a field of the record still reads the record', async () => {
     const withName = DEFERRED_LIST_FETCH.replace('... on Customer {', '... on Customer {\n      displayName');
     const { body } = await federation.stack.facade.queryAs('acme', withName, customer('cus_acme'));
