@@ -115,6 +115,7 @@ export function edgeOptionsFromEnv(env: NodeJS.ProcessEnv): EdgeOptions {
 /** The gateway's configuration for `edge`. */
 export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
   return {
+    deferStream: true,
     jwt: {
       // Where the facade reads it too: graphql-ws's `connection_init` payload first (browsers
       // cannot set headers on a WebSocket), then the `Authorization` header of the request (over

@@ -33,6 +33,7 @@ import {
   type ValidationRule,
   type ValueNode,
 } from 'graphql';
+import { IncrementalDeliveryAtTheGatewayRule } from './incremental-delivery.ts';
 import { IdLiteralRule } from './input-strings.ts';
 import { MAX_PAGE_SIZE } from './pagination.ts';
 
@@ -61,8 +62,8 @@ export interface OperationMeasure {
 }
 
 /**
- * The validation rules of every limit (and the refusal of control characters in ID literals), for
- * HTTP and graphql-ws alike. Each refusal is a validation
+ * The validation rules of every limit (and the refusal of control characters in ID literals, and of
+ * `@defer`/`@stream`, which the gateway serves), for HTTP and graphql-ws alike. Each refusal is a validation
  * error (`GRAPHQL_VALIDATION_FAILED`) whose message names the limit and the measure.
  */
 export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
@@ -96,7 +97,12 @@ export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
     // small paged queries the facade's measure accepts and accepted larger unpaged ones.
     costLimit: { enabled: false },
   });
-  return [createConnectionLimitsRule(limits), ...armor.protect().validationRules, IdLiteralRule];
+  return [
+    IncrementalDeliveryAtTheGatewayRule,
+    createConnectionLimitsRule(limits),
+    ...armor.protect().validationRules,
+    IdLiteralRule,
+  ];
 }
 
 /**
