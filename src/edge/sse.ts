@@ -5,7 +5,7 @@
  * graphql-sse clients and `EventSource` speak it. The request is the door's connect (its
  * `Authorization` or `X-API-Key` header), its operation the door's admission
  * (`live-connections.ts`), exactly as a graphql-ws `subscribe`; a refusal is the refusal table's
- * HTTP answer. SSE serves subscriptions only.
+ * HTTP answer. SSE serves subscriptions and live queries (`query @live`) only.
  *
  * The writer is the facade's own, not graphql-sse's handler, for two reasons:
  * - **Backpressure.** One result is pulled from the subscription only once the previous one has
@@ -33,7 +33,7 @@ const SSE_TRANSPORT: TransportRules = {
   name: 'sse',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only.',
+    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions and @live queries only.',
 };
 
 /** Where the transport is mounted. */

@@ -106,6 +106,13 @@ export interface ResponseCache {
   invalidateWrite(stale: readonly StaleReads[]): void;
   /** Calls `listener` with what each write through this facade made stale. Must not throw. */
   onWrite(listener: (stale: readonly StaleReads[]) => void): void;
+  /**
+   * Calls `listener` with what every invalidation names (an event, a write here or on another
+   * replica), whether or not an answer was held: live queries re-run what it makes stale. Must not throw.
+   */
+  onInvalidate(listener: (stale: readonly StaleReads[]) => void): void;
+  /** `CACHE_MAX_AGE_SECONDS`: longest an answer is served without the upstream being asked again. */
+  readonly maxAgeSeconds: number;
   stats(): ResponseCacheStats;
 }
 
@@ -166,6 +173,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     },
   });
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
+  const invalidateListeners: ((stale: readonly StaleReads[]) => void)[] = [];
 
   function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
     const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
@@ -251,6 +259,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
         }
       }
       stats.invalidations += dropped;
+      for (const listener of invalidateListeners) listener(stale);
       return dropped;
     },
 
@@ -263,8 +272,22 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       writeListeners.push(listener);
     },
 
+    onInvalidate(listener) {
+      invalidateListeners.push(listener);
+    },
+
+    maxAgeSeconds: options.maxAgeSeconds,
+
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
+}
+
+/**
+ * Whether `stale` names the answer of `path` (without its query): what a live query that read
+ * `path` must run again for.
+ */
+export function namesPath(stale: StaleReads, path: string): boolean {
+  return stale.kind === 'everything' || matcherOf(stale)(path);
 }
 
 /** Which paths (without query) `reads` names. */
