@@ -27,7 +27,7 @@ const GRAPHQL_WS_TRANSPORT: TransportRules = {
   name: 'graphql-ws',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions and @live queries only.',
+    'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions only, and queries marked @live.',
 };
 
 /** How long a client has to answer the server's close frame before its socket is cut. */

@@ -33,7 +33,7 @@ const SSE_TRANSPORT: TransportRules = {
   name: 'sse',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions and @live queries only.',
+    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only, and queries marked @live.',
 };
 
 /** Where the transport is mounted. */

@@ -97,8 +97,12 @@ export interface ResponseCache {
    * with `load` and kept unless an invalidation named it meanwhile. A failure is never kept.
    */
   read(read: CacheRead, load: () => Promise<CachedAnswer>): Promise<CachedAnswer>;
-  /** Drops what `stale` names and marks the reads of it in flight; returns how many of either. */
-  invalidate(stale: readonly StaleReads[]): number;
+  /**
+   * Drops what `stale` names and marks the reads of it in flight; returns how many of either.
+   * `cause`: the id of the event that made them stale, when an event did (the replica that receives
+   * a webhook hears its event twice: at receipt and from the log).
+   */
+  invalidate(stale: readonly StaleReads[], cause?: string): number;
   /**
    * Drops what a write through this facade made stale, and tells the listeners of
    * {@link onWrite} (which carry it to the other replicas).
@@ -110,7 +114,7 @@ export interface ResponseCache {
    * Calls `listener` with what every invalidation names (an event, a write here or on another
    * replica), whether or not an answer was held: live queries re-run what it makes stale. Must not throw.
    */
-  onInvalidate(listener: (stale: readonly StaleReads[]) => void): void;
+  onInvalidate(listener: (stale: readonly StaleReads[], cause: string | undefined) => void): void;
   /** `CACHE_MAX_AGE_SECONDS`: longest an answer is served without the upstream being asked again. */
   readonly maxAgeSeconds: number;
   stats(): ResponseCacheStats;
@@ -173,7 +177,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     },
   });
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
-  const invalidateListeners: ((stale: readonly StaleReads[]) => void)[] = [];
+  const invalidateListeners: ((stale: readonly StaleReads[], cause: string | undefined) => void)[] = [];
 
   function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
     const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
@@ -226,7 +230,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       return startFlight(key, path, bucket, load).promise;
     },
 
-    invalidate(stale) {
+    invalidate(stale, cause) {
       let dropped = 0;
       for (const reads of stale) {
         if (reads.kind === 'everything') {
@@ -259,7 +263,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
         }
       }
       stats.invalidations += dropped;
-      for (const listener of invalidateListeners) listener(stale);
+      for (const listener of invalidateListeners) listener(stale, cause);
       return dropped;
     },
 

@@ -110,6 +110,12 @@ interface Group {
 /** The customer a path belongs to (still encoded, as paths carry it), or `''`. */
 const CUSTOMER_OF_PATH = /^\/v3\/customers\/([^/]+)/;
 
+/**
+ * How long an event id is remembered: the same event reaches the log listener well within it. A
+ * run started after the first hearing already reads what the event announced.
+ */
+const HEARD_EVENTS_WINDOW_MS = 60_000;
+
 /** Results that end their stream once taken (the UNAUTHENTICATED notice of an expired token). */
 const FINAL = new WeakSet<ExecutionResult>();
 
@@ -122,12 +128,28 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
   let solo = 0;
   const refreshMs = Math.max(1, cache.maxAgeSeconds) * 1000;
 
-  cache.onInvalidate((stale) => {
+  /** Events already acted on, by when: the receiving replica hears each at receipt and from the log. */
+  const heardEvents = new Map<string, number>();
+  cache.onInvalidate((stale, cause) => {
+    if (cause !== undefined && alreadyHeard(cause)) return;
     invalidations += 1;
     for (const group of candidatesOf(stale)) {
       if (stale.some((reads) => readsAny(group, reads))) schedule(group);
     }
   });
+
+  /** Whether event `id` made answers stale before (within the window); remembers it either way. */
+  function alreadyHeard(id: string): boolean {
+    const at = Date.now();
+    // In insertion order: the expired ones are at the front.
+    for (const [heard, heardAt] of heardEvents) {
+      if (at - heardAt < HEARD_EVENTS_WINDOW_MS) break;
+      heardEvents.delete(heard);
+    }
+    if (heardEvents.has(id)) return true;
+    heardEvents.set(id, at);
+    return false;
+  }
 
   function candidatesOf(stale: readonly StaleReads[]): Set<Group> {
     const found = new Set<Group>();
