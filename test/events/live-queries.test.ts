@@ -200,14 +200,18 @@ describe('live queries driven by the platform’s webhooks (the emulator sends t
     const refused = client.subscribe(DASHBOARD.replace(' @live', ''), { customerId: 'cus_acme' });
     await refused.done;
     expect(refused.errors.flat()).toEqual([
-      expect.objectContaining({ message: expect.stringMatching(/subscriptions only, and queries marked @live/) }),
+      expect.objectContaining({
+        message: expect.stringMatching(/subscriptions only, and queries marked @live/),
+      }),
     ]);
     const notLive = client.subscribe(DASHBOARD.replace('@live', '@live(if: false)'), {
       customerId: 'cus_acme',
     });
     await notLive.done;
     expect(notLive.errors.flat()).toEqual([
-      expect.objectContaining({ message: expect.stringMatching(/subscriptions only, and queries marked @live/) }),
+      expect.objectContaining({
+        message: expect.stringMatching(/subscriptions only, and queries marked @live/),
+      }),
     ]);
     await client.dispose();
   });
