@@ -5,7 +5,8 @@
  * and SSE; watchers of one dashboard cost its reads once per change however many they are; another
  * customer's dashboard is refused with no upstream call, and another customer's change sends
  * nothing; an unchanged answer is not sent again; token expiry ends a live query as it ends a
- * subscription; over HTTP POST the query is answered once.
+ * subscription; over HTTP POST the query is answered once; a write through the facade and a change
+ * only the reconciler finds each send the new answer.
  */
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
@@ -244,6 +245,45 @@ describe('a re-execution whose answer did not change (a signed webhook that chan
     for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
     expect(watcher.data).toHaveLength(1);
     expect(watcher.errors).toEqual([]);
+    watcher.stop();
+    await client.dispose();
+  });
+});
+
+describe('a live query follows writes through the facade and the reconciler, with no webhook', () => {
+  const stack = useStack({
+    env: { CACHE_ENABLED: 'true', RECONCILE_INTERVAL_SECONDS: '1', RECONCILE_GRACE_SECONDS: '0' },
+  });
+
+  test('a top-up through the facade (a write) sends the new dashboard', async () => {
+    const client = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
+    const watcher = client.subscribe(DASHBOARD, { customerId: 'cus_acme' });
+    await waitFor(() => watcher.data.length === 1, 'the first answer');
+    const before = availableOf(watcher.data[0] as Dashboard, 'acc_acme_eth');
+    const written = await stack.query(
+      `mutation { sandboxTopUp(input: { accountId: "acc_acme_eth", amount: "2.00", currency: "USDC", idempotencyKey: "live-write-${Date.now()}" }) { topUp { id } } }`,
+    );
+    expect(written.body.errors).toBeUndefined();
+    await waitFor(
+      () => watcher.data.some((data) => availableOf(data as Dashboard, 'acc_acme_eth') === before + 2),
+      'the dashboard after the write',
+    );
+    watcher.stop();
+    await client.dispose();
+  });
+
+  test('a top-up whose webhook never comes reaches the dashboard through the reconciler', async () => {
+    const client = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
+    const watcher = client.subscribe(DASHBOARD, { customerId: 'cus_acme' });
+    await waitFor(() => watcher.data.length === 1, 'the first answer');
+    const before = availableOf(watcher.data.at(-1) as Dashboard, 'acc_acme_eth');
+    // At the emulator directly, with no webhook endpoint registered: only the reconciler can tell.
+    await topUp(stack, 'acc_acme_eth');
+    await waitFor(
+      () => watcher.data.some((data) => availableOf(data as Dashboard, 'acc_acme_eth') === before + 3),
+      'the dashboard after the reconciliation',
+      15_000,
+    );
     watcher.stop();
     await client.dispose();
   });
