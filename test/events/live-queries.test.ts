@@ -189,6 +189,22 @@ describe('live queries driven by the platform’s webhooks (the emulator sends t
     expect(watcher.data).toHaveLength(1);
   });
 
+  test('token expiry ends a live query over SSE: UNAUTHENTICATED, then the stream completes', async () => {
+    const token = await issuerSignedToken({ exp: Math.floor(Date.now() / 1000) + 2 });
+    const stream = await openSseStream<Dashboard>(stack.facadeUrl, dashboardOf('cus_acme'), {
+      authorization: `Bearer ${token}`,
+    });
+    expect(stream.status).toBe(200);
+    await stream.ended;
+    expect(stream.messages.map((message) => message.event)).toEqual(['next', 'next', 'complete']);
+    expect(stream.messages[1]!.data!.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/access token of this connection has expired/),
+        extensions: { code: 'UNAUTHENTICATED' },
+      }),
+    ]);
+  });
+
   test('over HTTP POST a live query is answered once, as the query it also is', async () => {
     const answer = await stack.queryAs('acme', DASHBOARD, { customerId: 'cus_acme' });
     expect(answer.status).toBe(200);
