@@ -70,10 +70,6 @@ export interface LiveQueries {
    * results (the first included).
    */
   watch(request: LiveQueryRequest): Promise<ExecutionResult | LiveQueryStream>;
-  /** Executions made for groups after their first answers, since start (for tests and the bench). */
-  readonly reexecutions: number;
-  /** Groups followed now. */
-  readonly groups: number;
 }
 
 /** The GET answers one execution read: a read cache that remembers every path it was asked for. */
@@ -124,7 +120,6 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
   /** Groups by the customers their paths belong to: an invalidation looks at its customers' alone. */
   const byCustomer = new Map<string, Set<Group>>();
   let invalidations = 0;
-  let reexecutions = 0;
   let solo = 0;
   const refreshMs = Math.max(1, cache.maxAgeSeconds) * 1000;
 
@@ -231,7 +226,6 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
         const [watcher] = group.watchers;
         if (watcher === undefined) return;
         const reads = new ReadLog();
-        reexecutions += 1;
         let result: ExecutionResult;
         try {
           result = await execute({
@@ -283,13 +277,6 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
   }
 
   return {
-    get reexecutions() {
-      return reexecutions;
-    },
-    get groups() {
-      return groups.size;
-    },
-
     async watch(request) {
       const before = invalidations;
       const reads = new ReadLog();
