@@ -142,8 +142,22 @@ export function composeSupergraph(
   if (result.errors) throw new SupergraphCompositionError(result.errors.map(toCompositionProblem));
   return {
     supergraphSdl: result.supergraphSdl,
-    hints: result.hints.map((hint) => `${hint.definition.code}: ${hint.message}`),
+    hints: result.hints
+      .filter((hint) => !isFacadeOwnLiveDirective(hint))
+      .map((hint) => `${hint.definition.code}: ${hint.message}`),
   };
+}
+
+/**
+ * The hint that `@live` stays out of the supergraph. That is intended: live queries are served by
+ * the facade's own live transports (graphql-ws, SSE), which clients reach directly as they do for
+ * subscriptions through Apollo Gateway; a gateway serves queries over HTTP, where `@live` would
+ * only be answered once.
+ */
+function isFacadeOwnLiveDirective(hint: { definition: { code: string }; message: string }): boolean {
+  return (
+    hint.definition.code === 'INCONSISTENT_EXECUTABLE_DIRECTIVE_PRESENCE' && hint.message.includes('"@live"')
+  );
 }
 
 function parseSubgraph(name: string, typeDefs: string) {

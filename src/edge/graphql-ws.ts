@@ -4,8 +4,9 @@
  * door's connect; every `subscribe` message is admitted by the door again (`live-connections.ts`),
  * so nothing runs once the caller's token has expired (with the verifier's clock tolerance) or once
  * the socket is no longer open. A socket the server closes and whose client does not complete the
- * close handshake is cut after a short grace. graphql-ws serves subscriptions only: queries and
- * mutations go over HTTP, where Apollo Server runs, logs, measures and audits them.
+ * close handshake is cut after a short grace. graphql-ws serves subscriptions and live queries
+ * (`query @live`, run by the same function) only: other queries and mutations go over HTTP, where
+ * Apollo Server runs, logs, measures and audits them.
  */
 import type { IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
@@ -26,7 +27,7 @@ const GRAPHQL_WS_TRANSPORT: TransportRules = {
   name: 'graphql-ws',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions only.',
+    'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions only, and queries marked @live.',
 };
 
 /** How long a client has to answer the server's close frame before its socket is cut. */
@@ -75,6 +76,8 @@ function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLi
       schema: options.schema,
       connectionInitWaitTimeout: limits.connectionInitTimeoutMs,
       subscribe: subscribeWithEventContexts,
+      // Only a `query @live` gets here as a query (the door refuses any other): a live query.
+      execute: subscribeWithEventContexts,
       onConnect: async (ctx) => {
         const { socket, request } = ctx.extra;
         const connection = draining

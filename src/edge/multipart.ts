@@ -35,7 +35,7 @@ const MULTIPART_TRANSPORT: TransportRules = {
   name: 'multipart',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql with Accept: application/json); Accept: multipart/mixed;subscriptionSpec=1.0 asks for subscriptions only.',
+    'Queries and mutations are served over HTTP (POST /graphql with Accept: application/json); Accept: multipart/mixed;subscriptionSpec=1.0 asks for subscriptions only, and queries marked @live.',
 };
 
 /** The path it shares with HTTP's queries and graphql-ws: the `Accept` header chooses. */

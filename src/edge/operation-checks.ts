@@ -8,12 +8,13 @@
  */
 import {
   getVariableValues,
+  OperationTypeNode,
   type DocumentNode,
   type GraphQLError,
   type GraphQLSchema,
   type OperationDefinitionNode,
-  type OperationTypeNode,
 } from 'graphql';
+import { isLiveQuery } from '../events/delivery/live-queries.ts';
 import { findEmptyIdLiteral, findMalformedVariable } from '../graph/input-strings.ts';
 import { checkOperationCost, type OperationMeasure } from '../graph/query-limits.ts';
 import { refuse, type Refusal } from './refusal.ts';
@@ -40,7 +41,13 @@ export function checkOperation(
   maxCost: number,
   transport: TransportRules,
 ): OperationMeasure | Refusal {
-  if (!transport.serves.has(operation.operation)) return refuse('wrong-transport', transport.elsewhere);
+  // A live query is long-lived like a subscription: a transport that serves subscriptions serves
+  // it; one that serves queries alone (HTTP) answers it once, as the query it also is.
+  const type =
+    transport.serves.has(OperationTypeNode.SUBSCRIPTION) && isLiveQuery(schema, operation, variables)
+      ? OperationTypeNode.SUBSCRIPTION
+      : operation.operation;
+  if (!transport.serves.has(type)) return refuse('wrong-transport', transport.elsewhere);
   const malformed = findMalformedVariable(schema, operation, variables);
   if (malformed) return badInput(malformed);
   // Variables their types cannot hold are the client's mistake over every transport: refused here,

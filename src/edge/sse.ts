@@ -7,7 +7,7 @@
  * Each `next` made from an event carries the event's cursor as its SSE `id`, whatever the document
  * selects, so an `EventSource` that reconnects sends it back as `Last-Event-ID` and resumes from
  * the event log where it stopped, without the document declaring `$after`. SSE serves
- * subscriptions only.
+ * subscriptions and live queries (`query @live`) only.
  */
 import { OperationTypeNode } from 'graphql';
 import type { TransportRules } from './door.ts';
@@ -19,7 +19,7 @@ const SSE_TRANSPORT: TransportRules = {
   name: 'sse',
   serves: new Set([OperationTypeNode.SUBSCRIPTION]),
   elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only.',
+    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only, and queries marked @live.',
 };
 
 /** Where the transport is mounted. */

@@ -16,6 +16,7 @@ import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
+import { createLiveQueries } from './delivery/live-queries.ts';
 import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
@@ -151,6 +152,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     queueLimit: config.subscriberQueueLimit,
     observer: liveObserver,
     watchCustomer: (environment, customerId) => reconcileState.watch(environment, customerId),
+    // Live queries re-run on what the cache's invalidations name: webhooks, writes, the reconciler.
+    liveQueries: cache === undefined ? undefined : createLiveQueries(cache),
   });
   let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;

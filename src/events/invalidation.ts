@@ -46,7 +46,7 @@ function staleReadsOfEvent(event: PlatformEvent): readonly StaleReads[] {
 
 /** Drops what `event` makes stale from `cache`; the count dropped (answers and reads in flight). */
 export function invalidateForEvent(cache: ResponseCache, event: PlatformEvent): number {
-  return cache.invalidate(staleReadsOfEvent(event));
+  return cache.invalidate(staleReadsOfEvent(event), event.id);
 }
 
 /** How long a failed subscription to the event log waits before it is tried again. */

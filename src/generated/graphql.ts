@@ -2793,7 +2793,6 @@ export type ResolversTypes = {
   Account: ResolverTypeWrapper<AccountRecord>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
-  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   AccountChangedEvent: ResolverTypeWrapper<Omit<AccountChangedEvent, 'account'> & { account?: Maybe<ResolversTypes['Account']> }>;
   AccountConnection: ResolverTypeWrapper<Omit<AccountConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['AccountEdge']>, nodes: Array<ResolversTypes['Account']> }>;
   AccountDetails: ResolverTypeWrapper<AccountDetailsRecord>;
@@ -2910,6 +2909,7 @@ export type ResolversTypes = {
   WebhookEndpoint: ResolverTypeWrapper<WebhookEndpointRecord>;
   WebhookEndpointConnection: ResolverTypeWrapper<Omit<WebhookEndpointConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['WebhookEndpointEdge']>, nodes: Array<ResolversTypes['WebhookEndpoint']> }>;
   WebhookEndpointEdge: ResolverTypeWrapper<Omit<WebhookEndpointEdge, 'node'> & { node: ResolversTypes['WebhookEndpoint'] }>;
+  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -2917,7 +2917,6 @@ export type ResolversParentTypes = {
   Account: AccountRecord;
   String: Scalars['String']['output'];
   ID: Scalars['ID']['output'];
-  Boolean: Scalars['Boolean']['output'];
   AccountChangedEvent: Omit<AccountChangedEvent, 'account'> & { account?: Maybe<ResolversParentTypes['Account']> };
   AccountConnection: Omit<AccountConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['AccountEdge']>, nodes: Array<ResolversParentTypes['Account']> };
   AccountDetails: AccountDetailsRecord;
@@ -3032,7 +3031,14 @@ export type ResolversParentTypes = {
   WebhookEndpoint: WebhookEndpointRecord;
   WebhookEndpointConnection: Omit<WebhookEndpointConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['WebhookEndpointEdge']>, nodes: Array<ResolversParentTypes['WebhookEndpoint']> };
   WebhookEndpointEdge: Omit<WebhookEndpointEdge, 'node'> & { node: ResolversParentTypes['WebhookEndpoint'] };
+  Boolean: Scalars['Boolean']['output'];
 };
+
+export type LiveDirectiveArgs = {
+  if?: Maybe<Scalars['Boolean']['input']>;
+};
+
+export type LiveDirectiveResolver<Result, Parent, ContextType = GraphContext, Args = LiveDirectiveArgs> = DirectiveResolverFn<Result, Parent, ContextType, Args>;
 
 export type AccountResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['Account'] = ResolversParentTypes['Account'], FederationReferenceType extends FederationReferenceTypes['Account'] = FederationReferenceTypes['Account']> = {
   __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Account']> | FederationReferenceType, FederationReferenceType, ContextType>;
@@ -3900,3 +3906,6 @@ export type Resolvers<ContextType = GraphContext> = {
   WebhookEndpointEdge?: WebhookEndpointEdgeResolvers<ContextType>;
 };
 
+export type DirectiveResolvers<ContextType = GraphContext> = {
+  live?: LiveDirectiveResolver<any, any, ContextType>;
+};

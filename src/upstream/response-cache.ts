@@ -97,8 +97,12 @@ export interface ResponseCache {
    * with `load` and kept unless an invalidation named it meanwhile. A failure is never kept.
    */
   read(read: CacheRead, load: () => Promise<CachedAnswer>): Promise<CachedAnswer>;
-  /** Drops what `stale` names and marks the reads of it in flight; returns how many of either. */
-  invalidate(stale: readonly StaleReads[]): number;
+  /**
+   * Drops what `stale` names and marks the reads of it in flight; returns how many of either.
+   * `cause`: the id of the event that made them stale, when an event did (the replica that receives
+   * a webhook hears its event twice: at receipt and from the log).
+   */
+  invalidate(stale: readonly StaleReads[], cause?: string): number;
   /**
    * Drops what a write through this facade made stale, and tells the listeners of
    * {@link onWrite} (which carry it to the other replicas).
@@ -106,6 +110,13 @@ export interface ResponseCache {
   invalidateWrite(stale: readonly StaleReads[]): void;
   /** Calls `listener` with what each write through this facade made stale. Must not throw. */
   onWrite(listener: (stale: readonly StaleReads[]) => void): void;
+  /**
+   * Calls `listener` with what every invalidation names (an event, a write here or on another
+   * replica), whether or not an answer was held: live queries re-run what it makes stale. Must not throw.
+   */
+  onInvalidate(listener: (stale: readonly StaleReads[], cause: string | undefined) => void): void;
+  /** `CACHE_MAX_AGE_SECONDS`: longest an answer is served without the upstream being asked again. */
+  readonly maxAgeSeconds: number;
   stats(): ResponseCacheStats;
 }
 
@@ -166,6 +177,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     },
   });
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
+  const invalidateListeners: ((stale: readonly StaleReads[], cause: string | undefined) => void)[] = [];
 
   function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
     const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
@@ -218,7 +230,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       return startFlight(key, path, bucket, load).promise;
     },
 
-    invalidate(stale) {
+    invalidate(stale, cause) {
       let dropped = 0;
       for (const reads of stale) {
         if (reads.kind === 'everything') {
@@ -251,6 +263,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
         }
       }
       stats.invalidations += dropped;
+      for (const listener of invalidateListeners) listener(stale, cause);
       return dropped;
     },
 
@@ -263,8 +276,22 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       writeListeners.push(listener);
     },
 
+    onInvalidate(listener) {
+      invalidateListeners.push(listener);
+    },
+
+    maxAgeSeconds: options.maxAgeSeconds,
+
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
+}
+
+/**
+ * Whether `stale` names the answer of `path` (without its query): what a live query that read
+ * `path` must run again for.
+ */
+export function namesPath(stale: StaleReads, path: string): boolean {
+  return stale.kind === 'everything' || matcherOf(stale)(path);
 }
 
 /** Which paths (without query) `reads` names. */

@@ -1,8 +1,9 @@
 /**
  * The example web app (examples/web/) in a real headless Chromium, against a real facade, emulator
  * and OpenID provider: a demo user signs in (authorization code with PKCE, the issuer's login page),
- * the dashboard renders, pages through accounts, a top-up updates the cached balance, and a change
- * made elsewhere arrives live, and the user signs out. The facade runs with the app's own
+ * the dashboard renders, pages through accounts, a top-up updates the cached balance and the live
+ * total (a `@live` query the facade answers again, reading the customer and its accounts once), a
+ * change made elsewhere arrives live in both, and the user signs out. The facade runs with the app's own
  * trusted-documents manifest. The same page served from an origin missing from CORS_ORIGINS is
  * refused, and says which origin and which setting. The page is screenshot at desktop and phone
  * (390 px) width into test-results/browser/, and at 390 px nothing overflows sideways.
@@ -80,6 +81,8 @@ describeInBrowser('the example web app in Chromium', () => {
         CORS_ORIGINS: allowedOrigin,
         TRUSTED_DOCUMENTS: MANIFEST,
         WEBHOOK_SECRETS: secret,
+        // As deployed: the live total is a live query, which follows the response cache.
+        CACHE_ENABLED: 'true',
       },
     });
     config = {
@@ -130,6 +133,8 @@ describeInBrowser('the example web app in Chromium', () => {
     expect(await textOf(page, '[data-testid="account-acc_acme_eth"] [data-testid="available"]')).toBe(
       money(12_500),
     );
+    // The live query's first answer: every account's available USDC (12,500 + 0).
+    await waitForText(page, '[data-testid="live-balance"]', money(12_500));
     const rows = () => page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-testid')));
     expect(await rows()).toEqual(['account-acc_acme_eth', 'account-acc_acme_polygon']);
     expect(sent[0]).toMatchObject({
@@ -158,11 +163,16 @@ describeInBrowser('the example web app in Chromium', () => {
     await stack.resetUpstreamCalls();
     await page.click(`${eth} [data-testid="top-up"]`);
     await waitForText(page, `${eth} [data-testid="available"]`, expected);
-    // One write upstream and the account read back: nothing refetched the dashboard's list.
+    // The write made the live total's answers stale: the facade answered it again.
+    await waitForText(page, '[data-testid="live-balance"]', expected);
+    // One write upstream and the account read back: nothing refetched the dashboard's list; the
+    // live total, whose answers the write made stale, read the customer and its accounts once.
     const calls = await stack.upstreamCalls();
     expect(calls.byRoute).toEqual({
       'POST /v3/sandbox/accounts/{accountId}/topup': 1,
       'GET /v3/customers/{customerId}/accounts/{accountId}': 2,
+      'GET /v3/customers/{customerId}': 1,
+      'GET /v3/customers/{customerId}/accounts': 1,
     });
 
     // A change made elsewhere (the operator tops up the same wallet through another client)
@@ -178,6 +188,7 @@ describeInBrowser('the example web app in Chromium', () => {
     expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
     const live = money(amount + 25 + 7);
     await waitForText(page, `${eth} [data-testid="available"]`, live);
+    await waitForText(page, '[data-testid="live-balance"]', live);
     const item = `[data-testid="live-events"] li[data-event-id="${event.id}"]`;
     expect(await textOf(page, `${item} [data-testid="event-text"]`)).toBe(
       `account.updated acc_acme_eth: ${live}`,

@@ -50,6 +50,7 @@ function session(): LiveSession & { contexts: number } {
       return live.createEventContext();
     },
     sharedExecution: <T>(_context: GraphContext, run: () => Promise<T>) => run(),
+    liveQuery: () => Promise.reject(new Error('no live query in these tests')),
   };
   return live;
 }

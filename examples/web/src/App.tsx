@@ -2,10 +2,13 @@
  * The customer dashboard: the signed-in user's customer, its accounts a page at a time, a sandbox
  * top-up per wallet, and the account changes arriving live. Balances are read from the cache only:
  * the top-up's payload and each live event carry the account, and the normalised cache puts them in
- * place, with no refetch. Money and dates are written in the reader's locale (format.ts); a facade
+ * place, with no refetch. The customer's total is a live query (`query @live` over graphql-ws):
+ * the facade answers it again whenever a change makes what it read stale. Money and dates are written in the reader's locale (format.ts); a facade
  * that cannot be asked is explained (facade-problem.ts), not shown as "Failed to fetch".
  */
 import { useEffect, useState, type ReactNode } from 'react';
+import { print } from 'graphql';
+import type { Client } from 'graphql-ws';
 import type { ApolloClient } from '@apollo/client';
 import { CombinedGraphQLErrors, ServerError } from '@apollo/client/errors';
 import { ApolloProvider, useMutation, useQuery, useSubscription } from '@apollo/client/react';
@@ -14,9 +17,11 @@ import { formatDateTime, formatMoney } from './format.ts';
 import {
   AccountChangesDocument,
   DashboardDocument,
+  LiveBalanceDocument,
   MyCustomersDocument,
   TopUpDocument,
   type AccountSummaryFragment,
+  type LiveBalanceQuery,
 } from './gql/graphql.ts';
 
 /** Accounts per page: small, so paging shows. */
@@ -106,15 +111,23 @@ function OperationProblem({ error, graphqlUrl }: { error: Error; graphqlUrl: str
   );
 }
 
-export function App({ client, graphqlUrl }: { client: ApolloClient; graphqlUrl: string }) {
+export function App({
+  client,
+  live,
+  graphqlUrl,
+}: {
+  client: ApolloClient;
+  live: Client;
+  graphqlUrl: string;
+}) {
   return (
     <ApolloProvider client={client}>
-      <Customers graphqlUrl={graphqlUrl} />
+      <Customers live={live} graphqlUrl={graphqlUrl} />
     </ApolloProvider>
   );
 }
 
-function Customers({ graphqlUrl }: { graphqlUrl: string }) {
+function Customers({ live, graphqlUrl }: { live: Client; graphqlUrl: string }) {
   const { data, error, loading } = useQuery(MyCustomersDocument);
   if (error) return <OperationProblem error={error} graphqlUrl={graphqlUrl} />;
   if (loading || !data) return <p data-testid="loading">Loading…</p>;
@@ -123,7 +136,7 @@ function Customers({ graphqlUrl }: { graphqlUrl: string }) {
   return (
     <>
       {customers.map((customer) => (
-        <Dashboard key={customer.id} customerId={customer.id} graphqlUrl={graphqlUrl} />
+        <Dashboard key={customer.id} customerId={customer.id} live={live} graphqlUrl={graphqlUrl} />
       ))}
     </>
   );
@@ -135,7 +148,15 @@ interface LiveEvent {
   text: string;
 }
 
-function Dashboard({ customerId, graphqlUrl }: { customerId: string; graphqlUrl: string }) {
+function Dashboard({
+  customerId,
+  live,
+  graphqlUrl,
+}: {
+  customerId: string;
+  live: Client;
+  graphqlUrl: string;
+}) {
   const { data, error, fetchMore, loading } = useQuery(DashboardDocument, {
     variables: { customerId, first: PAGE_SIZE },
   });
@@ -160,6 +181,7 @@ function Dashboard({ customerId, graphqlUrl }: { customerId: string; graphqlUrl:
   return (
     <section>
       <h2 data-testid="customer-name">{customer.displayName ?? customer.id}</h2>
+      <LiveBalance live={live} customerId={customerId} />
       <table data-testid="accounts">
         <thead>
           <tr>
@@ -203,6 +225,46 @@ function Dashboard({ customerId, graphqlUrl }: { customerId: string; graphqlUrl:
       </ul>
     </section>
   );
+}
+
+/**
+ * The customer's total available balance, per currency, from a live query: answered at once, then
+ * again by the facade whenever a top-up (its webhook, a write, the reconciler) changes it.
+ */
+function LiveBalance({ live, customerId }: { live: Client; customerId: string }) {
+  const [totals, setTotals] = useState<string>();
+  useEffect(
+    () =>
+      live.subscribe<LiveBalanceQuery>(
+        { query: print(LiveBalanceDocument), operationName: 'LiveBalance', variables: { customerId } },
+        {
+          next: (result) => {
+            if (result.data) setTotals(totalsOf(result.data));
+          },
+          error: () => undefined,
+          complete: () => undefined,
+        },
+      ),
+    [live, customerId],
+  );
+  if (totals === undefined) return null;
+  return (
+    <p>
+      Total available, live: <span data-testid="live-balance">{totals}</span>
+    </p>
+  );
+}
+
+/** The sum of every account's available balance, by currency, as the reader's locale writes money. */
+function totalsOf(data: LiveBalanceQuery): string {
+  const sums = new Map<string, number>();
+  for (const { node } of data.customer?.accounts?.edges ?? []) {
+    for (const balance of node.balances) {
+      sums.set(balance.currency, (sums.get(balance.currency) ?? 0) + Number(balance.available));
+    }
+  }
+  if (sums.size === 0) return '—';
+  return [...sums].map(([currency, sum]) => formatMoney(sum.toFixed(2), currency)).join(' + ');
 }
 
 function AccountRow({ account }: { account: AccountSummaryFragment }) {

@@ -1,7 +1,8 @@
 /**
  * The Apollo Client of the app: a normalised cache (accounts by id, so a mutation's payload or a
  * subscription event updates every place an account shows), relay-style pagination of a customer's
- * accounts, HTTP for queries and mutations, graphql-ws for subscriptions, both with the bearer token.
+ * accounts, HTTP for queries and mutations, graphql-ws for subscriptions and live queries, both with
+ * the bearer token.
  *
  * Every operation is sent as the exact body listed in the persisted-document manifest that codegen
  * wrote (`gql/persisted-documents.json`), so a facade running with `TRUSTED_DOCUMENTS` set to that
@@ -56,6 +57,8 @@ function withTrustedBodies(client: Client): Client {
 
 export interface AppClient {
   client: ApolloClient;
+  /** The graphql-ws client (trusted bodies swapped in), for live queries (`query @live`). */
+  live: Client;
   /** Closes the WebSocket. */
   dispose(): Promise<void>;
 }
@@ -73,7 +76,8 @@ export function createAppClient(graphqlUrl: string, session: Session): AppClient
     // Reconnect after a network blip, not after a refusal (a 4401 means sign in again).
     shouldRetry: (event) => !(event instanceof CloseEvent && event.code >= 4400 && event.code < 4500),
   });
-  const live = new GraphQLWsLink(withTrustedBodies(socket));
+  const trustedSocket = withTrustedBodies(socket);
+  const live = new GraphQLWsLink(trustedSocket);
   const link = ApolloLink.split(
     ({ query }) => {
       const definition = getMainDefinition(query);
@@ -98,6 +102,7 @@ export function createAppClient(graphqlUrl: string, session: Session): AppClient
   });
   return {
     client,
+    live: trustedSocket,
     async dispose() {
       client.stop();
       await socket.dispose();

@@ -6,10 +6,18 @@
  * of a change carries its place in the event log beside it ({@link cursorOf}), not inside the data:
  * a transport that can resume (SSE's `id:`) sends it whatever the document selected.
  */
-import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
-import type { LiveGraphContext } from './live-context.ts';
+import {
+  createSourceEventStream,
+  execute,
+  getOperationAST,
+  type ExecutionArgs,
+  type ExecutionResult,
+} from 'graphql';
+import { liveSessionOf, type LiveGraphContext } from './live-context.ts';
+import { isLiveQuery } from './live-queries.ts';
 import type { LiveDelivery } from './live-stream.ts';
 import { pullThrough } from './push-pull-queue.ts';
+import type { GraphContext } from '../../graph/context.ts';
 
 /** The event-log cursor of each result made from a change (a result shared by subscribers shares it). */
 const cursors = new WeakMap<object, string>();
@@ -20,7 +28,8 @@ export function cursorOf(result: object): string | undefined {
 }
 
 /**
- * graphql-js's `subscribe`, except that each event runs with its own context: the one its
+ * What every live transport executes: a `query @live` as a live query (`live-queries.ts`); any
+ * other operation (a subscription) as graphql-js's `subscribe`, except that each event runs with its own context: the one its
  * {@link LiveDelivery} was read with (fresh loaders, the subscriber's credentials). graphql-js would
  * run every event with the operation's single context, so loaders would cache across events and
  * a nested field would show stale data.
@@ -28,6 +37,15 @@ export function cursorOf(result: object): string | undefined {
 export async function subscribeWithEventContexts(
   args: ExecutionArgs,
 ): Promise<AsyncGenerator<ExecutionResult> | AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+  // A live query is one more source of results on the same path: every live transport runs it.
+  const operation = getOperationAST(args.document, args.operationName);
+  if (
+    operation !== null &&
+    operation !== undefined &&
+    isLiveQuery(args.schema, operation, args.variableValues)
+  ) {
+    return liveSessionOf(args.contextValue as GraphContext).liveQuery(args);
+  }
   const source = await createSourceEventStream(args);
   if (!isAsyncIterable(source)) return source;
 

@@ -4,10 +4,11 @@
  * by the subscribers that read alike). Only
  * graphql-ws operations carry it; an HTTP request has none.
  */
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { EventTracer } from '../event-tracing.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { LiveQueryStream } from './live-queries.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
 /** One subscriber's side of a graphql-ws connection, as its subscription resolvers see it. */
@@ -22,6 +23,11 @@ export interface LiveSession {
   openQueue(accept: (event: PlatformEvent) => boolean, after?: string): Promise<SubscriberQueue>;
   /** A new context with the subscriber's credentials and empty loaders, for its own replay reads. */
   createEventContext(): GraphContext;
+  /**
+   * Runs a live query (`query @live`): its first answer, then one per change of what it read
+   * (`live-queries.ts`); its result alone when it read nothing to follow.
+   */
+  liveQuery(args: ExecutionArgs): Promise<ExecutionResult | LiveQueryStream>;
   /**
    * The context `event` is read and executed with: fresh loaders, the subscriber's credentials,
    * shared with the subscribers that read alike (same upstream key, same scope, same operation), so
@@ -58,7 +64,7 @@ export interface LiveObserver {
 
 /** What a subscription run outside a live transport is told. */
 export const SUBSCRIPTIONS_ARE_LIVE =
-  'Subscriptions are served over graphql-ws (WebSocket) at /graphql and over Server-Sent Events at /graphql/stream.';
+  'Subscriptions and @live queries are served over graphql-ws (WebSocket) at /graphql and over Server-Sent Events at /graphql/stream.';
 
 /** The context of an operation received over graphql-ws. */
 export interface LiveGraphContext extends GraphContext {

@@ -5,7 +5,7 @@
  * transport's adapter (src/edge/) admits the caller and the operation; it hands over here who the
  * subscriber is and how to build a context for it, and nothing here reaches back into the app.
  */
-import type { ExecutionArgs } from 'graphql';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache } from '../../upstream/client.ts';
@@ -13,6 +13,7 @@ import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { AwaitableSet } from './awaitable-set.ts';
 import type { LiveObserver, LiveSession } from './live-context.ts';
+import type { LiveQueries } from './live-queries.ts';
 import { createSharedEventReads, operationKeyOf, readGroupOf } from './shared-event-reads.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
@@ -22,9 +23,15 @@ export interface LiveSubscriber {
   readonly environment: PlatformEnvironment;
   /** Which subscribers read alike (key and scope): their subscriptions of one operation share reads. */
   readonly readGroup: string;
-  /** The queues of this connection's subscriptions, ended together when its credential expires. */
-  readonly queues: AwaitableSet<SubscriberQueue>;
+  /**
+   * The queues of this connection's subscriptions and the streams of its live queries, ended
+   * together when its credential expires.
+   */
+  readonly queues: AwaitableSet<LiveStreamEnd>;
 }
+
+/** How a subscription's queue or a live query's stream is ended from outside. */
+export type LiveStreamEnd = Pick<SubscriberQueue, 'end' | 'revoke'>;
 
 /**
  * Builds a context for one subscription: for `event` (its read cache shared by the group), or for
@@ -44,6 +51,8 @@ export interface LiveSessionsOptions {
   observer?: LiveObserver | undefined;
   /** Records the customers subscriptions follow (for the reconciliation of missed webhooks). */
   watchCustomer?: (environment: PlatformEnvironment, customerId: string) => () => void;
+  /** Re-runs live queries when what they read is made stale; absent (no response cache), none is served. */
+  liveQueries?: LiveQueries | undefined;
 }
 
 export interface LiveSessions {
@@ -68,7 +77,7 @@ export interface LiveSessions {
 }
 
 export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
-  const queues = new Set<SubscriberQueue>();
+  const queues = new Set<LiveStreamEnd>();
   const sharedReads = createSharedEventReads();
   let ended = false;
 
@@ -116,6 +125,44 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
           return queue;
         },
         createEventContext: () => contexts(undefined, undefined),
+        async liveQuery(executionArgs) {
+          const { liveQueries } = options;
+          if (liveQueries === undefined) {
+            return {
+              errors: [
+                new GraphQLError(
+                  'Live queries follow the response cache, which is switched off here (CACHE_ENABLED=false): send the query without @live.',
+                  { extensions: { code: 'BAD_REQUEST' } },
+                ),
+              ],
+            };
+          }
+          // Set once the stream exists; its end is told only after.
+          const handle: { stream?: LiveStreamEnd } = {};
+          const answer = await liveQueries.watch({
+            args: executionArgs,
+            // Shared by the group's watchers of the same operation in the same environment.
+            group:
+              operation === undefined
+                ? undefined
+                : JSON.stringify([readGroup, subscriber.environment, operation, 'live-query']),
+            contextFor: (reads) => contexts(undefined, reads),
+            ...(watchCustomer === undefined
+              ? {}
+              : { watchCustomer: (customerId: string) => watchCustomer(subscriber.environment, customerId) }),
+            onDone: () => {
+              if (handle.stream === undefined) return;
+              queues.delete(handle.stream);
+              subscriber.queues.delete(handle.stream);
+            },
+          });
+          if (!('next' in answer)) return answer;
+          handle.stream = answer;
+          queues.add(answer);
+          subscriber.queues.add(answer);
+          if (ended) answer.end();
+          return answer;
+        },
         eventContext: (event, resumed) =>
           sharedBy === undefined || resumedSharedBy === undefined
             ? contexts(event, undefined)

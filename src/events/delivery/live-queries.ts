@@ -1,0 +1,390 @@
+/**
+ * Live queries (`query @live { ... }`) as a source of results of the live wing: answered at once,
+ * then again whenever an upstream answer the query read is made stale. The facade already knows
+ * when that is: every verified webhook, every write (here or on another replica) and every change
+ * the reconciler finds goes through the response cache's invalidation (`invalidation.ts`,
+ * `response-cache.ts`), which names the answers it makes stale. So a live query records the GET
+ * paths each execution read, and re-runs when an invalidation names one of them; no transport
+ * knows anything of it (graphql-ws, SSE and every later live transport get the stream from
+ * `subscribeWithEventContexts`).
+ *
+ * Shared re-execution: watchers of the same operation (document, operation name, variables) under
+ * the same upstream key, scope and environment (their `group`) would read the same answers and
+ * see the same result. They are one group, and one change runs the query once for the group, with
+ * a context of one of its watchers, however many watch: one upstream read per invalidated answer
+ * and scope. Each watcher's first answer is its own execution (through the response cache, whose
+ * concurrent misses share one request), so the caller's scope is checked by its own reads before
+ * it joins anything: a query whose first execution read nothing (refused by the scope, or reading
+ * nothing the platform announces changes of) is answered once and ends, watching nothing.
+ *
+ * A result equal to the last one a watcher was sent is not sent again. A watcher that has not
+ * taken its last result when a newer one comes gets only the newer one: a live query's state is
+ * its latest answer, so a slow reader holds one result, never a backlog.
+ *
+ * The bound when an invalidation is missed: each group runs again at least every
+ * `CACHE_MAX_AGE_SECONDS`, when the answers it read have left the cache, and the customers it reads
+ * are watched for the reconciler like a subscription's (docs/events.md).
+ */
+import {
+  execute,
+  getDirectiveValues,
+  GraphQLError,
+  OperationTypeNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import type { GraphContext } from '../../graph/context.ts';
+import type { SharedReadCache, UpstreamResponse } from '../../upstream/client.ts';
+import { namesPath, type ResponseCache, type StaleReads } from '../../upstream/response-cache.ts';
+import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
+
+/** One caller's live query, as its transport admitted it. */
+export interface LiveQueryRequest {
+  readonly args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>;
+  /**
+   * Which watchers share executions: the same operation under the same key, scope and
+   * environment; undefined shares with none (variables that cannot be written as JSON).
+   */
+  readonly group: string | undefined;
+  /** A fresh context (empty loaders, its own budgets) whose GET reads go through `reads`. */
+  contextFor(reads: SharedReadCache): GraphContext;
+  /** Records that the query follows `customerId` (for the reconciler) until the returned function runs. */
+  watchCustomer?(customerId: string): () => void;
+  /** Called once when the watcher's stream has ended, by any path. */
+  onDone?(): void;
+}
+
+/** A watcher's results: the first answer, then one per change. */
+export interface LiveQueryStream extends EndableIterator<ExecutionResult> {
+  /** Ends the stream (shutdown): a pending `next()` answers `done`. */
+  end(): void;
+  /** The caller's credential expired: one UNAUTHENTICATED error, then the stream ends. */
+  revoke(): void;
+}
+
+export interface LiveQueries {
+  /**
+   * Runs `request` once: its result alone when it read nothing to follow, else the stream of its
+   * results (the first included).
+   */
+  watch(request: LiveQueryRequest): Promise<ExecutionResult | LiveQueryStream>;
+}
+
+/** The GET answers one execution read: a read cache that remembers every path it was asked for. */
+class ReadLog extends Map<string, Promise<UpstreamResponse>> {
+  readonly paths = new Set<string>();
+  override set(key: string, value: Promise<UpstreamResponse>): this {
+    // The key is the path and the query string: the cache's invalidations name paths.
+    this.paths.add(key.split('?', 1)[0] ?? key);
+    return super.set(key, value);
+  }
+}
+
+interface Watcher {
+  readonly request: LiveQueryRequest;
+  readonly queue: ReturnType<typeof createPushPullQueue<ExecutionResult>>;
+  /** The last result sent, as JSON: an equal one is skipped. */
+  lastSent: string;
+}
+
+interface Group {
+  readonly key: string;
+  readonly watchers: Set<Watcher>;
+  /** The paths the last execution read, by customer (`''`: paths of no customer). */
+  paths: Map<string, Set<string>>;
+  /** The customers followed for the reconciler, and how to stop. */
+  readonly followed: Map<string, () => void>;
+  running: boolean;
+  /** Made stale again while running: run once more after. */
+  dirty: boolean;
+  scheduled: boolean;
+  refresh: NodeJS.Timeout | undefined;
+}
+
+/** The customer a path belongs to (still encoded, as paths carry it), or `''`. */
+const CUSTOMER_OF_PATH = /^\/v3\/customers\/([^/]+)/;
+
+/**
+ * How long an event id is remembered: the same event reaches the log listener well within it. A
+ * run started after the first hearing already reads what the event announced.
+ */
+const HEARD_EVENTS_WINDOW_MS = 60_000;
+
+/** Results that end their stream once taken (the UNAUTHENTICATED notice of an expired token). */
+const FINAL = new WeakSet<ExecutionResult>();
+
+export function createLiveQueries(cache: ResponseCache): LiveQueries {
+  const groups = new Map<string, Group>();
+  /** Groups by the customers their paths belong to: an invalidation looks at its customers' alone. */
+  const byCustomer = new Map<string, Set<Group>>();
+  let invalidations = 0;
+  let solo = 0;
+  const refreshMs = Math.max(1, cache.maxAgeSeconds) * 1000;
+
+  /** Events already acted on, by when: the receiving replica hears each at receipt and from the log. */
+  const heardEvents = new Map<string, number>();
+  cache.onInvalidate((stale, cause) => {
+    if (cause !== undefined && alreadyHeard(cause)) return;
+    invalidations += 1;
+    for (const group of candidatesOf(stale)) {
+      if (stale.some((reads) => readsAny(group, reads))) schedule(group);
+    }
+  });
+
+  /** Whether event `id` made answers stale before (within the window); remembers it either way. */
+  function alreadyHeard(id: string): boolean {
+    const at = Date.now();
+    // In insertion order: the expired ones are at the front.
+    for (const [heard, heardAt] of heardEvents) {
+      if (at - heardAt < HEARD_EVENTS_WINDOW_MS) break;
+      heardEvents.delete(heard);
+    }
+    if (heardEvents.has(id)) return true;
+    heardEvents.set(id, at);
+    return false;
+  }
+
+  function candidatesOf(stale: readonly StaleReads[]): Set<Group> {
+    const found = new Set<Group>();
+    for (const reads of stale) {
+      if (reads.kind === 'everything') return new Set(groups.values());
+      const customer = reads.kind === 'customer-list' ? '' : encodeURIComponent(reads.customerId);
+      for (const group of byCustomer.get(customer) ?? []) found.add(group);
+    }
+    return found;
+  }
+
+  function readsAny(group: Group, reads: StaleReads): boolean {
+    const customer =
+      reads.kind === 'everything'
+        ? undefined
+        : reads.kind === 'customer-list'
+          ? ''
+          : encodeURIComponent(reads.customerId);
+    const buckets =
+      customer === undefined ? [...group.paths.values()] : [group.paths.get(customer) ?? new Set()];
+    return buckets.some((paths) => [...paths].some((path) => namesPath(reads, path)));
+  }
+
+  function setPaths(
+    group: Group,
+    paths: Iterable<string>,
+    request: LiveQueryRequest,
+    replace: boolean,
+  ): void {
+    const next = replace ? new Map<string, Set<string>>() : group.paths;
+    for (const path of paths) {
+      const customer = CUSTOMER_OF_PATH.exec(path)?.[1] ?? '';
+      let bucket = next.get(customer);
+      if (bucket === undefined) next.set(customer, (bucket = new Set()));
+      bucket.add(path);
+    }
+    for (const customer of group.paths.keys()) {
+      if (!next.has(customer)) byCustomer.get(customer)?.delete(group);
+    }
+    group.paths = next;
+    for (const customer of next.keys()) {
+      let members = byCustomer.get(customer);
+      if (members === undefined) byCustomer.set(customer, (members = new Set()));
+      members.add(group);
+      if (customer !== '' && !group.followed.has(customer) && request.watchCustomer !== undefined) {
+        group.followed.set(customer, request.watchCustomer(safeDecode(customer)));
+      }
+    }
+    for (const [customer, stop] of group.followed) {
+      if (next.has(customer)) continue;
+      stop();
+      group.followed.delete(customer);
+    }
+  }
+
+  function schedule(group: Group): void {
+    if (group.running) {
+      group.dirty = true;
+      return;
+    }
+    if (group.scheduled) return;
+    group.scheduled = true;
+    // After the current turn: one invalidation often names several answers, one run serves them all.
+    setImmediate(() => {
+      group.scheduled = false;
+      void run(group);
+    });
+  }
+
+  async function run(group: Group): Promise<void> {
+    if (group.running) {
+      group.dirty = true;
+      return;
+    }
+    group.running = true;
+    try {
+      do {
+        group.dirty = false;
+        const [watcher] = group.watchers;
+        if (watcher === undefined) return;
+        const reads = new ReadLog();
+        let result: ExecutionResult;
+        try {
+          result = await execute({
+            ...watcher.request.args,
+            contextValue: watcher.request.contextFor(reads),
+          });
+        } catch {
+          // Only arguments graphql-js rejects throw here, and they were valid for the first answer.
+          continue;
+        }
+        if (groups.get(group.key) !== group) return;
+        setPaths(group, reads.paths, watcher.request, true);
+        send(group, result);
+      } while (staleAgain(group) && group.watchers.size > 0);
+    } finally {
+      group.running = false;
+      armRefresh(group);
+    }
+  }
+
+  function send(group: Group, result: ExecutionResult): void {
+    const text = JSON.stringify(result);
+    for (const watcher of group.watchers) {
+      if (watcher.lastSent === text) continue;
+      watcher.lastSent = text;
+      deliver(watcher.queue, result);
+    }
+  }
+
+  /** The group runs again after the maximum age even if no invalidation came (one was missed). */
+  function armRefresh(group: Group): void {
+    clearTimeout(group.refresh);
+    if (group.watchers.size === 0) return;
+    group.refresh = setTimeout(() => schedule(group), refreshMs);
+    group.refresh.unref();
+  }
+
+  function leave(group: Group, watcher: Watcher): void {
+    group.watchers.delete(watcher);
+    if (group.watchers.size > 0 || groups.get(group.key) !== group) return;
+    groups.delete(group.key);
+    clearTimeout(group.refresh);
+    for (const customer of group.paths.keys()) byCustomer.get(customer)?.delete(group);
+    for (const customer of [...byCustomer.keys()]) {
+      if (byCustomer.get(customer)?.size === 0) byCustomer.delete(customer);
+    }
+    for (const stop of group.followed.values()) stop();
+    group.followed.clear();
+  }
+
+  return {
+    async watch(request) {
+      const before = invalidations;
+      const reads = new ReadLog();
+      const first = await execute({ ...request.args, contextValue: request.contextFor(reads) });
+      // Nothing read (the scope refused every read, or nothing it reads is ever announced): answered once.
+      if (reads.paths.size === 0) return first;
+      const key = request.group ?? `solo:${(solo += 1)}`;
+      let group = groups.get(key);
+      const created = group === undefined;
+      if (group === undefined) {
+        group = {
+          key,
+          watchers: new Set(),
+          paths: new Map(),
+          followed: new Map(),
+          running: false,
+          dirty: false,
+          scheduled: false,
+          refresh: undefined,
+        };
+        groups.set(key, group);
+      }
+      const joined = group;
+      setPaths(joined, reads.paths, request, created);
+      const queue = createPushPullQueue<ExecutionResult>({
+        endsAfter: (result) => FINAL.has(result),
+        // Called only once the stream ends, which `watcher` (made just below) is in place for.
+        onEnd: () => {
+          leave(joined, watcher);
+          request.onDone?.();
+        },
+      });
+      const watcher: Watcher = { request, queue, lastSent: JSON.stringify(first) };
+      joined.watchers.add(watcher);
+      queue.push(first);
+      if (created) armRefresh(joined);
+      // Something was made stale while the first answer was read: it may be older than that.
+      if (invalidations !== before) schedule(joined);
+      return Object.assign(queue, {
+        revoke() {
+          deliver(queue, expired());
+        },
+      });
+    },
+  };
+}
+
+/** The directive's name: GraphQL Yoga's and Hive Gateway's, so their clients' documents run as written. */
+export const LIVE_DIRECTIVE = 'live';
+
+/**
+ * Whether `operation` is a live query: a query carrying `@live` whose `if` is not false (with the
+ * operation's `variables`). Any other operation, `@live(if: false)` included, is what it says.
+ */
+export function isLiveQuery(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+): boolean {
+  if (operation.operation !== OperationTypeNode.QUERY) return false;
+  const directive = schema.getDirective(LIVE_DIRECTIVE);
+  if (
+    directive === null ||
+    directive === undefined ||
+    !operation.directives?.some((node) => node.name.value === LIVE_DIRECTIVE)
+  ) {
+    return false;
+  }
+  try {
+    return getDirectiveValues(directive, operation, variables ?? {})?.['if'] !== false;
+  } catch {
+    // A value `if` cannot take is refused by the variables' own check before execution.
+    return true;
+  }
+}
+
+/** Whether `group` was made stale while it ran (read anew: an invalidation sets it meanwhile). */
+function staleAgain(group: Group): boolean {
+  return group.dirty;
+}
+
+/** Hands `result` to the watcher, replacing what it has not taken yet (only the latest state matters). */
+function deliver(
+  queue: ReturnType<typeof createPushPullQueue<ExecutionResult>>,
+  result: ExecutionResult,
+): void {
+  if (queue.ended || queue.waiting.some((waiting) => FINAL.has(waiting))) return;
+  queue.waiting.length = 0;
+  queue.push(result);
+}
+
+function expired(): ExecutionResult {
+  const result: ExecutionResult = {
+    errors: [
+      new GraphQLError(
+        'The access token of this connection has expired; the live query has ended. Reconnect with a fresh token and send it again.',
+        { extensions: { code: 'UNAUTHENTICATED' } },
+      ),
+    ],
+  };
+  FINAL.add(result);
+  return result;
+}
+
+function safeDecode(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
