@@ -1,8 +1,8 @@
 /**
  * Live queries (`query @live`) against real servers: the emulator sends its signed webhooks to the
  * facade's registered endpoint, callers hold tokens of the run's issuer, and the emulator counts
- * every upstream call. A dashboard is answered at once and again after a top-up over graphql-ws
- * and SSE; watchers of one dashboard cost its reads once per change however many they are; another
+ * every upstream call. A dashboard is answered at once and again after a top-up over graphql-ws,
+ * SSE and Apollo's multipart protocol; watchers of one dashboard cost its reads once per change however many they are; another
  * customer's dashboard is refused with no upstream call, and another customer's change sends
  * nothing; an unchanged answer is not sent again; token expiry ends a live query as it ends a
  * subscription; over HTTP POST the query is answered once; a write through the facade and a change
@@ -11,6 +11,7 @@
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
+import { openMultipartStream } from '../support/harness/multipart-stream.ts';
 import { openSseStream } from '../support/harness/sse-stream.ts';
 import { useStack, type Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -118,6 +119,24 @@ describe('live queries driven by the platform’s webhooks (the emulator sends t
     await topUp(stack, 'acc_acme_eth');
     await waitFor(() => nexts().length === 2, 'the answer after the top-up');
     expect(availableOf(nexts()[1]!.data!.data!, 'acc_acme_eth')).toBeCloseTo(before + 3, 6);
+    stream.close();
+    await stream.ended;
+  });
+
+  test('over Apollo’s multipart HTTP protocol: the dashboard at once, then again after a top-up', async () => {
+    const acme = await bearer('acme');
+    const stream = await openMultipartStream<Dashboard>(
+      stack.facadeUrl,
+      DASHBOARD,
+      { Authorization: acme.authorization },
+      { customerId: 'cus_acme' },
+    );
+    expect(stream.status).toBe(200);
+    await waitFor(() => stream.results().length === 1, 'the first answer');
+    const before = availableOf(stream.results()[0]!.data!, 'acc_acme_eth');
+    await topUp(stack, 'acc_acme_eth');
+    await waitFor(() => stream.results().length === 2, 'the answer after the top-up');
+    expect(availableOf(stream.results()[1]!.data!, 'acc_acme_eth')).toBeCloseTo(before + 3, 6);
     stream.close();
     await stream.ended;
   });
