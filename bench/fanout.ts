@@ -31,7 +31,7 @@
  * `MALLOC_ARENA_MAX`) pass through. The report goes to bench/results/ (`fanout-<time>.md`,
  * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
@@ -52,7 +52,8 @@ import {
   type ClientProcess,
 } from './lib/live-facade.ts';
 import { percentile } from './load.ts';
-import { askMemoryUsage, type GarbageCollection } from './memory-probe-protocol.ts';
+import { readMemory, type MemoryReading } from './lib/facade-memory.ts';
+import type { GarbageCollection } from './memory-probe-protocol.ts';
 import { readCpuMs, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
@@ -88,27 +89,6 @@ interface Scenario {
   replicas: number;
   subscribersPerReplica: number;
   redis: boolean;
-}
-
-/** The facade's memory at one moment: RSS from /proc and the V8 heap from the probe. */
-interface MemoryReading {
-  rssBytes: number;
-  heapUsedBytes?: number;
-  heapTotalBytes?: number;
-  externalBytes?: number;
-  arrayBuffersBytes?: number;
-  /** Of the heap's committed memory, what is resident (V8's `total_physical_size`). */
-  heapPhysicalBytes?: number;
-  /** What V8 itself has malloced (zones, tables), outside the heap. */
-  mallocedBytes?: number;
-  /**
-   * Resident memory by kind of mapping (/proc/<pid>/smaps): glibc's main arena (`[heap]`), anonymous
-   * mappings of exactly V8's page size (256 KiB: the JS heap's pages), other anonymous ones (malloc's
-   * other arenas, large allocations, V8's large objects and code), and files.
-   */
-  mappings?: { mallocMainArena: number; v8SizedPages: number; otherAnonymous: number; files: number };
-  /** Each heap space: committed size, used and resident bytes. */
-  spaces?: Record<string, { size: number; used: number; physical: number }>;
 }
 
 type MemoryPoint = 'before' | 'idle' | 'peak' | 'disconnected' | 'settled' | 'afterGc' | 'afterReducingGc';
@@ -429,66 +409,6 @@ async function runScenario(
 
 function labelOf(replica: number): string {
   return `replica ${replica + 1}`;
-}
-
-async function readMemory(
-  facade: ServiceProcess,
-  collectGarbage: GarbageCollection,
-  heapSnapshotPath?: string,
-): Promise<MemoryReading> {
-  // Writing a snapshot of a large heap takes a while.
-  const probe = await askMemoryUsage(
-    facade.child,
-    collectGarbage,
-    heapSnapshotPath ? 300_000 : 10_000,
-    heapSnapshotPath,
-  );
-  const rssBytes = await facade.rssBytes();
-  const mappings = await readMappings(facade.pid);
-  if (probe === undefined) return { rssBytes, mappings };
-  return {
-    rssBytes,
-    mappings,
-    heapUsedBytes: probe.usage.heapUsed,
-    heapTotalBytes: probe.usage.heapTotal,
-    externalBytes: probe.usage.external,
-    arrayBuffersBytes: probe.usage.arrayBuffers,
-    heapPhysicalBytes: probe.heap.total_physical_size,
-    mallocedBytes: probe.heap.malloced_memory,
-    spaces: Object.fromEntries(
-      probe.spaces.map((space) => [
-        space.space_name,
-        { size: space.space_size, used: space.space_used_size, physical: space.physical_space_size },
-      ]),
-    ),
-  };
-}
-
-/** Resident bytes of `pid` by kind of mapping; see {@link MemoryReading.mappings}. */
-async function readMappings(pid: number): Promise<NonNullable<MemoryReading['mappings']>> {
-  const totals = { mallocMainArena: 0, v8SizedPages: 0, otherAnonymous: 0, files: 0 };
-  let kind: keyof typeof totals | undefined;
-  for (const line of (await readFile(`/proc/${pid}/smaps`, 'utf8')).split('\n')) {
-    const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
-    if (header !== null) {
-      const size = Number.parseInt(header[2]!, 16) - Number.parseInt(header[1]!, 16);
-      const path = header[3]!.trim();
-      kind =
-        path === '[heap]'
-          ? 'mallocMainArena'
-          : path === ''
-            ? size === 256 * 1024
-              ? 'v8SizedPages'
-              : 'otherAnonymous'
-            : path.startsWith('[')
-              ? undefined
-              : 'files';
-      continue;
-    }
-    const rss = /^Rss:\s+(\d+) kB$/.exec(line);
-    if (rss !== null && kind !== undefined) totals[kind] += Number(rss[1]) * 1024;
-  }
-  return totals;
 }
 
 function summaryLine(result: ScenarioResult): string {

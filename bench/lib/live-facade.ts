@@ -41,6 +41,8 @@ export async function startFacade(
   redisUrl: string | undefined,
   redisKeyPrefix: string,
   replica: number,
+  /** Node options of this facade (after BENCH_FANOUT_NODE_ARGS) and environment variables of its own. */
+  variant: { nodeArgs?: readonly string[]; env?: Record<string, string> } = {},
 ): Promise<ServiceProcess> {
   const port = await findFreePort();
   const metricsPort = await findFreePort();
@@ -53,6 +55,7 @@ export async function startFacade(
       '--import',
       pathToFileURL(`${root}bench/memory-probe.ts`).href,
       ...facadeNodeArgs,
+      ...(variant.nodeArgs ?? []),
     ],
     ipc: true,
     env: {
@@ -74,6 +77,7 @@ export async function startFacade(
       // `connection_init` would close some before their client had a turn.
       GRAPHQL_WS_CONNECTION_INIT_TIMEOUT_MS: '60000',
       ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix }),
+      ...variant.env,
     },
     readyPath: '/readyz',
   });

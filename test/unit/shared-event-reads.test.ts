@@ -2,7 +2,7 @@
  * Which subscribers share an event's reads, and for how long: the group must separate every
  * difference in key or scope (or one caller would see another's answers), and nothing else.
  */
-import { describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createSharedEventReads, readGroupOf } from '../../src/events/delivery/shared-event-reads.ts';
 import type { GraphContext } from '../../src/graph/context.ts';
 
@@ -77,14 +77,52 @@ describe('createSharedEventReads', () => {
     expect(created).toBe(4);
   });
 
-  test('forgets expired contexts, so they hold no memory', () => {
+  test('forgets expired contexts on the next use, so they hold no memory', () => {
     let now = 0;
     const reads = createSharedEventReads({ windowMs: 1_000, now: () => now });
     for (let event = 0; event < 100; event += 1)
       reads.contextFor(`evt_${event}`, 'group', () => context('x'));
-    expect(reads.size).toBe(100);
+    expect(reads.held().contexts).toBe(100);
     now = 5_000;
-    expect(reads.size).toBe(0);
+    reads.contextFor('evt_next', 'group', () => context('y'));
+    expect(reads.held().contexts).toBe(1);
+  });
+
+  describe('with no event after the last one (the quiet after a storm of subscribers)', () => {
+    beforeEach(() => {
+      vi.useFakeTimers();
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    test('lets go of its contexts and read caches once the window passed, on its own', () => {
+      const reads = createSharedEventReads({ windowMs: 1_000 });
+      for (let event = 0; event < 100; event += 1) {
+        reads.contextFor(`evt_${event}`, 'group', () => context('x'));
+        reads.readCacheFor(`evt_${event}`, 'read group');
+      }
+      expect(reads.held()).toEqual({ contexts: 100, readCaches: 100 });
+      vi.advanceTimersByTime(999);
+      expect(reads.held()).toEqual({ contexts: 100, readCaches: 100 });
+      vi.advanceTimersByTime(1);
+      expect(reads.held()).toEqual({ contexts: 0, readCaches: 0 });
+      // Nothing left to sweep: no timer stays armed.
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    test('sweeps each entry when its own window ends, not before', () => {
+      const reads = createSharedEventReads({ windowMs: 1_000 });
+      reads.contextFor('evt_1', 'group', () => context('first'));
+      vi.advanceTimersByTime(600);
+      const second = reads.contextFor('evt_2', 'group', () => context('second'));
+      vi.advanceTimersByTime(400);
+      expect(reads.held().contexts).toBe(1);
+      expect(reads.contextFor('evt_2', 'group', () => context('again'))).toBe(second);
+      vi.advanceTimersByTime(600);
+      expect(reads.held().contexts).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+    });
   });
 
   test('one read cache per event and read group within the window, whatever the operation', () => {

@@ -43,8 +43,8 @@ export interface SharedEventReads {
    * `run()` kept as that execution for the next subscriber: such subscribers share one result.
    */
   executionWith<T>(context: GraphContext, run: () => Promise<T>): Promise<T>;
-  /** Contexts held now (each lives at most the window). */
-  readonly size: number;
+  /** Contexts and read caches held now (each lives at most the window, events or none). */
+  held(): { contexts: number; readCaches: number };
 }
 
 /**
@@ -108,32 +108,49 @@ export function createSharedEventReads(
       }
       return execution;
     },
-    get size() {
-      return contexts.size();
-    },
+    held: () => ({ contexts: contexts.held(), readCaches: readCaches.held() }),
     contextFor: (eventId, group, create) => contexts.get(JSON.stringify([eventId, group]), create),
     readCacheFor: (eventId, readGroup) =>
       readCaches.get(JSON.stringify([eventId, readGroup]), () => new Map()),
   };
 }
 
-/** Values by key, each kept for the window after it was made, then made anew. */
+/**
+ * Values by key, each kept for the window after it was made, then made anew. Expired values are let
+ * go on a timer as well as on the next use: the last event before a quiet spell holds a context
+ * per group, whose loaders hold every subscriber's pending load of that event (thousands of
+ * promises and closures after a storm), and nothing else would ever drop them.
+ */
 function createWindowedMemo<T>(options: { windowMs?: number; now?: () => number }) {
   const windowMs = options.windowMs ?? SHARED_READ_WINDOW_MS;
   const now = options.now ?? Date.now;
   // In creation order, so the expired ones are always at the front.
   const entries = new Map<string, { value: T; createdAt: number }>();
+  let sweep: NodeJS.Timeout | undefined;
   const evictExpired = (at: number) => {
     for (const [key, entry] of entries) {
       if (at - entry.createdAt < windowMs) break;
       entries.delete(key);
     }
   };
+  /** Arms the sweep for when the oldest entry expires; unref'd, so it never keeps the process up. */
+  const armSweep = (at: number) => {
+    if (sweep !== undefined) return;
+    const oldest = entries.values().next();
+    if (oldest.done === true) return;
+    sweep = setTimeout(
+      () => {
+        sweep = undefined;
+        const swept = now();
+        evictExpired(swept);
+        armSweep(swept);
+      },
+      Math.max(0, oldest.value.createdAt + windowMs - at),
+    );
+    sweep.unref();
+  };
   return {
-    size(): number {
-      evictExpired(now());
-      return entries.size;
-    },
+    held: (): number => entries.size,
     get(key: string, create: () => T): T {
       const at = now();
       evictExpired(at);
@@ -141,6 +158,7 @@ function createWindowedMemo<T>(options: { windowMs?: number; now?: () => number 
       if (held !== undefined) return held.value;
       const value = create();
       entries.set(key, { value, createdAt: at });
+      armSweep(at);
       return value;
     },
   };
