@@ -231,7 +231,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`.
   const live = createLiveWing({
     transports: [
-      graphQLWebSocket(config.events.webSocket),
+      graphQLWebSocket({
+        ...config.events.webSocket,
+        stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs,
+      }),
       serverSentEvents({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
     ],
     door,

@@ -4,7 +4,10 @@
  * door's connect; every `subscribe` message is admitted by the door again (`live-connections.ts`),
  * so nothing runs once the caller's token has expired (with the verifier's clock tolerance) or once
  * the socket is no longer open. A socket the server closes and whose client does not complete the
- * close handshake is cut after a short grace. graphql-ws serves subscriptions only: queries and
+ * close handshake is cut after a short grace. graphql-ws sends a result only once the socket took
+ * the previous one, so a reader that stops reading leaves its events in its bounded subscriber
+ * queue, whose overflow policy applies; one that takes no write for `LIVE_STALLED_WRITE_TIMEOUT_MS`
+ * is cut, as an SSE stream is. graphql-ws serves subscriptions only: queries and
  * mutations go over HTTP, where Apollo Server runs, logs, measures and audits them.
  */
 import type { IncomingMessage } from 'node:http';
@@ -30,19 +33,28 @@ const GRAPHQL_WS_TRANSPORT: TransportRules = {
 };
 
 /** How long a client has to answer the server's close frame before its socket is cut. */
-export const CLOSE_GRACE_MS = 2_000;
+const CLOSE_GRACE_MS = 2_000;
 
 type ConnectionExtra = { live?: LiveConnection; operations?: Map<string, LiveOperation> };
 
+/** graphql-ws's limits: its own (`GRAPHQL_WS_*`) and the stalled-write deadline of every live transport. */
+export interface GraphQLWebSocketLimits extends WebSocketLimits {
+  /** Longest a socket may take to take one write (`LIVE_STALLED_WRITE_TIMEOUT_MS`); then it is cut. */
+  stalledWriteTimeoutMs: number;
+}
+
 /**
  * graphql-ws as a live transport, with its own limits (message size, operations per connection,
- * `connection_init` wait, keep-alive pings).
+ * `connection_init` wait, keep-alive pings) and the stalled-write deadline.
  */
-export function graphQLWebSocket(limits: WebSocketLimits): LiveTransport {
+export function graphQLWebSocket(limits: GraphQLWebSocketLimits): LiveTransport {
   return { rules: GRAPHQL_WS_TRANSPORT, attach: (parts) => attachGraphQLWebSocket(parts, limits) };
 }
 
-function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLimits): AttachedLiveTransport {
+function attachGraphQLWebSocket(
+  options: LiveTransportParts,
+  limits: GraphQLWebSocketLimits,
+): AttachedLiveTransport {
   const { door, connections, logger } = options;
   const { name } = GRAPHQL_WS_TRANSPORT;
   const wsServer = new WebSocketServer({
@@ -53,16 +65,9 @@ function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLi
     // A larger message closes the connection with 1009 before it is buffered whole.
     maxPayload: limits.maxPayloadBytes,
   });
-  // Whoever closes a socket (graphql-ws or this adapter), `ws` would keep it CLOSING for 30 s
-  // while a client ignores the close frame; it is cut after the grace instead.
   wsServer.on('connection', (socket) => {
-    const close = socket.close.bind(socket);
-    socket.close = (code?: number, reason?: string | Buffer) => {
-      close(code, reason);
-      const cut = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
-      cut.unref();
-      socket.once('close', () => clearTimeout(cut));
-    };
+    cutAfterCloseGrace(socket);
+    cutWhenStalled(socket, limits.stalledWriteTimeoutMs);
   });
   let draining = false;
   const closeWith = (socket: WebSocket, refusal: Refusal): void => {
@@ -173,6 +178,47 @@ function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLi
       logger.info(`${name} drained`, { unfinished: connections.running() });
     },
   };
+}
+
+/**
+ * Whoever closes a socket (graphql-ws or this adapter), `ws` would keep it CLOSING for 30 s while a
+ * client ignores the close frame; it is cut after {@link CLOSE_GRACE_MS} instead.
+ */
+function cutAfterCloseGrace(socket: WebSocket): void {
+  const close = socket.close.bind(socket);
+  socket.close = (code?: number, reason?: string | Buffer) => {
+    close(code, reason);
+    const cut = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
+    cut.unref();
+    socket.once('close', () => clearTimeout(cut));
+  };
+}
+
+/**
+ * A socket that takes no write for `stalledMs` while one waits has stopped reading: it is cut, so
+ * it holds neither its socket nor its subscription slots while its queue's overflow notice could
+ * never reach it anyway. graphql-ws waits for each write's callback (the socket took it) before it
+ * pulls the next result; the deadline runs from the oldest write still waiting, and starts again
+ * whenever the socket takes one. One timer per socket, re-armed, not one per message.
+ */
+function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
+  const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
+  let waiting = 0;
+  let stalled: NodeJS.Timeout | undefined;
+  socket.once('close', () => clearTimeout(stalled));
+  socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
+    waiting += 1;
+    stalled ??= setTimeout(() => socket.terminate(), stalledMs);
+    send(data, (error) => {
+      waiting -= 1;
+      if (waiting > 0) stalled?.refresh();
+      else {
+        clearTimeout(stalled);
+        stalled = undefined;
+      }
+      callback?.(error);
+    });
+  }) as WebSocket['send'];
 }
 
 /**
