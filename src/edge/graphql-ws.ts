@@ -19,7 +19,7 @@ import type { Credentials } from '../auth/authenticate.ts';
 import { subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import type { WebSocketLimits } from '../events/config.ts';
 import type { TransportRules } from './door.ts';
-import type { AttachedLiveTransport, LiveTransport, LiveTransportParts } from './live.ts';
+import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
 import type { LiveConnection, LiveOperation } from './live-connections.ts';
 import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
@@ -38,10 +38,7 @@ const CLOSE_GRACE_MS = 2_000;
 type ConnectionExtra = { live?: LiveConnection; operations?: Map<string, LiveOperation> };
 
 /** graphql-ws's limits: its own (`GRAPHQL_WS_*`) and the stalled-write deadline of every live transport. */
-export interface GraphQLWebSocketLimits extends WebSocketLimits {
-  /** Longest a socket may take to take one write (`LIVE_STALLED_WRITE_TIMEOUT_MS`); then it is cut. */
-  stalledWriteTimeoutMs: number;
-}
+type GraphQLWebSocketLimits = WebSocketLimits & LiveWriteLimits;
 
 /**
  * graphql-ws as a live transport, with its own limits (message size, operations per connection,

@@ -24,7 +24,7 @@ import { cursorOf, subscribeWithEventContexts } from '../events/delivery/execute
 import { isCursor } from '../events/log/event-log.ts';
 import type { OperationRequest, TransportRules } from './door.ts';
 import { sendRefusal } from './http.ts';
-import type { AttachedLiveTransport, LiveTransport, LiveTransportParts } from './live.ts';
+import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
 import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
 
@@ -53,21 +53,12 @@ const STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
 };
 
-/** What an SSE stream may cost the facade beyond its queue. */
-export interface ServerSentEventsLimits {
-  /** Longest one write may wait for the reader to take it; then the stream is cut. */
-  stalledWriteTimeoutMs: number;
-}
-
 /** GraphQL over SSE as a live transport. */
-export function serverSentEvents(limits: ServerSentEventsLimits): LiveTransport {
+export function serverSentEvents(limits: LiveWriteLimits): LiveTransport {
   return { rules: SSE_TRANSPORT, attach: (parts) => attachServerSentEvents(parts, limits) };
 }
 
-function attachServerSentEvents(
-  parts: LiveTransportParts,
-  limits: ServerSentEventsLimits,
-): AttachedLiveTransport {
+function attachServerSentEvents(parts: LiveTransportParts, limits: LiveWriteLimits): AttachedLiveTransport {
   const { door, connections, logger } = parts;
   const open = new Set<Response>();
   let draining = false;
@@ -167,7 +158,7 @@ async function stream(
   res: Response,
   operation: LiveOperation,
   parts: LiveTransportParts,
-  limits: ServerSentEventsLimits,
+  limits: LiveWriteLimits,
 ): Promise<void> {
   let result: Awaited<ReturnType<typeof subscribeWithEventContexts>>;
   try {
