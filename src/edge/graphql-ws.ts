@@ -202,17 +202,19 @@ function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
   const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
   let waiting = 0;
   let stalled: NodeJS.Timeout | undefined;
-  socket.once('close', () => clearTimeout(stalled));
+  const stop = (): void => {
+    clearTimeout(stalled);
+    stalled = undefined;
+  };
+  socket.once('close', stop);
   socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
     waiting += 1;
-    stalled ??= setTimeout(() => socket.terminate(), stalledMs);
+    // A socket no longer open answers the write with an error at once: nothing to wait for.
+    if (socket.readyState === socket.OPEN) stalled ??= setTimeout(() => socket.terminate(), stalledMs);
     send(data, (error) => {
       waiting -= 1;
       if (waiting > 0) stalled?.refresh();
-      else {
-        clearTimeout(stalled);
-        stalled = undefined;
-      }
+      else stop();
       callback?.(error);
     });
   }) as WebSocket['send'];
