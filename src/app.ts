@@ -12,7 +12,7 @@ import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
 import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { connectionOf, httpDoor } from './edge/http.ts';
-import { createLiveWing } from './edge/live.ts';
+import { createLiveWing, type LiveWing } from './edge/live.ts';
 import { multipartSubscriptions } from './edge/multipart.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
@@ -34,7 +34,7 @@ import { serverTimeoutOptions } from './http/server-timeouts.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
-import type { Metrics } from './observability/metrics.ts';
+import type { LiveTransportNumbers, Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
@@ -98,77 +98,11 @@ const MAX_BODY = '64kb';
 
 /** Builds the app (Apollo Server is started, nothing listens yet). */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
-  // First: the explorer's build is made where missing or stale (a fresh clone), or refused where it
-  // cannot be, before anything starts.
-  if (config.explorer === 'graphiql') await prepareExplorer();
-  const explorerRoutes = createExplorerRoutes(config.explorer);
-  // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
-  const redactedKeys: string[] = [config.upstream.apiKey];
-  const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
-  // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
-  const hostAllowList = createHostAllowList({
-    listenHost: config.host,
-    allowedHosts: config.allowedHosts,
-    publicUrls: [config.events.webhooks.publicUrl],
-  });
-  // What tests and embedding code listen to (app.lifecycle); costs nothing while nobody does.
-  const lifecycle = createLifecycle(logger.child({ component: 'lifecycle' }));
-  // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
-  const observability = createObservability({
-    config: config.metrics,
-    auditLogger:
-      deps.auditLogger ?? createLogger({ level: 'info', redact: redactedKeys }).child({ log: 'audit' }),
-    ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
-    ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
-    live: () => live.stats(),
-    eventLog: () => events.logStats(),
-    hostCheck: hostAllowList.middleware,
-    isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
-    responseCache: () => upstreamClient.cache?.stats(),
-  });
+  // The gauges read the live wing at each scrape, once it is built below.
+  const parts = await createAppParts(config, deps, () => live.stats());
+  const { logger, lifecycle, observability, upstreamClient, upstreamKey, edge, events, tracing } = parts;
   const { metrics } = observability;
-  const upstreamClient = createUpstreamClient({
-    ...config.upstream,
-    logger,
-    observer: observability.upstreamObserver,
-    ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
-  });
-  const schema = deps.schema ?? createSchema();
-  const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
-  // The facade's own key: what every call without a caller's key reads at each attempt.
-  const upstreamKey = createKeySource({
-    name: 'UPSTREAM_API_KEY',
-    initial: config.upstream.apiKey,
-    file: config.upstream.apiKeyFile,
-    check: (apiKey) => probeKey(upstreamClient, apiKey),
-    logger,
-    onKey: (apiKey) => {
-      if (!redactedKeys.includes(apiKey)) redactedKeys.push(apiKey);
-    },
-  });
-  const keyEnvironments = createKeyEnvironments(upstreamClient, upstreamKey);
-  // Every transport admits callers and operations through this door, and through nothing else.
-  const edge = await createConfiguredDoor(config, {
-    schema,
-    keyEnvironments,
-    metrics,
-    logger,
-    onStep: (step) => {
-      if (lifecycle.observed('admissionStep')) lifecycle.emit('admissionStep', { step });
-    },
-  });
   const { door } = edge;
-  const events = createEventsRuntime({
-    config: config.events,
-    defaultApiKey: upstreamKey,
-    keyEnvironments,
-    upstreamClient,
-    logger,
-    addressOf: (request) => clientAddress(request, config.edge.trustProxy),
-    lifecycle,
-    ...eventMetrics(metrics),
-    ...(tracing === undefined ? {} : { tracer: tracing.events }),
-  });
 
   const app = express();
   app.disable('x-powered-by');
@@ -176,17 +110,17 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
-  // One recorder for every transport: the `graphql operation` line, and a live operation's metrics.
+  // One recorder for every transport: each operation's `graphql operation` line, metrics and lifecycle.
   const record = createOperationRecorder({ logger, metrics, lifecycle });
   const apollo = await createApolloServer({
     config,
-    schema,
+    schema: parts.schema,
     httpServer,
     door,
     logger,
-    lifecycle,
     record,
-    formatError,
+    isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
+    formatError: parts.formatError,
     plugins: [
       ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
       ...observability.plugins,
@@ -200,64 +134,31 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     shutdown: shutdown.signal,
   });
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
-
-  const routes = express.Router();
-  // From the start of a shutdown every answer closes its connection: a client's kept-alive
-  // connection (a gateway's, a load balancer's, a browser's) ends cleanly after a response instead
-  // of being cut when the server closes it, so the client's next request opens one to a replica
-  // that stays. Answers begun before (an SSE stream the drain completes) end their connection too.
-  let shuttingDown = false;
-  app.use((req, res, next) => {
-    if (shuttingDown) res.setHeader('Connection', 'close');
-    else
-      res.once('finish', () => {
-        if (shuttingDown) req.socket.end();
-      });
-    next();
-  });
-  app.use(hostAllowList.middleware, frameProtection());
-  app.use(assignRequestId());
-  app.get('/healthz', handleHealth());
-  app.get(
-    '/readyz',
-    handleReadiness({
-      client: upstreamClient,
-      apiKey: upstreamKey,
-      logger,
-      checkRedis: () => events.checkRedis(),
-      cacheMs: config.readinessCacheMs,
-    }),
-  );
-  app.use(explorerRoutes);
   // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`,
   // and a request to `/graphql` whose Accept asks for multipart subscriptions is streamed there.
   const live = createLiveWing({
     transports: [
-      graphQLWebSocket(config.events.webSocket),
+      graphQLWebSocket({
+        ...config.events.webSocket,
+        stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs,
+      }),
       serverSentEvents({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
       multipartSubscriptions({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
     ],
     door,
-    schema,
+    schema: parts.schema,
     live: events.live,
     record,
     createContext,
     httpServer,
     addressOf,
-    formatError,
+    formatError: parts.formatError,
     logger,
   });
-  app.use(
-    '/graphql',
-    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
-    express.json({ limit: MAX_BODY }),
-  );
-  // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
-  app.use(live.routes);
-  app.use(
-    '/graphql',
-    httpDoor({ door, addressOf, landingPage: config.landingPage }),
-    createGraphQLHandler(apollo, {
+  let shuttingDown = false;
+  mountRoutes(app, config, parts, {
+    live,
+    graphQLHandler: createGraphQLHandler(apollo, {
       context: async ({ req, res }) =>
         createContext({
           connection: connectionOf(res),
@@ -268,12 +169,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           readThrough: /(?:^|[\s,])no-cache(?:$|[\s,=])/i.test(req.headers['cache-control'] ?? ''),
         }),
     }),
-  );
-  hostAllowList.guardUpgrades(httpServer);
-  events.attach({ routes });
-  app.use(routes);
-  app.use(handleNotFound());
-  app.use(handleHttpError(logger));
+    addressOf,
+    isShuttingDown: () => shuttingDown,
+  });
+  parts.hostAllowList.guardUpgrades(httpServer);
 
   let closing: Promise<void> | undefined;
   return {
@@ -320,6 +219,172 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       })();
       return closing;
     },
+  };
+}
+
+/** What the app is made of besides HTTP: built in {@link createAppParts}. */
+type AppParts = Awaited<ReturnType<typeof createAppParts>>;
+
+/**
+ * The parts that know nothing of routes: tracing and the logger, the Host allow-list, the
+ * lifecycle, metrics and the audit trail, the upstream client and the facade's own key, the schema
+ * and its error formatting, the door, and the events runtime. `liveStats` is read at each scrape.
+ */
+async function createAppParts(
+  config: Config,
+  deps: AppDependencies,
+  liveStats: () => readonly LiveTransportNumbers[],
+) {
+  // First: the explorer's build is made where missing or stale (a fresh clone), or refused where it
+  // cannot be, before anything starts.
+  if (config.explorer === 'graphiql') await prepareExplorer();
+  const explorerRoutes = createExplorerRoutes(config.explorer);
+  // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
+  const redactedKeys: string[] = [config.upstream.apiKey];
+  const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
+  // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
+  const hostAllowList = createHostAllowList({
+    listenHost: config.host,
+    allowedHosts: config.allowedHosts,
+    publicUrls: [config.events.webhooks.publicUrl],
+  });
+  // What tests and embedding code listen to (app.lifecycle); costs nothing while nobody does.
+  const lifecycle = createLifecycle(logger.child({ component: 'lifecycle' }));
+  // Metrics and the audit trail watch upstream calls, webhooks and subscriptions: src/observability/.
+  const observability = createObservability({
+    config: config.metrics,
+    auditLogger:
+      deps.auditLogger ?? createLogger({ level: 'info', redact: redactedKeys }).child({ log: 'audit' }),
+    ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
+    live: liveStats,
+    eventLog: () => events.logStats(),
+    hostCheck: hostAllowList.middleware,
+    responseCache: () => upstreamClient.cache?.stats(),
+  });
+  const { metrics } = observability;
+  const upstreamClient = createUpstreamClient({
+    ...config.upstream,
+    logger,
+    observer: observability.upstreamObserver,
+    ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
+  });
+  const schema = deps.schema ?? createSchema();
+  const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
+  // The facade's own key: what every call without a caller's key reads at each attempt.
+  const upstreamKey = createKeySource({
+    name: 'UPSTREAM_API_KEY',
+    initial: config.upstream.apiKey,
+    file: config.upstream.apiKeyFile,
+    check: (apiKey) => probeKey(upstreamClient, apiKey),
+    logger,
+    onKey: (apiKey) => {
+      if (!redactedKeys.includes(apiKey)) redactedKeys.push(apiKey);
+    },
+  });
+  const keyEnvironments = createKeyEnvironments(upstreamClient, upstreamKey);
+  // Every transport admits callers and operations through this door, and through nothing else.
+  const edge = await createConfiguredDoor(config, {
+    schema,
+    keyEnvironments,
+    metrics,
+    logger,
+    onStep: (step) => {
+      if (lifecycle.observed('admissionStep')) lifecycle.emit('admissionStep', { step });
+    },
+  });
+  const events = createEventsRuntime({
+    config: config.events,
+    defaultApiKey: upstreamKey,
+    keyEnvironments,
+    upstreamClient,
+    logger,
+    addressOf: (request) => clientAddress(request, config.edge.trustProxy),
+    lifecycle,
+    ...eventMetrics(metrics),
+    ...(tracing === undefined ? {} : { tracer: tracing.events }),
+  });
+  return {
+    explorerRoutes,
+    tracing,
+    logger,
+    hostAllowList,
+    lifecycle,
+    observability,
+    upstreamClient,
+    schema,
+    formatError,
+    upstreamKey,
+    edge,
+    events,
+  };
+}
+
+/**
+ * Mounts every route in its order: connections closed while shutting down, the Host allow-list and
+ * frame protection, request ids, health and readiness, the explorer, CORS and JSON on `/graphql`,
+ * the live transports over requests, HTTP's door and Apollo, the webhook route, then the answers
+ * for unknown routes and errors.
+ */
+function mountRoutes(
+  app: express.Express,
+  config: Config,
+  { hostAllowList, upstreamClient, upstreamKey, logger, events, explorerRoutes, edge }: AppParts,
+  served: {
+    live: LiveWing;
+    graphQLHandler: express.RequestHandler;
+    addressOf: (req: express.Request) => string;
+    isShuttingDown: () => boolean;
+  },
+): void {
+  app.use(closeConnectionsWhileShuttingDown(served.isShuttingDown));
+  app.use(hostAllowList.middleware, frameProtection());
+  app.use(assignRequestId());
+  app.get('/healthz', handleHealth());
+  app.get(
+    '/readyz',
+    handleReadiness({
+      client: upstreamClient,
+      apiKey: upstreamKey,
+      logger,
+      checkRedis: () => events.checkRedis(),
+      cacheMs: config.readinessCacheMs,
+    }),
+  );
+  app.use(explorerRoutes);
+  app.use(
+    '/graphql',
+    cors({ origins: config.edge.corsOrigins, extraAllowedHeaders: config.edge.corsAllowedHeaders }),
+    express.json({ limit: MAX_BODY }),
+  );
+  // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
+  app.use(served.live.routes);
+  app.use(
+    '/graphql',
+    httpDoor({ door: edge.door, addressOf: served.addressOf, landingPage: config.landingPage }),
+    served.graphQLHandler,
+  );
+  const routes = express.Router();
+  events.attach({ routes });
+  app.use(routes);
+  app.use(handleNotFound());
+  app.use(handleHttpError(logger));
+}
+
+/**
+ * From the start of a shutdown every answer closes its connection: a client's kept-alive
+ * connection (a gateway's, a load balancer's, a browser's) ends cleanly after a response instead
+ * of being cut when the server closes it, so the client's next request opens one to a replica that
+ * stays. Answers begun before (an SSE stream the drain completes) end their connection too.
+ */
+function closeConnectionsWhileShuttingDown(isShuttingDown: () => boolean): express.RequestHandler {
+  return (req, res, next) => {
+    if (isShuttingDown()) res.setHeader('Connection', 'close');
+    else
+      res.once('finish', () => {
+        if (isShuttingDown()) req.socket.end();
+      });
+    next();
   };
 }
 

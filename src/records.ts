@@ -93,28 +93,29 @@ export interface CustomerEntry<Kind extends string = string> extends EntryBase<K
 /** One record type's entry, as the derived tables walk them. */
 export type RecordEntry<Kind extends string = string> = TopLevelEntry<Kind> | CustomerEntry<Kind>;
 
-/** A record read by its own id. */
-function topLevel<
-  T,
-  L,
-  const Names extends { item: string; list: string },
-  const Collection extends string,
->(entry: {
+/** What an entry of either key is given besides its reads (see {@link EntryBase}). */
+interface EntryGiven<Names extends EntryBase<string>['loaders'], Collection extends string> {
   idPrefix: `${string}_`;
   collection: Collection;
   resourceType: string;
   loaders: Names;
-  get: (up: UpstreamContext, id: string) => Promise<T>;
-  list: (up: UpstreamContext, page?: PageParams) => Promise<Page<L>>;
-}) {
-  const { get, list, ...rest } = entry;
+  /** Default: true. */
+  listPrimesItems?: boolean;
+}
+
+/** A record read by its own id. */
+function topLevel<T, L, const Names extends { item: string; list: string }, const Collection extends string>(
+  entry: EntryGiven<Names, Collection> & {
+    get: (up: UpstreamContext, id: string) => Promise<T>;
+    list: (up: UpstreamContext, page?: PageParams) => Promise<Page<L>>;
+  },
+) {
+  const { get, list, ...given } = entry;
   return {
-    ...rest,
+    ...withDefaults(given),
     key: 'top-level' as const,
-    listPrimesItems: true,
     reads: { get, list },
-    record: undefined as unknown as T,
-    listed: undefined as unknown as L,
+    ...carried<T, L>(get, list),
   };
 }
 
@@ -124,24 +125,35 @@ function ofCustomer<
   L,
   const Names extends { item: string; list: string },
   const Collection extends string,
->(entry: {
-  idPrefix: `${string}_`;
-  collection: Collection;
-  resourceType: string;
-  loaders: Names;
-  listPrimesItems?: boolean;
-  get: (up: UpstreamContext, customerId: string, id: string) => Promise<T>;
-  list: (up: UpstreamContext, customerId: string, page?: PageParams) => Promise<Page<L>>;
-}) {
-  const { get, list, listPrimesItems = true, ...rest } = entry;
+>(
+  entry: EntryGiven<Names, Collection> & {
+    get: (up: UpstreamContext, customerId: string, id: string) => Promise<T>;
+    list: (up: UpstreamContext, customerId: string, page?: PageParams) => Promise<Page<L>>;
+  },
+) {
+  const { get, list, ...given } = entry;
   return {
-    ...rest,
+    ...withDefaults(given),
     key: 'customer' as const,
-    listPrimesItems,
     reads: { get, list },
-    record: undefined as unknown as T,
-    listed: undefined as unknown as L,
+    ...carried<T, L>(get, list),
   };
+}
+
+/**
+ * The record types `get` and `list` answer, carried for the derived tables' types (no value at run
+ * time).
+ */
+function carried<T, L>(
+  _get: (...args: never[]) => Promise<T>,
+  _list: (...args: never[]) => Promise<Page<L>>,
+): { record: T; listed: L } {
+  return { record: undefined as unknown as T, listed: undefined as unknown as L };
+}
+
+/** `listPrimesItems` unless an entry says otherwise: a list of full records primes the item loader. */
+function withDefaults<Given extends EntryGiven<{ item: string; list: string }, string>>(given: Given) {
+  return { ...given, listPrimesItems: given.listPrimesItems ?? true };
 }
 
 /** A record type's events: its kinds are what the webhook endpoint subscribes to. */

@@ -55,7 +55,7 @@ export interface EdgeConfig {
 }
 
 /** What the door does with an operation missing from the manifest. */
-export const TRUSTED_DOCUMENTS_MODES = ['enforce', 'log-only'] as const;
+const TRUSTED_DOCUMENTS_MODES = ['enforce', 'log-only'] as const;
 export type TrustedDocumentsMode = (typeof TRUSTED_DOCUMENTS_MODES)[number];
 
 /** Documented defaults, also shown in the README's configuration table. */

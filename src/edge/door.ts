@@ -43,7 +43,7 @@ import {
  * each transport to this list (test/integration/edge-admission-order.test.ts), through the
  * `onStep` hook each step reports to.
  */
-export const ADMISSION_ORDER = [
+const ADMISSION_ORDER = [
   /**
    * Who is this: the credential is verified (auth/); a failing one spends the address's
    * failed-authentication budget (a verifying one is never refused for it). An anonymous request
@@ -242,9 +242,6 @@ export interface Door {
   eventCallBudget(connection: Connection, eventId: string, callLimit: number): CallBudget;
 }
 
-/** How long an event's pool of upstream calls is kept for a caller's subscriptions. */
-const EVENT_POOL_WINDOW_MS = 10_000;
-
 /** Builds the door of one app. */
 export function createDoor(options: DoorOptions): Door {
   const now = options.now ?? Date.now;
@@ -258,40 +255,9 @@ export function createDoor(options: DoorOptions): Door {
     onStep: took,
   });
   const toleranceMs = options.clockToleranceSeconds * 1000;
-  const { rateLimits } = options;
-  const runningBySubject = new Map<string, number>();
-  const eventPools = new Map<string, { pool: CallBudget; createdAt: number }>();
-
-  const addressKey = (address: string): RateKey => `ip:${address}`;
-  const callerKey = (connection: Connection): RateKey =>
-    connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
-
-  /** The operations budget of `connection`: its client's, when that has one of its own. */
-  const operationsKey = (connection: Connection): RateKey => {
-    const clientId = connection.caller?.clientId;
-    return clientId !== undefined && rateLimits.hasClientBudget(clientId)
-      ? `client:${clientId}`
-      : callerKey(connection);
-  };
-
-  const spend = async (
-    bucket: RateBucket,
-    key: RateKey,
-    onQuota?: (quota: QuotaState) => void,
-  ): Promise<Refusal | undefined> => {
-    const decision = await rateLimits.consume(bucket, key);
-    if (decision.allowed) {
-      if (decision.quota !== undefined) onQuota?.(decision.quota);
-      return undefined;
-    }
-    options.onRateLimited?.(bucket);
-    return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
-  };
-
-  /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
-  const failed = async (address: string): Promise<Refusal> =>
-    (await spend('failed-auth', addressKey(address))) ??
-    refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE);
+  const budgets = createDoorBudgets(options);
+  const holds = createOperationHolds(options.maxOperationsPerCaller);
+  const eventPools = createEventCallPools(options.maxCallsPerOperation, now);
 
   const door: Door = {
     validationRules,
@@ -300,55 +266,9 @@ export function createDoor(options: DoorOptions): Door {
 
     checkOrigin: (origin, host) => checkOrigin(origin, host, options.allowedOrigins),
 
-    async connect({ credentials, address, kind }) {
+    async connect(request) {
       took('connect');
-      const authentication = await options.authenticator.authenticate(credentials, {
-        // A caller's own key costs an upstream check: an address that has failed too often pays
-        // with a refusal instead (a bearer token is checked locally and never asks).
-        mayCheckApiKey: async () => (await rateLimits.check('failed-auth', addressKey(address))).allowed,
-      });
-      switch (authentication.outcome) {
-        case 'unavailable':
-          logger.warn('could not check a credential: the issuer keys or the upstream are unavailable');
-          return refuse(
-            'credentials-unavailable',
-            'The access token cannot be checked right now; try again shortly.',
-            {
-              retryAfterSeconds: 5,
-            },
-          );
-        case 'invalid':
-          logger.debug('refused a credential', { reason: authentication.reason });
-          return failed(address);
-        case 'anonymous':
-          // A long-lived connection without a credential is a failing attempt like a bad one.
-          if (kind === 'live') return failed(address);
-          return { caller: undefined, apiKey: undefined, address };
-        case 'authenticated':
-          break;
-      }
-      const { caller, apiKey } = authentication;
-      if (kind === 'request') return { caller, apiKey, address };
-      if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
-        return refuse('forbidden', 'This caller may act for no customer: there is nothing to hear.');
-      }
-      const limited = await spend('ws-connect', `sub:${caller.subject}`);
-      if (limited !== undefined) return limited;
-      const probe = await options.environmentOf(apiKey);
-      if (probe.outcome === 'refused') {
-        return probe.problem.status === 401
-          ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
-          : refuse('forbidden', 'The upstream refuses this key.');
-      }
-      if (probe.outcome !== 'ready') {
-        logger.warn('could not learn the upstream environment of a live connection', {
-          outcome: probe.outcome,
-        });
-        return refuse('credentials-unavailable', 'The upstream cannot be reached now; try again shortly.', {
-          retryAfterSeconds: 5,
-        });
-      }
-      return { caller, apiKey, address, environment: probe.discovery.environment };
+      return connectCaller(options, budgets, logger, request);
     },
 
     checkCurrent(connection) {
@@ -366,65 +286,17 @@ export function createDoor(options: DoorOptions): Door {
 
     spendOperation(connection, onQuota) {
       took('operation-budget');
-      return spend('request', operationsKey(connection), onQuota);
+      return budgets.spend('request', budgets.operationsKey(connection), onQuota);
     },
 
     trustedQuery(connection, request) {
       took('trusted-document');
-      const store = options.trustedDocuments;
-      // Operators keep free-form documents (and so Sandbox in their hands); an anonymous request
-      // gets here only with `_service` or public introspection.
-      if (store === undefined || connection.caller === undefined || connection.caller.operator)
-        return undefined;
-      const resolution = resolveTrustedDocument(store, request);
-      if (resolution.ok) return resolution.query;
-      // Log-only runs the request's own text; with no text (an unknown id alone) nothing could run.
-      const ownQuery = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
-      const runsAnyway = options.trustedDocumentsMode === 'log-only' && ownQuery !== undefined;
-      options.onUntrustedDocument?.(resolution.reason, runsAnyway ? 'logged' : 'refused');
-      if (!runsAnyway) {
-        return refuse('not-trusted-document', 'This operation is not in the list of trusted documents.');
-      }
-      logger.warn('operation not in the trusted documents: run anyway (TRUSTED_DOCUMENTS_MODE=log-only)', {
-        reason: resolution.reason,
-        subject: connection.caller.subject,
-        // The client's own name, cut short: the text itself may be long, its hash identifies it.
-        operationName:
-          typeof request.operationName === 'string' ? request.operationName.slice(0, 100) : undefined,
-        documentSha256: createHash('sha256').update(ownQuery).digest('hex'),
-      });
-      return undefined;
+      return trustedQueryOf(options, logger, connection, request);
     },
 
     checkOperation(document, operationName, variables, transport) {
       took('operation-checks');
-      const operation = getOperationAST(document, operationName);
-      if (operation === null || operation === undefined) {
-        return refuse(
-          'validation-failed',
-          operationName
-            ? `Unknown operation named "${operationName}".`
-            : 'Must provide operation name if query contains multiple operations.',
-        );
-      }
-      const vars = variables ?? undefined;
-      const measure = checkOperation(
-        options.schema,
-        document,
-        operation,
-        vars,
-        options.queryLimits.maxCost,
-        transport,
-      );
-      if (isRefusal(measure)) return measure;
-      return {
-        document,
-        operation,
-        operationName: operationName ?? undefined,
-        variables: vars,
-        measure,
-        callLimit: callLimitOf(measure, options.retriesPerOperation, options.maxCallsPerOperation),
-      };
+      return checkOperationOf(options, document, operationName, variables, transport);
     },
 
     async admit(connection, request, transport) {
@@ -451,7 +323,193 @@ export function createDoor(options: DoorOptions): Door {
 
     holdOperation(connection, transport) {
       took('hold');
-      const max = options.maxOperationsPerCaller;
+      return holds.hold(connection, transport);
+    },
+
+    eventCallBudget: (connection, eventId, callLimit) =>
+      eventPools.budget(budgets.callerKey(connection), eventId, callLimit),
+  };
+  return door;
+}
+
+/** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
+interface DoorBudgets {
+  /** The caller's key (the address's when anonymous). */
+  callerKey(connection: Connection): RateKey;
+  /** The operations budget of `connection`: its client's, when that has one of its own. */
+  operationsKey(connection: Connection): RateKey;
+  spend(
+    bucket: RateBucket,
+    key: RateKey,
+    onQuota?: (quota: QuotaState) => void,
+  ): Promise<Refusal | undefined>;
+  /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
+  failed(address: string): Promise<Refusal>;
+  /** Whether the address may still fail (so it may have a caller's key checked upstream). */
+  mayFail(address: string): Promise<boolean>;
+}
+
+function createDoorBudgets(options: Pick<DoorOptions, 'rateLimits' | 'onRateLimited'>): DoorBudgets {
+  const { rateLimits } = options;
+  const addressKey = (address: string): RateKey => `ip:${address}`;
+  const callerKey = (connection: Connection): RateKey =>
+    connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
+  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) => {
+    const decision = await rateLimits.consume(bucket, key);
+    if (decision.allowed) {
+      if (decision.quota !== undefined) onQuota?.(decision.quota);
+      return undefined;
+    }
+    options.onRateLimited?.(bucket);
+    return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
+  };
+  return {
+    callerKey,
+    operationsKey(connection) {
+      const clientId = connection.caller?.clientId;
+      return clientId !== undefined && rateLimits.hasClientBudget(clientId)
+        ? `client:${clientId}`
+        : callerKey(connection);
+    },
+    spend,
+    failed: async (address) =>
+      (await spend('failed-auth', addressKey(address))) ??
+      refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE),
+    mayFail: async (address) => (await rateLimits.check('failed-auth', addressKey(address))).allowed,
+  };
+}
+
+/**
+ * Who is this (the `connect` step): the credential verified, a failing one spending the address's
+ * budget; a live connection must act for some customer, spends its caller's connection budget and
+ * learns its key's environment.
+ */
+async function connectCaller(
+  options: DoorOptions,
+  budgets: DoorBudgets,
+  logger: Logger,
+  { credentials, address, kind }: ConnectRequest,
+): Promise<Connection | Refusal> {
+  const authentication = await options.authenticator.authenticate(credentials, {
+    // A caller's own key costs an upstream check: an address that has failed too often pays
+    // with a refusal instead (a bearer token is checked locally and never asks).
+    mayCheckApiKey: () => budgets.mayFail(address),
+  });
+  switch (authentication.outcome) {
+    case 'unavailable':
+      logger.warn('could not check a credential: the issuer keys or the upstream are unavailable');
+      return refuse(
+        'credentials-unavailable',
+        'The access token cannot be checked right now; try again shortly.',
+        {
+          retryAfterSeconds: 5,
+        },
+      );
+    case 'invalid':
+      logger.debug('refused a credential', { reason: authentication.reason });
+      return budgets.failed(address);
+    case 'anonymous':
+      // A long-lived connection without a credential is a failing attempt like a bad one.
+      if (kind === 'live') return budgets.failed(address);
+      return { caller: undefined, apiKey: undefined, address };
+    case 'authenticated':
+      break;
+  }
+  const { caller, apiKey } = authentication;
+  if (kind === 'request') return { caller, apiKey, address };
+  if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
+    return refuse('forbidden', 'This caller may act for no customer: there is nothing to hear.');
+  }
+  const limited = await budgets.spend('ws-connect', `sub:${caller.subject}`);
+  if (limited !== undefined) return limited;
+  const probe = await options.environmentOf(apiKey);
+  if (probe.outcome === 'refused') {
+    return probe.problem.status === 401
+      ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
+      : refuse('forbidden', 'The upstream refuses this key.');
+  }
+  if (probe.outcome !== 'ready') {
+    logger.warn('could not learn the upstream environment of a live connection', { outcome: probe.outcome });
+    return refuse('credentials-unavailable', 'The upstream cannot be reached now; try again shortly.', {
+      retryAfterSeconds: 5,
+    });
+  }
+  return { caller, apiKey, address, environment: probe.discovery.environment };
+}
+
+/** The `trusted-document` step: see {@link Door.trustedQuery}. */
+function trustedQueryOf(
+  options: Pick<DoorOptions, 'trustedDocuments' | 'trustedDocumentsMode' | 'onUntrustedDocument'>,
+  logger: Logger,
+  connection: Connection,
+  request: TrustedDocumentRequest,
+): string | undefined | Refusal {
+  const store = options.trustedDocuments;
+  // Operators keep free-form documents (and so Sandbox in their hands); an anonymous request
+  // gets here only with `_service` or public introspection.
+  if (store === undefined || connection.caller === undefined || connection.caller.operator) return undefined;
+  const resolution = resolveTrustedDocument(store, request);
+  if (resolution.ok) return resolution.query;
+  // Log-only runs the request's own text; with no text (an unknown id alone) nothing could run.
+  const ownQuery = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
+  const runsAnyway = options.trustedDocumentsMode === 'log-only' && ownQuery !== undefined;
+  options.onUntrustedDocument?.(resolution.reason, runsAnyway ? 'logged' : 'refused');
+  if (!runsAnyway) {
+    return refuse('not-trusted-document', 'This operation is not in the list of trusted documents.');
+  }
+  logger.warn('operation not in the trusted documents: run anyway (TRUSTED_DOCUMENTS_MODE=log-only)', {
+    reason: resolution.reason,
+    subject: connection.caller.subject,
+    // The client's own name, cut short: the text itself may be long, its hash identifies it.
+    operationName:
+      typeof request.operationName === 'string' ? request.operationName.slice(0, 100) : undefined,
+    documentSha256: createHash('sha256').update(ownQuery).digest('hex'),
+  });
+  return undefined;
+}
+
+/** The `operation-checks` step: see {@link Door.checkOperation}. */
+function checkOperationOf(
+  options: Pick<DoorOptions, 'schema' | 'queryLimits' | 'retriesPerOperation' | 'maxCallsPerOperation'>,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+  transport: TransportRules,
+): AdmittedOperation | Refusal {
+  const operation = getOperationAST(document, operationName);
+  if (operation === null || operation === undefined) {
+    return refuse(
+      'validation-failed',
+      operationName
+        ? `Unknown operation named "${operationName}".`
+        : 'Must provide operation name if query contains multiple operations.',
+    );
+  }
+  const vars = variables ?? undefined;
+  const measure = checkOperation(
+    options.schema,
+    document,
+    operation,
+    vars,
+    options.queryLimits.maxCost,
+    transport,
+  );
+  if (isRefusal(measure)) return measure;
+  return {
+    document,
+    operation,
+    operationName: operationName ?? undefined,
+    variables: vars,
+    measure,
+    callLimit: callLimitOf(measure, options.retriesPerOperation, options.maxCallsPerOperation),
+  };
+}
+
+/** The `hold` step: each caller's running long-lived operations, over every connection and transport. */
+function createOperationHolds(max: number | undefined) {
+  const runningBySubject = new Map<string, number>();
+  return {
+    hold(connection: Connection, transport: TransportRules): (() => void) | Refusal {
       const subject = connection.caller?.subject ?? `ip:${connection.address}`;
       const running = runningBySubject.get(subject) ?? 0;
       if (max !== undefined && running >= max) {
@@ -470,24 +528,32 @@ export function createDoor(options: DoorOptions): Door {
         else runningBySubject.set(subject, left);
       };
     },
+  };
+}
 
-    eventCallBudget(connection, eventId, callLimit) {
+/** How long an event's pool of upstream calls is kept for a caller's subscriptions. */
+const EVENT_POOL_WINDOW_MS = 10_000;
+
+/** Each caller's pool of upstream calls per event: see {@link Door.eventCallBudget}. */
+function createEventCallPools(maxCallsPerOperation: number, now: () => number) {
+  const pools = new Map<string, { pool: CallBudget; createdAt: number }>();
+  return {
+    budget(callerKey: RateKey, eventId: string, callLimit: number): CallBudget {
       const at = now();
       // In creation order, so the expired ones are always at the front.
-      for (const [key, entry] of eventPools) {
+      for (const [key, entry] of pools) {
         if (at - entry.createdAt < EVENT_POOL_WINDOW_MS) break;
-        eventPools.delete(key);
+        pools.delete(key);
       }
-      const key = JSON.stringify([callerKey(connection), eventId]);
-      let entry = eventPools.get(key);
+      const key = JSON.stringify([callerKey, eventId]);
+      let entry = pools.get(key);
       if (entry === undefined) {
-        entry = { pool: createCallBudget(options.maxCallsPerOperation), createdAt: at };
-        eventPools.set(key, entry);
+        entry = { pool: createCallBudget(maxCallsPerOperation), createdAt: at };
+        pools.set(key, entry);
       }
       return createPooledCallBudget(callLimit, entry.pool);
     },
   };
-  return door;
 }
 
 /** The same message whatever was wrong with a credential, so it helps no forger. */

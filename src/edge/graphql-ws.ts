@@ -4,9 +4,11 @@
  * door's connect; every `subscribe` message is admitted by the door again (`live-connections.ts`),
  * so nothing runs once the caller's token has expired (with the verifier's clock tolerance) or once
  * the socket is no longer open. A socket the server closes and whose client does not complete the
- * close handshake is cut after a short grace. graphql-ws serves subscriptions and live queries
- * (`query @live`, run by the same function) only: other queries and mutations go over HTTP, where
- * Apollo Server runs, logs, measures and audits them.
+ * close handshake is cut after a short grace. graphql-ws sends a result only once the socket took
+ * the previous one, so a reader that stops reading leaves its events in its bounded subscriber
+ * queue, whose overflow policy applies; one that takes no write for `LIVE_STALLED_WRITE_TIMEOUT_MS`
+ * is cut, as an SSE stream is. graphql-ws serves subscriptions and live queries (`query @live`,
+ * run by the same function) only: other queries and mutations go over HTTP, where Apollo Server runs, logs, measures and audits them.
  */
 import type { IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
@@ -17,7 +19,7 @@ import type { Credentials } from '../auth/authenticate.ts';
 import { subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import type { WebSocketLimits } from '../events/config.ts';
 import type { TransportRules } from './door.ts';
-import type { AttachedLiveTransport, LiveTransport, LiveTransportParts } from './live.ts';
+import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
 import type { LiveConnection, LiveOperation } from './live-connections.ts';
 import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
@@ -31,19 +33,25 @@ const GRAPHQL_WS_TRANSPORT: TransportRules = {
 };
 
 /** How long a client has to answer the server's close frame before its socket is cut. */
-export const CLOSE_GRACE_MS = 2_000;
+const CLOSE_GRACE_MS = 2_000;
 
 type ConnectionExtra = { live?: LiveConnection; operations?: Map<string, LiveOperation> };
 
+/** graphql-ws's limits: its own (`GRAPHQL_WS_*`) and the stalled-write deadline of every live transport. */
+type GraphQLWebSocketLimits = WebSocketLimits & LiveWriteLimits;
+
 /**
  * graphql-ws as a live transport, with its own limits (message size, operations per connection,
- * `connection_init` wait, keep-alive pings).
+ * `connection_init` wait, keep-alive pings) and the stalled-write deadline.
  */
-export function graphQLWebSocket(limits: WebSocketLimits): LiveTransport {
+export function graphQLWebSocket(limits: GraphQLWebSocketLimits): LiveTransport {
   return { rules: GRAPHQL_WS_TRANSPORT, attach: (parts) => attachGraphQLWebSocket(parts, limits) };
 }
 
-function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLimits): AttachedLiveTransport {
+function attachGraphQLWebSocket(
+  options: LiveTransportParts,
+  limits: GraphQLWebSocketLimits,
+): AttachedLiveTransport {
   const { door, connections, logger } = options;
   const { name } = GRAPHQL_WS_TRANSPORT;
   const wsServer = new WebSocketServer({
@@ -54,16 +62,9 @@ function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLi
     // A larger message closes the connection with 1009 before it is buffered whole.
     maxPayload: limits.maxPayloadBytes,
   });
-  // Whoever closes a socket (graphql-ws or this adapter), `ws` would keep it CLOSING for 30 s
-  // while a client ignores the close frame; it is cut after the grace instead.
   wsServer.on('connection', (socket) => {
-    const close = socket.close.bind(socket);
-    socket.close = (code?: number, reason?: string | Buffer) => {
-      close(code, reason);
-      const cut = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
-      cut.unref();
-      socket.once('close', () => clearTimeout(cut));
-    };
+    cutAfterCloseGrace(socket);
+    cutWhenStalled(socket, limits.stalledWriteTimeoutMs);
   });
   let draining = false;
   const closeWith = (socket: WebSocket, refusal: Refusal): void => {
@@ -176,6 +177,49 @@ function attachGraphQLWebSocket(options: LiveTransportParts, limits: WebSocketLi
       logger.info(`${name} drained`, { unfinished: connections.running() });
     },
   };
+}
+
+/**
+ * Whoever closes a socket (graphql-ws or this adapter), `ws` would keep it CLOSING for 30 s while a
+ * client ignores the close frame; it is cut after {@link CLOSE_GRACE_MS} instead.
+ */
+function cutAfterCloseGrace(socket: WebSocket): void {
+  const close = socket.close.bind(socket);
+  socket.close = (code?: number, reason?: string | Buffer) => {
+    close(code, reason);
+    const cut = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
+    cut.unref();
+    socket.once('close', () => clearTimeout(cut));
+  };
+}
+
+/**
+ * A socket that takes no write for `stalledMs` while one waits has stopped reading: it is cut, so
+ * it holds neither its socket nor its subscription slots while its queue's overflow notice could
+ * never reach it anyway. graphql-ws waits for each write's callback (the socket took it) before it
+ * pulls the next result; the deadline runs from the oldest write still waiting, and starts again
+ * whenever the socket takes one. One timer per socket, re-armed, not one per message.
+ */
+function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
+  const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
+  let waiting = 0;
+  let stalled: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    clearTimeout(stalled);
+    stalled = undefined;
+  };
+  socket.once('close', stop);
+  socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
+    waiting += 1;
+    // A socket no longer open answers the write with an error at once: nothing to wait for.
+    if (socket.readyState === socket.OPEN) stalled ??= setTimeout(() => socket.terminate(), stalledMs);
+    send(data, (error) => {
+      waiting -= 1;
+      if (waiting > 0) stalled?.refresh();
+      else stop();
+      callback?.(error);
+    });
+  }) as WebSocket['send'];
 }
 
 /**

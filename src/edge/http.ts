@@ -18,7 +18,7 @@ import { httpAnswerOf, isRefusal, REFUSALS, refuse, type Refusal } from './refus
 import type { TrustedDocumentRequest } from './trusted-documents.ts';
 
 /** HTTP serves queries and mutations; subscriptions go over the live transports. */
-export const HTTP_TRANSPORT: TransportRules = {
+const HTTP_TRANSPORT: TransportRules = {
   name: 'http',
   serves: new Set([OperationTypeNode.QUERY, OperationTypeNode.MUTATION]),
   elsewhere:
@@ -145,7 +145,7 @@ export function createDoorPlugin(door: Door, options: { maxCost: number }): Apol
  * The request header that asks for `extensions.cost` on the answer (`X-GraphQL-Cost: true`). Any
  * other value, or none, leaves the answer as it is.
  */
-export const COST_HEADER = 'x-graphql-cost';
+const COST_HEADER = 'x-graphql-cost';
 
 /** `extensions.cost` of an answer whose request sent {@link COST_HEADER}. */
 export interface OperationCostExtension {

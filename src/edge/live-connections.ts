@@ -80,17 +80,9 @@ export function createLiveConnections(
   transport: TransportRules,
   options: LiveConnectionsOptions,
 ): LiveConnections {
-  const { door, live, record } = options;
-  const listening = new Set<string>();
-  const waiters = new Set<() => void>();
+  const { door, live } = options;
+  const listening = createListening();
   let nextConnection = 0;
-
-  const stopListening = (id: string): void => {
-    listening.delete(id);
-    if (listening.size > 0) return;
-    for (const wake of waiters) wake();
-    waiters.clear();
-  };
 
   return {
     open(connection, onExpired) {
@@ -100,25 +92,12 @@ export function createLiveConnections(
       const subscriber = live.subscriber(caller, connection.apiKey, environment);
       const connectionId = (nextConnection += 1);
       const holds = new Map<string, () => void>();
-      let expiry: NodeJS.Timeout | undefined;
-      const armExpiry = (): void => {
-        const expiresAt = door.expiresAt(connection);
-        if (expiresAt === undefined) return;
-        const wait = expiresAt - Date.now();
-        expiry = setTimeout(
-          () => {
-            if (wait > MAX_TIMER_MS) {
-              armExpiry();
-              return;
-            }
-            void expire(subscriber, () =>
-              onExpired(refuse('credentials-expired', 'The access token has expired.')),
-            );
-          },
-          Math.min(Math.max(0, wait), MAX_TIMER_MS),
+      const stopExpiry = watchExpiry(door.expiresAt(connection), () => {
+        void expire(live, subscriber, () =>
+          onExpired(refuse('credentials-expired', 'The access token has expired.')),
         );
-      };
-      armExpiry();
+      });
+      const operations = { transport, options, connection, subscriber, listening };
 
       return {
         connection,
@@ -126,7 +105,8 @@ export function createLiveConnections(
           const key = `${connectionId}:${id}`;
           const refused = (refusal: Refusal): Refusal => {
             const codes = graphQLErrorsOf(refusal).map((error) => String(error.extensions['code']));
-            record.completed(recordOf(key, null, 'unknown', '', false), codes, performance.now(), false);
+            const recorded = recordOf(transport, connection, key, null, 'unknown', '', false);
+            options.record.completed(recorded, codes, performance.now(), false);
             return refusal;
           };
           const closing = (): Refusal | undefined =>
@@ -145,102 +125,47 @@ export function createLiveConnections(
             return refused(refusal ?? refuse('connection-closing', 'The connection is closing.'));
           }
           holds.set(id, release);
-          return operation(key, admitted, resumeAfter, () => {
+          return startOperation(operations, key, admitted, resumeAfter, () => {
             holds.delete(id);
             release();
           });
         },
         close() {
-          clearTimeout(expiry);
+          stopExpiry();
           for (const release of holds.values()) release();
           holds.clear();
         },
       };
-
-      function operation(
-        key: string,
-        admitted: AdmittedOperation,
-        resumeAfter: string | undefined,
-        release: () => void,
-      ): LiveOperation {
-        const contextFor = (eventId: string | undefined, readCache?: SharedReadCache) =>
-          options.createContext({
-            connection,
-            readCache,
-            // Each execution gets its document's cost-derived budget; an event's executions also
-            // share the caller's one pool for that event, however many subscriptions it runs.
-            callBudget:
-              eventId === undefined
-                ? createCallBudget(admitted.callLimit)
-                : door.eventCallBudget(connection, eventId, admitted.callLimit),
-          });
-        const context = contextFor(undefined);
-        const operationName = admitted.operationName ?? admitted.operation.name?.value ?? null;
-        const recorded = recordOf(
-          key,
-          operationName,
-          admitted.operation.operation,
-          context.upstream.requestId,
-          admitted.trustedDocument === true,
-        );
-        const args = {
-          schema: options.schema,
-          document: admitted.document,
-          operationName: admitted.operationName,
-          variableValues: admitted.variables,
-        };
-        const session = live.session(
-          subscriber,
-          args,
-          (event, readCache) => contextFor(event?.id, readCache),
-          operationName ?? undefined,
-          resumeAfter,
-        );
-        const startedAt = performance.now();
-        let listened = false;
-        let done = false;
-        return {
-          admitted,
-          args: { ...args, contextValue: { ...context, live: session } },
-          started() {
-            if (listened || done) return;
-            listened = true;
-            listening.add(key);
-            record.started(recorded);
-          },
-          completed() {
-            if (done) return;
-            done = true;
-            release();
-            if (listened) stopListening(key);
-            record.completed(recorded, [], startedAt, listened);
-          },
-        };
-      }
-
-      function recordOf(
-        key: string,
-        operationName: string | null,
-        operationType: RecordedOperation['operationType'],
-        requestId: string,
-        trustedDocument: boolean,
-      ): RecordedOperation {
-        return {
-          transport: transport.name,
-          id: key,
-          operationType,
-          operationName,
-          subject: caller?.subject ?? '',
-          requestId,
-          nameSource: { fromOperator: caller?.operator === true, trustedDocument },
-        };
-      }
     },
 
-    running: () => listening.size,
+    running: () => listening.size(),
+    emptied: (timeoutMs) => listening.emptied(timeoutMs),
+  };
+}
 
+/** The operations that listen now, over every connection of one transport, and who waits for none. */
+interface Listening {
+  add(key: string): void;
+  delete(key: string): void;
+  size(): number;
+  /** Resolves once no operation listens, or after `timeoutMs`. */
+  emptied(timeoutMs: number): Promise<void>;
+}
+
+function createListening(): Listening {
+  const keys = new Set<string>();
+  const waiters = new Set<() => void>();
+  return {
+    add: (key) => void keys.add(key),
+    delete(key) {
+      keys.delete(key);
+      if (keys.size > 0) return;
+      for (const wake of waiters) wake();
+      waiters.clear();
+    },
+    size: () => keys.size,
     async emptied(timeoutMs) {
-      if (listening.size === 0) return;
+      if (keys.size === 0) return;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.max(0, timeoutMs));
         waiters.add(() => {
@@ -250,12 +175,132 @@ export function createLiveConnections(
       });
     },
   };
+}
 
-  /** Ends `subscriber`'s subscriptions with an UNAUTHENTICATED error, then tells the transport. */
-  async function expire(subscriber: LiveSubscriber, then: () => void): Promise<void> {
-    await live.revoke(subscriber, 1_000);
-    // A transport sends each completion right after the stream ends; let those go out first.
-    await new Promise((resolve) => setImmediate(resolve));
-    then();
-  }
+/**
+ * Calls `expired` once `expiresAt` (ms since the epoch) has passed; never when it is undefined.
+ * Answers the function that stops watching.
+ */
+function watchExpiry(expiresAt: number | undefined, expired: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    if (expiresAt === undefined) return;
+    const wait = expiresAt - Date.now();
+    timer = setTimeout(
+      () => {
+        if (wait > MAX_TIMER_MS) arm();
+        else expired();
+      },
+      Math.min(Math.max(0, wait), MAX_TIMER_MS),
+    );
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+/** What one live connection's operations share. */
+interface ConnectionParts {
+  transport: TransportRules;
+  options: LiveConnectionsOptions;
+  connection: Connection;
+  subscriber: LiveSubscriber;
+  listening: Listening;
+}
+
+/**
+ * One admitted operation: its context (the document's call budget, and per event the caller's one
+ * pool), its live session, and its record from the moment it listens to its completion.
+ */
+function startOperation(
+  { transport, options, connection, subscriber, listening }: ConnectionParts,
+  key: string,
+  admitted: AdmittedOperation,
+  resumeAfter: string | undefined,
+  release: () => void,
+): LiveOperation {
+  const { door, record } = options;
+  const contextFor = (eventId: string | undefined, readCache?: SharedReadCache) =>
+    options.createContext({
+      connection,
+      readCache,
+      // Each execution gets its document's cost-derived budget; an event's executions also
+      // share the caller's one pool for that event, however many subscriptions it runs.
+      callBudget:
+        eventId === undefined
+          ? createCallBudget(admitted.callLimit)
+          : door.eventCallBudget(connection, eventId, admitted.callLimit),
+    });
+  const context = contextFor(undefined);
+  const operationName = admitted.operationName ?? admitted.operation.name?.value ?? null;
+  const recorded = recordOf(
+    transport,
+    connection,
+    key,
+    operationName,
+    admitted.operation.operation,
+    context.upstream.requestId,
+    admitted.trustedDocument === true,
+  );
+  const args = {
+    schema: options.schema,
+    document: admitted.document,
+    operationName: admitted.operationName,
+    variableValues: admitted.variables,
+  };
+  const session = options.live.session(
+    subscriber,
+    args,
+    (event, readCache) => contextFor(event?.id, readCache),
+    operationName ?? undefined,
+    resumeAfter,
+  );
+  const startedAt = performance.now();
+  let listened = false;
+  let done = false;
+  return {
+    admitted,
+    args: { ...args, contextValue: { ...context, live: session } },
+    started() {
+      if (listened || done) return;
+      listened = true;
+      listening.add(key);
+      record.started(recorded);
+    },
+    completed() {
+      if (done) return;
+      done = true;
+      release();
+      if (listened) listening.delete(key);
+      record.completed(recorded, [], startedAt, listened);
+    },
+  };
+}
+
+/** How the operation recorder names one operation of a live connection. */
+function recordOf(
+  transport: TransportRules,
+  { caller }: Connection,
+  key: string,
+  operationName: string | null,
+  operationType: RecordedOperation['operationType'],
+  requestId: string,
+  trustedDocument: boolean,
+): RecordedOperation {
+  return {
+    transport: transport.name,
+    id: key,
+    operationType,
+    operationName,
+    subject: caller?.subject ?? '',
+    requestId,
+    nameSource: { fromOperator: caller?.operator === true, trustedDocument },
+  };
+}
+
+/** Ends `subscriber`'s subscriptions with an UNAUTHENTICATED error, then tells the transport. */
+async function expire(live: LiveSessions, subscriber: LiveSubscriber, then: () => void): Promise<void> {
+  await live.revoke(subscriber, 1_000);
+  // A transport sends each completion right after the stream ends; let those go out first.
+  await new Promise((resolve) => setImmediate(resolve));
+  then();
 }

@@ -37,6 +37,16 @@ export interface LiveTransportParts {
   logger: Logger;
 }
 
+/** What every live transport's writes are held to, whatever its wire. */
+export interface LiveWriteLimits {
+  /**
+   * Longest one write may wait for the reader to take it (`LIVE_STALLED_WRITE_TIMEOUT_MS`); then
+   * the stream or socket is cut: a reader that stopped reading holds neither it nor its
+   * subscription slots, while its queue's overflow notice could never reach it anyway.
+   */
+  stalledWriteTimeoutMs: number;
+}
+
 /** A transport once attached. */
 export interface AttachedLiveTransport {
   /** Connections (sockets, streams) open now. */

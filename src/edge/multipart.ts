@@ -22,13 +22,8 @@
  */
 import { OperationTypeNode } from 'graphql';
 import type { TransportRules } from './door.ts';
-import type { LiveTransport } from './live.ts';
-import {
-  streamedLiveTransport,
-  type FormattedResult,
-  type StreamFraming,
-  type StreamLimits,
-} from './streamed-response.ts';
+import type { LiveTransport, LiveWriteLimits } from './live.ts';
+import { streamedLiveTransport, type FormattedResult, type StreamFraming } from './streamed-response.ts';
 
 /** The multipart protocol serves subscriptions; a query or mutation is refused with `wrong-transport`. */
 const MULTIPART_TRANSPORT: TransportRules = {
@@ -102,7 +97,7 @@ export function acceptsMultipartSubscriptions(accept: string | undefined): boole
 }
 
 /** Apollo's multipart HTTP subscriptions as a live transport. */
-export function multipartSubscriptions(limits: StreamLimits): LiveTransport {
+export function multipartSubscriptions(limits: LiveWriteLimits): LiveTransport {
   return streamedLiveTransport(
     {
       rules: MULTIPART_TRANSPORT,

@@ -1,14 +1,16 @@
 /**
  * The one operation recorder of every transport: it alone writes the `graphql operation` log line,
- * for HTTP (through Apollo's logging plugin, src/observability/operation-logging-plugin.ts) and for
- * every live transport. For an operation run outside Apollo Server's request pipeline (a
- * subscription over graphql-ws, SSE or any later live transport) it also counts the operation
- * metrics and tells the lifecycle events an HTTP operation gets from Apollo's plugins, with the
+ * counts the operation metrics and tells the app's lifecycle, for HTTP (Apollo Server stays its
+ * executor; its hooks hand each operation here through src/http/operation-record-plugin.ts) and for
+ * every live transport (graphql-ws, SSE and any later one, through live-connections.ts), with the
  * transport named. Refusals are recorded too, as Apollo records an operation refused at validation.
+ * Nothing is built for the lifecycle while nobody listens to it.
  */
+import type { GraphQLFormattedError } from 'graphql';
+import type { LoaderStats } from '../loaders/fan-out-loader.ts';
 import type { Logger } from '../logger.ts';
-import type { LifecycleEmitter } from '../observability/lifecycle.ts';
-import type { Metrics, OperationTypeLabel } from '../observability/metrics.ts';
+import type { LifecycleEmitter, OperationOutcome } from '../observability/lifecycle.ts';
+import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from '../observability/metrics.ts';
 import type { OperationNameSource } from '../observability/operation-labels.ts';
 
 /** One operation, as the record names it. */
@@ -29,7 +31,7 @@ export interface RecordedOperation {
 }
 
 /** The `graphql operation` log line, the same for every transport. */
-export interface OperationLine {
+interface OperationLine {
   readonly transport: string;
   readonly operationName: string | null;
   readonly requestId: string;
@@ -39,9 +41,37 @@ export interface OperationLine {
   readonly errorCodes: readonly unknown[];
 }
 
+/** One HTTP operation once its answer is ready, as Apollo's hooks saw it. */
+export interface HttpOperation {
+  readonly requestId: string;
+  /** Apollo's name of the operation (null while none is known). */
+  readonly operationName: string | null;
+  /** The parsed operation: its type and its own name; undefined when it never resolved. */
+  readonly parsed: { readonly type: OperationTypeLabel; readonly name: string | undefined } | undefined;
+  /** Where its name came from: only an operator's or a trusted document's name is a label. */
+  readonly nameSource: OperationNameSource;
+  readonly status: number;
+  /** `performance.now()` when Apollo took the request. */
+  readonly startedAt: number;
+  /** The codes of every error it met, as the client's codes are made. */
+  readonly errorCodes: readonly unknown[];
+  /** The answer's errors as sent (undefined for an answer in parts). */
+  readonly answerErrors: readonly GraphQLFormattedError[] | undefined;
+  /** The answer carries data. */
+  readonly answerHasData: boolean;
+  /** What its DataLoaders answered; absent when its context was never built. */
+  readonly loaderStats: LoaderStats | undefined;
+  /** Requests it sent to the upstream. */
+  readonly upstreamCalls: number;
+  /** The door's estimate, once it admitted the operation. */
+  readonly estimatedCost: number | undefined;
+}
+
 export interface OperationRecorder {
-  /** Writes the `graphql operation` line of an operation that ended (HTTP's, from Apollo's plugin). */
-  line(line: OperationLine): void;
+  /** Apollo took an HTTP request (its name is the request's own until the operation resolves). */
+  httpStarted(requestId: string, operationName: string | null): void;
+  /** An HTTP operation's answer is ready: its line, its metrics, its lifecycle event. */
+  httpCompleted(operation: HttpOperation): void;
   /** The operation listens (its queue subscribed and any replay read): no change is missed now. */
   started(operation: RecordedOperation): void;
   /**
@@ -73,7 +103,35 @@ export function createOperationRecorder(options: {
     });
   };
   return {
-    line,
+    httpStarted(requestId, operationName) {
+      if (lifecycle.observed('operationStarted'))
+        lifecycle.emit('operationStarted', { requestId, operationName });
+    },
+    httpCompleted(operation) {
+      const elapsedMs = performance.now() - operation.startedAt;
+      line({
+        transport: 'http',
+        operationName: operation.operationName,
+        requestId: operation.requestId,
+        status: operation.status,
+        durationMs: Math.round(elapsedMs),
+        errorCodes: operation.errorCodes,
+      });
+      countHttpOperation(metrics, operation, elapsedMs);
+      if (lifecycle.observed('operationCompleted')) {
+        lifecycle.emit('operationCompleted', {
+          requestId: operation.requestId,
+          operationName: operation.operationName,
+          status: operation.status,
+          outcome: outcomeOf(operation),
+          errorCodes: (operation.answerErrors ?? []).map((error) => {
+            const code = error.extensions?.['code'];
+            return typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR';
+          }),
+          durationMs: Math.round(elapsedMs),
+        });
+      }
+    },
     started(operation) {
       if (!lifecycle.observed('subscriptionStarted')) return;
       lifecycle.emit('subscriptionStarted', {
@@ -101,4 +159,44 @@ export function createOperationRecorder(options: {
       if (listened) lifecycle.emit('subscriptionCompleted', { subscriptionId: operation.id });
     },
   };
+}
+
+/**
+ * An HTTP operation's metrics: the operation (bounded name, type, outcome) and its duration, what
+ * its DataLoaders answered without the upstream, how many upstream calls it made and, once the door
+ * admitted it, its estimated cost beside them.
+ */
+function countHttpOperation(metrics: Metrics, operation: HttpOperation, elapsedMs: number): void {
+  const { parsed } = operation;
+  // Only a name from the parsed operation: the request's own `operationName` is any string.
+  const operationType: OperationTypeLabel = parsed?.type ?? 'unknown';
+  const operationName =
+    parsed === undefined ? UNKNOWN_OPERATION : metrics.operationNameLabel(parsed.name, operation.nameSource);
+  const failed = (operation.answerErrors?.length ?? 0) > 0 || operation.status >= 400;
+  const labels = {
+    operation_name: operationName,
+    operation_type: operationType,
+    outcome: failed ? 'error' : 'ok',
+  };
+  metrics.operations.inc(labels);
+  metrics.operationDuration.observe(labels, elapsedMs / 1000);
+
+  const byOperation = { operation_name: operationName, operation_type: operationType };
+  const stats = operation.loaderStats;
+  if (stats !== undefined && stats.loads > 0) {
+    metrics.loaderLoads.inc({ ...byOperation, result: 'miss' }, stats.misses);
+    metrics.loaderLoads.inc({ ...byOperation, result: 'hit' }, Math.max(0, stats.loads - stats.misses));
+  }
+  if (operation.upstreamCalls > 0) metrics.operationUpstreamCalls.inc(byOperation, operation.upstreamCalls);
+  // Per admitted operation, the figures `extensions.cost` gives, so a team sees the spread.
+  if (operation.estimatedCost !== undefined) {
+    metrics.operationEstimatedCost.observe(byOperation, operation.estimatedCost);
+    metrics.operationUpstreamCallsPerOperation.observe(byOperation, operation.upstreamCalls);
+  }
+}
+
+/** Whether an HTTP answer succeeded, partly (errors beside data) or not at all. */
+function outcomeOf(operation: HttpOperation): OperationOutcome {
+  if ((operation.answerErrors?.length ?? 0) === 0) return 'success';
+  return operation.answerHasData ? 'partial' : 'failure';
 }

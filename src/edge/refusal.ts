@@ -89,88 +89,66 @@ const GOING_AWAY = 1001;
 /** RFC 6455: try again later (a temporary refusal: a budget, an unreachable issuer). */
 const TRY_AGAIN_LATER = 1013;
 
-/** The one table: each refusal reason over HTTP and over graphql-ws. */
+/** One row of {@link REFUSALS}: the code, the HTTP status (and headers), the WebSocket answer. */
+function row(
+  code: string,
+  status: number,
+  operation: WebSocketAnswer['operation'],
+  closeCode: number,
+  reason: string,
+  headers?: Readonly<Record<string, string>>,
+): RefusalRow {
+  return {
+    code,
+    http: headers === undefined ? { status } : { status, headers },
+    ws: { operation, close: { code: closeCode, reason } },
+  };
+}
+
+/**
+ * The one table: each refusal reason over HTTP and over graphql-ws. A row reads: `extensions.code`,
+ * the HTTP status, what it does to a WebSocket operation, the close code and reason, the HTTP
+ * headers beside `Retry-After`.
+ */
 export const REFUSALS: Readonly<Record<RefusalReason, RefusalRow>> = {
-  unauthenticated: {
-    code: 'UNAUTHENTICATED',
-    http: { status: 401, headers: { 'www-authenticate': 'Bearer' } },
-    ws: { operation: 'close', close: { code: CloseCode.Unauthorized, reason: 'Unauthorized' } },
-  },
-  'invalid-credentials': {
-    code: 'UNAUTHENTICATED',
-    http: { status: 401, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } },
-    ws: { operation: 'close', close: { code: CloseCode.Unauthorized, reason: 'Unauthorized' } },
-  },
-  'credentials-expired': {
-    code: 'UNAUTHENTICATED',
-    http: { status: 401, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } },
-    ws: { operation: 'close', close: { code: CloseCode.Unauthorized, reason: 'Token expired' } },
-  },
-  'credentials-unavailable': {
-    code: 'UNAVAILABLE',
-    http: { status: 503, headers: { 'retry-after': '5' } },
-    ws: { operation: 'close', close: { code: TRY_AGAIN_LATER, reason: 'Try again later' } },
-  },
-  'origin-not-allowed': {
-    code: 'FORBIDDEN',
-    http: { status: 403 },
-    ws: { operation: 'upgrade', close: { code: CloseCode.Forbidden, reason: 'Forbidden' } },
-  },
-  forbidden: {
-    code: 'FORBIDDEN',
-    http: { status: 403 },
-    ws: { operation: 'close', close: { code: CloseCode.Forbidden, reason: 'Forbidden' } },
-  },
-  'rate-limited': {
-    code: 'RATE_LIMITED',
-    http: { status: 429 },
-    ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many requests' } },
-  },
-  'too-many-operations': {
-    code: 'RATE_LIMITED',
-    http: { status: 429 },
-    ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many operations' } },
-  },
-  'too-many-on-connection': {
-    code: 'TOO_MANY_SUBSCRIPTIONS',
-    http: { status: 429 },
-    ws: { operation: 'error', close: { code: TRY_AGAIN_LATER, reason: 'Too many operations' } },
-  },
-  'not-trusted-document': {
-    code: 'PERSISTED_QUERY_NOT_IN_LIST',
-    http: { status: 400 },
-    ws: { operation: 'error', close: { code: CloseCode.BadRequest, reason: 'Bad request' } },
-  },
-  'parse-failed': {
-    code: 'GRAPHQL_PARSE_FAILED',
-    http: { status: 400 },
-    ws: { operation: 'error', close: { code: CloseCode.BadRequest, reason: 'Bad request' } },
-  },
-  'validation-failed': {
-    code: 'GRAPHQL_VALIDATION_FAILED',
-    http: { status: 400 },
-    ws: { operation: 'error', close: { code: CloseCode.BadRequest, reason: 'Bad request' } },
-  },
-  'bad-input': {
-    code: 'BAD_USER_INPUT',
-    http: { status: 400 },
-    ws: { operation: 'error', close: { code: CloseCode.BadRequest, reason: 'Bad request' } },
-  },
-  'wrong-transport': {
-    code: 'BAD_REQUEST',
-    http: { status: 400 },
-    ws: { operation: 'error', close: { code: CloseCode.BadRequest, reason: 'Bad request' } },
-  },
-  'connection-closing': {
-    code: 'UNAUTHENTICATED',
-    http: { status: 401 },
-    ws: { operation: 'error', close: { code: CloseCode.Unauthorized, reason: 'Connection closing' } },
-  },
-  'shutting-down': {
-    code: 'SHUTTING_DOWN',
-    http: { status: 503, headers: { 'retry-after': '5' } },
-    ws: { operation: 'close', close: { code: GOING_AWAY, reason: 'Server shutting down' } },
-  },
+  unauthenticated: row('UNAUTHENTICATED', 401, 'close', CloseCode.Unauthorized, 'Unauthorized', {
+    'www-authenticate': 'Bearer',
+  }),
+  'invalid-credentials': row('UNAUTHENTICATED', 401, 'close', CloseCode.Unauthorized, 'Unauthorized', {
+    'www-authenticate': 'Bearer error="invalid_token"',
+  }),
+  'credentials-expired': row('UNAUTHENTICATED', 401, 'close', CloseCode.Unauthorized, 'Token expired', {
+    'www-authenticate': 'Bearer error="invalid_token"',
+  }),
+  'credentials-unavailable': row('UNAVAILABLE', 503, 'close', TRY_AGAIN_LATER, 'Try again later', {
+    'retry-after': '5',
+  }),
+  'origin-not-allowed': row('FORBIDDEN', 403, 'upgrade', CloseCode.Forbidden, 'Forbidden'),
+  forbidden: row('FORBIDDEN', 403, 'close', CloseCode.Forbidden, 'Forbidden'),
+  'rate-limited': row('RATE_LIMITED', 429, 'error', TRY_AGAIN_LATER, 'Too many requests'),
+  'too-many-operations': row('RATE_LIMITED', 429, 'error', TRY_AGAIN_LATER, 'Too many operations'),
+  'too-many-on-connection': row(
+    'TOO_MANY_SUBSCRIPTIONS',
+    429,
+    'error',
+    TRY_AGAIN_LATER,
+    'Too many operations',
+  ),
+  'not-trusted-document': row(
+    'PERSISTED_QUERY_NOT_IN_LIST',
+    400,
+    'error',
+    CloseCode.BadRequest,
+    'Bad request',
+  ),
+  'parse-failed': row('GRAPHQL_PARSE_FAILED', 400, 'error', CloseCode.BadRequest, 'Bad request'),
+  'validation-failed': row('GRAPHQL_VALIDATION_FAILED', 400, 'error', CloseCode.BadRequest, 'Bad request'),
+  'bad-input': row('BAD_USER_INPUT', 400, 'error', CloseCode.BadRequest, 'Bad request'),
+  'wrong-transport': row('BAD_REQUEST', 400, 'error', CloseCode.BadRequest, 'Bad request'),
+  'connection-closing': row('UNAUTHENTICATED', 401, 'error', CloseCode.Unauthorized, 'Connection closing'),
+  'shutting-down': row('SHUTTING_DOWN', 503, 'close', GOING_AWAY, 'Server shutting down', {
+    'retry-after': '5',
+  }),
 };
 
 /** Type guard: a check's answer is a refusal. */

@@ -11,8 +11,8 @@
  */
 import { OperationTypeNode } from 'graphql';
 import type { TransportRules } from './door.ts';
-import type { LiveTransport } from './live.ts';
-import { streamedLiveTransport, type StreamFraming, type StreamLimits } from './streamed-response.ts';
+import type { LiveTransport, LiveWriteLimits } from './live.ts';
+import { streamedLiveTransport, type StreamFraming } from './streamed-response.ts';
 
 /** SSE serves subscriptions; a query or mutation is refused with `wrong-transport`. */
 const SSE_TRANSPORT: TransportRules = {
@@ -47,7 +47,7 @@ const SSE_FRAMING: StreamFraming = {
 };
 
 /** GraphQL over SSE as a live transport. */
-export function serverSentEvents(limits: StreamLimits): LiveTransport {
+export function serverSentEvents(limits: LiveWriteLimits): LiveTransport {
   return streamedLiveTransport(
     {
       rules: SSE_TRANSPORT,

@@ -23,7 +23,7 @@ import { cursorOf, subscribeWithEventContexts } from '../events/delivery/execute
 import { isCursor } from '../events/log/event-log.ts';
 import type { OperationRequest, TransportRules } from './door.ts';
 import { sendRefusal } from './http.ts';
-import type { AttachedLiveTransport, LiveTransport, LiveTransportParts } from './live.ts';
+import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
 import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
 
@@ -31,11 +31,6 @@ import { isRefusal, refuse, type Refusal } from './refusal.ts';
 const EXPIRY_GRACE_MS = 1_000;
 
 /** What a streamed live transport may cost the facade beyond its queue. */
-export interface StreamLimits {
-  /** Longest one write may wait for the reader to take it; then the stream is cut. */
-  stalledWriteTimeoutMs: number;
-}
-
 /** A result as it is sent: its errors formatted as over HTTP. */
 export type FormattedResult = Omit<ExecutionResult, 'errors'> & {
   errors?: readonly GraphQLFormattedError[];
@@ -80,14 +75,14 @@ export interface StreamedTransport {
 }
 
 /** A streamed transport as a kind of the live wing. */
-export function streamedLiveTransport(transport: StreamedTransport, limits: StreamLimits): LiveTransport {
+export function streamedLiveTransport(transport: StreamedTransport, limits: LiveWriteLimits): LiveTransport {
   return { rules: transport.rules, attach: (parts) => attachStreamed(parts, transport, limits) };
 }
 
 function attachStreamed(
   parts: LiveTransportParts,
   transport: StreamedTransport,
-  limits: StreamLimits,
+  limits: LiveWriteLimits,
 ): AttachedLiveTransport {
   const { door, connections, logger } = parts;
   const { name } = transport.rules;
@@ -178,7 +173,7 @@ async function stream(
   operation: LiveOperation,
   parts: LiveTransportParts,
   framing: StreamFraming,
-  limits: StreamLimits,
+  limits: LiveWriteLimits,
 ): Promise<void> {
   let result: Awaited<ReturnType<typeof subscribeWithEventContexts>>;
   try {

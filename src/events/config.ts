@@ -77,8 +77,8 @@ export interface EventsConfig {
   /** Events one subscriber may let wait before it is ended (`SUBSCRIPTION_QUEUE_LIMIT`); see docs/events.md. */
   subscriberQueueLimit: number;
   /**
-   * Longest an SSE stream may wait for its reader to take one write (`LIVE_STALLED_WRITE_TIMEOUT_MS`);
-   * then the stream is cut. A reader that stopped reading holds its socket, its subscription slot
+   * Longest a live stream or socket (SSE, graphql-ws) may wait for its reader to take one write
+   * (`LIVE_STALLED_WRITE_TIMEOUT_MS`); then it is cut. A reader that stopped reading holds its socket, its subscription slot
    * and its queue's notice otherwise, for as long as its token lasts.
    */
   stalledWriteTimeoutMs: number;

@@ -10,9 +10,7 @@ import { splitInput, toPayload } from './mutation-payload.ts';
 import { readRecord } from './look-ahead.ts';
 
 export const accountResolvers: Resolvers = {
-  Query: {
-    account: customerRecordByArgs('Account'),
-  },
+  Query: { account: customerRecordByArgs('Account') },
   Mutation: {
     createAccount: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);

@@ -7,9 +7,7 @@ import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const capabilityResolvers: Resolvers = {
-  Query: {
-    capability: customerRecordByArgs('Capability'),
-  },
+  Query: { capability: customerRecordByArgs('Capability') },
   Mutation: {
     createCapability: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);

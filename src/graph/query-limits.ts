@@ -63,8 +63,9 @@ export interface OperationMeasure {
 
 /**
  * The validation rules of every limit (and the refusal of control characters in ID literals, and of
- * `@defer`/`@stream`, which the gateway serves), for HTTP and graphql-ws alike. Each refusal is a validation
- * error (`GRAPHQL_VALIDATION_FAILED`) whose message names the limit and the measure.
+ * `@defer`/`@stream`, which the gateway serves), for HTTP and every live transport alike. Each
+ * refusal is a validation error (`GRAPHQL_VALIDATION_FAILED`) whose message names the limit and the
+ * measure.
  */
 export function createQueryLimitsRules(limits: QueryLimits): ValidationRule[] {
   // Armor's rules throw by default, which would make `validate` itself throw; reported instead,

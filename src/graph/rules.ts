@@ -16,9 +16,7 @@ function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
 }
 
 export const ruleResolvers: Resolvers = {
-  Query: {
-    rule: customerRecordByArgs('Rule'),
-  },
+  Query: { rule: customerRecordByArgs('Rule') },
   Mutation: {
     createRule: async (_parent, { input }, context) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);

@@ -1,8 +1,8 @@
 /**
  * Apollo Server as the facade runs it over HTTP: the executor behind the HTTP adapter of the door
  * (src/edge/http.ts). It parses with the door's token limit, validates with the door's rules, and
- * runs the door's plugin once the operation is known; the other plugins log, measure, trace and
- * audit every operation, and drain the server on shutdown.
+ * runs the door's plugin once the operation is known; every operation goes to the one operation
+ * recorder of every transport; the other plugins trace and audit, and drain the server on shutdown.
  */
 import type http from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
@@ -19,12 +19,10 @@ import type { OperationRecorder } from '../edge/operation-record.ts';
 import { createDoorPlugin } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
-import type { LifecycleEmitter } from '../observability/lifecycle.ts';
-import { createLifecyclePlugin } from '../observability/lifecycle-plugin.ts';
-import { createOperationLoggingPlugin } from '../observability/operation-logging-plugin.ts';
 import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
 import { createJsonStatusPlugin } from './json-status-plugin.ts';
 import { createNoStorePlugin } from './no-store-plugin.ts';
+import { createOperationRecordPlugin } from './operation-record-plugin.ts';
 
 export interface ApolloServerOptions {
   config: Config;
@@ -32,11 +30,12 @@ export interface ApolloServerOptions {
   httpServer: http.Server;
   door: Door;
   logger: Logger;
-  lifecycle: LifecycleEmitter;
-  /** The one operation recorder of every transport: it writes each operation's `graphql operation` line. */
+  /** The one operation recorder of every transport: each operation's line, metrics and lifecycle. */
   record: OperationRecorder;
+  /** Whether a query is a listed trusted document (its name may become a metric label). */
+  isTrustedDocument(query: string): boolean;
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
-  /** Plugins of other parts (metrics, the audit trail, the events runtime's drain). */
+  /** Plugins of other parts (the audit trail, the events runtime's drain). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
 }
 
@@ -83,8 +82,9 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         : ApolloServerPluginLandingPageDisabled(),
       createDoorPlugin(door, { maxCost: config.queryLimits.maxCost }),
       createJsonStatusPlugin<GraphContext>(),
-      createOperationLoggingPlugin<GraphContext>(options.logger, (line) => options.record.line(line)),
-      createLifecyclePlugin<GraphContext>(options.lifecycle),
+      createOperationRecordPlugin(options.record, options.logger, (query) =>
+        options.isTrustedDocument(query),
+      ),
       ...options.plugins,
     ],
   });

@@ -40,7 +40,7 @@ const CORS_DEFAULT_ALLOWED_HEADERS = [
  * Response headers a browser client may read beyond the CORS-safelisted ones; the RateLimit fields
  * let it slow down before it is refused (src/edge/client-budgets.ts).
  */
-export const CORS_EXPOSED_HEADERS = ['retry-after', 'x-request-id', 'ratelimit', 'ratelimit-policy'] as const;
+const CORS_EXPOSED_HEADERS = ['retry-after', 'x-request-id', 'ratelimit', 'ratelimit-policy'] as const;
 
 /**
  * How long a browser may reuse a preflight answer: two hours, the most Chromium honours. Removing an

@@ -20,7 +20,7 @@ export const EXPLORER_MODES = ['sandbox', 'graphiql', 'off'] as const;
 export type ExplorerMode = (typeof EXPLORER_MODES)[number];
 
 /** Where `npm run build:explorer` writes the bundle (explorer/build.ts). */
-export const EXPLORER_BUILD_DIR = fileURLToPath(new URL('../../explorer/dist/', import.meta.url));
+const EXPLORER_BUILD_DIR = fileURLToPath(new URL('../../explorer/dist/', import.meta.url));
 
 /** What the bundle is built from, in a source tree (an installed image carries the build only). */
 const EXPLORER_SOURCES = [

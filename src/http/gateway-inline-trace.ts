@@ -12,10 +12,10 @@ import type { Caller } from '../auth/caller.ts';
 import type { GraphContext } from '../graph/context.ts';
 
 /** The role (in `AUTH_ROLES_CLAIM`) of a gateway's token that may receive inline traces. */
-export const GATEWAY_ROLE = 'gateway';
+const GATEWAY_ROLE = 'gateway';
 
 /** Whether `caller` may receive an inline trace of its operations. */
-export function mayReceiveInlineTraces(caller: Caller | undefined): boolean {
+function mayReceiveInlineTraces(caller: Caller | undefined): boolean {
   return caller?.roles.includes(GATEWAY_ROLE) === true;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Puts the facade's metrics and audit trail together for `createApp`: the upstream observer both
- * listen through, their Apollo plugins, and `/metrics`, always on a server of its own
+ * listen through, the audit trail's Apollo plugin, and `/metrics`, always on a server of its own
  * (`METRICS_PORT`, 9464 by default), the way an orchestrator scrapes it: the public port never
  * shows other callers' operations, upstream routes or webhook outcomes.
  */
@@ -12,7 +12,6 @@ import type { MetricsConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
-import { createMetricsPlugin, type MeasurableContext } from './metrics-plugin.ts';
 import { createMetrics, type LiveTransportNumbers, type Metrics } from './metrics.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
@@ -31,8 +30,6 @@ export interface ObservabilityOptions {
   live: () => readonly LiveTransportNumbers[];
   /** The event log's length and this replica's lag, read at each scrape. */
   eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
-  /** Whether a query is a listed trusted document (its name may become a label). */
-  isTrustedDocument?: (query: string) => boolean;
   /** Refuses a request to the metrics server whose Host is not allowed (DNS rebinding); see app.ts. */
   hostCheck?: RequestHandler;
   /** The upstream response cache's counts, read at each scrape; undefined when it is off. */
@@ -44,7 +41,7 @@ export interface Observability {
   readonly audit: AuditTrail;
   /** Metrics and the audit trail, for `createUpstreamClient({ observer })`. */
   readonly upstreamObserver: UpstreamObserver;
-  readonly plugins: ApolloServerPlugin<MeasurableContext & AuditableContext>[];
+  readonly plugins: ApolloServerPlugin<AuditableContext>[];
   /** Starts the metrics server on its own port (`METRICS_PORT`); resolves with its base URL. */
   listen(host: string): Promise<string>;
   close(): Promise<void>;
@@ -77,12 +74,7 @@ export function createObservability(options: ObservabilityOptions): Observabilit
         for (const observer of observers) observer.call?.(report);
       },
     },
-    plugins: [
-      createMetricsPlugin<MeasurableContext & AuditableContext>(metrics, {
-        ...(options.isTrustedDocument === undefined ? {} : { isTrustedDocument: options.isTrustedDocument }),
-      }),
-      audit.plugin,
-    ],
+    plugins: [audit.plugin],
     async listen(host) {
       const metricsApp = express();
       metricsApp.disable('x-powered-by');

@@ -1,8 +1,8 @@
 /**
  * What a subscription resolver needs beyond an ordinary operation's context: the subscriber's
  * environment, its bounded event queue, and fresh per-event contexts with its credentials (shared
- * by the subscribers that read alike). Only
- * graphql-ws operations carry it; an HTTP request has none.
+ * by the subscribers that read alike). Only operations of a live transport (graphql-ws, SSE ...)
+ * carry it; an HTTP request has none.
  */
 import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
@@ -11,7 +11,7 @@ import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import type { LiveQueryStream } from './live-queries.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
-/** One subscriber's side of a graphql-ws connection, as its subscription resolvers see it. */
+/** One subscriber's side of a live connection (any live transport), as its subscription resolvers see it. */
 export interface LiveSession {
   /** The environment of the subscriber's key, learnt from capability discovery at connection. */
   readonly environment: PlatformEnvironment;
@@ -66,7 +66,7 @@ export interface LiveObserver {
 export const SUBSCRIPTIONS_ARE_LIVE =
   'Subscriptions and @live queries are served over graphql-ws (WebSocket) at /graphql and over Server-Sent Events at /graphql/stream.';
 
-/** The context of an operation received over graphql-ws. */
+/** The context of an operation received over a live transport. */
 export interface LiveGraphContext extends GraphContext {
   readonly live: LiveSession;
 }
@@ -74,7 +74,7 @@ export interface LiveGraphContext extends GraphContext {
 /**
  * The live session of `context`.
  *
- * @throws GraphQLError when the operation did not come over graphql-ws (subscriptions need it).
+ * @throws GraphQLError when the operation did not come over a live transport (subscriptions need one).
  */
 export function liveSessionOf(context: GraphContext): LiveSession {
   const live = (context as Partial<LiveGraphContext>).live;

@@ -64,7 +64,7 @@ export function createPushPullQueue<T>(
         return Promise.resolve({ value: item, done: false });
       }
       if (ended) return Promise.resolve({ value: undefined, done: true });
-      // graphql-ws pulls one item at a time; a second concurrent pull would be a caller bug.
+      // A live transport pulls one item at a time; a second concurrent pull would be a caller bug.
       if (puller !== undefined) return Promise.reject(new Error('next() called while another is pending'));
       return new Promise((resolve) => {
         puller = resolve;

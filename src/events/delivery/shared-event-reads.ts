@@ -85,7 +85,7 @@ export function operationKeyOf(
     // A digest: the variables may be as large as a message, and the key is kept per event.
     return createHash('sha256').update(key).digest('base64url');
   } catch {
-    // Variables that cannot be written as JSON (not from a graphql-ws message): run alone.
+    // Variables that cannot be written as JSON (not from a transport's JSON message): run alone.
     return undefined;
   }
 }
