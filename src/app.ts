@@ -16,7 +16,8 @@ import { createLiveWing } from './edge/live.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
-import { createEventsRuntime, type EventsRuntimeOptions } from './events/events-runtime.ts';
+import type { EventsRuntimeOptions } from './events/events-runtime.ts';
+import { createEnvironmentStacks } from './environments.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
@@ -37,10 +38,8 @@ import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
-import { createUpstreamClient } from './upstream/client.ts';
 import type { ResponseCache } from './upstream/response-cache.ts';
-import { createKeyEnvironments, probeKey } from './upstream/key-environments.ts';
-import { createKeySource, type KeyReload } from './upstream/key-source.ts';
+import type { KeyReload } from './upstream/key-source.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
 export interface AppDependencies {
@@ -102,7 +101,10 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
   // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
-  const redactedKeys: string[] = [config.upstream.apiKey];
+  const redactedKeys: string[] = [
+    config.upstream.apiKey,
+    ...Object.values(config.upstream.environmentKeys ?? {}).map((key) => key.apiKey),
+  ];
   const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
@@ -123,33 +125,35 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
-    responseCache: () => upstreamClient.cache?.stats(),
+    responseCache: () => environments.cacheStats(),
   });
   const { metrics } = observability;
-  const upstreamClient = createUpstreamClient({
-    ...config.upstream,
-    logger,
-    observer: observability.upstreamObserver,
-    ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
-  });
   const schema = deps.schema ?? createSchema();
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
-  // The facade's own key: what every call without a caller's key reads at each attempt.
-  const upstreamKey = createKeySource({
-    name: 'UPSTREAM_API_KEY',
-    initial: config.upstream.apiKey,
-    file: config.upstream.apiKeyFile,
-    check: (apiKey) => probeKey(upstreamClient, apiKey),
+  // The key, upstream client and event pipeline of each environment (one with UPSTREAM_API_KEY).
+  const environments = createEnvironmentStacks({
+    config,
     logger,
     onKey: (apiKey) => {
       if (!redactedKeys.includes(apiKey)) redactedKeys.push(apiKey);
     },
+    upstream: {
+      observer: observability.upstreamObserver,
+      ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
+    },
+    events: {
+      addressOf: (request) => clientAddress(request, config.edge.trustProxy),
+      lifecycle,
+      ...eventMetrics(metrics),
+      ...(tracing === undefined ? {} : { tracer: tracing.events }),
+    },
   });
-  const keyEnvironments = createKeyEnvironments(upstreamClient, upstreamKey);
+  // The first environment's: `/readyz` asks with its key, `app.responseCache` is its cache.
+  const { client: upstreamClient, key: upstreamKey } = environments.all[0]!;
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
-    keyEnvironments,
+    keyEnvironments: environments.keyEnvironments,
     metrics,
     logger,
     onStep: (step) => {
@@ -157,17 +161,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     },
   });
   const { door } = edge;
-  const events = createEventsRuntime({
-    config: config.events,
-    defaultApiKey: upstreamKey,
-    keyEnvironments,
-    upstreamClient,
-    logger,
-    addressOf: (request) => clientAddress(request, config.edge.trustProxy),
-    lifecycle,
-    ...eventMetrics(metrics),
-    ...(tracing === undefined ? {} : { tracer: tracing.events }),
-  });
+  const events = environments.events;
 
   const app = express();
   app.disable('x-powered-by');
@@ -193,8 +187,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ],
   });
   const createContext = createOperationContexts({
-    upstreamClient,
-    defaultApiKey: upstreamKey,
+    upstreamOf: (environment) => environments.of(environment),
+    bindsEnvironments: environments.bindsEnvironments,
     operationTimeoutMs: config.operationTimeoutMs,
     shutdown: shutdown.signal,
   });
@@ -279,19 +273,19 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     responseCache: upstreamClient.cache,
     lifecycle,
     reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
-    reloadUpstreamKey: () => upstreamKey.reload('signal'),
+    reloadUpstreamKey: () => environments.reloadKeys(),
     async listen(port = config.port, host = config.host) {
       const listening = await listenOn(httpServer, port, host);
       const metricsUrl = await observability.listen(host);
       // The webhook endpoint is registered once the facade can receive deliveries.
       await events.start(listening.url);
-      upstreamKey.watch();
+      for (const stack of environments.all) stack.key.watch();
       return { ...listening, metricsUrl };
     },
     close() {
       closing ??= (async () => {
         shuttingDown = true;
-        upstreamKey.close();
+        for (const stack of environments.all) stack.key.close();
         const cutOff = setTimeout(
           () => shutdown.abort(new OperationCancellation('shutdown')),
           config.shutdownDrainMs,
@@ -311,7 +305,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         await events.close();
         await edge.close();
         await observability.close();
-        await upstreamClient.close();
+        await Promise.all(environments.all.map((stack) => stack.client.close()));
         // The last operations' spans leave before the process exits.
         await tracing?.flush().catch((error: unknown) => logger.warn('exporting traces failed', { error }));
       })();

@@ -12,6 +12,8 @@ export type RequestLogEntry = {
 export type RequestLogSnapshot = {
   total: number;
   byRoute: Record<string, number>;
+  /** Requests whose key was accepted, by the key's identity id (`sandbox-read-write`); never the key. */
+  byKeyId: Record<string, number>;
   /** The most recent requests, oldest first. */
   requests: RequestLogEntry[];
 };
@@ -19,6 +21,8 @@ export type RequestLogSnapshot = {
 /** Counts `/v3` requests by route, so tests and benchmarks can assert exact upstream call counts. */
 export type RequestLog = {
   record(entry: Omit<RequestLogEntry, 'status'>): RequestLogEntry;
+  /** Counts one request whose key the emulator accepted, by the key's identity id. */
+  countKey(keyId: string): void;
   snapshot(): RequestLogSnapshot;
   clear(): void;
 };
@@ -27,6 +31,7 @@ export type RequestLog = {
 export function createRequestLog(keep = 1000): RequestLog {
   let total = 0;
   let byRoute = new Map<string, number>();
+  let byKeyId = new Map<string, number>();
   let recent: RequestLogEntry[] = [];
 
   return {
@@ -39,16 +44,21 @@ export function createRequestLog(keep = 1000): RequestLog {
       if (recent.length >= keep * 2) recent = recent.slice(-keep);
       return entry;
     },
+    countKey(keyId) {
+      byKeyId.set(keyId, (byKeyId.get(keyId) ?? 0) + 1);
+    },
     snapshot() {
       return {
         total,
         byRoute: Object.fromEntries(byRoute),
+        byKeyId: Object.fromEntries(byKeyId),
         requests: recent.slice(-keep).map((entry) => ({ ...entry })),
       };
     },
     clear() {
       total = 0;
       byRoute = new Map();
+      byKeyId = new Map();
       recent = [];
     },
   };

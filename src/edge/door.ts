@@ -30,6 +30,7 @@ import { checkOrigin } from './origin.ts';
 import { callLimitOf, checkOperation, type TransportRules } from './operation-checks.ts';
 import type { RateBucket, RateKey, RateLimits } from './rate-limits.ts';
 import { isRefusal, rateLimited, refuse, type Refusal } from './refusal.ts';
+import { boundEnvironment } from '../upstream/environment-keys.ts';
 import {
   resolveTrustedDocument,
   type TrustedDocumentRequest,
@@ -124,7 +125,16 @@ export interface DoorOptions {
    * The upstream environment of a key (the facade's own when undefined), remembered per key: what
    * a live connection hears depends on it.
    */
-  environmentOf(apiKey: string | undefined): Promise<UpstreamProbe>;
+  environmentOf(
+    apiKey: string | undefined,
+    environment: PlatformEnvironment | undefined,
+  ): Promise<UpstreamProbe>;
+  /**
+   * The environments the facade holds a key of its own for (`UPSTREAM_API_KEY_SANDBOX`,
+   * `UPSTREAM_API_KEY_LIVE`): every caller is then bound to one by its token, and a token that
+   * binds it to none is refused. Absent with `UPSTREAM_API_KEY` alone.
+   */
+  environments?: readonly PlatformEnvironment[] | undefined;
   /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
   onRateLimited?(bucket: RateBucket): void;
   /** Told of each step of {@link ADMISSION_ORDER} as an operation or a connection takes it; must not throw. */
@@ -142,7 +152,10 @@ export interface Connection {
   readonly apiKey: string | undefined;
   /** The client's address (after `TRUST_PROXY`), which budgets count before authentication. */
   readonly address: string;
-  /** The environment of the connection's key; known for live connections only. */
+  /**
+   * The environment the connection is in: the one its token binds it to when the facade holds a
+   * key per environment; otherwise its key's, known for live connections only.
+   */
   readonly environment?: PlatformEnvironment;
 }
 
@@ -263,14 +276,22 @@ export function createDoor(options: DoorOptions): Door {
   const eventPools = new Map<string, { pool: CallBudget; createdAt: number }>();
 
   const addressKey = (address: string): RateKey => `ip:${address}`;
+  // With a key per environment, every budget is the caller's in its environment: a sandbox
+  // caller's traffic is never charged to the same subject's or client's live budget.
+  const inEnvironment = (environment: PlatformEnvironment | undefined): string =>
+    options.environments === undefined || environment === undefined ? '' : `${environment}:`;
+  const subjectKey = (caller: Caller, environment: PlatformEnvironment | undefined): RateKey =>
+    `sub:${inEnvironment(environment)}${caller.subject}`;
   const callerKey = (connection: Connection): RateKey =>
-    connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
+    connection.caller === undefined
+      ? addressKey(connection.address)
+      : subjectKey(connection.caller, connection.environment);
 
   /** The operations budget of `connection`: its client's, when that has one of its own. */
   const operationsKey = (connection: Connection): RateKey => {
     const clientId = connection.caller?.clientId;
     return clientId !== undefined && rateLimits.hasClientBudget(clientId)
-      ? `client:${clientId}`
+      ? `client:${inEnvironment(connection.environment)}${clientId}`
       : callerKey(connection);
   };
 
@@ -328,13 +349,21 @@ export function createDoor(options: DoorOptions): Door {
           break;
       }
       const { caller, apiKey } = authentication;
-      if (kind === 'request') return { caller, apiKey, address };
+      const bound =
+        options.environments === undefined
+          ? undefined
+          : boundEnvironment(caller.environment, options.environments);
+      if (options.environments !== undefined && bound === undefined) {
+        return refuse('forbidden', noEnvironmentMessage(caller.environment, options.environments));
+      }
+      if (kind === 'request')
+        return { caller, apiKey, address, ...(bound === undefined ? {} : { environment: bound }) };
       if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
         return refuse('forbidden', 'This caller may act for no customer: there is nothing to hear.');
       }
-      const limited = await spend('ws-connect', `sub:${caller.subject}`);
+      const limited = await spend('ws-connect', subjectKey(caller, bound));
       if (limited !== undefined) return limited;
-      const probe = await options.environmentOf(apiKey);
+      const probe = await options.environmentOf(apiKey, bound);
       if (probe.outcome === 'refused') {
         return probe.problem.status === 401
           ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
@@ -452,7 +481,7 @@ export function createDoor(options: DoorOptions): Door {
     holdOperation(connection, transport) {
       took('hold');
       const max = options.maxOperationsPerCaller;
-      const subject = connection.caller?.subject ?? `ip:${connection.address}`;
+      const subject = callerKey(connection);
       const running = runningBySubject.get(subject) ?? 0;
       if (max !== undefined && running >= max) {
         return refuse(
@@ -488,6 +517,17 @@ export function createDoor(options: DoorOptions): Door {
     },
   };
   return door;
+}
+
+/** Why a valid token is refused where every caller must be in one of `configured`. */
+function noEnvironmentMessage(
+  claimed: PlatformEnvironment | undefined,
+  configured: readonly PlatformEnvironment[],
+): string {
+  const served = configured.join(' or ');
+  return claimed === undefined
+    ? `This token names no upstream environment: its environment claim must be ${served}.`
+    : `This facade serves no ${claimed} environment: the token's environment claim must be ${served}.`;
 }
 
 /** The same message whatever was wrong with a credential, so it helps no forger. */
