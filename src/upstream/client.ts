@@ -183,6 +183,8 @@ export interface UpstreamAttemptReport {
   durationSeconds: number;
   /** Why the attempt failed (a problem code or a transport reason); undefined when it succeeded. */
   failure: string | undefined;
+  /** The environment whose key the client sends, with a key per environment (a metrics label). */
+  environment?: PlatformEnvironment;
 }
 
 /** A finished call (after its last attempt), as {@link UpstreamObserver.call} hears of it. */
@@ -227,6 +229,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     basePath: base.pathname.replace(/\/+$/, ''),
     logger,
     observer: options.observer,
+    environment: options.environment,
   });
   const sendTraced = createRetryingSender({
     sendOnce,
@@ -319,8 +322,10 @@ function createAttemptSender(parts: {
   basePath: string;
   logger: Logger;
   observer: UpstreamObserver | undefined;
+  environment: PlatformEnvironment | undefined;
 }): AttemptSender {
   const { pool, basePath, logger, observer } = parts;
+  const labelled = parts.environment === undefined ? {} : { environment: parts.environment };
   return async (call, request, attempt, traceHeaders, apiKey) => {
     const headers: Record<string, string> = {
       ...traceHeaders,
@@ -377,7 +382,9 @@ function createAttemptSender(parts: {
     } finally {
       if (observer?.attempt) {
         const durationSeconds = (performance.now() - started) / 1000;
-        observe(() => observer.attempt?.({ request, attempt, status, durationSeconds, failure }));
+        observe(() =>
+          observer.attempt?.({ request, attempt, status, durationSeconds, failure, ...labelled }),
+        );
       }
       // Never the headers: they hold the key.
       logger.debug('upstream call', {

@@ -134,6 +134,18 @@ describe('one facade, sandbox and live callers', () => {
     });
   });
 
+  test('upstream request metrics are labelled with the environment whose key was sent', async () => {
+    await post(await tokenOf('live-ops'), STATUS);
+    const metrics = await (await fetch(stack.metricsUrl)).text();
+    const liveRequests = metrics
+      .split('\n')
+      .filter(
+        (line) => line.startsWith('facade_upstream_requests_total{') && line.includes('environment="live"'),
+      );
+    expect(liveRequests.length).toBeGreaterThan(0);
+    expect(metrics).toMatch(/facade_upstream_requests_total\{[^}]*environment="sandbox"/);
+  });
+
   test('apiStatus says which environment the caller is in', async () => {
     const sandbox = await post(await tokenOf('sandbox-ops'), STATUS);
     const live = await post(await tokenOf('live-ops'), STATUS);
