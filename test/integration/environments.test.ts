@@ -407,6 +407,35 @@ describe('one facade, sandbox and live callers', () => {
     await Promise.all([sandboxWs.dispose(), liveWs.dispose()]);
   });
 
+  test('de-duplication is per environment: one event id in each environment is published in each', async () => {
+    const sandboxEvent = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_acme_eth',
+    });
+    const liveEvent = {
+      ...sandboxEvent,
+      environment: 'live' as const,
+      data: { ...sandboxEvent.data, customerId: 'cus_live_northwind', resourceId: 'acc_live_northwind_eth' },
+    };
+    const sandboxRoute = `${stack.facadeUrl}/webhooks/platform/sandbox`;
+    const liveRoute = `${stack.facadeUrl}/webhooks/platform/live`;
+    expect(await postSignedEvent(sandboxRoute, SANDBOX_SECRET, sandboxEvent)).toMatchObject({
+      status: 200,
+      body: { duplicate: false },
+    });
+    expect(await postSignedEvent(liveRoute, LIVE_SECRET, liveEvent)).toMatchObject({
+      status: 200,
+      body: { duplicate: false },
+    });
+    expect(await postSignedEvent(liveRoute, LIVE_SECRET, liveEvent)).toMatchObject({
+      status: 200,
+      body: { duplicate: true },
+    });
+  });
+
   test('the audit trail names each write’s environment', async () => {
     const TOP_UP = 'mutation ($input: SandboxTopUpInput!) { sandboxTopUp(input: $input) { topUp { id } } }';
     await post(await tokenOf('sandbox-ops'), TOP_UP, {
