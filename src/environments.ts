@@ -133,7 +133,7 @@ function eventsConfigOf(config: Config['events'], environment: PlatformEnvironme
   return {
     ...config,
     redisKeyPrefix: `${config.redisKeyPrefix}${environment}:`,
-    webhooks: { ...config.webhooks, secrets: config.webhooks.secretsByEnvironment[environment] },
+    webhooks: { ...config.webhooks, secrets: config.webhooks.secretsByEnvironment?.[environment] ?? [] },
   };
 }
 

@@ -12,8 +12,6 @@ export type RequestLogEntry = {
 export type RequestLogSnapshot = {
   total: number;
   byRoute: Record<string, number>;
-  /** Requests whose key was accepted, by the key's identity id (`sandbox-read-write`); never the key. */
-  byKeyId: Record<string, number>;
   /** The most recent requests, oldest first. */
   requests: RequestLogEntry[];
 };
@@ -23,6 +21,11 @@ export type RequestLog = {
   record(entry: Omit<RequestLogEntry, 'status'>): RequestLogEntry;
   /** Counts one request whose key the emulator accepted, by the key's identity id. */
   countKey(keyId: string): void;
+  /**
+   * Requests whose key was accepted since the last reset, by the key's identity id
+   * (`sandbox-read-write`; never the key): which key, and so which environment, a client used.
+   */
+  byKeyId(): Record<string, number>;
   snapshot(): RequestLogSnapshot;
   clear(): void;
 };
@@ -47,11 +50,11 @@ export function createRequestLog(keep = 1000): RequestLog {
     countKey(keyId) {
       byKeyId.set(keyId, (byKeyId.get(keyId) ?? 0) + 1);
     },
+    byKeyId: () => Object.fromEntries(byKeyId),
     snapshot() {
       return {
         total,
         byRoute: Object.fromEntries(byRoute),
-        byKeyId: Object.fromEntries(byKeyId),
         requests: recent.slice(-keep).map((entry) => ({ ...entry })),
       };
     },

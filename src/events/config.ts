@@ -32,10 +32,12 @@ export interface WebhooksConfig {
   /** Signing secrets accepted (`WEBHOOK_SECRETS`, comma separated, several during a rotation). Never logged. */
   secrets: readonly string[];
   /**
-   * With both environments configured, each one's own secrets (`WEBHOOK_SECRETS_SANDBOX`,
-   * `WEBHOOK_SECRETS_LIVE`), checked on that environment's route only. Never logged.
+   * With a key per environment, each one's own secrets (`WEBHOOK_SECRETS_SANDBOX`,
+   * `WEBHOOK_SECRETS_LIVE`), checked on that environment's route only; undefined when neither is
+   * set. Never logged.
    */
-  secretsByEnvironment: { readonly sandbox: readonly string[]; readonly live: readonly string[] };
+  secretsByEnvironment?:
+    { readonly sandbox: readonly string[]; readonly live: readonly string[] } | undefined;
   /** Accepted distance between a delivery's timestamp and the clock (`WEBHOOK_TOLERANCE_SECONDS`). */
   toleranceSeconds: number;
   /** Largest accepted webhook body (`WEBHOOK_MAX_BODY_BYTES`); larger ones are answered 413. */
@@ -128,10 +130,7 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
       publicUrl: reader.httpUrl('WEBHOOK_PUBLIC_URL')?.href,
       register: reader.optionalBoolean('WEBHOOK_REGISTER') ?? false,
       secrets: readSecrets('WEBHOOK_SECRETS', env, report),
-      secretsByEnvironment: {
-        sandbox: readSecrets('WEBHOOK_SECRETS_SANDBOX', env, report),
-        live: readSecrets('WEBHOOK_SECRETS_LIVE', env, report),
-      },
+      secretsByEnvironment: readSecretsByEnvironment(env, report),
       toleranceSeconds: reader.integer(
         'WEBHOOK_TOLERANCE_SECONDS',
         EVENTS_CONFIG_DEFAULTS.WEBHOOK_TOLERANCE_SECONDS,
@@ -239,6 +238,18 @@ function readLogRetention(value: string | undefined, report: ReportProblem): Log
     return DEFAULT_LOG_RETENTION;
   }
   return retention;
+}
+
+function readSecretsByEnvironment(
+  env: Env,
+  report: (name: string, problem: string) => void,
+): EventsConfig['webhooks']['secretsByEnvironment'] {
+  if (env['WEBHOOK_SECRETS_SANDBOX'] === undefined && env['WEBHOOK_SECRETS_LIVE'] === undefined)
+    return undefined;
+  return {
+    sandbox: readSecrets('WEBHOOK_SECRETS_SANDBOX', env, report),
+    live: readSecrets('WEBHOOK_SECRETS_LIVE', env, report),
+  };
 }
 
 function readSecrets(name: string, env: Env, report: (name: string, problem: string) => void): string[] {

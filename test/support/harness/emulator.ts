@@ -107,7 +107,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       return { total: counts.total, byRoute: counts.byRoute };
     },
     async upstreamCallsByKey() {
-      const counts = (await (await control('GET', '/_emulator/requests')).json()) as {
+      const counts = (await (await control('GET', '/_emulator/requests/by-key')).json()) as {
         byKeyId: Record<string, number>;
       };
       return counts.byKeyId;
