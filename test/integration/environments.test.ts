@@ -453,3 +453,47 @@ describe('one facade, sandbox and live callers', () => {
     expect(audit.at(-1)?.actor).toMatchObject({ subject: 'sandbox-ops', environment: 'sandbox' });
   });
 });
+
+describe('one environment by its own variable', () => {
+  let sandboxOnly: Stack;
+
+  beforeAll(async () => {
+    sandboxOnly = await startStack({
+      env: { ...devIssuerEnv(issuer), UPSTREAM_API_KEY: '', UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY },
+    });
+  });
+
+  afterAll(async () => {
+    await sandboxOnly?.close();
+  });
+
+  test('a token naming no environment is bound to the one configured; one naming the other is refused', async () => {
+    const ask = async (token: string) => {
+      const response = await fetch(sandboxOnly.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: STATUS }),
+      });
+      return {
+        status: response.status,
+        body: (await response.json()) as {
+          data?: { apiStatus: unknown };
+          errors?: { message: string; extensions?: { code?: string } }[];
+        },
+      };
+    };
+    await sandboxOnly.resetUpstreamCalls();
+    const live = await ask(await tokenOf('live-ops'));
+    expect(live.status).toBe(403);
+    expect(live.body.errors?.[0]?.message).toContain('serves no live environment');
+    expect((await sandboxOnly.upstreamCalls()).total).toBe(0);
+
+    const unbound = await ask(await tokenOf('unbound-ops'));
+    expect(unbound.body.data?.apiStatus).toEqual({
+      keyValid: true,
+      environment: 'sandbox',
+      callerEnvironment: 'sandbox',
+    });
+    expect(await sandboxOnly.emulator.upstreamCallsByKey()).toEqual({ 'sandbox-read-write': 1 });
+  });
+});
