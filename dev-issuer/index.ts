@@ -31,6 +31,11 @@ export interface DevIssuerClient {
   roles?: readonly string[];
   /** Put in the customer ids claim (omitted when undefined). */
   customerIds?: readonly string[];
+  /**
+   * Put in the environment claim (omitted when undefined): the upstream environment (`sandbox` or
+   * `live`) a facade serving both binds the client to.
+   */
+  environment?: 'sandbox' | 'live';
 }
 
 export interface DevIssuerOptions {
@@ -54,6 +59,8 @@ export interface DevIssuerOptions {
   customerIdsClaim?: string;
   /** Name of the roles claim (default `roles`, the facade's default). */
   rolesClaim?: string;
+  /** Name of the environment claim (default `environment`, the facade's default). */
+  environmentClaim?: string;
   /** Interface to listen on (default `127.0.0.1`). */
   host?: string;
   /** Port (default 0: a free one). */
@@ -104,6 +111,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   const signingKey = options.signingKey ?? (await generateSigningKey());
   const customerIdsClaim = options.customerIdsClaim ?? 'customer_ids';
   const rolesClaim = options.rolesClaim ?? 'roles';
+  const environmentClaim = options.environmentClaim ?? 'environment';
   const host = options.host ?? '127.0.0.1';
   // RFC 8707 wants the resource indicator to be an absolute URI; the audience need not be one.
   const resource = URL.canParse(audience) ? audience : `urn:${audience}`;
@@ -193,6 +201,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
       return {
         ...(holder.roles === undefined ? {} : { [rolesClaim]: [...holder.roles] }),
         ...(holder.customerIds === undefined ? {} : { [customerIdsClaim]: [...holder.customerIds] }),
+        ...(holder.environment === undefined ? {} : { [environmentClaim]: holder.environment }),
       };
     },
     formats: {

@@ -29,6 +29,8 @@ export interface DevIssuerUser {
   roles?: readonly string[];
   /** Put in the customer ids claim (omitted when undefined). */
   customerIds?: readonly string[];
+  /** Put in the environment claim (omitted when undefined): the upstream environment it is in. */
+  environment?: 'sandbox' | 'live';
 }
 
 /** The example web app (examples/web/), served on port 5173 by `npm run example:web`. */

@@ -58,6 +58,25 @@ const stopAll = async (): Promise<void> => {
 };
 const blank = (value: string | undefined): boolean => value === undefined || value.trim() === '';
 
+/** Every variable that names the facade's upstream key: the embedded emulator's key replaces them. */
+const UPSTREAM_KEY_VARIABLES = [
+  'UPSTREAM_API_KEY',
+  'UPSTREAM_API_KEY_FILE',
+  'UPSTREAM_API_KEY_SANDBOX',
+  'UPSTREAM_API_KEY_SANDBOX_FILE',
+  'UPSTREAM_API_KEY_LIVE',
+  'UPSTREAM_API_KEY_LIVE_FILE',
+] as const;
+
+/** `variables` without any upstream key (the embedded emulator's is set instead). */
+function withoutUpstreamKeys(variables: typeof env): typeof env {
+  return Object.fromEntries(
+    Object.entries(variables).filter(
+      ([name]) => !(UPSTREAM_KEY_VARIABLES as readonly string[]).includes(name),
+    ),
+  );
+}
+
 try {
   const embedUpstream = blank(env.UPSTREAM_BASE_URL);
   const embedIssuer = embedUpstream && blank(env.AUTH_ISSUER) && env.AUTH_MODE?.trim() !== 'none';
@@ -73,7 +92,7 @@ try {
     // Everything the facade reads is checked before anything starts, so a bad variable is the only
     // thing printed: the embedded services' own values stand in for the addresses they will have.
     loadConfig({
-      ...env,
+      ...withoutUpstreamKeys(env),
       UPSTREAM_BASE_URL: NOT_YET_LISTENING,
       UPSTREAM_API_KEY: EMULATOR_SANDBOX_KEY,
       ...(devIssuer === undefined
@@ -87,14 +106,14 @@ try {
     const emulator = createEmulator({ data: 'demo' });
     const { url } = await emulator.listen(0, '127.0.0.1');
     stops.push(() => emulator.close());
-    if (env.UPSTREAM_API_KEY !== undefined || env.UPSTREAM_API_KEY_FILE !== undefined) {
+    if (UPSTREAM_KEY_VARIABLES.some((name) => env[name] !== undefined)) {
       logger.warn(
-        'UPSTREAM_API_KEY and UPSTREAM_API_KEY_FILE are ignored: without UPSTREAM_BASE_URL the in-process emulator is used',
+        'UPSTREAM_API_KEY and UPSTREAM_API_KEY_FILE (and the per-environment keys) are ignored: without UPSTREAM_BASE_URL the in-process emulator is used',
       );
     }
+    for (const name of UPSTREAM_KEY_VARIABLES) Reflect.deleteProperty(env, name);
     env.UPSTREAM_BASE_URL = url;
     env.UPSTREAM_API_KEY = EMULATOR_SANDBOX_KEY;
-    delete env.UPSTREAM_API_KEY_FILE;
     // The embedded emulator can reach the facade's loopback address: register it for webhooks.
     env.WEBHOOK_REGISTER ??= 'true';
     logger.info('upstream: in-process emulator with demo data', { upstream: url });

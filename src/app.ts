@@ -17,7 +17,8 @@ import { multipartSubscriptions } from './edge/multipart.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
-import { createEventsRuntime, type EventsRuntimeOptions } from './events/events-runtime.ts';
+import type { EventsRuntimeOptions } from './events/events-runtime.ts';
+import { createEnvironmentStacks } from './environments.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
@@ -38,10 +39,8 @@ import type { LiveTransportNumbers, Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
-import { createUpstreamClient } from './upstream/client.ts';
 import type { ResponseCache } from './upstream/response-cache.ts';
-import { createKeyEnvironments, probeKey } from './upstream/key-environments.ts';
-import { createKeySource, type KeyReload } from './upstream/key-source.ts';
+import type { KeyReload } from './upstream/key-source.ts';
 
 /** Parts a caller may supply instead of the defaults built from the config. */
 export interface AppDependencies {
@@ -100,7 +99,7 @@ const MAX_BODY = '64kb';
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   // The gauges read the live wing at each scrape, once it is built below.
   const parts = await createAppParts(config, deps, () => live.stats());
-  const { logger, lifecycle, observability, upstreamClient, upstreamKey, edge, events, tracing } = parts;
+  const { logger, lifecycle, observability, upstreamClient, environments, edge, events, tracing } = parts;
   const { metrics } = observability;
   const { door } = edge;
 
@@ -128,8 +127,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ],
   });
   const createContext = createOperationContexts({
-    upstreamClient,
-    defaultApiKey: upstreamKey,
+    upstreamOf: (environment) => environments.of(environment),
+    bindsEnvironments: environments.bindsEnvironments,
     operationTimeoutMs: config.operationTimeoutMs,
     shutdown: shutdown.signal,
   });
@@ -181,19 +180,19 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     responseCache: upstreamClient.cache,
     lifecycle,
     reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
-    reloadUpstreamKey: () => upstreamKey.reload('signal'),
+    reloadUpstreamKey: () => environments.reloadKeys(),
     async listen(port = config.port, host = config.host) {
       const listening = await listenOn(httpServer, port, host);
       const metricsUrl = await observability.listen(host);
       // The webhook endpoint is registered once the facade can receive deliveries.
       await events.start(listening.url);
-      upstreamKey.watch();
+      for (const stack of environments.all) stack.key.watch();
       return { ...listening, metricsUrl };
     },
     close() {
       closing ??= (async () => {
         shuttingDown = true;
-        upstreamKey.close();
+        for (const stack of environments.all) stack.key.close();
         const cutOff = setTimeout(
           () => shutdown.abort(new OperationCancellation('shutdown')),
           config.shutdownDrainMs,
@@ -213,7 +212,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
         await events.close();
         await edge.close();
         await observability.close();
-        await upstreamClient.close();
+        await Promise.all(environments.all.map((stack) => stack.client.close()));
         // The last operations' spans leave before the process exits.
         await tracing?.flush().catch((error: unknown) => logger.warn('exporting traces failed', { error }));
       })();
@@ -240,7 +239,10 @@ async function createAppParts(
   if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
   // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
-  const redactedKeys: string[] = [config.upstream.apiKey];
+  const redactedKeys: string[] = [
+    config.upstream.apiKey,
+    ...Object.values(config.upstream.environmentKeys ?? {}).map((key) => key.apiKey),
+  ];
   const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
@@ -260,50 +262,42 @@ async function createAppParts(
     live: liveStats,
     eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
-    responseCache: () => upstreamClient.cache?.stats(),
+    responseCache: () => environments.cacheStats(),
   });
   const { metrics } = observability;
-  const upstreamClient = createUpstreamClient({
-    ...config.upstream,
-    logger,
-    observer: observability.upstreamObserver,
-    ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
-  });
   const schema = deps.schema ?? createSchema();
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
-  // The facade's own key: what every call without a caller's key reads at each attempt.
-  const upstreamKey = createKeySource({
-    name: 'UPSTREAM_API_KEY',
-    initial: config.upstream.apiKey,
-    file: config.upstream.apiKeyFile,
-    check: (apiKey) => probeKey(upstreamClient, apiKey),
+  // The key, upstream client and event pipeline of each environment (one with UPSTREAM_API_KEY).
+  const environments = createEnvironmentStacks({
+    config,
     logger,
     onKey: (apiKey) => {
       if (!redactedKeys.includes(apiKey)) redactedKeys.push(apiKey);
     },
+    upstream: {
+      observer: observability.upstreamObserver,
+      ...(tracing === undefined ? {} : { tracer: tracing.upstreamTracer }),
+    },
+    events: {
+      addressOf: (request) => clientAddress(request, config.edge.trustProxy),
+      lifecycle,
+      ...eventMetrics(metrics),
+      ...(tracing === undefined ? {} : { tracer: tracing.events }),
+    },
   });
-  const keyEnvironments = createKeyEnvironments(upstreamClient, upstreamKey);
+  // The first environment's: `/readyz` asks with its key, `app.responseCache` is its cache.
+  const { client: upstreamClient, key: upstreamKey } = environments.all[0]!;
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
-    keyEnvironments,
+    keyEnvironments: environments.keyEnvironments,
     metrics,
     logger,
     onStep: (step) => {
       if (lifecycle.observed('admissionStep')) lifecycle.emit('admissionStep', { step });
     },
   });
-  const events = createEventsRuntime({
-    config: config.events,
-    defaultApiKey: upstreamKey,
-    keyEnvironments,
-    upstreamClient,
-    logger,
-    addressOf: (request) => clientAddress(request, config.edge.trustProxy),
-    lifecycle,
-    ...eventMetrics(metrics),
-    ...(tracing === undefined ? {} : { tracer: tracing.events }),
-  });
+  const events = environments.events;
   return {
     explorerRoutes,
     tracing,
@@ -315,6 +309,7 @@ async function createAppParts(
     schema,
     formatError,
     upstreamKey,
+    environments,
     edge,
     events,
   };

@@ -10,6 +10,7 @@ import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
+import { ENVIRONMENT_KEY_VARIABLES, type EnvironmentKeys } from './upstream/environment-keys.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
@@ -166,7 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDrainMs: reader.integer('SHUTDOWN_DRAIN_MS', CONFIG_DEFAULTS.SHUTDOWN_DRAIN_MS, 0, 600_000),
     upstream: {
       baseUrl: readBaseUrl(reader, 'UPSTREAM_BASE_URL'),
-      ...readKey(reader, 'UPSTREAM_API_KEY'),
+      ...readUpstreamKeys(reader),
       connectTimeoutMs: reader.integer(
         'UPSTREAM_CONNECT_TIMEOUT_MS',
         CONFIG_DEFAULTS.UPSTREAM_CONNECT_TIMEOUT_MS,
@@ -266,8 +267,56 @@ export function loadConfig(env: Env = process.env): Config {
       `must be at least UPSTREAM_RETRY_BASE_DELAY_MS (${config.upstream.retry.baseDelayMs})`,
     );
   }
+  checkEnvironmentBinding(reader, config);
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
   return config;
+}
+
+/** Both environments in one deployment need callers whose tokens say which one they are in. */
+function checkEnvironmentBinding(reader: EnvReader, config: Config): void {
+  const keys = config.upstream.environmentKeys;
+  if (keys === undefined) return;
+  if (config.auth.mode === 'none') {
+    reader.report(
+      'AUTH_MODE',
+      'none cannot be used with UPSTREAM_API_KEY_SANDBOX or UPSTREAM_API_KEY_LIVE: an open facade cannot tell which environment a caller is in',
+    );
+  } else if (config.auth.allowCallerApiKey) {
+    reader.report(
+      'AUTH_ALLOW_CALLER_API_KEY',
+      'cannot be used with UPSTREAM_API_KEY_SANDBOX or UPSTREAM_API_KEY_LIVE: callers are bound to an environment by their token',
+    );
+  }
+}
+
+/**
+ * The facade's upstream keys: `UPSTREAM_API_KEY` alone (one environment, today's behaviour), or a
+ * key per environment (`UPSTREAM_API_KEY_SANDBOX`, `UPSTREAM_API_KEY_LIVE`, each also `*_FILE`),
+ * never both kinds.
+ */
+function readUpstreamKeys(
+  reader: EnvReader,
+): Pick<UpstreamConfig, 'apiKey' | 'apiKeyFile' | 'environmentKeys'> {
+  const named = (['sandbox', 'live'] as const).filter((environment) => {
+    const name = ENVIRONMENT_KEY_VARIABLES[environment];
+    return reader.trimmed(name) !== undefined || reader.trimmed(`${name}_FILE`) !== undefined;
+  });
+  if (named.length === 0) return readKey(reader, 'UPSTREAM_API_KEY');
+  if (
+    reader.trimmed('UPSTREAM_API_KEY') !== undefined ||
+    reader.trimmed('UPSTREAM_API_KEY_FILE') !== undefined
+  ) {
+    reader.report(
+      'UPSTREAM_API_KEY',
+      `and ${named.map((environment) => ENVIRONMENT_KEY_VARIABLES[environment]).join(' and ')} are both set; set either one key or a key per environment`,
+    );
+  }
+  const environmentKeys: EnvironmentKeys = {};
+  for (const environment of named) {
+    environmentKeys[environment] = readKey(reader, ENVIRONMENT_KEY_VARIABLES[environment]);
+  }
+  const first = environmentKeys[named[0]!]!;
+  return { apiKey: first.apiKey, environmentKeys };
 }
 
 /** The upstream origin (and optional path prefix), without credentials, query or trailing slash. */

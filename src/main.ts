@@ -71,7 +71,11 @@ export async function main(config: Config = readConfigOrExit(), options: MainOpt
   // SIGHUP reads the trusted-documents manifest and the upstream key file again; a bad one is
   // logged and the old one kept. Only with one of them: otherwise SIGHUP keeps its usual meaning
   // (a closed terminal ends the process).
-  if (config.edge.trustedDocumentsPath !== undefined || config.upstream.apiKeyFile !== undefined) {
+  const keyFiles = [
+    config.upstream.apiKeyFile,
+    ...Object.values(config.upstream.environmentKeys ?? {}).map((key) => key.apiKeyFile),
+  ].filter((file) => file !== undefined);
+  if (config.edge.trustedDocumentsPath !== undefined || keyFiles.length > 0) {
     process.on('SIGHUP', () => {
       void app.reloadTrustedDocuments();
       void app.reloadUpstreamKey();

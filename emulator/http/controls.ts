@@ -46,6 +46,9 @@ export function createControls(
         sendJson(response, 204, undefined);
       },
     },
+    '/_emulator/requests/by-key': {
+      GET: (_request, response) => sendJson(response, 200, { byKeyId: targets.requestLog.byKeyId() }),
+    },
     '/_emulator/faults': {
       GET: (_request, response) => sendJson(response, 200, { data: targets.faults.current() }),
       PUT: async (request, response) => {

@@ -19,6 +19,13 @@ export type RequestLogSnapshot = {
 /** Counts `/v3` requests by route, so tests and benchmarks can assert exact upstream call counts. */
 export type RequestLog = {
   record(entry: Omit<RequestLogEntry, 'status'>): RequestLogEntry;
+  /** Counts one request whose key the emulator accepted, by the key's identity id. */
+  countKey(keyId: string): void;
+  /**
+   * Requests whose key was accepted since the last reset, by the key's identity id
+   * (`sandbox-read-write`; never the key): which key, and so which environment, a client used.
+   */
+  byKeyId(): Record<string, number>;
   snapshot(): RequestLogSnapshot;
   clear(): void;
 };
@@ -27,6 +34,7 @@ export type RequestLog = {
 export function createRequestLog(keep = 1000): RequestLog {
   let total = 0;
   let byRoute = new Map<string, number>();
+  let byKeyId = new Map<string, number>();
   let recent: RequestLogEntry[] = [];
 
   return {
@@ -39,6 +47,10 @@ export function createRequestLog(keep = 1000): RequestLog {
       if (recent.length >= keep * 2) recent = recent.slice(-keep);
       return entry;
     },
+    countKey(keyId) {
+      byKeyId.set(keyId, (byKeyId.get(keyId) ?? 0) + 1);
+    },
+    byKeyId: () => Object.fromEntries(byKeyId),
     snapshot() {
       return {
         total,
@@ -49,6 +61,7 @@ export function createRequestLog(keep = 1000): RequestLog {
     clear() {
       total = 0;
       byRoute = new Map();
+      byKeyId = new Map();
       recent = [];
     },
   };

@@ -217,6 +217,7 @@ async function handleApi(context: ApiContext, exchange: Exchange): Promise<void>
   let claim: IdempotencyClaim | undefined;
   try {
     const apiKey = context.authenticator.authenticate(request.headers['x-api-key'], method, path);
+    context.requestLog.countKey(apiKey.id);
     if (match.kind === 'malformed_path') {
       throw new ProblemError(
         400,

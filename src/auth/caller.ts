@@ -3,6 +3,7 @@
  * Built from verified token claims (src/auth/token-verifier.ts); read by upstream/ to scope every
  * request it sends, by the rate limiter to key its counters, and by the audit trail.
  */
+import type { PlatformEnvironment } from '../events/event-types.ts';
 
 /** Which customers a caller may act for: every one (operators), or a fixed set. */
 export type CustomerScope =
@@ -22,6 +23,11 @@ export interface Caller {
   readonly scope: CustomerScope;
   /** When the credential stops being valid (ms since the epoch); undefined when it never expires. */
   readonly expiresAt: number | undefined;
+  /**
+   * The upstream environment the token's environment claim (`AUTH_ENVIRONMENT_CLAIM`) names;
+   * absent when it names none. Read only when the facade holds a key per environment.
+   */
+  readonly environment?: PlatformEnvironment;
 }
 
 /** True when `caller` may read or change anything of `customerId`. */

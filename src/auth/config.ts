@@ -43,6 +43,11 @@ export interface OidcConfig {
   rolesClaim: string;
   /** `AUTH_OPERATOR_ROLE`: the role that sees every customer. */
   operatorRole: string;
+  /**
+   * `AUTH_ENVIRONMENT_CLAIM`: the claim naming the upstream environment (`sandbox` or `live`) a
+   * caller is bound to, read when the facade holds a key per environment. Absent: `environment`.
+   */
+  environmentClaim?: string;
 }
 
 export type AuthConfig =
@@ -70,6 +75,7 @@ export const AUTH_CONFIG_DEFAULTS = {
   AUTH_CUSTOMER_IDS_CLAIM: 'customer_ids',
   AUTH_ROLES_CLAIM: 'roles',
   AUTH_OPERATOR_ROLE: 'operator',
+  AUTH_ENVIRONMENT_CLAIM: 'environment',
   AUTH_ALLOW_CALLER_API_KEY: false,
 } as const;
 
@@ -104,6 +110,7 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
   );
   const rolesClaim = reader.string('AUTH_ROLES_CLAIM', AUTH_CONFIG_DEFAULTS.AUTH_ROLES_CLAIM);
   const operatorRole = reader.string('AUTH_OPERATOR_ROLE', AUTH_CONFIG_DEFAULTS.AUTH_OPERATOR_ROLE);
+  const environmentClaim = reader.trimmed('AUTH_ENVIRONMENT_CLAIM');
 
   const issuerSet = reader.trimmed('AUTH_ISSUER') !== undefined;
   if (!issuerSet && !allowCallerApiKey) {
@@ -132,6 +139,7 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
       customerIdsClaim,
       rolesClaim,
       operatorRole,
+      ...(environmentClaim === undefined ? {} : { environmentClaim }),
     },
     allowCallerApiKey,
   };

@@ -19,6 +19,7 @@ import {
 } from 'jose';
 import type { Caller, CustomerScope } from './caller.ts';
 import { ASYMMETRIC_ALGORITHMS, AUTH_CONFIG_DEFAULTS, type OidcConfig } from './config.ts';
+import { environmentOfClaim } from '../upstream/environment-keys.ts';
 
 /** The one message of every refused token, whatever was wrong with it. */
 export const AUTHENTICATION_FAILED_MESSAGE = 'The access token is missing, invalid or expired.';
@@ -103,6 +104,8 @@ export interface TokenVerifierOptions extends Pick<OidcConfig, 'issuer' | 'audie
   rolesClaim?: string;
   /** Default `operator`. */
   operatorRole?: string;
+  /** Default `environment`; read like {@link customerIdsClaim}. */
+  environmentClaim?: string;
   /**
    * Least time between two key-set fetches triggered by unknown key ids (default 30 000 ms, jose's):
    * a token with a made-up `kid` cannot make the facade hammer the issuer. A token signed with a
@@ -158,6 +161,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   const rolesClaim = options.rolesClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_ROLES_CLAIM;
   const customerIdsClaim = options.customerIdsClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_CUSTOMER_IDS_CLAIM;
   const operatorRole = options.operatorRole ?? AUTH_CONFIG_DEFAULTS.AUTH_OPERATOR_ROLE;
+  const environmentClaim = options.environmentClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_ENVIRONMENT_CLAIM;
   const now = options.now ?? Date.now;
   const keySet = createIssuerKeySet(options);
 
@@ -194,7 +198,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       } catch (error) {
         throw toAuthenticationError(error);
       }
-      return toCaller(verified.payload, { rolesClaim, customerIdsClaim, operatorRole });
+      return toCaller(verified.payload, { rolesClaim, customerIdsClaim, operatorRole, environmentClaim });
     },
   };
 }
@@ -392,6 +396,7 @@ interface ClaimNames {
   rolesClaim: string;
   customerIdsClaim: string;
   operatorRole: string;
+  environmentClaim: string;
 }
 
 function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
@@ -408,6 +413,8 @@ function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
         customerIds: readCustomerIds(readClaim(payload, names.customerIdsClaim)),
       });
   const clientId = [payload['client_id'], payload['azp']].find((value) => typeof value === 'string');
+  // Anything but exactly `sandbox` or `live` names no environment (refused where one is needed).
+  const environment = environmentOfClaim(readClaim(payload, names.environmentClaim));
   return Object.freeze({
     via: 'token',
     subject: sub,
@@ -416,6 +423,7 @@ function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
     operator,
     scope,
     expiresAt: exp * 1000,
+    ...(environment === undefined ? {} : { environment }),
   });
 }
 

@@ -13,6 +13,8 @@ import { openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
+import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 import { createDoor, type Door, type DoorOptions } from './door.ts';
 import { createRateLimits } from './rate-limits.ts';
 import { createReloadableTrustedDocuments, type ReloadableTrustedDocuments } from './trusted-documents.ts';
@@ -82,7 +84,8 @@ export async function createConfiguredDoor(
     publicIntrospection: config.introspection === 'public',
     maxCallsPerOperation: config.upstream.maxCallsPerOperation,
     retriesPerOperation: config.upstream.retry.budget,
-    environmentOf: (apiKey) => parts.keyEnvironments.probe(apiKey),
+    environmentOf: (apiKey, environment) => parts.keyEnvironments.probe(apiKey, environment),
+    environments: configuredEnvironments(config),
     onRateLimited: (bucket) => parts.metrics.rateLimitRefusals.inc({ bucket }),
     ...(parts.onStep === undefined ? {} : { onStep: parts.onStep }),
     logger,
@@ -95,6 +98,14 @@ export async function createConfiguredDoor(
       redis?.disconnect();
     },
   };
+}
+
+/** The environments of a key per environment (`UPSTREAM_API_KEY_SANDBOX`, `_LIVE`); undefined with one key. */
+export function configuredEnvironments(config: Config): readonly PlatformEnvironment[] | undefined {
+  const keys = config.upstream.environmentKeys;
+  return keys === undefined
+    ? undefined
+    : PLATFORM_ENVIRONMENTS.filter((environment) => keys[environment] !== undefined);
 }
 
 /**

@@ -30,6 +30,7 @@ import { checkOrigin } from './origin.ts';
 import { callLimitOf, checkOperation, type TransportRules } from './operation-checks.ts';
 import type { RateBucket, RateKey, RateLimits } from './rate-limits.ts';
 import { isRefusal, rateLimited, refuse, type Refusal } from './refusal.ts';
+import { boundEnvironment } from '../upstream/environment-keys.ts';
 import {
   resolveTrustedDocument,
   type TrustedDocumentRequest,
@@ -124,7 +125,16 @@ export interface DoorOptions {
    * The upstream environment of a key (the facade's own when undefined), remembered per key: what
    * a live connection hears depends on it.
    */
-  environmentOf(apiKey: string | undefined): Promise<UpstreamProbe>;
+  environmentOf(
+    apiKey: string | undefined,
+    environment: PlatformEnvironment | undefined,
+  ): Promise<UpstreamProbe>;
+  /**
+   * The environments the facade holds a key of its own for (`UPSTREAM_API_KEY_SANDBOX`,
+   * `UPSTREAM_API_KEY_LIVE`): every caller is then bound to one by its token, and a token that
+   * binds it to none is refused. Absent with `UPSTREAM_API_KEY` alone.
+   */
+  environments?: readonly PlatformEnvironment[] | undefined;
   /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
   onRateLimited?(bucket: RateBucket): void;
   /** Told of each step of {@link ADMISSION_ORDER} as an operation or a connection takes it; must not throw. */
@@ -142,7 +152,10 @@ export interface Connection {
   readonly apiKey: string | undefined;
   /** The client's address (after `TRUST_PROXY`), which budgets count before authentication. */
   readonly address: string;
-  /** The environment of the connection's key; known for live connections only. */
+  /**
+   * The environment the connection is in: the one its token binds it to when the facade holds a
+   * key per environment; otherwise its key's, known for live connections only.
+   */
   readonly environment?: PlatformEnvironment;
 }
 
@@ -256,7 +269,9 @@ export function createDoor(options: DoorOptions): Door {
   });
   const toleranceMs = options.clockToleranceSeconds * 1000;
   const budgets = createDoorBudgets(options);
-  const holds = createOperationHolds(options.maxOperationsPerCaller);
+  const holds = createOperationHolds(options.maxOperationsPerCaller, (connection) =>
+    budgets.callerKey(connection),
+  );
   const eventPools = createEventCallPools(options.maxCallsPerOperation, now);
 
   const door: Door = {
@@ -334,8 +349,10 @@ export function createDoor(options: DoorOptions): Door {
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
 interface DoorBudgets {
-  /** The caller's key (the address's when anonymous). */
+  /** The caller's key (the address's when anonymous), in its environment. */
   callerKey(connection: Connection): RateKey;
+  /** A verified caller's key in `environment`. */
+  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): RateKey;
   /** The operations budget of `connection`: its client's, when that has one of its own. */
   operationsKey(connection: Connection): RateKey;
   spend(
@@ -349,11 +366,21 @@ interface DoorBudgets {
   mayFail(address: string): Promise<boolean>;
 }
 
-function createDoorBudgets(options: Pick<DoorOptions, 'rateLimits' | 'onRateLimited'>): DoorBudgets {
+function createDoorBudgets(
+  options: Pick<DoorOptions, 'rateLimits' | 'onRateLimited' | 'environments'>,
+): DoorBudgets {
   const { rateLimits } = options;
   const addressKey = (address: string): RateKey => `ip:${address}`;
+  // With a key per environment, every budget is the caller's in its environment: a sandbox
+  // caller's traffic is never charged to the same subject's or client's live budget.
+  const inEnvironment = (environment: PlatformEnvironment | undefined): string =>
+    options.environments === undefined || environment === undefined ? '' : `${environment}:`;
+  const subjectKey: DoorBudgets['subjectKey'] = (caller, environment) =>
+    `sub:${inEnvironment(environment)}${caller.subject}`;
   const callerKey = (connection: Connection): RateKey =>
-    connection.caller === undefined ? addressKey(connection.address) : `sub:${connection.caller.subject}`;
+    connection.caller === undefined
+      ? addressKey(connection.address)
+      : subjectKey(connection.caller, connection.environment);
   const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) => {
     const decision = await rateLimits.consume(bucket, key);
     if (decision.allowed) {
@@ -365,10 +392,11 @@ function createDoorBudgets(options: Pick<DoorOptions, 'rateLimits' | 'onRateLimi
   };
   return {
     callerKey,
+    subjectKey,
     operationsKey(connection) {
       const clientId = connection.caller?.clientId;
       return clientId !== undefined && rateLimits.hasClientBudget(clientId)
-        ? `client:${clientId}`
+        ? `client:${inEnvironment(connection.environment)}${clientId}`
         : callerKey(connection);
     },
     spend,
@@ -416,13 +444,21 @@ async function connectCaller(
       break;
   }
   const { caller, apiKey } = authentication;
-  if (kind === 'request') return { caller, apiKey, address };
+  const bound =
+    options.environments === undefined
+      ? undefined
+      : boundEnvironment(caller.environment, options.environments);
+  if (options.environments !== undefined && bound === undefined) {
+    return refuse('forbidden', noEnvironmentMessage(caller.environment, options.environments));
+  }
+  if (kind === 'request')
+    return { caller, apiKey, address, ...(bound === undefined ? {} : { environment: bound }) };
   if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
     return refuse('forbidden', 'This caller may act for no customer: there is nothing to hear.');
   }
-  const limited = await budgets.spend('ws-connect', `sub:${caller.subject}`);
+  const limited = await budgets.spend('ws-connect', budgets.subjectKey(caller, bound));
   if (limited !== undefined) return limited;
-  const probe = await options.environmentOf(apiKey);
+  const probe = await options.environmentOf(apiKey, bound);
   if (probe.outcome === 'refused') {
     return probe.problem.status === 401
       ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
@@ -506,11 +542,11 @@ function checkOperationOf(
 }
 
 /** The `hold` step: each caller's running long-lived operations, over every connection and transport. */
-function createOperationHolds(max: number | undefined) {
+function createOperationHolds(max: number | undefined, callerKey: (connection: Connection) => RateKey) {
   const runningBySubject = new Map<string, number>();
   return {
     hold(connection: Connection, transport: TransportRules): (() => void) | Refusal {
-      const subject = connection.caller?.subject ?? `ip:${connection.address}`;
+      const subject = callerKey(connection);
       const running = runningBySubject.get(subject) ?? 0;
       if (max !== undefined && running >= max) {
         return refuse(
@@ -554,6 +590,17 @@ function createEventCallPools(maxCallsPerOperation: number, now: () => number) {
       return createPooledCallBudget(callLimit, entry.pool);
     },
   };
+}
+
+/** Why a valid token is refused where every caller must be in one of `configured`. */
+function noEnvironmentMessage(
+  claimed: PlatformEnvironment | undefined,
+  configured: readonly PlatformEnvironment[],
+): string {
+  const served = configured.join(' or ');
+  return claimed === undefined
+    ? `This token names no upstream environment: its environment claim must be ${served}.`
+    : `This facade serves no ${claimed} environment: the token's environment claim must be ${served}.`;
 }
 
 /** The same message whatever was wrong with a credential, so it helps no forger. */

@@ -123,7 +123,10 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
     if (bucket !== 'request' && bucket !== 'subscribe') return others[bucket];
     if (key.startsWith('ip:')) return perAddress;
     if (!key.startsWith('client:')) return perCaller;
-    const limiter = perClient.get(key.slice('client:'.length));
+    const named = key.slice('client:'.length);
+    // With a key per environment the door names the environment first (`client:live:<id>`), so
+    // one client's budgets in the two environments are counted apart, each of the client's size.
+    const limiter = perClient.get(named) ?? perClient.get(named.replace(/^(?:sandbox|live):/, ''));
     // The door asks for a client's key only when `hasClientBudget` said yes.
     if (limiter === undefined) throw new TypeError('A client key names a client without a budget');
     return limiter;

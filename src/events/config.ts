@@ -31,6 +31,13 @@ export interface WebhooksConfig {
   register: boolean;
   /** Signing secrets accepted (`WEBHOOK_SECRETS`, comma separated, several during a rotation). Never logged. */
   secrets: readonly string[];
+  /**
+   * With a key per environment, each one's own secrets (`WEBHOOK_SECRETS_SANDBOX`,
+   * `WEBHOOK_SECRETS_LIVE`), checked on that environment's route only; undefined when neither is
+   * set. Never logged.
+   */
+  secretsByEnvironment?:
+    { readonly sandbox: readonly string[]; readonly live: readonly string[] } | undefined;
   /** Accepted distance between a delivery's timestamp and the clock (`WEBHOOK_TOLERANCE_SECONDS`). */
   toleranceSeconds: number;
   /** Largest accepted webhook body (`WEBHOOK_MAX_BODY_BYTES`); larger ones are answered 413. */
@@ -122,7 +129,8 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
     webhooks: {
       publicUrl: reader.httpUrl('WEBHOOK_PUBLIC_URL')?.href,
       register: reader.optionalBoolean('WEBHOOK_REGISTER') ?? false,
-      secrets: readSecrets(env['WEBHOOK_SECRETS'], report),
+      secrets: readSecrets('WEBHOOK_SECRETS', env, report),
+      secretsByEnvironment: readSecretsByEnvironment(env, report),
       toleranceSeconds: reader.integer(
         'WEBHOOK_TOLERANCE_SECONDS',
         EVENTS_CONFIG_DEFAULTS.WEBHOOK_TOLERANCE_SECONDS,
@@ -232,13 +240,26 @@ function readLogRetention(value: string | undefined, report: ReportProblem): Log
   return retention;
 }
 
-function readSecrets(value: string | undefined, report: (name: string, problem: string) => void): string[] {
+function readSecretsByEnvironment(
+  env: Env,
+  report: (name: string, problem: string) => void,
+): EventsConfig['webhooks']['secretsByEnvironment'] {
+  if (env['WEBHOOK_SECRETS_SANDBOX'] === undefined && env['WEBHOOK_SECRETS_LIVE'] === undefined)
+    return undefined;
+  return {
+    sandbox: readSecrets('WEBHOOK_SECRETS_SANDBOX', env, report),
+    live: readSecrets('WEBHOOK_SECRETS_LIVE', env, report),
+  };
+}
+
+function readSecrets(name: string, env: Env, report: (name: string, problem: string) => void): string[] {
+  const value = env[name];
   if (value === undefined || value.trim() === '') return [];
   const secrets = value.split(',').map((secret) => secret.trim());
   const bad = secrets.filter((secret) => !isWebhookSecret(secret)).length;
   if (bad > 0) {
     // Only a count: the values are secrets even when malformed.
-    report('WEBHOOK_SECRETS', `${bad} of ${secrets.length} entries are not "whsec_" followed by base64`);
+    report(name, `${bad} of ${secrets.length} entries are not "whsec_" followed by base64`);
     return [];
   }
   return secrets;

@@ -74,6 +74,12 @@ export interface EventsRuntimeOptions {
    * event) and its delivery to each subscriber. Absent, nothing of the kind is built.
    */
   tracer?: EventTracer;
+  /**
+   * With a key per environment, the one environment this pipeline serves: its webhook route is
+   * `WEBHOOK_PATH/<environment>` and takes that environment's events only. Absent: one pipeline,
+   * at {@link WEBHOOK_PATH}.
+   */
+  environment?: PlatformEnvironment;
 }
 
 /** The parts of the app the event pipeline plugs into. */
@@ -87,7 +93,7 @@ export interface EventsRuntime {
   readonly apolloPlugin: ApolloServerPlugin<GraphContext>;
   /** Subscribers, their queues and shared event reads, for every live transport's adapter. */
   readonly live: LiveSessions;
-  /** Mounts the webhook route at {@link WEBHOOK_PATH}. Call once. */
+  /** Mounts the webhook route at {@link WEBHOOK_PATH} (and the environment's name, when it serves one). Call once. */
   attach(host: EventsHost): void;
   /**
    * Registers (or reuses) the webhook endpoint when registration is on. `baseUrl` is the facade's
@@ -110,7 +116,12 @@ export type RedisCheck = { reachable: true } | { reachable: false; reason: strin
 /** Builds the event pipeline; nothing is mounted or registered until `attach` and `start`. */
 export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntime {
   const { config, upstreamClient } = options;
-  const logger = options.logger.child({ component: 'events' });
+  const webhookPath =
+    options.environment === undefined ? WEBHOOK_PATH : `${WEBHOOK_PATH}/${options.environment}`;
+  const logger = options.logger.child({
+    component: 'events',
+    ...(options.environment === undefined ? {} : { environment: options.environment }),
+  });
   const { tracer } = options;
   const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
   const reconciler =
@@ -171,7 +182,12 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       }
       return;
     }
-    const url = config.webhooks.publicUrl ?? `${baseUrl}${WEBHOOK_PATH}`;
+    const url =
+      config.webhooks.publicUrl === undefined
+        ? `${baseUrl}${webhookPath}`
+        : options.environment === undefined
+          ? config.webhooks.publicUrl
+          : `${config.webhooks.publicUrl.replace(/\/+$/, '')}/${options.environment}`;
     // A failed registration fails the start: a facade that cannot receive events would serve
     // subscriptions that never deliver anything.
     const registration = await registerWebhookEndpoint({
@@ -201,7 +217,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       webhooks = createWebhookRouter(
         webhookRouterOptions(options, { secrets: () => secrets, dedup, log, logger, cache }),
       );
-      host.routes.use(WEBHOOK_PATH, webhooks.router);
+      host.routes.use(webhookPath, webhooks.router);
     },
 
     async start(baseUrl) {
@@ -271,6 +287,7 @@ function webhookRouterOptions(
     dedup,
     log,
     logger,
+    ...(options.environment === undefined ? {} : { environment: options.environment }),
     maxBodyBytes: config.webhooks.maxBodyBytes,
     bodyLimits: webhookBodyLimits(config.webhooks),
     refusals: { limit: config.webhooks.maxRefusalsPerMinute, windowMs: 60_000 },

@@ -165,6 +165,8 @@ export type AccountTargetInput = {
 /** Reachability of the Platform API with the credentials of the current request. */
 export type ApiStatus = {
   __typename?: 'ApiStatus';
+  /** The environment the caller is in (`sandbox` or `live`): the one its token's environment claim binds it to when the facade serves both, otherwise the one its key selects; null when unknown. */
+  callerEnvironment?: Maybe<Scalars['String']['output']>;
   /** The capability offerings the Platform API reports for this key; empty when unknown. */
   capabilities: Array<CapabilityOffering>;
   /** The environment the key selects (`sandbox` or `live`); null when unknown. */
@@ -3104,6 +3106,7 @@ export type AccountFeesResolvers<ContextType = GraphContext, ParentType extends 
 };
 
 export type ApiStatusResolvers<ContextType = GraphContext, ParentType extends ResolversParentTypes['ApiStatus'] = ResolversParentTypes['ApiStatus']> = {
+  callerEnvironment?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   capabilities?: Resolver<Array<ResolversTypes['CapabilityOffering']>, ParentType, ContextType>;
   environment?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   keyValid?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;

@@ -11,6 +11,7 @@ export interface ApiStatusResult {
   reachable: boolean;
   keyValid: boolean;
   environment: string | null;
+  callerEnvironment: string | null;
   capabilities: CapabilityDiscovery['capabilities'];
   problemCode: string | null;
 }
@@ -23,13 +24,21 @@ export async function checkApiStatus(up: UpstreamContext): Promise<ApiStatusResu
   const probe = await probeUpstream(up);
   if (probe.outcome === 'ready') {
     const { environment, capabilities } = probe.discovery;
-    return { reachable: true, keyValid: true, environment, capabilities, problemCode: null };
+    return {
+      reachable: true,
+      keyValid: true,
+      environment,
+      callerEnvironment: up.environment ?? environment,
+      capabilities,
+      problemCode: null,
+    };
   }
   const problem = probe.outcome === 'refused' || probe.outcome === 'failed' ? probe.problem : undefined;
   return {
     reachable: isReachable(probe),
     keyValid: false,
     environment: null,
+    callerEnvironment: up.environment ?? null,
     capabilities: [],
     problemCode: problem?.code ?? 'upstream_unavailable',
   };

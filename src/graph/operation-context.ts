@@ -4,6 +4,7 @@
  * set. The same for every transport; built per HTTP request and per subscription event.
  */
 import type { Caller } from '../auth/caller.ts';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from '../upstream/access.ts';
 import type { CallBudget } from '../upstream/call-budget.ts';
 import { createOperationSignal } from '../upstream/cancellation.ts';
@@ -15,7 +16,12 @@ import { createGraphContext, type GraphContext } from './context.ts';
 /** What an operation's context is built from. */
 export interface OperationContextInput {
   /** Who the door admitted (the caller undefined for an anonymous request). */
-  connection: { readonly caller: Caller | undefined; readonly apiKey: string | undefined };
+  connection: {
+    readonly caller: Caller | undefined;
+    readonly apiKey: string | undefined;
+    /** The environment the door bound the caller to (a key per environment). */
+    readonly environment?: PlatformEnvironment | undefined;
+  };
   /** The request's id (the caller's of a safe form, or the facade's); generated when absent or unusable. */
   requestId?: string | undefined;
   /** The facade's own id of the request (audit lines record it); `requestId` when absent. */
@@ -30,10 +36,20 @@ export interface OperationContextInput {
   callBudget?: CallBudget | undefined;
 }
 
+/** The upstream client and the facade's own key (its source) of one environment. */
+export interface EnvironmentUpstream {
+  readonly client: UpstreamClient;
+  readonly key: UpstreamKey;
+}
+
 export interface OperationContextsOptions {
-  upstreamClient: UpstreamClient;
-  /** The facade's configured key (its source), for callers without one of their own. */
-  defaultApiKey: UpstreamKey;
+  /**
+   * The client and configured key an operation of `environment` uses (callers without a key of
+   * their own use the key): with a key per environment, that environment's; otherwise the one.
+   */
+  upstreamOf: (environment: PlatformEnvironment | undefined) => EnvironmentUpstream;
+  /** Whether the facade holds a key per environment, so each caller is bound to one. */
+  bindsEnvironments: boolean;
   /** `OPERATION_TIMEOUT_MS`. */
   operationTimeoutMs: number;
   /** Aborted when a shutdown's drain window has passed. */
@@ -45,23 +61,35 @@ export function createOperationContexts(
   options: OperationContextsOptions,
 ): (input: OperationContextInput) => GraphContext {
   return ({
-    connection: { caller, apiKey },
+    connection: { caller, apiKey, environment },
     requestId,
     facadeRequestId,
     callerRequestId,
     readThrough,
     readCache,
     callBudget,
-  }) =>
-    createGraphContext(
-      createUpstreamContext(options.upstreamClient, {
-        apiKey: apiKey ?? options.defaultApiKey,
+  }) => {
+    // Bound only with a key per environment: the live connections of one key learn its environment
+    // too, and that changes nothing then.
+    const bound =
+      caller?.via === 'token' && environment !== undefined && options.bindsEnvironments
+        ? environment
+        : undefined;
+    const upstream = options.upstreamOf(bound);
+    return createGraphContext(
+      createUpstreamContext(upstream.client, {
+        apiKey: apiKey ?? upstream.key,
         scope: caller === undefined ? ANONYMOUS_SCOPE : scopeOf(caller),
         // The open facade (AUTH_MODE=none) has no one to name: its writes are the configured key's.
         actor:
           caller === undefined || caller.via === 'open'
             ? undefined
-            : { subject: caller.subject, client: caller.clientId ?? null },
+            : {
+                subject: caller.subject,
+                client: caller.clientId ?? null,
+                ...(bound === undefined ? {} : { environment: bound }),
+              },
+        environment: bound,
         requestId,
         facadeRequestId,
         callerRequestId,
@@ -74,4 +102,5 @@ export function createOperationContexts(
       }),
       caller,
     );
+  };
 }

@@ -32,6 +32,8 @@ export interface AuditActor {
   subject: string;
   /** `facade` when the facade's configured key was used, null for a caller's own `X-API-Key`. */
   client: string | null;
+  /** The upstream environment the caller is bound to, when the facade holds a key per environment. */
+  environment?: string;
 }
 
 /** The GraphQL operation a write belongs to. */
@@ -107,7 +109,10 @@ function auditActor(call: {
   credentials: { readonly apiKey: string; readonly configured?: boolean };
   actor?: AuditActor | undefined;
 }): AuditActor {
-  if (call.actor !== undefined) return { subject: call.actor.subject, client: call.actor.client };
+  if (call.actor !== undefined) {
+    const { subject, client, environment } = call.actor;
+    return { subject, client, ...(environment === undefined ? {} : { environment }) };
+  }
   return {
     subject: apiKeyId(call.credentials.apiKey),
     // The facade's configured key, whichever key it holds since a rotation: the facade's own client.

@@ -257,7 +257,8 @@ function exposition(registry: Registry): RequestHandler {
 function createUpstreamMetrics(
   registers: Registry[],
 ): Pick<Metrics, 'upstreamRequests' | 'upstreamDuration' | 'upstreamRetries' | 'upstreamObserver'> {
-  const upstreamLabels = ['method', 'route', 'status'] as const;
+  // `environment` only with a key per environment: one deployment's two upstreams apart.
+  const upstreamLabels = ['method', 'route', 'status', 'environment'] as const;
   const routeOf: RouteMatcher = createRouteMatcher();
   const upstreamRequests = new Counter({
     name: 'facade_upstream_requests_total',
@@ -286,12 +287,13 @@ function createUpstreamMetrics(
     upstreamDuration,
     upstreamRetries,
     upstreamObserver: {
-      attempt({ request, attempt, status, durationSeconds, failure }) {
+      attempt({ request, attempt, status, durationSeconds, failure, environment }) {
         const { template } = routeOf(request.path);
         const labels = {
           method: request.method,
           route: template,
           status: status === undefined ? 'none' : String(status),
+          ...(environment === undefined ? {} : { environment }),
         };
         upstreamRequests.inc(labels);
         upstreamDuration.observe(labels, durationSeconds);

@@ -27,6 +27,8 @@ import { partitionOfKey } from './credentials.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
 import type { UpstreamRequest } from './types.ts';
+import type { EnvironmentKeys } from './environment-keys.ts';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 
 export type { HttpMethod, UpstreamRequest } from './types.ts';
 
@@ -56,7 +58,8 @@ export interface UpstreamCall {
   /** What the caller may reach: checked against every request before it is sent. */
   readonly scope: UpstreamScope;
   /** Who the calls are made for (the audit trail's actor); undefined for the facade's own work. */
-  readonly actor?: { readonly subject: string; readonly client: string | null } | undefined;
+  readonly actor?:
+    { readonly subject: string; readonly client: string | null; readonly environment?: string } | undefined;
   readonly requestId: string;
   /** The facade's own id of the operation, for the audit trail (see `request-id.ts`). */
   readonly facadeRequestId?: string;
@@ -121,6 +124,11 @@ export interface UpstreamConfig {
   apiKey: string;
   /** `UPSTREAM_API_KEY_FILE`: the file `apiKey` was read from, read again on SIGHUP and on change. */
   apiKeyFile?: string | undefined;
+  /**
+   * `UPSTREAM_API_KEY_SANDBOX` and `UPSTREAM_API_KEY_LIVE` (or their `*_FILE`), instead of
+   * `UPSTREAM_API_KEY`: the key of each environment one deployment serves. Absent: one key.
+   */
+  environmentKeys?: EnvironmentKeys | undefined;
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
@@ -140,6 +148,8 @@ export interface UpstreamConfig {
 
 export interface UpstreamClientOptions extends UpstreamConfig {
   logger: Logger;
+  /** The environment whose key this client's calls carry (a key per environment), for log lines. */
+  environment?: PlatformEnvironment | undefined;
   /** Told about every attempt and every finished call (metrics, the audit trail). */
   observer?: UpstreamObserver;
   /** Makes a trace span of every call when tracing is on; absent, nothing of tracing runs. */
@@ -173,6 +183,8 @@ export interface UpstreamAttemptReport {
   durationSeconds: number;
   /** Why the attempt failed (a problem code or a transport reason); undefined when it succeeded. */
   failure: string | undefined;
+  /** The environment whose key the client sends, with a key per environment (a metrics label). */
+  environment?: PlatformEnvironment;
 }
 
 /** A finished call (after its last attempt), as {@link UpstreamObserver.call} hears of it. */
@@ -201,7 +213,6 @@ const CLOSE_GRACE_MS = 1_000;
 /** Builds the upstream client. Nothing connects until the first call. */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const base = new URL(options.baseUrl);
-  const basePath = base.pathname.replace(/\/+$/, '');
   const pool = new Pool(base.origin, {
     connections: options.connections,
     connectTimeout: options.connectTimeoutMs,
@@ -209,25 +220,113 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     bodyTimeout: options.bodyTimeoutMs,
     keepAliveTimeout: 30_000,
   });
-  const logger = options.logger.child({ component: 'upstream' });
-  const policy = options.retry;
-  const observer = options.observer;
-  const tracer = options.tracer;
-  const observe = (notify: () => void): void => {
-    try {
-      notify();
-    } catch {
-      // Watching must never break a call.
-    }
-  };
+  const logger = options.logger.child({
+    component: 'upstream',
+    ...(options.environment === undefined ? {} : { environment: options.environment }),
+  });
+  const sendOnce = createAttemptSender({
+    pool,
+    basePath: base.pathname.replace(/\/+$/, ''),
+    logger,
+    observer: options.observer,
+    environment: options.environment,
+  });
+  const sendTraced = createRetryingSender({
+    sendOnce,
+    policy: options.retry,
+    logger,
+    observer: options.observer,
+    tracer: options.tracer,
+  });
+  const responseCache =
+    options.cache?.enabled === true
+      ? createResponseCache({ maxAgeSeconds: options.cache.maxAgeSeconds, maxBytes: options.cache.maxBytes })
+      : undefined;
+  const read = createReader(responseCache, sendTraced);
 
-  async function sendOnce(
-    call: UpstreamCall,
-    request: UpstreamRequest,
-    attempt: number,
-    traceHeaders: Readonly<Record<string, string>> | undefined,
-    apiKey: string,
-  ): Promise<SentResponse> {
+  /**
+   * A write. What it may change is dropped once it is over (in `finally`, so a read in flight
+   * meanwhile is marked and keeps nothing) whenever it may have changed something: it succeeded, or
+   * it failed in a way that may have reached the upstream (a timeout, a 5xx, a lost connection, a
+   * cancellation, or a refusal after a retried attempt). A refusal the upstream answered to the
+   * only attempt changed nothing, and drops nothing: a caller's failing writes cannot empty the
+   * answers other callers are served.
+   */
+  async function write(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    const progress = { attempts: 0 };
+    let changedNothing = false;
+    try {
+      return withoutText(await sendTraced(call, request, progress));
+    } catch (error) {
+      changedNothing = progress.attempts === 1 && isRefusalWithoutChange(error);
+      throw error;
+    } finally {
+      if (!changedNothing) responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
+    }
+  }
+
+  return {
+    retryPolicy: options.retry,
+    maxCallsPerOperation: options.maxCallsPerOperation,
+    problemDocsUrl: options.problemDocsUrl,
+    cache: responseCache,
+    async send(call, request) {
+      // The scope first: neither a held answer nor a write reaches what the caller may not.
+      authorizeUpstreamRequest(call.scope, request, {
+        requestId: call.requestId,
+        problemDocsUrl: options.problemDocsUrl,
+      });
+      return request.method === 'GET' ? read(call, request) : write(call, request);
+    },
+    async close() {
+      const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
+      try {
+        await pool.close();
+      } catch {
+        // Destroyed by the grace timer: nothing more to close.
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** Calls an observer hook; watching must never break a call. */
+function observe(notify: () => void): void {
+  try {
+    notify();
+  } catch {
+    // Watching must never break a call.
+  }
+}
+
+/** One attempt of a call: `(call, request, attempt, traceHeaders, apiKey)`. */
+type AttemptSender = (
+  call: UpstreamCall,
+  request: UpstreamRequest,
+  attempt: number,
+  traceHeaders: Readonly<Record<string, string>> | undefined,
+  apiKey: string,
+) => Promise<SentResponse>;
+
+/** A call with its retries (and its span, when tracing is on); `progress.attempts` counts attempts. */
+type CallSender = (
+  call: UpstreamCall,
+  request: UpstreamRequest,
+  progress?: { attempts: number },
+) => Promise<SentResponse>;
+
+/** Sends one attempt over `pool`: the v3 headers, the key, problem+json parsed into errors. */
+function createAttemptSender(parts: {
+  pool: Pool;
+  basePath: string;
+  logger: Logger;
+  observer: UpstreamObserver | undefined;
+  environment: PlatformEnvironment | undefined;
+}): AttemptSender {
+  const { pool, basePath, logger, observer } = parts;
+  const labelled = parts.environment === undefined ? {} : { environment: parts.environment };
+  return async (call, request, attempt, traceHeaders, apiKey) => {
     const headers: Record<string, string> = {
       ...traceHeaders,
       accept: 'application/json',
@@ -283,7 +382,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     } finally {
       if (observer?.attempt) {
         const durationSeconds = (performance.now() - started) / 1000;
-        observe(() => observer.attempt?.({ request, attempt, status, durationSeconds, failure }));
+        observe(() =>
+          observer.attempt?.({ request, attempt, status, durationSeconds, failure, ...labelled }),
+        );
       }
       // Never the headers: they hold the key.
       logger.debug('upstream call', {
@@ -295,7 +396,18 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         requestId: call.requestId,
       });
     }
-  }
+  };
+}
+
+/** Sends a call's attempts, retrying what may be retried, under a span of its own when tracing is on. */
+function createRetryingSender(parts: {
+  sendOnce: AttemptSender;
+  policy: RetryConfig;
+  logger: Logger;
+  observer: UpstreamObserver | undefined;
+  tracer: UpstreamTracer | undefined;
+}): CallSender {
+  const { sendOnce, policy, logger, observer, tracer } = parts;
 
   /** Sends `request`, retrying what may be retried; `progress.attempts` counts attempts made. */
   async function sendWithRetries(
@@ -359,12 +471,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     }
   }
 
-  /** Sends `request` with its retries, under a span of its own when tracing is on. */
-  async function sendTraced(
-    call: UpstreamCall,
-    request: UpstreamRequest,
-    progress: { attempts: number } = { attempts: 0 },
-  ): Promise<SentResponse> {
+  return async (call, request, progress = { attempts: 0 }) => {
     if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
     const traced = tracer.startCall(call, request);
     try {
@@ -375,13 +482,14 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       observe(() => traced.end({ call, request, attempts: progress.attempts, response: undefined, error }));
       throw error;
     }
-  }
+  };
+}
 
-  const responseCache =
-    options.cache?.enabled === true
-      ? createResponseCache({ maxAgeSeconds: options.cache.maxAgeSeconds, maxBytes: options.cache.maxBytes })
-      : undefined;
-
+/** GETs, through the event's shared reads and the response cache where there are any. */
+function createReader(
+  responseCache: ResponseCache | undefined,
+  sendTraced: CallSender,
+): (call: UpstreamCall, request: UpstreamRequest) => Promise<UpstreamResponse> {
   /**
    * A GET through the response cache: a held answer (or one being read for the same key) costs
    * one call of the budget and no request; a miss is sent and kept.
@@ -410,8 +518,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     return answerOf(answer, call.requestId);
   }
 
-  /** A GET, through the event's shared reads and the response cache where there are any. */
-  function read(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+  return (call, request) => {
     const send = (): Promise<UpstreamResponse> =>
       responseCache?.isCacheable(request.path) === true
         ? readCached(responseCache, call, request)
@@ -431,52 +538,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       if (shared.get(key) === sending) shared.delete(key);
     });
     return sending;
-  }
-
-  /**
-   * A write. What it may change is dropped once it is over (in `finally`, so a read in flight
-   * meanwhile is marked and keeps nothing) whenever it may have changed something: it succeeded, or
-   * it failed in a way that may have reached the upstream (a timeout, a 5xx, a lost connection, a
-   * cancellation, or a refusal after a retried attempt). A refusal the upstream answered to the
-   * only attempt changed nothing, and drops nothing: a caller's failing writes cannot empty the
-   * answers other callers are served.
-   */
-  async function write(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
-    const progress = { attempts: 0 };
-    let changedNothing = false;
-    try {
-      return withoutText(await sendTraced(call, request, progress));
-    } catch (error) {
-      changedNothing = progress.attempts === 1 && isRefusalWithoutChange(error);
-      throw error;
-    } finally {
-      if (!changedNothing) responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
-    }
-  }
-
-  return {
-    retryPolicy: policy,
-    maxCallsPerOperation: options.maxCallsPerOperation,
-    problemDocsUrl: options.problemDocsUrl,
-    cache: responseCache,
-    async send(call, request) {
-      // The scope first: neither a held answer nor a write reaches what the caller may not.
-      authorizeUpstreamRequest(call.scope, request, {
-        requestId: call.requestId,
-        problemDocsUrl: options.problemDocsUrl,
-      });
-      return request.method === 'GET' ? read(call, request) : write(call, request);
-    },
-    async close() {
-      const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
-      try {
-        await pool.close();
-      } catch {
-        // Destroyed by the grace timer: nothing more to close.
-      } finally {
-        clearTimeout(timer);
-      }
-    },
   };
 }
 

@@ -2,6 +2,7 @@
  * What every upstream call of one GraphQL operation shares: the client, the credentials, the
  * request id, the retry budget and the call budget. Resolvers and loaders pass it to the upstream functions as `up`.
  */
+import type { PlatformEnvironment } from '../events/event-types.ts';
 import type { UpstreamScope } from './access.ts';
 import { createCallBudget, type CallBudget } from './call-budget.ts';
 import type { SharedReadCache, UpstreamClient } from './client.ts';
@@ -15,6 +16,8 @@ export interface UpstreamActor {
   readonly subject: string;
   /** The OAuth client it called through, when its token names one. */
   readonly client: string | null;
+  /** The environment it is bound to, when the facade holds a key per environment. */
+  readonly environment?: PlatformEnvironment;
 }
 
 export interface UpstreamContext {
@@ -25,6 +28,11 @@ export interface UpstreamContext {
   readonly scope: UpstreamScope;
   /** Who the calls are made for (the caller's subject and client), for the audit trail. */
   readonly actor: UpstreamActor | undefined;
+  /**
+   * The environment the operation is bound to when the facade holds a key per environment (its
+   * key is that environment's); undefined with one key.
+   */
+  readonly environment?: PlatformEnvironment;
   /** Sent as `X-Request-Id` on every call of the operation; the upstream echoes it as `correlationId`. */
   readonly requestId: string;
   /** The facade's own id of the operation (the audit trail's `requestId`); see `request-id.ts`. */
@@ -62,6 +70,8 @@ export interface UpstreamContextOptions {
   scope: UpstreamScope;
   /** Who the calls are made for; undefined for the facade's own work. */
   actor?: UpstreamActor | undefined;
+  /** See {@link UpstreamContext.environment}. */
+  environment?: PlatformEnvironment | undefined;
   /** The request's id (`assignRequestId`); a fresh one is generated when absent or unusable. */
   requestId?: string | undefined;
   /** The facade's own id of the request (`assignRequestId`); `requestId` when absent. */
@@ -93,6 +103,7 @@ export function createUpstreamContext(
     credentials: createCredentials(options.apiKey),
     scope: options.scope,
     actor: options.actor,
+    ...(options.environment === undefined ? {} : { environment: options.environment }),
     requestId,
     facadeRequestId: options.facadeRequestId ?? requestId,
     ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),

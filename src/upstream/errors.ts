@@ -61,14 +61,17 @@ export type AccessDeniedReason =
   | 'unproven_customer'
   | 'no_rule'
   /** The path would read differently once decoded or normalised (see `access.ts`). */
-  | 'unsafe_path';
+  | 'unsafe_path'
+  /** A sandbox simulation asked by a caller bound to the live environment. */
+  | 'live_environment';
 
 /** The caller may not send this request (platform-wide, or no rule allows it); nothing was sent. */
 export class UpstreamAccessDeniedError extends Error {
   readonly reason: AccessDeniedReason;
 
-  constructor(reason: AccessDeniedReason) {
-    super('You are not allowed to do this.');
+  /** `message`: what the caller reads, where the rule met tells a prober nothing it does not know. */
+  constructor(reason: AccessDeniedReason, message = 'You are not allowed to do this.') {
+    super(message);
     this.name = 'UpstreamAccessDeniedError';
     this.reason = reason;
   }

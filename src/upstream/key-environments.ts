@@ -10,14 +10,16 @@ import { PLATFORM_SCOPE } from './access.ts';
 import type { UpstreamClient } from './client.ts';
 import { createUpstreamContext } from './context.ts';
 import type { UpstreamKey } from './credentials.ts';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 import { probeUpstream, type UpstreamProbe } from './probe.ts';
 
 export interface KeyEnvironments {
   /**
-   * What the probe says of `apiKey` (the facade's own key when undefined or its source): for an
-   * accepted key, its environment in `discovery`. Never throws.
+   * What the probe says of `apiKey` (the facade's own key when undefined or its source: with a key
+   * per environment, `environment`'s): for an accepted key, its environment in `discovery`. Never
+   * throws.
    */
-  probe(apiKey: UpstreamKey | undefined): Promise<UpstreamProbe>;
+  probe(apiKey: UpstreamKey | undefined, environment?: PlatformEnvironment): Promise<UpstreamProbe>;
 }
 
 /** The facade's own key as key environments ask it: its probe is remembered by the source. */

@@ -152,40 +152,85 @@ export function keyOfFileText(text: string): { key: string } | { problem: string
   return { key };
 }
 
+/** What a source holds while it runs, shared by its reloads and its probe. */
+interface KeyState {
+  key: string;
+  readonly held: string[];
+  // Bumped when a new key selects another environment than the old one: answers kept for the old
+  // environment are then never served under the new key.
+  generation: number;
+  probed: { key: string; probe: Promise<UpstreamProbe> } | undefined;
+  environment: Environment | undefined;
+  closed: boolean;
+}
+
 /** Builds the source; nothing is watched until {@link UpstreamKeySource.watch}. */
 export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
   const logger = options.logger.child({ component: 'upstream-key', key: options.name });
-  const debounceMs = options.debounceMs ?? 200;
+  const state: KeyState = {
+    key: options.initial,
+    held: [options.initial],
+    generation: 0,
+    probed: undefined,
+    environment: undefined,
+    closed: false,
+  };
+  options.onKey?.(state.key);
+
+  const probeCurrent = (): Promise<UpstreamProbe> => {
+    const { key } = state;
+    if (state.probed?.key === key) return state.probed.probe;
+    const entry = { key, probe: options.check(key) };
+    state.probed = entry;
+    void entry.probe.then((answer) => {
+      if (answer.outcome === 'ready') state.environment = answer.discovery.environment;
+      else if (state.probed === entry) state.probed = undefined;
+    });
+    return entry.probe;
+  };
+
+  const rotation = createKeyRotation(state, options, logger);
+  const watcher = createKeyFileWatcher({
+    name: options.name,
+    file: options.file,
+    debounceMs: options.debounceMs ?? 200,
+    logger,
+    onChange: () => void rotation.reload('file-change'),
+  });
+
+  return {
+    name: options.name,
+    file: options.file,
+    current: () => state.key,
+    partition: () => `${options.name}#${state.generation}`,
+    keysHeld: () => state.held,
+    probe: probeCurrent,
+    reload: rotation.reload,
+    watch() {
+      if (!state.closed) watcher.watch();
+    },
+    close() {
+      state.closed = true;
+      watcher.close();
+      rotation.close();
+    },
+  };
+}
+
+/** Reloads of the file, serialised, with retries of a key the upstream does not accept yet. */
+function createKeyRotation(
+  state: KeyState,
+  options: KeySourceOptions,
+  logger: Logger,
+): { reload: (reason: KeyReloadReason) => Promise<KeyReload>; close: () => void } {
   const retryMs = options.retryMs ?? 5_000;
-  let key = options.initial;
-  const held: string[] = [key];
-  options.onKey?.(key);
-  // Bumped when a new key selects another environment than the old one: answers kept for the old
-  // environment are then never served under the new key.
-  let generation = 0;
-  let probed: { key: string; probe: Promise<UpstreamProbe> } | undefined;
-  let environment: Environment | undefined;
   let reloading: Promise<KeyReload> = Promise.resolve({ outcome: 'unchanged' });
-  let watcher: FSWatcher | undefined;
-  let debounce: NodeJS.Timeout | undefined;
   let retry: NodeJS.Timeout | undefined;
   let retryDelayMs = retryMs;
   let lastProblem: string | undefined;
   // The last key the upstream did not accept: another change in the directory does not ask again
   // (a signal or a retry does).
   let refused: string | undefined;
-  let closed = false;
-
-  const probeCurrent = (): Promise<UpstreamProbe> => {
-    if (probed?.key === key) return probed.probe;
-    const entry = { key, probe: options.check(key) };
-    probed = entry;
-    void entry.probe.then((answer) => {
-      if (answer.outcome === 'ready') environment = answer.discovery.environment;
-      else if (probed === entry) probed = undefined;
-    });
-    return entry.probe;
-  };
 
   /** One line per problem until it changes, so a retried bad file does not fill the log. */
   const keep = (reason: KeyReloadReason, problem: string): KeyReload => {
@@ -201,7 +246,7 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
 
   /** A retry after a retry waits twice as long, up to a minute; any other reload starts over. */
   const scheduleRetry = (reason: KeyReloadReason): void => {
-    if (closed || retry !== undefined) return;
+    if (state.closed || retry !== undefined) return;
     retryDelayMs = reason === 'retry' ? Math.min(retryDelayMs * 2, MAX_RETRY_MS) : retryMs;
     retry = setTimeout(() => {
       retry = undefined;
@@ -209,10 +254,40 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
     }, retryDelayMs);
     retry.unref();
   };
-  const cancelRetry = (): void => {
+  const settled = (): void => {
     if (retry !== undefined) clearTimeout(retry);
     retry = undefined;
+    lastProblem = undefined;
   };
+
+  /** Takes `candidate`, which the upstream accepted (`check`) as selecting `newEnvironment`. */
+  async function take(
+    candidate: string,
+    check: Promise<UpstreamProbe>,
+    newEnvironment: Environment,
+    reason: KeyReloadReason,
+  ): Promise<KeyReload> {
+    const oldEnvironment = state.environment ?? (await environmentOf(state.key));
+    if (oldEnvironment !== newEnvironment) {
+      state.generation += 1;
+      logger.warn(
+        `${options.name}: the new key selects ${newEnvironment}, the old one ${oldEnvironment ?? 'no environment it could still show'}: answers kept for the old key are not served under the new one`,
+      );
+    }
+    options.onKey?.(candidate);
+    state.held.push(candidate);
+    state.key = candidate;
+    state.environment = newEnvironment;
+    state.probed = { key: candidate, probe: check };
+    settled();
+    refused = undefined;
+    logger.info(`${options.name}: rotated: upstream calls use the new key from now on`, {
+      file: options.file,
+      reason,
+      environment: newEnvironment,
+    });
+    return { outcome: 'rotated', environment: newEnvironment };
+  }
 
   async function readAndTake(reason: KeyReloadReason): Promise<KeyReload> {
     const file = options.file;
@@ -221,9 +296,8 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
     if ('problem' in content) return keep(reason, content.problem);
     const read = keyOfFileText(content.text);
     if ('problem' in read) return keep(reason, read.problem);
-    if (read.key === key) {
-      cancelRetry();
-      lastProblem = undefined;
+    if (read.key === state.key) {
+      settled();
       return { outcome: 'unchanged' };
     }
     const candidate = read.key;
@@ -232,39 +306,16 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
     }
     const check = options.check(candidate);
     const answer = await check;
-    if (answer.outcome !== 'ready') {
-      const problem =
-        answer.outcome === 'refused'
-          ? `the upstream refuses the new key (${answer.problem.status} ${answer.problem.code}); add it at the upstream first`
-          : `the new key could not be checked with the upstream (${answer.outcome === 'unreachable' ? answer.reason : answer.outcome})`;
-      refused = candidate;
-      const kept = keep(reason, problem);
-      // Tried again until it is taken or the file changes: the upstream may accept it soon.
-      scheduleRetry(reason);
-      return kept;
-    }
-    const newEnvironment = answer.discovery.environment;
-    const oldEnvironment = environment ?? (await environmentOf(key));
-    if (oldEnvironment !== newEnvironment) {
-      generation += 1;
-      logger.warn(
-        `${options.name}: the new key selects ${newEnvironment}, the old one ${oldEnvironment ?? 'no environment it could still show'}: answers kept for the old key are not served under the new one`,
-      );
-    }
-    options.onKey?.(candidate);
-    held.push(candidate);
-    key = candidate;
-    environment = newEnvironment;
-    probed = { key: candidate, probe: check };
-    cancelRetry();
-    lastProblem = undefined;
-    refused = undefined;
-    logger.info(`${options.name}: rotated: upstream calls use the new key from now on`, {
-      file,
-      reason,
-      environment: newEnvironment,
-    });
-    return { outcome: 'rotated', environment: newEnvironment };
+    if (answer.outcome === 'ready') return take(candidate, check, answer.discovery.environment, reason);
+    const problem =
+      answer.outcome === 'refused'
+        ? `the upstream refuses the new key (${answer.problem.status} ${answer.problem.code}); add it at the upstream first`
+        : `the new key could not be checked with the upstream (${answer.outcome === 'unreachable' ? answer.reason : answer.outcome})`;
+    refused = candidate;
+    const kept = keep(reason, problem);
+    // Tried again until it is taken or the file changes: the upstream may accept it soon.
+    scheduleRetry(reason);
+    return kept;
   }
 
   /** The environment of the key in use, asked now (undefined when the upstream does not accept it). */
@@ -287,16 +338,29 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
   }
 
   return {
-    name: options.name,
-    file: options.file,
-    current: () => key,
-    partition: () => `${options.name}#${generation}`,
-    keysHeld: () => held,
-    probe: probeCurrent,
     reload,
+    close() {
+      if (retry !== undefined) clearTimeout(retry);
+      retry = undefined;
+    },
+  };
+}
+
+/** Watches the key file's directory and calls `onChange` (debounced) on any change there. */
+function createKeyFileWatcher(options: {
+  name: string;
+  file: string | undefined;
+  debounceMs: number;
+  logger: Logger;
+  onChange: () => void;
+}): { watch(): void; close(): void } {
+  const { name, logger } = options;
+  let watcher: FSWatcher | undefined;
+  let debounce: NodeJS.Timeout | undefined;
+  return {
     watch() {
       const file = options.file;
-      if (file === undefined || watcher !== undefined || closed) return;
+      if (file === undefined || watcher !== undefined) return;
       // The directory, not the file: a mounted Secret is replaced by swapping a symlink, which a
       // watch on the file itself would never see; any change there reads the file again.
       try {
@@ -304,31 +368,29 @@ export function createKeySource(options: KeySourceOptions): UpstreamKeySource {
           if (debounce !== undefined) clearTimeout(debounce);
           debounce = setTimeout(() => {
             debounce = undefined;
-            void reload('file-change');
-          }, debounceMs);
+            options.onChange();
+          }, options.debounceMs);
           debounce.unref();
         });
         watcher.on('error', (error) => {
-          logger.warn(`${options.name}: watching the key file's directory stopped; SIGHUP still reloads`, {
+          logger.warn(`${name}: watching the key file's directory stopped; SIGHUP still reloads`, {
             file,
             error: { message: error.message },
           });
           watcher?.close();
         });
-        logger.info(`${options.name}: watching the key file`, { file: basename(file) });
+        logger.info(`${name}: watching the key file`, { file: basename(file) });
       } catch (error) {
-        logger.warn(`${options.name}: cannot watch the key file's directory; SIGHUP still reloads`, {
+        logger.warn(`${name}: cannot watch the key file's directory; SIGHUP still reloads`, {
           file,
           error: { message: (error as Error).message },
         });
       }
     },
     close() {
-      closed = true;
       watcher?.close();
       watcher = undefined;
       if (debounce !== undefined) clearTimeout(debounce);
-      cancelRetry();
     },
   };
 }

@@ -1,6 +1,6 @@
 /** Sandbox simulations: `/v3/sandbox`. No real funds move. */
 import type { UpstreamContext } from './context.ts';
-import { UpstreamProblemError } from './errors.ts';
+import { UpstreamAccessDeniedError, UpstreamProblemError } from './errors.ts';
 import { readRecord, sendEffect } from './request.ts';
 import { restPath } from './rest-path.ts';
 import type {
@@ -10,6 +10,19 @@ import type {
   SandboxTopUp,
   SandboxTopUpInput,
 } from './types.ts';
+
+/**
+ * Sandbox simulations are for the sandbox: a caller bound to live is refused before anything is
+ * sent (the spec: no real funds move in the sandbox), whatever a live key would answer.
+ */
+function refuseLiveCaller(up: UpstreamContext): void {
+  if (up.environment === 'live') {
+    throw new UpstreamAccessDeniedError(
+      'live_environment',
+      'Sandbox operations are for callers in the sandbox environment; this caller is in the live one.',
+    );
+  }
+}
 
 /**
  * Credits an issued sandbox wallet account with test funds. The path names the account alone, so
@@ -23,6 +36,7 @@ export async function sandboxTopUp(
   body: SandboxTopUpInput,
   idempotencyKey?: string,
 ): Promise<MutationResult<SandboxTopUp> & { ownerCustomerId?: string }> {
+  refuseLiveCaller(up);
   const owner = up.scope.operator ? undefined : await findAccountOwner(up, accountId);
   const result = await sendEffect<SandboxTopUp>(
     up,
@@ -70,6 +84,7 @@ export function sandboxSetCapabilityStatus(
   body: SandboxSetCapabilityStatusInput,
   idempotencyKey?: string,
 ): Promise<MutationResult<Capability>> {
+  refuseLiveCaller(up);
   return sendEffect<Capability>(
     up,
     'POST',

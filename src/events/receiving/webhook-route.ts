@@ -10,7 +10,7 @@ import type { EventDeduplicator } from '../dedup/event-dedup.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
-import type { PlatformEvent, WebhookDeliveryOutcome } from '../event-types.ts';
+import type { PlatformEnvironment, PlatformEvent, WebhookDeliveryOutcome } from '../event-types.ts';
 import { parsePlatformEvent } from './platform-event.ts';
 import {
   checkWebhookHeaders,
@@ -80,6 +80,11 @@ export interface WebhookRouterOptions {
   onPublished?: (event: PlatformEvent) => void;
   /** With tracing on: a receipt span per POST, the publish under it. */
   tracer?: EventTracer;
+  /**
+   * With a route per environment: the one environment whose events it takes; a signed event naming
+   * the other is refused as malformed (400), so nothing crosses over. Absent: either.
+   */
+  environment?: PlatformEnvironment;
 }
 
 export type { WebhookDeliveryOutcome } from '../event-types.ts';
@@ -288,6 +293,9 @@ function createWebhookChecks(
       if (!parsed.ok) return { reason: 'malformed', detail: parsed.message };
       if (parsed.event.id !== (delivery.headers as CheckedWebhookHeaders).id) {
         return { reason: 'malformed', detail: 'the webhook-id header differs from the body\'s "id"' };
+      }
+      if (options.environment !== undefined && parsed.event.environment !== options.environment) {
+        return { reason: 'malformed', detail: `this route takes ${options.environment} events only` };
       }
       delivery.event = parsed.event;
       delivery.receipt?.event(parsed.event);

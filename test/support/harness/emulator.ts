@@ -51,6 +51,11 @@ export interface RunningEmulator {
   ): Promise<{ status: number; body: Json }>;
   /** Counts of `/v3` requests received since the last reset. */
   upstreamCalls(): Promise<UpstreamCalls>;
+  /**
+   * Counts of `/v3` requests whose key the emulator accepted since the last reset, by the key's
+   * identity id (`sandbox-read-write`, `live-read-write`): which key the facade sent.
+   */
+  upstreamCallsByKey(): Promise<Record<string, number>>;
   resetUpstreamCalls(): Promise<void>;
   setFaults(spec: FaultSpec): Promise<void>;
   clearFaults(): Promise<void>;
@@ -100,6 +105,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     async upstreamCalls() {
       const counts = (await (await control('GET', '/_emulator/requests')).json()) as UpstreamCalls;
       return { total: counts.total, byRoute: counts.byRoute };
+    },
+    async upstreamCallsByKey() {
+      const counts = (await (await control('GET', '/_emulator/requests/by-key')).json()) as {
+        byKeyId: Record<string, number>;
+      };
+      return counts.byKeyId;
     },
     async resetUpstreamCalls() {
       await control('DELETE', '/_emulator/requests');

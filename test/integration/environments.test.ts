@@ -1,0 +1,499 @@
+/**
+ * Sandbox and live in one deployment: one facade holding the emulator's sandbox key and its live
+ * key (each environment has its own data: the live key sees one customer, the sandbox key three),
+ * its callers bound to one environment by their token's `environment` claim, minted over HTTP by a
+ * real dev issuer. Over HTTP, graphql-ws and SSE, and through the response cache and the event log
+ * in real Redis, a caller sees only its environment; the emulator's counts per key show which key
+ * every call was sent with.
+ */
+import { SignJWT, importJWK, type JWK } from 'jose';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { generateSigningKey } from '../../dev-issuer/index.ts';
+import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { connectLive } from '../support/harness/live-client.ts';
+import { openSseStream } from '../support/harness/sse-stream.ts';
+import { startStack, type Stack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
+import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
+
+const SANDBOX_SECRET = generateWebhookSecret();
+const LIVE_SECRET = generateWebhookSecret();
+const SANDBOX_CUSTOMERS = ['cus_acme', 'cus_ada', 'cus_globex'];
+const LIVE_CUSTOMERS = ['cus_live_northwind'];
+const CUSTOMERS = '{ customers(first: 100) { nodes { id } } }';
+const STATUS = '{ apiStatus { keyValid environment callerEnvironment } }';
+const EVENTS = 'subscription { events { eventId cursor customerId } }';
+
+let issuer: DevIssuer;
+let signingKey: JWK;
+let stack: Stack;
+
+beforeAll(async () => {
+  signingKey = await generateSigningKey();
+  issuer = await startDevIssuer({
+    signingKey,
+    clients: [
+      {
+        clientId: 'sandbox-ops',
+        clientSecret: 'sandbox-ops-secret',
+        roles: ['operator'],
+        environment: 'sandbox',
+      },
+      { clientId: 'live-ops', clientSecret: 'live-ops-secret', roles: ['operator'], environment: 'live' },
+      { clientId: 'unbound-ops', clientSecret: 'unbound-ops-secret', roles: ['operator'] },
+    ],
+  });
+  stack = await startStack({
+    redis: true,
+    env: {
+      ...devIssuerEnv(issuer),
+      UPSTREAM_API_KEY: '',
+      UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
+      UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+      WEBHOOK_REGISTER: 'true',
+      WEBHOOK_SECRETS_SANDBOX: SANDBOX_SECRET,
+      WEBHOOK_SECRETS_LIVE: LIVE_SECRET,
+      CACHE_ENABLED: 'true',
+      RATE_LIMIT_BY_CLIENT: 'batch-job=3',
+    },
+  });
+});
+
+afterAll(async () => {
+  await stack?.close();
+  await issuer?.close();
+});
+
+beforeEach(async () => {
+  await stack.resetUpstreamCalls();
+});
+
+const tokens = new Map<string, Promise<string>>();
+/** A token of the dev issuer for `clientId`, by the client credentials grant over HTTP. */
+function tokenOf(clientId: 'sandbox-ops' | 'live-ops' | 'unbound-ops'): Promise<string> {
+  let token = tokens.get(clientId);
+  if (token === undefined) {
+    token = issuer.token(clientId);
+    tokens.set(clientId, token);
+  }
+  return token;
+}
+
+/** A token the dev issuer's key signs for `client_id: batch-job` in `environment` (one client, both environments). */
+async function batchJobToken(environment: 'sandbox' | 'live'): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ client_id: 'batch-job', roles: ['operator'], environment })
+    .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid!, typ: 'at+jwt' })
+    .setIssuer(issuer.issuer)
+    .setAudience(issuer.audience)
+    .setSubject('batch-job')
+    .setIssuedAt(now)
+    .setExpirationTime(now + 300)
+    .sign(await importJWK(signingKey, 'RS256'));
+}
+
+async function post(token: string, query: string, variables?: Record<string, unknown>) {
+  const response = await fetch(stack.graphqlUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({ query, variables }),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as {
+      // Response bodies are asserted field by field; a loose type keeps the tests readable.
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      data?: any;
+      errors?: { message: string; extensions?: { code?: string } }[];
+    },
+  };
+}
+
+const idsOf = (data: { customers: { nodes: { id: string }[] } }) =>
+  data.customers.nodes.map((node) => node.id).sort();
+
+describe('one facade, sandbox and live callers', () => {
+  test('over HTTP each caller sees its environment’s customers, read with its environment’s key', async () => {
+    const sandbox = await post(await tokenOf('sandbox-ops'), CUSTOMERS);
+    expect(sandbox.body.errors).toBeUndefined();
+    expect(idsOf(sandbox.body.data)).toEqual(SANDBOX_CUSTOMERS);
+    expect(await stack.emulator.upstreamCallsByKey()).toEqual({ 'sandbox-read-write': 1 });
+
+    const live = await post(await tokenOf('live-ops'), CUSTOMERS);
+    expect(live.body.errors).toBeUndefined();
+    expect(idsOf(live.body.data)).toEqual(LIVE_CUSTOMERS);
+    expect(await stack.emulator.upstreamCallsByKey()).toEqual({
+      'sandbox-read-write': 1,
+      'live-read-write': 1,
+    });
+  });
+
+  test('upstream request metrics are labelled with the environment whose key was sent', async () => {
+    await post(await tokenOf('live-ops'), STATUS);
+    const metrics = await (await fetch(stack.metricsUrl)).text();
+    const liveRequests = metrics
+      .split('\n')
+      .filter(
+        (line) => line.startsWith('facade_upstream_requests_total{') && line.includes('environment="live"'),
+      );
+    expect(liveRequests.length).toBeGreaterThan(0);
+    expect(metrics).toMatch(/facade_upstream_requests_total\{[^}]*environment="sandbox"/);
+  });
+
+  test('apiStatus says which environment the caller is in', async () => {
+    const sandbox = await post(await tokenOf('sandbox-ops'), STATUS);
+    const live = await post(await tokenOf('live-ops'), STATUS);
+    expect(sandbox.body.data.apiStatus).toEqual({
+      keyValid: true,
+      environment: 'sandbox',
+      callerEnvironment: 'sandbox',
+    });
+    expect(live.body.data.apiStatus).toEqual({
+      keyValid: true,
+      environment: 'live',
+      callerEnvironment: 'live',
+    });
+  });
+
+  test('the response cache keeps each environment apart: one environment’s answer never serves, nor is dropped by, the other', async () => {
+    // A page size no other test reads, so every answer below starts uncached.
+    const CUSTOMERS = '{ customers(first: 99) { nodes { id } } }';
+    const sandboxToken = await tokenOf('sandbox-ops');
+    const liveToken = await tokenOf('live-ops');
+    // Each fills its own environment's cache; the second read of each is a hit.
+    for (const token of [sandboxToken, liveToken, sandboxToken, liveToken]) {
+      expect((await post(token, CUSTOMERS)).body.errors).toBeUndefined();
+    }
+    expect(await stack.emulator.upstreamCallsByKey()).toEqual({
+      'sandbox-read-write': 1,
+      'live-read-write': 1,
+    });
+    // A live write drops live answers only: the sandbox list is still served from its cache.
+    await stack.resetUpstreamCalls();
+    const created = await stack.emulator.rest('POST', '/v3/customers/cus_live_northwind/related-parties', {
+      key: LIVE_KEY,
+      body: {
+        partyType: 'person',
+        roles: ['officer'],
+        title: 'Officer',
+        person: { firstName: 'Test', lastName: 'Cache', residenceCountry: 'US' },
+      },
+    });
+    expect(created.status).toBe(201);
+    await stack.resetUpstreamCalls();
+    expect(idsOf((await post(sandboxToken, CUSTOMERS)).body.data)).toEqual(SANDBOX_CUSTOMERS);
+    expect(idsOf((await post(liveToken, CUSTOMERS)).body.data)).toEqual(LIVE_CUSTOMERS);
+    const byKey = await stack.emulator.upstreamCallsByKey();
+    expect(byKey['sandbox-read-write'] ?? 0).toBe(0);
+  });
+
+  test('a token naming no environment is refused on every transport, before any upstream call', async () => {
+    const token = await tokenOf('unbound-ops');
+    const http = await post(token, CUSTOMERS);
+    expect(http.status).toBe(403);
+    expect(http.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(http.body.errors?.[0]?.message).toContain('names no upstream environment');
+
+    const sse = await openSseStream(stack.facadeUrl, EVENTS, { authorization: `Bearer ${token}` });
+    expect(sse.status).toBe(403);
+    expect(sse.text).toContain('names no upstream environment');
+
+    const ws = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${token}` });
+    const received = ws.subscribe(EVENTS);
+    const closed = await ws.closed;
+    expect(closed.code).toBe(4403);
+    expect(received.data).toEqual([]);
+    await ws.dispose();
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
+  test('sandbox mutations refuse a live caller before any upstream call, and serve a sandbox one', async () => {
+    const TOP_UP = 'mutation ($input: SandboxTopUpInput!) { sandboxTopUp(input: $input) { topUp { id } } }';
+    const refused = await post(await tokenOf('live-ops'), TOP_UP, {
+      input: {
+        accountId: 'acc_live_northwind_eth',
+        amount: '1.00',
+        currency: 'ETH',
+        idempotencyKey: `live-${Date.now()}`,
+      },
+    });
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(refused.body.errors?.[0]?.message).toContain('live');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+
+    const served = await post(await tokenOf('sandbox-ops'), TOP_UP, {
+      input: {
+        accountId: 'acc_ada_polygon',
+        amount: '1.00',
+        currency: 'USDC',
+        idempotencyKey: `sandbox-${Date.now()}`,
+      },
+    });
+    expect(served.body.errors, JSON.stringify(served.body.errors)).toBeUndefined();
+    expect(await stack.emulator.upstreamCallsByKey()).toEqual({ 'sandbox-read-write': 1 });
+  });
+
+  test('rate-limit budgets are per environment: one client spending its sandbox budget leaves its live one whole', async () => {
+    const sandbox = await batchJobToken('sandbox');
+    const live = await batchJobToken('live');
+    const first = await post(sandbox, STATUS);
+    expect(
+      first.status,
+      stack
+        .logs()
+        .filter((line) => line.includes('"error"'))
+        .slice(-3)
+        .join('\n'),
+    ).toBe(200);
+    for (let spent = 1; spent < 3; spent += 1) expect((await post(sandbox, STATUS)).status).toBe(200);
+    const refused = await post(sandbox, STATUS);
+    expect(refused.status).toBe(429);
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+    for (let spent = 0; spent < 3; spent += 1) expect((await post(live, STATUS)).status).toBe(200);
+    expect((await post(live, STATUS)).status).toBe(429);
+  });
+
+  test('a webhook of one environment reaches only that environment’s subscribers, over graphql-ws and SSE', async () => {
+    const sandboxWs = connectLive(stack.facade.wsUrl, {
+      Authorization: `Bearer ${await tokenOf('sandbox-ops')}`,
+    });
+    const liveWs = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${await tokenOf('live-ops')}` });
+    const sandboxOnWs = sandboxWs.subscribe(EVENTS);
+    const liveOnWs = liveWs.subscribe(EVENTS);
+    const sandboxSse = await openSseStream<{ events: { eventId: string; customerId: string } }>(
+      stack.facadeUrl,
+      EVENTS,
+      { authorization: `Bearer ${await tokenOf('sandbox-ops')}` },
+    );
+    const liveSse = await openSseStream<{ events: { eventId: string; customerId: string } }>(
+      stack.facadeUrl,
+      EVENTS,
+      { authorization: `Bearer ${await tokenOf('live-ops')}` },
+    );
+    expect([sandboxSse.status, liveSse.status]).toEqual([200, 200]);
+    await stack.subscriptionsStarted(4);
+
+    // Real writes at the emulator, which delivers each environment's webhook to the endpoint that
+    // environment's key registered (`/webhooks/platform/<environment>`).
+    for (const [customerId, key] of [
+      ['cus_live_northwind', LIVE_KEY],
+      ['cus_acme', SANDBOX_KEY],
+    ] as const) {
+      const created = await stack.emulator.rest('POST', `/v3/customers/${customerId}/related-parties`, {
+        key,
+        body: {
+          partyType: 'person',
+          roles: ['officer'],
+          title: 'Officer',
+          person: { firstName: 'Test', lastName: 'Webhook', residenceCountry: 'US' },
+        },
+      });
+      expect(created.status).toBe(201);
+    }
+    const sseData = (stream: typeof sandboxSse) =>
+      stream.messages.flatMap((message) =>
+        message.data?.data === undefined ? [] : [message.data.data.events],
+      );
+    await waitFor(
+      () =>
+        sandboxOnWs.data.length > 0 &&
+        liveOnWs.data.length > 0 &&
+        sseData(sandboxSse).length > 0 &&
+        sseData(liveSse).length > 0,
+      'each subscriber to hear its environment’s event',
+    );
+    // A marker in each environment, so anything crossing over would have arrived before it.
+    const sandboxMarker = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_acme_eth',
+    });
+    const liveMarker = upstreamEvent({
+      type: 'account.updated',
+      environment: 'live',
+      customerId: 'cus_live_northwind',
+      resourceType: 'account',
+      resourceId: 'acc_live_northwind_eth',
+    });
+    // Each route checks its own environment's secret, and takes its own environment's events only.
+    expect(
+      (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/live`, SANDBOX_SECRET, liveMarker)).status,
+    ).toBe(401);
+    expect(
+      (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/sandbox`, SANDBOX_SECRET, liveMarker))
+        .status,
+    ).toBe(400);
+    expect(
+      (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform`, SANDBOX_SECRET, sandboxMarker)).status,
+    ).toBe(404);
+    expect(
+      (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/sandbox`, SANDBOX_SECRET, sandboxMarker))
+        .status,
+    ).toBe(200);
+    expect(
+      (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/live`, LIVE_SECRET, liveMarker)).status,
+    ).toBe(200);
+    const heard = (events: { eventId: string }[], id: string) => events.some((event) => event.eventId === id);
+    await waitFor(
+      () =>
+        heard(
+          sandboxOnWs.data.map((data) => data.events),
+          sandboxMarker.id,
+        ) &&
+        heard(
+          liveOnWs.data.map((data) => data.events),
+          liveMarker.id,
+        ) &&
+        heard(sseData(sandboxSse), sandboxMarker.id) &&
+        heard(sseData(liveSse), liveMarker.id),
+      'the markers',
+    );
+    const customersOf = (events: { customerId: string }[]) => [
+      ...new Set(events.map((event) => event.customerId)),
+    ];
+    expect(customersOf(sandboxOnWs.data.map((data) => data.events))).toEqual(['cus_acme']);
+    expect(customersOf(sseData(sandboxSse))).toEqual(['cus_acme']);
+    expect(customersOf(liveOnWs.data.map((data) => data.events))).toEqual(['cus_live_northwind']);
+    expect(customersOf(sseData(liveSse))).toEqual(['cus_live_northwind']);
+
+    // A cursor of the sandbox log reads nothing of the sandbox: a live subscriber resuming after it
+    // is answered from the live log alone (each environment's log is its own Redis stream).
+    const sandboxCursor = (sandboxOnWs.data[0].events as { cursor: string }).cursor;
+    const resumed = liveWs.subscribe(
+      'subscription ($after: String) { events(after: $after) { eventId customerId } }',
+      {
+        after: sandboxCursor,
+      },
+    );
+    const liveAfter = upstreamEvent({
+      type: 'account.updated',
+      environment: 'live',
+      customerId: 'cus_live_northwind',
+      resourceType: 'account',
+      resourceId: 'acc_live_northwind_eth',
+    });
+    await waitFor(
+      () =>
+        resumed.errors.length > 0 || resumed.completed || resumed.data.length > 0 || liveOnWs.data.length > 2,
+      'the resumed subscription to start',
+    );
+    await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/live`, LIVE_SECRET, liveAfter);
+    await waitFor(
+      () =>
+        heard(
+          liveOnWs.data.map((data) => data.events),
+          liveAfter.id,
+        ),
+      'the later live event',
+    );
+    const resumedEvents = resumed.data.map((data) => data.events as { eventId: string; customerId: string });
+    expect(resumedEvents.map((event) => event.eventId)).toContain(liveAfter.id);
+    expect(customersOf(resumedEvents)).toEqual(['cus_live_northwind']);
+    const sandboxIds = new Set(sandboxOnWs.data.map((data) => (data.events as { eventId: string }).eventId));
+    expect(resumedEvents.filter((event) => sandboxIds.has(event.eventId))).toEqual([]);
+
+    for (const stream of [sandboxSse, liveSse]) stream.close();
+    sandboxOnWs.stop();
+    liveOnWs.stop();
+    resumed.stop();
+    await Promise.all([sandboxWs.dispose(), liveWs.dispose()]);
+  });
+
+  test('de-duplication is per environment: one event id in each environment is published in each', async () => {
+    const sandboxEvent = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_acme_eth',
+    });
+    const liveEvent = {
+      ...sandboxEvent,
+      environment: 'live' as const,
+      data: { ...sandboxEvent.data, customerId: 'cus_live_northwind', resourceId: 'acc_live_northwind_eth' },
+    };
+    const sandboxRoute = `${stack.facadeUrl}/webhooks/platform/sandbox`;
+    const liveRoute = `${stack.facadeUrl}/webhooks/platform/live`;
+    expect(await postSignedEvent(sandboxRoute, SANDBOX_SECRET, sandboxEvent)).toMatchObject({
+      status: 200,
+      body: { duplicate: false },
+    });
+    expect(await postSignedEvent(liveRoute, LIVE_SECRET, liveEvent)).toMatchObject({
+      status: 200,
+      body: { duplicate: false },
+    });
+    expect(await postSignedEvent(liveRoute, LIVE_SECRET, liveEvent)).toMatchObject({
+      status: 200,
+      body: { duplicate: true },
+    });
+  });
+
+  test('the audit trail names each write’s environment', async () => {
+    const TOP_UP = 'mutation ($input: SandboxTopUpInput!) { sandboxTopUp(input: $input) { topUp { id } } }';
+    await post(await tokenOf('sandbox-ops'), TOP_UP, {
+      input: {
+        accountId: 'acc_ada_polygon',
+        amount: '2.00',
+        currency: 'USDC',
+        idempotencyKey: `audit-${Date.now()}`,
+      },
+    });
+    const audit = stack
+      .logs()
+      .filter((line) => line.includes('"log":"audit"') && line.includes('sandbox-ops'))
+      .map((line) => JSON.parse(line) as { actor: { subject: string; environment?: string } });
+    expect(audit.at(-1)?.actor).toMatchObject({ subject: 'sandbox-ops', environment: 'sandbox' });
+  });
+});
+
+describe('one environment by its own variable', () => {
+  let sandboxOnly: Stack;
+
+  beforeAll(async () => {
+    sandboxOnly = await startStack({
+      env: { ...devIssuerEnv(issuer), UPSTREAM_API_KEY: '', UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY },
+    });
+  });
+
+  afterAll(async () => {
+    await sandboxOnly?.close();
+  });
+
+  test('a token naming no environment is bound to the one configured; one naming the other is refused', async () => {
+    const ask = async (token: string) => {
+      const response = await fetch(sandboxOnly.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: STATUS }),
+      });
+      return {
+        status: response.status,
+        body: (await response.json()) as {
+          data?: { apiStatus: unknown };
+          errors?: { message: string; extensions?: { code?: string } }[];
+        },
+      };
+    };
+    await sandboxOnly.resetUpstreamCalls();
+    const live = await ask(await tokenOf('live-ops'));
+    expect(live.status).toBe(403);
+    expect(live.body.errors?.[0]?.message).toContain('serves no live environment');
+    expect((await sandboxOnly.upstreamCalls()).total).toBe(0);
+
+    const unbound = await ask(await tokenOf('unbound-ops'));
+    expect(unbound.body.data?.apiStatus).toEqual({
+      keyValid: true,
+      environment: 'sandbox',
+      callerEnvironment: 'sandbox',
+    });
+    expect(await sandboxOnly.emulator.upstreamCallsByKey()).toEqual({ 'sandbox-read-write': 1 });
+  });
+});
