@@ -116,34 +116,92 @@ const HEARD_EVENTS_WINDOW_MS = 60_000;
 const FINAL = new WeakSet<ExecutionResult>();
 
 export function createLiveQueries(cache: ResponseCache): LiveQueries {
+  const groups = createWatcherGroups();
+  const reruns = createGroupReruns(groups, Math.max(1, cache.maxAgeSeconds) * 1000);
+  const invalidationsHeard = listenForInvalidations(cache, groups, (group) => reruns.schedule(group));
+  let solo = 0;
+
+  return {
+    async watch(request) {
+      const before = invalidationsHeard();
+      const reads = new ReadLog();
+      const first = await execute({ ...request.args, contextValue: request.contextFor(reads) });
+      // Nothing read (the scope refused every read, or nothing it reads is ever announced): answered once.
+      if (reads.paths.size === 0) return first;
+      const key = request.group ?? `solo:${(solo += 1)}`;
+      const { group: joined, created } = groups.open(key);
+      groups.setPaths(joined, reads.paths, request, created);
+      const queue = createPushPullQueue<ExecutionResult>({
+        endsAfter: (result) => FINAL.has(result),
+        // Called only once the stream ends, which `watcher` (made just below) is in place for.
+        onEnd: () => {
+          groups.leave(joined, watcher);
+          request.onDone?.();
+        },
+      });
+      const watcher: Watcher = { request, queue, lastSent: JSON.stringify(first) };
+      joined.watchers.add(watcher);
+      queue.push(first);
+      if (created) reruns.armRefresh(joined);
+      // Something was made stale while the first answer was read: it may be older than that.
+      if (invalidationsHeard() !== before) reruns.schedule(joined);
+      return Object.assign(queue, {
+        revoke() {
+          deliver(queue, expired());
+        },
+      });
+    },
+  };
+}
+
+/**
+ * The groups of watchers that share executions, and the index that finds them from what an
+ * invalidation names. Kept apart from running them: which groups exist, which customers' answers
+ * each read and which customers each follows for the reconciler change together, and only here.
+ */
+interface WatcherGroups {
+  /** The group `key` names, made (empty, watching nothing) when there is none yet. */
+  open(key: string): { group: Group; created: boolean };
+  /** Whether `group` still stands for its key (its last watcher has not left). */
+  isOpen(group: Group): boolean;
+  /** The groups that read answers of the customers `stale` names (all of them for `everything`). */
+  candidatesOf(stale: readonly StaleReads[]): Set<Group>;
+  /**
+   * Records `paths` as read by `group` (in place of what it read before when `replace`), indexes
+   * the group by their customers and follows them for the reconciler, and stops following the
+   * customers it no longer reads.
+   */
+  setPaths(group: Group, paths: Iterable<string>, request: LiveQueryRequest, replace: boolean): void;
+  /** Removes `watcher`; its group's last one closes the group, its index entries and follows. */
+  leave(group: Group, watcher: Watcher): void;
+}
+
+function createWatcherGroups(): WatcherGroups {
   const groups = new Map<string, Group>();
   /** Groups by the customers their paths belong to: an invalidation looks at its customers' alone. */
   const byCustomer = new Map<string, Set<Group>>();
-  let invalidations = 0;
-  let solo = 0;
-  const refreshMs = Math.max(1, cache.maxAgeSeconds) * 1000;
 
-  /** Events already acted on, by when: the receiving replica hears each at receipt and from the log. */
-  const heardEvents = new Map<string, number>();
-  cache.onInvalidate((stale, cause) => {
-    if (cause !== undefined && alreadyHeard(cause)) return;
-    invalidations += 1;
-    for (const group of candidatesOf(stale)) {
-      if (stale.some((reads) => readsAny(group, reads))) schedule(group);
+  function open(key: string): { group: Group; created: boolean } {
+    let group = groups.get(key);
+    const created = group === undefined;
+    if (group === undefined) {
+      group = {
+        key,
+        watchers: new Set(),
+        paths: new Map(),
+        followed: new Map(),
+        running: false,
+        dirty: false,
+        scheduled: false,
+        refresh: undefined,
+      };
+      groups.set(key, group);
     }
-  });
+    return { group, created };
+  }
 
-  /** Whether event `id` made answers stale before (within the window); remembers it either way. */
-  function alreadyHeard(id: string): boolean {
-    const at = Date.now();
-    // In insertion order: the expired ones are at the front.
-    for (const [heard, heardAt] of heardEvents) {
-      if (at - heardAt < HEARD_EVENTS_WINDOW_MS) break;
-      heardEvents.delete(heard);
-    }
-    if (heardEvents.has(id)) return true;
-    heardEvents.set(id, at);
-    return false;
+  function isOpen(group: Group): boolean {
+    return groups.get(group.key) === group;
   }
 
   function candidatesOf(stale: readonly StaleReads[]): Set<Group> {
@@ -154,18 +212,6 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
       for (const group of byCustomer.get(customer) ?? []) found.add(group);
     }
     return found;
-  }
-
-  function readsAny(group: Group, reads: StaleReads): boolean {
-    const customer =
-      reads.kind === 'everything'
-        ? undefined
-        : reads.kind === 'customer-list'
-          ? ''
-          : encodeURIComponent(reads.customerId);
-    const buckets =
-      customer === undefined ? [...group.paths.values()] : [group.paths.get(customer) ?? new Set()];
-    return buckets.some((paths) => [...paths].some((path) => namesPath(reads, path)));
   }
 
   function setPaths(
@@ -200,6 +246,36 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
     }
   }
 
+  function leave(group: Group, watcher: Watcher): void {
+    group.watchers.delete(watcher);
+    if (group.watchers.size > 0 || groups.get(group.key) !== group) return;
+    groups.delete(group.key);
+    clearTimeout(group.refresh);
+    for (const customer of group.paths.keys()) byCustomer.get(customer)?.delete(group);
+    for (const customer of [...byCustomer.keys()]) {
+      if (byCustomer.get(customer)?.size === 0) byCustomer.delete(customer);
+    }
+    for (const stop of group.followed.values()) stop();
+    group.followed.clear();
+  }
+
+  return { open, isOpen, candidatesOf, setPaths, leave };
+}
+
+/** Running a group again: when it is made stale, and at the latest after the cache's maximum age. */
+interface GroupReruns {
+  /** Runs `group` after the current turn (once more after, if it is running now). */
+  schedule(group: Group): void;
+  /** (Re)starts the timer that runs `group` after the maximum age if nothing made it stale sooner. */
+  armRefresh(group: Group): void;
+}
+
+/**
+ * One execution serves every watcher of a group, with the context of one of them; each is sent the
+ * result unless it equals the last one it was sent. Apart from the groups' bookkeeping: this part
+ * knows when to run and whom to tell, not who reads what.
+ */
+function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupReruns {
   function schedule(group: Group): void {
     if (group.running) {
       group.dirty = true;
@@ -236,22 +312,13 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
           // Only arguments graphql-js rejects throw here, and they were valid for the first answer.
           continue;
         }
-        if (groups.get(group.key) !== group) return;
-        setPaths(group, reads.paths, watcher.request, true);
-        send(group, result);
+        if (!groups.isOpen(group)) return;
+        groups.setPaths(group, reads.paths, watcher.request, true);
+        sendUnlessUnchanged(group, result);
       } while (staleAgain(group) && group.watchers.size > 0);
     } finally {
       group.running = false;
       armRefresh(group);
-    }
-  }
-
-  function send(group: Group, result: ExecutionResult): void {
-    const text = JSON.stringify(result);
-    for (const watcher of group.watchers) {
-      if (watcher.lastSent === text) continue;
-      watcher.lastSent = text;
-      deliver(watcher.queue, result);
     }
   }
 
@@ -263,69 +330,71 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
     group.refresh.unref();
   }
 
-  function leave(group: Group, watcher: Watcher): void {
-    group.watchers.delete(watcher);
-    if (group.watchers.size > 0 || groups.get(group.key) !== group) return;
-    groups.delete(group.key);
-    clearTimeout(group.refresh);
-    for (const customer of group.paths.keys()) byCustomer.get(customer)?.delete(group);
-    for (const customer of [...byCustomer.keys()]) {
-      if (byCustomer.get(customer)?.size === 0) byCustomer.delete(customer);
+  return { schedule, armRefresh };
+}
+
+/**
+ * Schedules every group whose last reads an invalidation names, acting on each event once. Returns
+ * how many invalidations have been acted on so far: a first answer read while one came may be
+ * older than it, and `watch` runs its group again then.
+ */
+function listenForInvalidations(
+  cache: ResponseCache,
+  groups: WatcherGroups,
+  schedule: (group: Group) => void,
+): () => number {
+  let invalidations = 0;
+  /** Events already acted on, by when: the receiving replica hears each at receipt and from the log. */
+  const heardEvents = new Map<string, number>();
+  cache.onInvalidate((stale, cause) => {
+    if (cause !== undefined && alreadyHeard(cause)) return;
+    invalidations += 1;
+    for (const group of groups.candidatesOf(stale)) {
+      if (stale.some((reads) => readsAny(group, reads))) schedule(group);
     }
-    for (const stop of group.followed.values()) stop();
-    group.followed.clear();
+  });
+
+  /** Whether event `id` made answers stale before (within the window); remembers it either way. */
+  function alreadyHeard(id: string): boolean {
+    const at = Date.now();
+    // In insertion order: the expired ones are at the front.
+    for (const [heard, heardAt] of heardEvents) {
+      if (at - heardAt < HEARD_EVENTS_WINDOW_MS) break;
+      heardEvents.delete(heard);
+    }
+    if (heardEvents.has(id)) return true;
+    heardEvents.set(id, at);
+    return false;
   }
 
-  return {
-    async watch(request) {
-      const before = invalidations;
-      const reads = new ReadLog();
-      const first = await execute({ ...request.args, contextValue: request.contextFor(reads) });
-      // Nothing read (the scope refused every read, or nothing it reads is ever announced): answered once.
-      if (reads.paths.size === 0) return first;
-      const key = request.group ?? `solo:${(solo += 1)}`;
-      let group = groups.get(key);
-      const created = group === undefined;
-      if (group === undefined) {
-        group = {
-          key,
-          watchers: new Set(),
-          paths: new Map(),
-          followed: new Map(),
-          running: false,
-          dirty: false,
-          scheduled: false,
-          refresh: undefined,
-        };
-        groups.set(key, group);
-      }
-      const joined = group;
-      setPaths(joined, reads.paths, request, created);
-      const queue = createPushPullQueue<ExecutionResult>({
-        endsAfter: (result) => FINAL.has(result),
-        // Called only once the stream ends, which `watcher` (made just below) is in place for.
-        onEnd: () => {
-          leave(joined, watcher);
-          request.onDone?.();
-        },
-      });
-      const watcher: Watcher = { request, queue, lastSent: JSON.stringify(first) };
-      joined.watchers.add(watcher);
-      queue.push(first);
-      if (created) armRefresh(joined);
-      // Something was made stale while the first answer was read: it may be older than that.
-      if (invalidations !== before) schedule(joined);
-      return Object.assign(queue, {
-        revoke() {
-          deliver(queue, expired());
-        },
-      });
-    },
-  };
+  return () => invalidations;
+}
+
+/** Whether `group`'s last execution read an answer `reads` names. */
+function readsAny(group: Group, reads: StaleReads): boolean {
+  const customer =
+    reads.kind === 'everything'
+      ? undefined
+      : reads.kind === 'customer-list'
+        ? ''
+        : encodeURIComponent(reads.customerId);
+  const buckets =
+    customer === undefined ? [...group.paths.values()] : [group.paths.get(customer) ?? new Set()];
+  return buckets.some((paths) => [...paths].some((path) => namesPath(reads, path)));
+}
+
+/** Sends `result` to every watcher of `group` whose last result differs: an equal one is news to none. */
+function sendUnlessUnchanged(group: Group, result: ExecutionResult): void {
+  const text = JSON.stringify(result);
+  for (const watcher of group.watchers) {
+    if (watcher.lastSent === text) continue;
+    watcher.lastSent = text;
+    deliver(watcher.queue, result);
+  }
 }
 
 /** The directive's name: GraphQL Yoga's and Hive Gateway's, so their clients' documents run as written. */
-export const LIVE_DIRECTIVE = 'live';
+const LIVE_DIRECTIVE = 'live';
 
 /**
  * Whether `operation` is a live query: a query carrying `@live` whose `if` is not false (with the
