@@ -101,7 +101,7 @@ export async function createConfiguredDoor(
 }
 
 /** The environments of a key per environment (`UPSTREAM_API_KEY_SANDBOX`, `_LIVE`); undefined with one key. */
-export function configuredEnvironments(config: Config): readonly PlatformEnvironment[] | undefined {
+function configuredEnvironments(config: Config): readonly PlatformEnvironment[] | undefined {
   const keys = config.upstream.environmentKeys;
   return keys === undefined
     ? undefined
