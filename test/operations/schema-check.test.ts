@@ -92,7 +92,7 @@ describe('npm run schema:check', () => {
     const { status, stdout } = runCheck([]);
     expect(status).toBe(0);
     expect(stdout).toContain(
-      'web example (examples/web/src/gql/persisted-documents.json) 4, kubernetes base (deploy/kubernetes/trusted-documents.json) 4',
+      'web example (examples/web/src/gql/persisted-documents.json) 5, kubernetes base (deploy/kubernetes/trusted-documents.json) 5',
     );
     expect(stdout).toContain('No unacknowledged breaking change for the operations clients ship.');
   });
