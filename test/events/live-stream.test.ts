@@ -4,6 +4,7 @@
  * purpose rather than left to the timing of a real upstream.
  */
 import { afterEach, describe, expect, test } from 'vitest';
+import { cursorCodec } from '../../src/events/log/cursor-codec.ts';
 import type { EventLog } from '../../src/events/log/event-log.ts';
 import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import type { LiveSession } from '../../src/events/delivery/live-context.ts';
@@ -36,6 +37,7 @@ function session(): LiveSession & { contexts: number } {
   bus = createMemoryEventLog({ logger: createLogger({ level: 'silent' }) });
   const live = {
     environment: 'sandbox' as const,
+    cursors: cursorCodec(undefined),
     contexts: 0,
     async openQueue(accept: (event: PlatformEvent) => boolean) {
       const queue = await openSubscriberQueue({ log: bus, environment: 'sandbox', accept });
