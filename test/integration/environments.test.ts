@@ -481,6 +481,29 @@ describe('one facade, sandbox and live callers', () => {
     await Promise.all([sandboxWs.dispose(), liveWs.dispose()]);
   });
 
+  test('an expired cursor is answered in the caller’s environment’s form', async () => {
+    const liveWs = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${await tokenOf('live-ops')}` });
+    await stack.resetUpstreamCalls();
+    // Ahead of the live log's head: not one of its positions.
+    const ahead = 'live~99999999999999-0';
+    const expired = liveWs.subscribe('subscription ($after: String) { events(after: $after) { eventId } }', {
+      after: ahead,
+    });
+    await expired.done;
+    expect(expired.data).toEqual([]);
+    expect(expired.errors).toMatchObject([
+      {
+        extensions: {
+          code: 'CURSOR_EXPIRED',
+          cursor: ahead,
+          oldestCursor: expect.stringMatching(/^live~\d+-\d+$/),
+        },
+      },
+    ]);
+    expect((await stack.upstreamCalls()).total).toBe(0);
+    await liveWs.dispose();
+  });
+
   test('de-duplication is per environment: one event id in each environment is published in each', async () => {
     const sandboxEvent = upstreamEvent({
       type: 'account.updated',
