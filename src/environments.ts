@@ -147,6 +147,7 @@ function combineEvents(stacks: readonly EnvironmentStack[]): EventsRuntime {
       runtimeOf(environment).live.subscriber(caller, apiKey, environment),
     session: (subscriber: LiveSubscriber, ...rest) =>
       runtimeOf(subscriber.environment).live.session(subscriber, ...rest),
+    cursors: (environment) => runtimeOf(environment).live.cursors(environment),
     revoke: (subscriber, timeoutMs) => runtimeOf(subscriber.environment).live.revoke(subscriber, timeoutMs),
     endAll: () => {
       for (const runtime of runtimes) runtime.live.endAll();

@@ -10,6 +10,7 @@
 import type { ExecutionArgs, GraphQLSchema } from 'graphql';
 import type { LiveGraphContext } from '../events/delivery/live-context.ts';
 import type { LiveSessions, LiveSubscriber } from '../events/delivery/live-sessions.ts';
+import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
@@ -35,9 +36,10 @@ export interface LiveConnection {
   readonly connection: Connection;
   /**
    * Admits one operation (`id` is the transport's, unique on the connection); `isOpen` tells
-   * whether the transport can still deliver, asked again after every wait. `resumeAfter`: a cursor
-   * the transport carried beside the document (SSE's `Last-Event-ID`), where its queue resumes
-   * unless the document gives an `after` of its own.
+   * whether the transport can still deliver, asked again after every wait. `resumeAfter`: the log
+   * position of a cursor the transport carried beside the document (SSE's `Last-Event-ID`, read
+   * with {@link LiveConnections.cursors}), where its queue resumes unless the document gives an
+   * `after` of its own.
    */
   admit(
     id: string,
@@ -67,6 +69,11 @@ export interface LiveConnections {
    * UNAUTHENTICATED error), with the refusal to close the transport with.
    */
   open(connection: Connection, onExpired: (refusal: Refusal) => void): LiveConnection;
+  /**
+   * The form of the cursors `connection`'s caller is handed and gives back (its environment's),
+   * to read one the transport carries beside the document before the connection is opened.
+   */
+  cursors(connection: Connection): CursorCodec;
   /** Operations that listen now, over every connection. */
   running(): number;
   /** Resolves once no operation listens, or after `timeoutMs`. */
@@ -138,6 +145,10 @@ export function createLiveConnections(
       };
     },
 
+    cursors: (connection) => {
+      if (connection.environment === undefined) throw new Error('a live connection without an environment');
+      return live.cursors(connection.environment);
+    },
     running: () => listening.size(),
     emptied: (timeoutMs) => listening.emptied(timeoutMs),
   };

@@ -20,7 +20,7 @@
 import type { Request, Response, Router } from 'express';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import { cursorOf, subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
-import { isCursor } from '../events/log/event-log.ts';
+import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { OperationRequest, TransportRules } from './door.ts';
 import { sendRefusal } from './http.ts';
 import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
@@ -111,7 +111,7 @@ function attachStreamed(
       sendRefusal(res, request);
       return;
     }
-    const resumeAfter = lastEventIdOf(req);
+    const resumeAfter = lastEventIdOf(req, connections.cursors(connection));
     if (isRefusal(resumeAfter)) {
       sendRefusal(res, resumeAfter);
       return;
@@ -306,14 +306,21 @@ function operationRequestOf(req: Request): OperationRequest | Refusal {
   return { query, documentId, id, operationName, variables, extensions };
 }
 
-/** The `Last-Event-ID` the client sent back (a cursor this API gave it), or why it is refused. */
-function lastEventIdOf(req: Request): string | undefined | Refusal {
+/**
+ * The log position of the `Last-Event-ID` the client sent back (a cursor this API gave the
+ * caller's environment), or why it is refused: before the connection listens or reads anything.
+ */
+function lastEventIdOf(req: Request, cursors: CursorCodec): string | undefined | Refusal {
   const value = req.get('last-event-id');
   if (value === undefined || value === '') return undefined;
-  if (isCursor(value)) return value;
+  const reading = cursors.decode(value);
+  if (reading.kind === 'position') return reading.position;
+  const given = JSON.stringify(value.slice(0, 64));
   return refuse(
     'bad-input',
-    `"Last-Event-ID" must be a cursor this API sent as an event's id, got ${JSON.stringify(value.slice(0, 64))}.`,
+    reading.kind === 'malformed'
+      ? `"Last-Event-ID" must be a cursor this API sent as an event's id, got ${given}.`
+      : `"Last-Event-ID" ${given} ${cursors.describeForeign(reading)}.`,
   );
 }
 

@@ -20,6 +20,7 @@ import { createLiveQueries } from './delivery/live-queries.ts';
 import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
+import { cursorCodec } from './log/cursor-codec.ts';
 import type { EventLog, LogStats } from './log/event-log.ts';
 import { createMemoryEventLog } from './log/memory-event-log.ts';
 import { createRedisEventLog } from './log/redis-event-log.ts';
@@ -160,6 +161,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   let webhooks: WebhookRouter | undefined;
   const live = createLiveSessions({
     log,
+    // With a key per environment, this pipeline's cursors name its environment.
+    cursors: cursorCodec(options.environment),
     queueLimit: config.subscriberQueueLimit,
     observer: liveObserver,
     watchCustomer: (environment, customerId) => reconcileState.watch(environment, customerId),

@@ -24,7 +24,7 @@ import {
 } from '../events/delivery/live-stream.ts';
 import { replaySince, type ReplayedList } from '../events/delivery/replay-since.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
-import { isCursor } from '../events/log/event-log.ts';
+import type { CursorCodec } from '../events/log/cursor-codec.ts';
 
 /** One resource type of the upstream's events, as the subscriptions see it. */
 interface EventResourceKind {
@@ -149,10 +149,12 @@ export interface ChangeSubscription {
 }
 
 /**
- * The cursor to resume after, checked: well formed, and not asked together with `since` (the two
- * are different replays; the cursor's is the exact one).
+ * The log position to resume after, checked: a cursor of the caller's own environment (decoded
+ * with its session's `cursors`), well formed, and not asked together with `since` (the two are
+ * different replays; the cursor's is the exact one). Judged before anything listens or reads.
  */
 function resumeCursor(
+  cursors: CursorCodec,
   after: string | null | undefined,
   since: string | null | undefined,
 ): string | undefined {
@@ -162,13 +164,15 @@ function resumeCursor(
       extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' },
     });
   }
-  if (!isCursor(after)) {
-    throw new GraphQLError(
-      `"after" must be a cursor this API returned (the "cursor" of an event), got ${JSON.stringify(after.slice(0, 64))}.`,
-      { extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' } },
-    );
-  }
-  return after;
+  const reading = cursors.decode(after);
+  if (reading.kind === 'position') return reading.position;
+  const given = JSON.stringify(after.slice(0, 64));
+  throw new GraphQLError(
+    reading.kind === 'malformed'
+      ? `"after" must be a cursor this API returned (the "cursor" of an event), got ${given}.`
+      : `"after" ${given} ${cursors.describeForeign(reading)}.`,
+    { extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' } },
+  );
 }
 
 /**
@@ -207,7 +211,7 @@ export async function subscribeToChanges(
   subscription: ChangeSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   const live = liveSessionOf(context);
-  const after = resumeCursor(subscription.after, subscription.since);
+  const after = resumeCursor(live.cursors, subscription.after, subscription.since);
   return openLiveStream(live, changeFeed(RESOURCES[resourceType]!, resourceType, { ...subscription, after }));
 }
 
@@ -332,7 +336,7 @@ export async function subscribeToEvents(
   { customerId, types, since, after: afterArgument }: EventsSubscription,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   const live = liveSessionOf(context);
-  const after = resumeCursor(afterArgument, since);
+  const after = resumeCursor(live.cursors, afterArgument, since);
   if (since != null && customerId == null) {
     throw new GraphQLError(
       'Replaying events needs "customerId": the upstream lists changes per customer. Subscribe per customer with "since", or without "since".',

@@ -4,6 +4,7 @@
  * purpose rather than left to the timing of a real upstream.
  */
 import { afterEach, describe, expect, test } from 'vitest';
+import { cursorCodec, type CursorCodec } from '../../src/events/log/cursor-codec.ts';
 import type { EventLog } from '../../src/events/log/event-log.ts';
 import { createMemoryEventLog } from '../../src/events/log/memory-event-log.ts';
 import type { LiveSession } from '../../src/events/delivery/live-context.ts';
@@ -19,6 +20,7 @@ import { openSubscriberQueue, type SubscriberQueue } from '../../src/events/deli
 import type { GraphContext } from '../../src/graph/context.ts';
 import { createLogger } from '../../src/logger.ts';
 import { makeEvent } from '../support/harness/events.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 type Change = { source: 'replay' | 'live'; resourceId: string; at: string; eventId?: string };
 
@@ -32,13 +34,22 @@ afterEach(async () => {
 });
 
 /** A session over a real in-memory event log; contexts are opaque tokens (the feed below reads nothing). */
-function session(): LiveSession & { contexts: number } {
+function session(
+  cursors: CursorCodec = cursorCodec(undefined),
+  limit?: number,
+): LiveSession & { contexts: number } {
   bus = createMemoryEventLog({ logger: createLogger({ level: 'silent' }) });
   const live = {
     environment: 'sandbox' as const,
+    cursors,
     contexts: 0,
     async openQueue(accept: (event: PlatformEvent) => boolean) {
-      const queue = await openSubscriberQueue({ log: bus, environment: 'sandbox', accept });
+      const queue = await openSubscriberQueue({
+        log: bus,
+        environment: 'sandbox',
+        accept,
+        ...(limit === undefined ? {} : { limit }),
+      });
       queues.push(queue);
       return queue;
     },
@@ -213,5 +224,46 @@ describe('replay then live, at the seam', () => {
     await expect(openLiveStream(live, failing)).rejects.toThrow('list refused');
     expect(queues).toHaveLength(1);
     await expect(queues[0]!.next()).resolves.toEqual({ value: undefined, done: true });
+  });
+});
+
+describe('the cursors a stream hands out', () => {
+  test('callers bound to an environment are handed its form: replayed and live changes alike', async () => {
+    const live = session(cursorCodec('sandbox'));
+    const stream = await openLiveStream(live, feed([{ resourceId: 'acc_a', updatedAt: at(10) }]));
+    const appended = await bus.append(accountEvent('acc_b', 20));
+    const cursors: string[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const next = await stream.next();
+      if (!next.done && next.value.kind === 'change') cursors.push(next.value.cursor);
+    }
+    expect(cursors).toEqual([`sandbox~${queues[0]!.position}`, `sandbox~${appended}`]);
+    await stream.return?.();
+  });
+
+  test('an overflow names where to resume in the same form', async () => {
+    const live = session(cursorCodec('sandbox'), 1);
+    const stream = await openLiveStream(live, { ...feed([]), replay: undefined });
+    // A second listener of the log, opened after the stream's: once it holds the three events, the
+    // stream's queue (limit 1) has been handed them too, and has overflowed.
+    const witness = await openSubscriberQueue({ log: bus, environment: 'sandbox', accept: () => true });
+    queues.push(witness);
+    for (let second = 1; second <= 3; second += 1) await bus.append(accountEvent('acc_a', second));
+    await waitFor(() => witness.size === 3, 'the log to hand out the three events');
+    const next = await stream.next();
+    expect(next.value).toMatchObject({
+      kind: 'overflow',
+      resumeAfter: `sandbox~${queues[0]!.position}`,
+    });
+    await stream.return?.();
+  });
+
+  test('with UPSTREAM_API_KEY alone they are the log positions as they are', async () => {
+    const live = session();
+    const stream = await openLiveStream(live, { ...feed([]), replay: undefined });
+    const appended = await bus.append(accountEvent('acc_a', 1));
+    const next = await stream.next();
+    expect(next.value).toMatchObject({ kind: 'change', cursor: appended });
+    await stream.return?.();
   });
 });

@@ -3,8 +3,8 @@
  * key (each environment has its own data: the live key sees one customer, the sandbox key three),
  * its callers bound to one environment by their token's `environment` claim, minted over HTTP by a
  * real dev issuer. Over HTTP, graphql-ws and SSE, and through the response cache and the event log
- * in real Redis, a caller sees only its environment; the emulator's counts per key show which key
- * every call was sent with.
+ * in real Redis, a caller sees only its environment, and resumes only with its environment's
+ * cursors; the emulator's counts per key show which key every call was sent with.
  */
 import { SignJWT, importJWK, type JWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
@@ -13,6 +13,7 @@ import { generateSigningKey } from '../../dev-issuer/index.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import { connectLive } from '../support/harness/live-client.ts';
+import { openMultipartStream } from '../support/harness/multipart-stream.ts';
 import { openSseStream } from '../support/harness/sse-stream.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -364,14 +365,85 @@ describe('one facade, sandbox and live callers', () => {
     expect(customersOf(liveOnWs.data.map((data) => data.events))).toEqual(['cus_live_northwind']);
     expect(customersOf(sseData(liveSse))).toEqual(['cus_live_northwind']);
 
-    // A cursor of the sandbox log reads nothing of the sandbox: a live subscriber resuming after it
-    // is answered from the live log alone (each environment's log is its own Redis stream).
+    // Every cursor names its environment: the payload's, and the SSE id beside it.
+    const cursorsOf = (events: unknown[]) => events.map((event) => (event as { cursor: string }).cursor);
     const sandboxCursor = (sandboxOnWs.data[0].events as { cursor: string }).cursor;
-    const resumed = liveWs.subscribe(
-      'subscription ($after: String) { events(after: $after) { eventId customerId } }',
-      {
-        after: sandboxCursor,
-      },
+    const liveCursor = (liveOnWs.data[0].events as { cursor: string }).cursor;
+    expect(
+      cursorsOf(sandboxOnWs.data.map((data) => data.events)).filter(
+        (cursor) => !/^sandbox~\d+-\d+$/.test(cursor),
+      ),
+    ).toEqual([]);
+    expect(
+      cursorsOf(liveOnWs.data.map((data) => data.events)).filter((cursor) => !/^live~\d+-\d+$/.test(cursor)),
+    ).toEqual([]);
+    const idsOfSse = (stream: typeof sandboxSse) =>
+      stream.messages.flatMap((message) => (message.id === undefined ? [] : [message.id]));
+    expect(idsOfSse(sandboxSse)).toContain(sandboxCursor);
+    expect(idsOfSse(liveSse)).toContain(liveCursor);
+    expect(idsOfSse(liveSse).filter((id) => !id.startsWith('live~'))).toEqual([]);
+
+    // A cursor of the other environment, or one naming none, is refused as a malformed one is, over
+    // every transport, before anything listens or reads.
+    await stack.resetUpstreamCalls();
+    const RESUME = 'subscription ($after: String) { events(after: $after) { eventId cursor customerId } }';
+    const liveAuth = { authorization: `Bearer ${await tokenOf('live-ops')}` };
+    const foreign = [
+      [sandboxCursor, 'belongs to the sandbox environment'],
+      [sandboxCursor.slice('sandbox~'.length), 'names no environment'],
+    ] as const;
+    for (const [after, says] of foreign) {
+      const onWs = liveWs.subscribe(RESUME, { after });
+      await onWs.done;
+      expect(onWs.data).toEqual([]);
+      expect(onWs.errors).toMatchObject([{ extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' } }]);
+      expect(JSON.stringify(onWs.errors)).toContain(says);
+
+      const onSse = await openSseStream(stack.facadeUrl, EVENTS, { ...liveAuth, 'last-event-id': after });
+      expect(onSse.status).toBe(400);
+      expect(onSse.body).toMatchObject({ errors: [{ extensions: { code: 'BAD_USER_INPUT' } }] });
+      expect(onSse.text).toContain(says);
+
+      const onMultipart = await openMultipartStream(stack.facadeUrl, EVENTS, {
+        ...liveAuth,
+        'last-event-id': after,
+      });
+      expect(onMultipart.status).toBe(400);
+      expect(onMultipart.body).toMatchObject({ errors: [{ extensions: { code: 'BAD_USER_INPUT' } }] });
+      expect(JSON.stringify(onMultipart.body)).toContain(says);
+
+      const afterOnMultipart = await openMultipartStream(stack.facadeUrl, RESUME, liveAuth, { after });
+      await afterOnMultipart.ended;
+      expect(afterOnMultipart.body).toMatchObject({
+        errors: [{ extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' } }],
+      });
+      expect(JSON.stringify(afterOnMultipart.body)).toContain(says);
+    }
+    // And the other way round: a live cursor given to a sandbox caller.
+    const liveOnSandbox = await openSseStream(stack.facadeUrl, EVENTS, {
+      authorization: `Bearer ${await tokenOf('sandbox-ops')}`,
+      'last-event-id': liveCursor,
+    });
+    expect(liveOnSandbox.status).toBe(400);
+    expect(liveOnSandbox.text).toContain('belongs to the live environment');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+
+    // A cursor of the caller's own environment resumes from its own log: the live events after it,
+    // read back from the log (graphql-ws's `after`, SSE's Last-Event-ID), then the live ones.
+    const resumed = liveWs.subscribe(RESUME, { after: liveCursor });
+    const resumedSse = await openSseStream<{ events: { eventId: string; customerId: string } }>(
+      stack.facadeUrl,
+      EVENTS,
+      { ...liveAuth, 'last-event-id': liveCursor },
+    );
+    expect(resumedSse.status).toBe(200);
+    await waitFor(
+      () =>
+        heard(
+          resumed.data.map((data) => data.events),
+          liveMarker.id,
+        ) && heard(sseData(resumedSse), liveMarker.id),
+      'the resumed subscriptions to read the live log after the cursor',
     );
     const liveAfter = upstreamEvent({
       type: 'account.updated',
@@ -380,31 +452,56 @@ describe('one facade, sandbox and live callers', () => {
       resourceType: 'account',
       resourceId: 'acc_live_northwind_eth',
     });
-    await waitFor(
-      () =>
-        resumed.errors.length > 0 || resumed.completed || resumed.data.length > 0 || liveOnWs.data.length > 2,
-      'the resumed subscription to start',
-    );
     await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/live`, LIVE_SECRET, liveAfter);
     await waitFor(
       () =>
         heard(
-          liveOnWs.data.map((data) => data.events),
+          resumed.data.map((data) => data.events),
           liveAfter.id,
-        ),
+        ) && heard(sseData(resumedSse), liveAfter.id),
       'the later live event',
     );
-    const resumedEvents = resumed.data.map((data) => data.events as { eventId: string; customerId: string });
-    expect(resumedEvents.map((event) => event.eventId)).toContain(liveAfter.id);
+    const resumedEvents = resumed.data.map(
+      (data) => data.events as { eventId: string; cursor: string; customerId: string },
+    );
+    expect(resumed.errors).toEqual([]);
+    expect(resumedEvents.map((event) => event.eventId)).not.toContain(
+      (liveOnWs.data[0].events as { eventId: string }).eventId,
+    );
     expect(customersOf(resumedEvents)).toEqual(['cus_live_northwind']);
+    expect(customersOf(sseData(resumedSse))).toEqual(['cus_live_northwind']);
+    expect(cursorsOf(resumedEvents).filter((cursor) => !cursor.startsWith('live~'))).toEqual([]);
     const sandboxIds = new Set(sandboxOnWs.data.map((data) => (data.events as { eventId: string }).eventId));
     expect(resumedEvents.filter((event) => sandboxIds.has(event.eventId))).toEqual([]);
-
+    resumedSse.close();
     for (const stream of [sandboxSse, liveSse]) stream.close();
     sandboxOnWs.stop();
     liveOnWs.stop();
     resumed.stop();
     await Promise.all([sandboxWs.dispose(), liveWs.dispose()]);
+  });
+
+  test('an expired cursor is answered in the caller’s environment’s form', async () => {
+    const liveWs = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${await tokenOf('live-ops')}` });
+    await stack.resetUpstreamCalls();
+    // Ahead of the live log's head: not one of its positions.
+    const ahead = 'live~99999999999999-0';
+    const expired = liveWs.subscribe('subscription ($after: String) { events(after: $after) { eventId } }', {
+      after: ahead,
+    });
+    await expired.done;
+    expect(expired.data).toEqual([]);
+    expect(expired.errors).toMatchObject([
+      {
+        extensions: {
+          code: 'CURSOR_EXPIRED',
+          cursor: ahead,
+          oldestCursor: expect.stringMatching(/^live~\d+-\d+$/),
+        },
+      },
+    ]);
+    expect((await stack.upstreamCalls()).total).toBe(0);
+    await liveWs.dispose();
   });
 
   test('de-duplication is per environment: one event id in each environment is published in each', async () => {

@@ -8,6 +8,7 @@ import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql'
 import type { GraphContext } from '../../graph/context.ts';
 import type { EventTracer } from '../event-tracing.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { CursorCodec } from '../log/cursor-codec.ts';
 import type { LiveQueryStream } from './live-queries.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
@@ -16,8 +17,13 @@ export interface LiveSession {
   /** The environment of the subscriber's key, learnt from capability discovery at connection. */
   readonly environment: PlatformEnvironment;
   /**
+   * The form of the cursors this subscriber is handed and gives back: the stream hands out
+   * `encode`d log positions, and an `after` argument is `decode`d before anything listens.
+   */
+  readonly cursors: CursorCodec;
+  /**
    * Opens the subscriber's bounded queue on its environment's events; resolves once it listens.
-   * With `after` (a cursor), the queue first yields the logged events after it (see
+   * With `after` (a log position, decoded from a cursor), the queue first yields the logged events after it (see
    * `subscriber-queue.ts`); a cursor the log no longer resumes from rejects with CursorExpiredError.
    */
   openQueue(accept: (event: PlatformEvent) => boolean, after?: string): Promise<SubscriberQueue>;

@@ -9,6 +9,7 @@ import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { mayActFor, type Caller } from '../../auth/caller.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache } from '../../upstream/client.ts';
+import type { CursorCodec } from '../log/cursor-codec.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { AwaitableSet } from './awaitable-set.ts';
@@ -45,6 +46,8 @@ export type SubscriptionContexts = (
 export interface LiveSessionsOptions {
   /** The event log subscribers listen to and resume from. */
   log: EventLog;
+  /** The form of the cursors this pipeline's subscribers are handed and give back. */
+  cursors: CursorCodec;
   /** Events one subscriber may let wait; see `subscriber-queue.ts` for what happens beyond. */
   queueLimit: number;
   /** Told about deliveries and overflows (metrics, delivery spans). */
@@ -59,9 +62,10 @@ export interface LiveSessions {
   /** The subscriber of a connection admitted for `caller` (with its own key, if any). */
   subscriber(caller: Caller, apiKey: string | undefined, environment: PlatformEnvironment): LiveSubscriber;
   /**
-   * The live session of one subscription of `subscriber` running `args`. `resumeAfter`: a cursor
-   * the transport carried beside the document (SSE's `Last-Event-ID`); a queue the document opens
-   * without an `after` of its own resumes after it.
+   * The live session of one subscription of `subscriber` running `args`. `resumeAfter`: the log
+   * position of a cursor the transport carried beside the document (SSE's `Last-Event-ID`, read
+   * with {@link LiveSessions.cursors}); a queue the document opens without an `after` of its own
+   * resumes after it.
    */
   session(
     subscriber: LiveSubscriber,
@@ -70,6 +74,11 @@ export interface LiveSessions {
     operationName: string | undefined,
     resumeAfter?: string,
   ): LiveSession;
+  /**
+   * The form of the cursors the callers of `environment` are handed and give back: what a
+   * transport reads a cursor it carries beside the document with (SSE's `Last-Event-ID`).
+   */
+  cursors(environment: PlatformEnvironment): CursorCodec;
   /** Ends `subscriber`'s queues with an UNAUTHENTICATED error; resolves once they have ended. */
   revoke(subscriber: LiveSubscriber, timeoutMs: number): Promise<void>;
   /** Ends every queue (shutdown); queues opened from now on end at once. */
@@ -103,6 +112,7 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       const { watchCustomer } = options;
       return {
         environment: subscriber.environment,
+        cursors: options.cursors,
         async openQueue(accept, afterArgument) {
           const after = afterArgument ?? resumeAfter;
           const queue = await openSubscriberQueue({
@@ -177,6 +187,8 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
         ...(operationName === undefined ? {} : { operationName }),
       };
     },
+
+    cursors: () => options.cursors,
 
     async revoke(subscriber, timeoutMs) {
       for (const queue of subscriber.queues) queue.revoke();

@@ -3,10 +3,13 @@
  * events from the subscriber's bounded queue, each turned into a payload read with a fresh context
  * (one per event, shared by the subscribers that read alike).
  */
+import { CursorExpiredError } from '../../errors/cursor-expired.ts';
 import type { GraphContext } from '../../graph/context.ts';
+import type { CursorCodec } from '../log/cursor-codec.ts';
 import type { DeliveryTrace } from '../event-tracing.ts';
 import type { LiveSession } from './live-context.ts';
 import type { PlatformEvent } from '../event-types.ts';
+import type { QueueItem } from './subscriber-queue.ts';
 import { pullThrough, SKIP } from './push-pull-queue.ts';
 
 /**
@@ -19,9 +22,9 @@ export type LiveDelivery =
       context: GraphContext;
       payload: unknown;
       /**
-       * Where the change sits in the event log: the live event's cursor, or where the queue began
-       * listening for a replayed change. It travels beside the result (an SSE `id`), whatever the
-       * document selects.
+       * Where the change sits in the event log, as the subscriber is handed it (`cursor-codec.ts`):
+       * the live event's cursor, or where the queue began listening for a replayed change. It
+       * travels beside the result (an SSE `id`), whatever the document selects.
        */
       cursor: string;
       /** The live event it came from; absent for a replayed change (its context is the subscriber's own). */
@@ -66,7 +69,10 @@ export interface ChangeFeed<P> {
    * `cursor` is where the queue began listening: the cursor a replayed change carries.
    */
   replay?: (context: GraphContext, cursor: string) => Promise<ReplayedChange<P>[]>;
-  /** A cursor to resume after: the logged events after it come first (instead of a `since` replay). */
+  /**
+   * The log position to resume after (a cursor the subscriber gave, decoded with its session's
+   * `cursors`): the logged events after it come first (instead of a `since` replay).
+   */
   after?: string;
   /** The customer the subscription follows, if one: its missed webhooks are reconciled meanwhile. */
   customerId?: string;
@@ -95,27 +101,37 @@ export interface ChangeFeed<P> {
  *
  * The returned iterator's `return()` ends the queue at once, even while a `next()` waits, so a
  * client that stops a subscription (or disconnects) frees its event log listener immediately.
+ *
+ * Every cursor that leaves here (a payload's, a delivery's, an overflow's `resumeAfter`, an expired
+ * cursor's error) is the log position encoded with the session's `cursors`: the subscriber is
+ * handed its environment's form of them, and the queue and the log deal in positions alone.
  */
 export async function openLiveStream<P>(
   live: LiveSession,
   feed: ChangeFeed<P>,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
+  const { cursors } = live;
   const context = live.createEventContext();
   await feed.admit?.(context);
-  const queue = await live.openQueue(feed.accept, feed.after);
+  const queue = await openQueue(live, feed);
   const replayed: LiveDelivery[] = [];
   const replayedUpTo = new Map<string, number>();
   if (feed.replay) {
     let changes: ReplayedChange<P>[];
     try {
-      changes = await feed.replay(context, queue.position);
+      changes = await feed.replay(context, cursors.encode(queue.position));
     } catch (error) {
       await queue.return();
       throw error;
     }
     changes.sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt));
     for (const change of changes) {
-      replayed.push({ kind: 'change', context, payload: change.payload, cursor: queue.position });
+      replayed.push({
+        kind: 'change',
+        context,
+        payload: change.payload,
+        cursor: cursors.encode(queue.position),
+      });
       const at = Date.parse(change.updatedAt);
       replayedUpTo.set(change.resourceId, Math.max(at, replayedUpTo.get(change.resourceId) ?? at));
     }
@@ -129,7 +145,7 @@ export async function openLiveStream<P>(
     queue,
     async (item): Promise<LiveDelivery | typeof SKIP> => {
       if (item.kind === 'overflow') live.observer?.overflowed();
-      if (item.kind !== 'event') return { ...item };
+      if (item.kind !== 'event') return handedOut(item, cursors);
       const event = item.event;
       // With tracing on: this delivery's span (a trace of its own, linked to the publish).
       const traced = live.observer?.traceDelivery?.(event, item.published, live.operationName);
@@ -141,7 +157,8 @@ export async function openLiveStream<P>(
 
       const resumed = item.replayed === true;
       const context = live.eventContext(event, resumed);
-      const read = () => feed.toPayload(event, item.cursor, context, resumed);
+      const cursor = cursors.encode(item.cursor);
+      const read = () => feed.toPayload(event, cursor, context, resumed);
       const payload = await (traced === undefined ? read() : traced.run(read));
       if (payload === DROP) {
         traced?.end('dropped');
@@ -149,9 +166,42 @@ export async function openLiveStream<P>(
       }
       live.observer?.delivered(event);
       if (item.replayed) live.observer?.replayed?.();
-      const change = { kind: 'change', context, payload, cursor: item.cursor, eventId: event.id } as const;
+      const change = { kind: 'change', context, payload, cursor, eventId: event.id } as const;
       return traced === undefined ? change : { ...change, traced };
     },
     { first: replayed, onDone: unwatch },
   );
+}
+
+/** The feed's queue; a cursor the log no longer resumes from is refused in the subscriber's form. */
+async function openQueue<P>(live: LiveSession, feed: ChangeFeed<P>) {
+  try {
+    return await live.openQueue(feed.accept, feed.after);
+  } catch (error) {
+    if (!(error instanceof CursorExpiredError)) throw error;
+    const { cursors } = live;
+    throw new CursorExpiredError(
+      cursors.encode(error.cursor),
+      error.oldest === undefined ? undefined : cursors.encode(error.oldest),
+      error.ahead,
+    );
+  }
+}
+
+/** A queue's notice as the subscriber is handed it: its cursors in the subscriber's form. */
+function handedOut(item: Exclude<QueueItem, { kind: 'event' }>, cursors: CursorCodec): LiveDelivery {
+  switch (item.kind) {
+    case 'overflow':
+      return item.resumeAfter === undefined
+        ? { ...item }
+        : { ...item, resumeAfter: cursors.encode(item.resumeAfter) };
+    case 'expired':
+      return {
+        kind: 'expired',
+        after: cursors.encode(item.after),
+        oldest: item.oldest === undefined ? undefined : cursors.encode(item.oldest),
+      };
+    case 'revoked':
+      return { ...item };
+  }
 }
