@@ -70,8 +70,11 @@ export interface UpstreamContextOptions {
   callerRequestId?: string | undefined;
   /** Retries the operation may spend; defaults to the client's configured budget. */
   retries?: number;
-  /** The operation's deadline and shutdown signal (see `cancellation.ts`); none: no deadline. */
-  signal?: AbortSignal;
+  /**
+   * The operation's deadline and shutdown signal (see `cancellation.ts`), or what makes it when a
+   * call first reads it (`deferredOperationSignal`); none: no deadline.
+   */
+  signal?: AbortSignal | (() => AbortSignal);
   /** See {@link UpstreamContext.idempotencyOwner}. */
   idempotencyOwner?: string | undefined;
   /** See {@link UpstreamContext.readCache}. */
@@ -88,7 +91,8 @@ export function createUpstreamContext(
   options: UpstreamContextOptions,
 ): UpstreamContext {
   const requestId = resolveRequestId(options.requestId);
-  return {
+  const signal = options.signal;
+  const context: UpstreamContext = {
     client,
     credentials: createCredentials(options.apiKey),
     scope: options.scope,
@@ -98,9 +102,12 @@ export function createUpstreamContext(
     ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: options.callBudget ?? createCallBudget(client.maxCallsPerOperation),
-    signal: options.signal,
+    signal: typeof signal === 'function' ? undefined : signal,
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
     ...(options.readThrough === true ? { readThrough: true } : {}),
   };
+  // Made when a call first reads it (a getter: a spread copy would make it at once).
+  if (typeof signal === 'function') Object.defineProperty(context, 'signal', { get: signal, enumerable: true });
+  return context;
 }
