@@ -502,6 +502,10 @@ function cancelled(call: UpstreamCall, cause?: unknown): UpstreamCancelledError 
 
 function toQueryString(query: UpstreamRequest['query']): string {
   if (query === undefined) return '';
+  // Most reads give no parameter at all (a first page at the default size): no encoder for those.
+  let any = false;
+  for (const name in query) if (query[name] !== undefined) any = true;
+  if (!any) return '';
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
     if (value !== undefined) params.set(name, String(value));
