@@ -91,8 +91,10 @@ export function createUpstreamContext(
   options: UpstreamContextOptions,
 ): UpstreamContext {
   const requestId = resolveRequestId(options.requestId);
-  const signal = options.signal;
-  const context: UpstreamContext = {
+  const given = options.signal;
+  // Read through a getter, so a deferred signal is made when a call first reads it.
+  const signal = typeof given === 'function' ? given : () => given;
+  return {
     client,
     credentials: createCredentials(options.apiKey),
     scope: options.scope,
@@ -102,12 +104,11 @@ export function createUpstreamContext(
     ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: options.callBudget ?? createCallBudget(client.maxCallsPerOperation),
-    signal: typeof signal === 'function' ? undefined : signal,
+    get signal() {
+      return signal();
+    },
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
     ...(options.readThrough === true ? { readThrough: true } : {}),
   };
-  // Made when a call first reads it (a getter: a spread copy would make it at once).
-  if (typeof signal === 'function') Object.defineProperty(context, 'signal', { get: signal, enumerable: true });
-  return context;
 }
