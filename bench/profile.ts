@@ -61,7 +61,10 @@ const STEPS: readonly (readonly [step: string, pattern: RegExp])[] = [
     'HTTP layer (node, express)',
     /src\/http\/|src\/app\.ts|node_modules\/(express|router|body-parser|raw-body|finalhandler|send|on-finished|content-type|type-is|qs|cors|negotiator|accepts|iconv-lite|depd|debug|statuses|http-errors|parseurl|encodeurl|vary|cookie|fresh|etag|mime|proxy-addr)\/|node:_http|node:http|node:net|node:internal\/(http|stream|streams|net|child_process|dns|url)|node:(stream|url|buffer|events|string_decoder)/,
   ],
-  ['async hooks and promises (node)', /node:internal\/(async_hooks|process\/task_queues|timers|async_context)/],
+  [
+    'async hooks and promises (node)',
+    /node:internal\/(async_hooks|process\/task_queues|timers|async_context)/,
+  ],
 ];
 
 interface CallFrame {
@@ -180,7 +183,10 @@ async function profileCase(emulator: ServiceProcess, each: Case): Promise<string
   await rename(join(directory, file), join(kept, `${slug}.cpuprofile`));
   const profile = JSON.parse(readFileSync(join(kept, `${slug}.cpuprofile`), 'utf8')) as CpuProfile;
   // The load's window on the profile's clock, for reading the raw profile again.
-  await writeFile(join(kept, `${slug}.window.json`), `${JSON.stringify({ fromUs: window[0], toUs: window[1] })}\n`);
+  await writeFile(
+    join(kept, `${slug}.window.json`),
+    `${JSON.stringify({ fromUs: window[0], toUs: window[1] })}\n`,
+  );
   return summarise(each.name, profile, window, cpuMsPerOp, operations);
 }
 
@@ -286,7 +292,8 @@ function summarise(
     lines.push(`| ${module} | ${us(samples)} | ${pct(samples)} |`);
   }
   lines.push('', '| function (self) | µs / op | share |', '|---|---:|---:|');
-  for (const [fn, samples] of top(selfFunction, 30)) lines.push(`| ${fn} | ${us(samples)} | ${pct(samples)} |`);
+  for (const [fn, samples] of top(selfFunction, 30))
+    lines.push(`| ${fn} | ${us(samples)} | ${pct(samples)} |`);
   lines.push('');
   return lines.join('\n');
 }

@@ -147,7 +147,8 @@ const judgePath = memoizeByPath((methodAndPath: string): PathJudgement => {
   if (path !== sent || !path.split('/').slice(1).every(isPlainSegment)) return { refused: 'unsafe_path' };
   const rule = RULES.find((candidate) => candidate.methods.includes(method) && candidate.pattern.test(path));
   if (rule === undefined) return { refused: 'no_rule' };
-  const customerId = rule.access === 'path-customer' ? (rule.pattern.exec(path)?.groups?.customerId ?? '') : '';
+  const customerId =
+    rule.access === 'path-customer' ? (rule.pattern.exec(path)?.groups?.customerId ?? '') : '';
   return { rule, customerId, path };
 });
 
