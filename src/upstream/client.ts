@@ -489,7 +489,10 @@ function withoutText({ text: _text, ...response }: SentResponse): UpstreamRespon
   return response;
 }
 
-/** A held answer as a response of its own: its body parsed anew, so no caller shares an object. */
+/**
+ * A held answer as a response of its own: its frozen parsed body, shared by every caller (none can
+ * change it), or, for an answer held as text, the text parsed anew.
+ */
 function answerOf(answer: CachedAnswer, requestId: string): UpstreamResponse {
   const body = 'body' in answer ? answer.body : parseJsonBody(answer.text, requestId);
   return { status: answer.status, body, replayed: false };
@@ -504,7 +507,12 @@ function toQueryString(query: UpstreamRequest['query']): string {
   if (query === undefined) return '';
   // Most reads give no parameter at all (a first page at the default size): no encoder for those.
   let any = false;
-  for (const name in query) if (query[name] !== undefined) any = true;
+  for (const name in query) {
+    if (query[name] !== undefined) {
+      any = true;
+      break;
+    }
+  }
   if (!any) return '';
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
