@@ -57,8 +57,13 @@ export function createLogger(options: LoggerOptions): Logger {
         ...current?.(),
         ...fields,
       };
-      let line = JSON.stringify(entry, serializeErrors);
-      for (const secret of secrets) if (secret.length > 0) line = line.replaceAll(secret, '[redacted]');
+      // The replacer (a call per value) only where a value could hold an error: most lines,
+      // the operation's own among them, hold strings, numbers and lists of them.
+      let line = holdsOnlyPlainValues(entry) ? JSON.stringify(entry) : JSON.stringify(entry, serializeErrors);
+      // Looking costs less than replacing nothing (`replaceAll` copies the line even then).
+      for (const secret of secrets) {
+        if (secret.length > 0 && line.includes(secret)) line = line.replaceAll(secret, '[redacted]');
+      }
       write(line);
     };
     return {
@@ -78,6 +83,17 @@ function serializeErrors(_key: string, value: unknown): unknown {
     return { name: value.name, message: value.message, stack: value.stack };
   }
   return value;
+}
+
+/** True when no value of `entry` is an object other than a list of strings, numbers or booleans. */
+function holdsOnlyPlainValues(entry: Record<string, unknown>): boolean {
+  for (const key in entry) {
+    const value = entry[key];
+    if (typeof value !== 'object' || value === null) continue;
+    if (!Array.isArray(value)) return false;
+    for (const item of value as unknown[]) if (typeof item === 'object' && item !== null) return false;
+  }
+  return true;
 }
 
 /** Lines written to stdout but not yet handed to it. */

@@ -46,7 +46,33 @@ export function guardEntities(schema: GraphQLSchema): GraphQLSchema {
       return entity;
     });
   field.resolve = guarded as typeof field.resolve;
+  copyFrozenReferences(schema);
   return schema;
+}
+
+type ResolveReference = (reference: unknown, context: unknown, info: unknown) => unknown;
+
+/**
+ * @apollo/subgraph marks what `__resolveReference` returns with its `__typename`
+ * (`Object.defineProperty`), but a record the response cache holds is frozen and shared between
+ * operations (src/upstream/response-cache.ts): such a record is handed over as a shallow copy, the
+ * copy marked, the cached one untouched. Any other value is handed over as before.
+ */
+function copyFrozenReferences(schema: GraphQLSchema): void {
+  for (const type of Object.values(schema.getTypeMap())) {
+    const subgraph = (type.extensions as { apollo?: { subgraph?: { resolveReference?: ResolveReference } } })
+      .apollo?.subgraph;
+    const resolveReference = subgraph?.resolveReference;
+    if (subgraph === undefined || resolveReference === undefined) continue;
+    subgraph.resolveReference = (reference, context, info) => {
+      const resolved = resolveReference(reference, context, info);
+      return resolved instanceof Promise ? resolved.then(ownCopyIfFrozen) : ownCopyIfFrozen(resolved);
+    };
+  }
+}
+
+function ownCopyIfFrozen(value: unknown): unknown {
+  return typeof value === 'object' && value !== null && Object.isFrozen(value) ? { ...value } : value;
 }
 
 /** Why `representation` cannot be resolved here, or undefined when it can. */

@@ -7,7 +7,7 @@ import type { Caller } from '../auth/caller.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from '../upstream/access.ts';
 import type { CallBudget } from '../upstream/call-budget.ts';
-import { createOperationSignal } from '../upstream/cancellation.ts';
+import { deferredOperationSignal } from '../upstream/cancellation.ts';
 import type { SharedReadCache, UpstreamClient } from '../upstream/client.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
@@ -93,7 +93,7 @@ export function createOperationContexts(
         requestId,
         facadeRequestId,
         callerRequestId,
-        signal: createOperationSignal(options.operationTimeoutMs, options.shutdown),
+        signal: deferredOperationSignal(options.operationTimeoutMs, options.shutdown),
         // Callers share the upstream key's Idempotency-Keys: each caller's are its own.
         idempotencyOwner: caller?.subject,
         readCache,

@@ -153,13 +153,30 @@ export function checkOperationCost(
   variables: Readonly<Record<string, unknown>> | undefined,
   maxCost: number,
 ): { measure: OperationMeasure; error?: GraphQLError } {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  const known = measuresWithoutVariables.get(operation);
+  let measure = known?.schema === schema ? known.measure : undefined;
+  if (measure === undefined) {
+    const fragments = new Map<string, FragmentDefinitionNode>();
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+    }
+    const reads = { variables: false };
+    measure = measureOperation(schema, fragments, operation, variables ?? {}, reads);
+    if (!reads.variables) measuresWithoutVariables.set(operation, { schema, measure });
   }
-  const measure = measureOperation(schema, fragments, operation, variables ?? {});
   return { measure, error: costError(measure, maxCost, operation) };
 }
+
+/**
+ * The measure of each operation whose cost no variable changes (no `first: $n`, no
+ * `representations: $r`), kept per parsed operation: Apollo keeps one parsed document per document
+ * text, so a repeated operation is measured once, not per request. An operation whose measure read a
+ * variable is measured with each request's variables.
+ */
+const measuresWithoutVariables = new WeakMap<
+  OperationDefinitionNode,
+  { schema: GraphQLSchema; measure: OperationMeasure }
+>();
 
 function costError(
   measure: OperationMeasure,
@@ -195,6 +212,8 @@ export function measureOperation(
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
   operation: OperationDefinitionNode,
   variables: Readonly<Record<string, unknown>> | undefined,
+  /** Set to `variables: true` when a variable's value counted in the measure. */
+  reads: { variables: boolean } = { variables: false },
 ): OperationMeasure {
   const root =
     operation.operation === OperationTypeNode.QUERY
@@ -255,7 +274,7 @@ export function measureOperation(
           ? parentType.getFields()[name]
           : undefined;
     if (!field.selectionSet || !definition) return { cost: multiplier, depth: 1 };
-    const items = itemsPerResolution(field, definition, variables);
+    const items = itemsPerResolution(field, definition, variables, reads);
     const inner = selectionsMeasure(field.selectionSet, getNamedType(definition.type), multiplier * items);
     return {
       cost: multiplier + inner.cost,
@@ -288,15 +307,16 @@ function itemsPerResolution(
   field: FieldNode,
   definition: GraphQLField<unknown, unknown>,
   variables: Readonly<Record<string, unknown>> | undefined,
+  reads: { variables: boolean },
 ): number {
   if (definition.name === '_entities') {
-    const representations = argumentValue(field, 'representations', variables);
+    const representations = argumentValue(field, 'representations', variables, reads);
     return Array.isArray(representations) ? Math.max(representations.length, 1) : 1;
   }
   const listSize = listSizeOf(definition);
   if (!listSize) return 1;
   for (const argument of listSize.slicingArguments) {
-    const value = argumentValue(field, argument, variables);
+    const value = argumentValue(field, argument, variables, reads);
     if (value === undefined || value === null) continue;
     if (typeof value !== 'number' || !Number.isFinite(value)) return 1;
     return Math.min(Math.max(Math.trunc(value), 1), MAX_PAGE_SIZE);
@@ -346,15 +366,21 @@ function argumentValue(
   field: FieldNode,
   name: string,
   variables: Readonly<Record<string, unknown>> | undefined,
+  reads: { variables: boolean },
 ): unknown {
   const node = field.arguments?.find((arg) => arg.name.value === name)?.value;
   if (node === undefined) return undefined;
-  return literalValue(node, variables);
+  return literalValue(node, variables, reads);
 }
 
-function literalValue(node: ValueNode, variables: Readonly<Record<string, unknown>> | undefined): unknown {
+function literalValue(
+  node: ValueNode,
+  variables: Readonly<Record<string, unknown>> | undefined,
+  reads: { variables: boolean },
+): unknown {
   switch (node.kind) {
     case Kind.VARIABLE:
+      reads.variables = true;
       return variables === undefined ? Number.NaN : variables[node.name.value];
     case Kind.INT:
       return Number(node.value);

@@ -10,6 +10,7 @@
 import type { CustomerScope } from '../auth/caller.ts';
 import type { HttpMethod, UpstreamRequest } from './types.ts';
 import { UpstreamAccessDeniedError, UpstreamProblemError } from './errors.ts';
+import { memoizeByPath } from './path-memo.ts';
 
 /** What one operation's upstream requests may touch: the caller's roles and customers. */
 export interface UpstreamScope {
@@ -104,16 +105,9 @@ export function authorizeUpstreamRequest(
   request: Pick<UpstreamRequest, 'method' | 'path' | 'actingFor'>,
   options: AuthorizeOptions,
 ): void {
-  // The rules judge the path the upstream will act on. A path that a proxy could read differently
-  // from the way it is sent is refused, so the judged path and the served one are always the same.
-  const path = pathAsUpstreamSees(request.path);
-  if (path !== request.path || !path.split('/').slice(1).every(isPlainSegment)) {
-    throw new UpstreamAccessDeniedError('unsafe_path');
-  }
-  const rule = RULES.find(
-    (candidate) => candidate.methods.includes(request.method) && candidate.pattern.test(path),
-  );
-  if (rule === undefined) throw new UpstreamAccessDeniedError('no_rule');
+  const judged = judgePath(`${request.method} ${request.path}`);
+  if ('refused' in judged) throw new UpstreamAccessDeniedError(judged.refused);
+  const { rule, customerId, path } = judged;
   if (!scope.authenticated) throw new UpstreamAccessDeniedError('anonymous');
   switch (rule.access) {
     case 'any-caller':
@@ -122,7 +116,6 @@ export function authorizeUpstreamRequest(
       if (!scope.operator) throw new UpstreamAccessDeniedError('operator_only');
       return;
     case 'path-customer': {
-      const customerId = rule.pattern.exec(path)?.groups?.customerId ?? '';
       if (!inScope(scope, customerId)) throw missingCustomer(customerId, path, options);
       return;
     }
@@ -134,6 +127,30 @@ export function authorizeUpstreamRequest(
       return;
   }
 }
+
+/** What a method and path alone decide: refused, or the rule that judges the caller (and its customer). */
+type PathJudgement =
+  | { readonly refused: 'unsafe_path' | 'no_rule' }
+  | { readonly rule: Rule; readonly customerId: string; readonly path: string };
+
+/**
+ * Judges `${method} ${path}` without the caller: the same for every call of that method and path,
+ * so it is computed once per path (`path-memo.ts`); the scope is checked per call.
+ */
+const judgePath = memoizeByPath((methodAndPath: string): PathJudgement => {
+  const space = methodAndPath.indexOf(' ');
+  const method = methodAndPath.slice(0, space) as HttpMethod;
+  const sent = methodAndPath.slice(space + 1);
+  // The rules judge the path the upstream will act on. A path that a proxy could read differently
+  // from the way it is sent is refused, so the judged path and the served one are always the same.
+  const path = pathAsUpstreamSees(sent);
+  if (path !== sent || !path.split('/').slice(1).every(isPlainSegment)) return { refused: 'unsafe_path' };
+  const rule = RULES.find((candidate) => candidate.methods.includes(method) && candidate.pattern.test(path));
+  if (rule === undefined) return { refused: 'no_rule' };
+  const customerId =
+    rule.access === 'path-customer' ? (rule.pattern.exec(path)?.groups?.customerId ?? '') : '';
+  return { rule, customerId, path };
+});
 
 /** True when `scope` covers `customerId`. */
 export function inScope(scope: UpstreamScope, customerId: string): boolean {

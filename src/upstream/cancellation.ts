@@ -27,6 +27,28 @@ export function createOperationSignal(timeoutMs: number, shutdown?: AbortSignal)
   return shutdown ? AbortSignal.any([deadline, shutdown]) : deadline;
 }
 
+/**
+ * The same signal, made when an upstream call first asks for it: an operation that calls nothing
+ * (`{ __typename }`, an answer from loaders primed by a list) pays for no timer and no listener on
+ * `shutdown`. The deadline still runs from now: asked for later, the signal has what is left of
+ * `timeoutMs`, and is already aborted when nothing is.
+ */
+export function deferredOperationSignal(timeoutMs: number, shutdown?: AbortSignal): () => AbortSignal {
+  const startedAt = performance.now();
+  let signal: AbortSignal | undefined;
+  return () => {
+    if (signal !== undefined) return signal;
+    const left = Math.ceil(timeoutMs - (performance.now() - startedAt));
+    if (left > 0) {
+      signal = createOperationSignal(left, shutdown);
+    } else {
+      const expired = AbortSignal.abort(new DOMException('The operation timed out.', 'TimeoutError'));
+      signal = shutdown ? AbortSignal.any([expired, shutdown]) : expired;
+    }
+    return signal;
+  };
+}
+
 /** Why `signal` was aborted. */
 export function cancelReasonOf(signal: AbortSignal): CancelReason {
   const reason: unknown = signal.reason;

@@ -80,8 +80,11 @@ export interface UpstreamContextOptions {
   callerRequestId?: string | undefined;
   /** Retries the operation may spend; defaults to the client's configured budget. */
   retries?: number;
-  /** The operation's deadline and shutdown signal (see `cancellation.ts`); none: no deadline. */
-  signal?: AbortSignal;
+  /**
+   * The operation's deadline and shutdown signal (see `cancellation.ts`), or what makes it when a
+   * call first reads it (`deferredOperationSignal`); none: no deadline.
+   */
+  signal?: AbortSignal | (() => AbortSignal);
   /** See {@link UpstreamContext.idempotencyOwner}. */
   idempotencyOwner?: string | undefined;
   /** See {@link UpstreamContext.readCache}. */
@@ -98,6 +101,9 @@ export function createUpstreamContext(
   options: UpstreamContextOptions,
 ): UpstreamContext {
   const requestId = resolveRequestId(options.requestId);
+  const given = options.signal;
+  // Read through a getter, so a deferred signal is made when a call first reads it.
+  const signal = typeof given === 'function' ? given : () => given;
   return {
     client,
     credentials: createCredentials(options.apiKey),
@@ -109,7 +115,9 @@ export function createUpstreamContext(
     ...(options.callerRequestId === undefined ? {} : { callerRequestId: options.callerRequestId }),
     retryBudget: createRetryBudget(options.retries ?? client.retryPolicy.budget),
     callBudget: options.callBudget ?? createCallBudget(client.maxCallsPerOperation),
-    signal: options.signal,
+    get signal() {
+      return signal();
+    },
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
     ...(options.readThrough === true ? { readThrough: true } : {}),

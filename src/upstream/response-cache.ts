@@ -35,10 +35,27 @@ export interface ResponseCacheConfig {
   maxBytes: number;
 }
 
-/** An answer as the upstream sent it: the body's text is kept, parsed anew for every hit. */
+/**
+ * An answer as the upstream sent it. With `body` (the text parsed, deeply frozen: see
+ * {@link freezeAnswerBody}) a hit hands out that one value and the text is not kept; without it
+ * the text is kept and parsed anew for every hit.
+ */
 export interface CachedAnswer {
   status: number;
   text: string;
+  body?: unknown;
+}
+
+/**
+ * A parsed body made safe to share between operations: frozen all the way down, so no reader can
+ * change what the next one is served (a write would throw instead of leaking).
+ */
+export function freezeAnswerBody<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) freezeAnswerBody((value as Record<string, unknown>)[key]);
+  }
+  return value;
 }
 
 /** Answers made stale by a change: what an event or a write names. */
@@ -127,6 +144,11 @@ export interface ResponseCacheOptions extends Omit<ResponseCacheConfig, 'enabled
 
 /** Bytes an entry costs beyond its key and body: the entry object, the LRU slots, the index. */
 const ENTRY_OVERHEAD_BYTES = 256;
+/**
+ * Bytes counted per byte of text for a body kept parsed: a parsed JSON value takes about 1.5 times
+ * its text on V8's heap (measured on lists of account records), counted as 2 to stay under the cap.
+ */
+const PARSED_BYTES_PER_TEXT_BYTE = 2;
 
 /** Paths whose answers may be kept: see the module comment. */
 const CACHEABLE_PATH = /^\/v3\/(?:customers|institutions)(?:\/|$)/;
@@ -191,10 +213,13 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       (answer) => {
         land();
         if (flight.invalidated) return;
-        const bytes = ENTRY_OVERHEAD_BYTES + key.length + answer.text.length;
+        const parsed = 'body' in answer;
+        const bodyBytes = parsed ? PARSED_BYTES_PER_TEXT_BYTE * answer.text.length : answer.text.length;
+        const bytes = ENTRY_OVERHEAD_BYTES + key.length + bodyBytes;
         // An answer larger than the whole cap is not kept (lru-cache would refuse it anyway).
         if (bytes > options.maxBytes) return;
-        entries.set(key, { answer, path, bucket, bytes });
+        const kept = parsed ? { status: answer.status, text: '', body: answer.body } : answer;
+        entries.set(key, { answer: kept, path, bucket, bytes });
         addTo(held, bucket, key);
       },
       () => land(),

@@ -7,13 +7,17 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
+import { memoizeByPath } from './path-memo.ts';
 
-/** What a concrete path matched: its template and the ids bound to the template's parameters. */
+/**
+ * What a concrete path matched: its template and the ids bound to the template's parameters. The
+ * same path gives the same (frozen) match, shared by every call that asks.
+ */
 export interface RouteMatch {
   /** E.g. `/v3/customers/{customerId}/accounts`; {@link UNKNOWN_ROUTE} when no template matches. */
-  template: string;
+  readonly template: string;
   /** Path parameters by name, decoded (`{ customerId: 'cus_acme' }`). */
-  params: Record<string, string>;
+  readonly params: Readonly<Record<string, string>>;
 }
 
 /** The template reported for a path the contract does not list. */
@@ -39,7 +43,7 @@ type Segment = { literal: string } | { param: string };
 /**
  * Builds a matcher over `templates` (default: the contract's). A literal segment wins over a
  * parameter at the same place, so `/v3/customers/search` would never be read as a customer id.
- * The query string, if any, is ignored.
+ * The query string, if any, is ignored. A path's match is computed once (see `path-memo.ts`).
  */
 export function createRouteMatcher(templates: readonly string[] = contractRouteTemplates()): RouteMatcher {
   const compiled = templates.map((template) => ({
@@ -59,7 +63,7 @@ export function createRouteMatcher(templates: readonly string[] = contractRouteT
       a.segments.filter((segment) => 'literal' in segment).length,
   );
 
-  return (path) => {
+  return memoizeByPath((path) => {
     const parts = path.split('?')[0]!.split('/').slice(1);
     for (const { template, segments } of compiled) {
       if (segments.length !== parts.length) continue;
@@ -71,11 +75,13 @@ export function createRouteMatcher(templates: readonly string[] = contractRouteT
         params[segment.param] = safeDecode(part);
         return true;
       });
-      if (matches) return { template, params };
+      if (matches) return Object.freeze({ template, params: Object.freeze(params) });
     }
-    return { template: UNKNOWN_ROUTE, params: {} };
-  };
+    return UNKNOWN_MATCH;
+  });
 }
+
+const UNKNOWN_MATCH: RouteMatch = Object.freeze({ template: UNKNOWN_ROUTE, params: Object.freeze({}) });
 
 function safeDecode(part: string): string {
   try {

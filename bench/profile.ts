@@ -1,0 +1,301 @@
+/**
+ * `npm run bench:profile`: where the facade's CPU goes, per operation, for the rows of
+ * `bench:compare`.
+ *
+ * For each case (the customer dashboard with the response cache off, the same dashboard with the
+ * cache on, answered from it, and `{ __typename }`) it starts the facade as `bench:compare` does
+ * (`src/main.ts`, the same environment) under `node --cpu-prof`, warms it, runs the load for
+ * `BENCH_PROFILE_SECONDS` (8) at `BENCH_CONCURRENCY` (16), stops it (SIGTERM: the profile is written
+ * on exit) and summarises the samples taken while the load ran (the startup and the warm-up are left
+ * out: the profile's clock is the monotonic one `process.hrtime` reads here). The summary gives the
+ * CPU of each step of an operation in microseconds per operation (the share of busy samples times
+ * the process's CPU per operation, from /proc), by self time (the code that ran) and by total time
+ * (the code and what it called), then the modules and functions with the most self time.
+ *
+ * Steps are assigned by the file a function is in (`STEPS` below); a native function with no file
+ * (a socket write, JSON.parse) counts where its nearest caller with a file is, and the garbage
+ * collector and the idle loop count apart. `BENCH_PROFILE_CHECKOUT` profiles another checkout's facade
+ * (a worktree of an earlier commit), for a step-by-step comparison; an argument picks the cases whose
+ * name contains it (`npm run bench:profile -- typename`). The raw profiles stay in `bench/results/profiles/` (open
+ * them in Chrome's DevTools); the summary goes to `bench/results/profile-current.md`.
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { graphqlAsker, setFaults } from './asking.ts';
+import { positiveIntegerFromEnv } from './env.ts';
+import { runLoad } from './load.ts';
+import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
+import { workloads } from './workloads.ts';
+
+const API_KEY = 'sk_sandbox_emulator';
+const CONNECTIONS = 64;
+const seconds = positiveIntegerFromEnv('BENCH_PROFILE_SECONDS', 8);
+const concurrency = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
+const root = fileURLToPath(new URL('..', import.meta.url));
+/** The checkout whose facade is profiled: this one, or `BENCH_PROFILE_CHECKOUT` (another worktree). */
+const facadeRoot = process.env.BENCH_PROFILE_CHECKOUT ?? root;
+const label = process.env.BENCH_PROFILE_CHECKOUT === undefined ? 'current' : basename(facadeRoot);
+
+/**
+ * The steps of an operation, by where the code is: the first pattern that matches a function's file
+ * names its step. Node's own files are told apart by their names (`node:_http_server`).
+ */
+const STEPS: readonly (readonly [step: string, pattern: RegExp])[] = [
+  ['tracing hooks (OpenTelemetry)', /node_modules\/@opentelemetry\//],
+  ['logging, audit, metrics', /src\/(logger\.ts|observability\/)|node_modules\/(prom-client|pino)/],
+  ['door checks', /src\/edge\//],
+  ['response cache and its keys', /src\/upstream\/response-cache\.ts|src\/loaders\/keys\.ts/],
+  ['loaders', /src\/loaders\/|node_modules\/dataloader\//],
+  ['upstream client', /src\/upstream\/|node_modules\/undici\/|node:internal\/deps\/undici/],
+  [
+    'parse, validate, cost, look-ahead',
+    /node_modules\/graphql\/(language|validation|utilities)\/|src\/graph\/(rules|query-limits|look-ahead|documents|selection|id-arguments)\.ts|node_modules\/@escape\.tech\//,
+  ],
+  ['execution and resolvers', /node_modules\/graphql\/|src\/graph\/|node_modules\/@apollo\/subgraph\//],
+  ['Apollo Server', /node_modules\/@apollo\//],
+  [
+    'HTTP layer (node, express)',
+    /src\/http\/|src\/app\.ts|node_modules\/(express|router|body-parser|raw-body|finalhandler|send|on-finished|content-type|type-is|qs|cors|negotiator|accepts|iconv-lite|depd|debug|statuses|http-errors|parseurl|encodeurl|vary|cookie|fresh|etag|mime|proxy-addr)\/|node:_http|node:http|node:net|node:internal\/(http|stream|streams|net|child_process|dns|url)|node:(stream|url|buffer|events|string_decoder)/,
+  ],
+  [
+    'async hooks and promises (node)',
+    /node:internal\/(async_hooks|process\/task_queues|timers|async_context)/,
+  ],
+];
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** One profiled case: how it is asked and of which facade. */
+interface Case {
+  name: string;
+  cache: boolean;
+  body: string;
+}
+
+const dashboard = workloads.find((workload) => workload.name === 'customer dashboard')!.query;
+const cases: readonly Case[] = [
+  { name: 'dashboard, cache off', cache: false, body: dashboard },
+  { name: 'dashboard, cache on (hits)', cache: true, body: dashboard },
+  { name: '`{ __typename }`', cache: false, body: JSON.stringify({ query: '{ __typename }' }) },
+];
+
+async function main(): Promise<void> {
+  const only = process.argv[2];
+  const chosen = only === undefined ? cases : cases.filter((each) => each.name.includes(only));
+  const loadBefore = loadavg();
+  const emulator = await startEmulatorService();
+  const sections: string[] = [];
+  try {
+    await setFaults(emulator, { latency: { fixedMs: 0, jitterMs: 0 } });
+    for (const each of chosen) sections.push(await profileCase(emulator, each));
+  } finally {
+    await emulator.stop();
+  }
+  const f = (values: number[]) => values.map((value) => value.toFixed(2)).join(', ');
+  const report = [
+    `# Where the facade’s CPU goes, per operation (${label === 'current' ? 'this checkout' : facadeRoot})`,
+    '',
+    `Run at ${new Date().toISOString()}, ${seconds} s of load per case at concurrency ${concurrency}, ` +
+      `Node ${process.version}; load average ${f(loadBefore)} before, ${f(loadavg())} after.`,
+    '',
+    ...sections,
+  ].join('\n');
+  console.log(`\n${report}`);
+  await writeFile(join(root, `bench/results/profile-${label}.md`), `${report}\n`);
+}
+
+async function profileCase(emulator: ServiceProcess, each: Case): Promise<string> {
+  const directory = mkdtempSync(join(tmpdir(), 'facade-profile-'));
+  const port = await findFreePort();
+  const facade = await startService({
+    name: `facade (${each.name})`,
+    script: join(facadeRoot, 'src/main.ts'),
+    port,
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${directory}`, '--cpu-prof-interval=250'],
+    env: {
+      PORT: String(port),
+      METRICS_PORT: String(await findFreePort()),
+      HOST: '127.0.0.1',
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      UPSTREAM_BASE_URL: emulator.url,
+      UPSTREAM_API_KEY: API_KEY,
+      UPSTREAM_CONNECTIONS: String(CONNECTIONS),
+      WEBHOOK_REGISTER: 'false',
+      AUTH_MODE: 'none',
+      RATE_LIMIT_ENABLED: 'false',
+      CACHE_ENABLED: String(each.cache),
+      CACHE_MAX_AGE_SECONDS: '3600',
+    },
+    readyPath: '/readyz',
+  });
+  const pool = new Pool(facade.url, { connections: CONNECTIONS });
+  const ask = graphqlAsker(pool);
+  const operation = async () => {
+    await ask(each.body);
+  };
+  let window: [number, number];
+  let cpuMsPerOp: number;
+  let operations: number;
+  try {
+    await runLoad({ total: Number.MAX_SAFE_INTEGER, durationMs: 2000, concurrency, operation });
+    const cpuBefore = await facade.cpuMs();
+    const from = microsecondsNow();
+    const load = await runLoad({
+      total: Number.MAX_SAFE_INTEGER,
+      durationMs: seconds * 1000,
+      concurrency,
+      operation,
+    });
+    window = [from, microsecondsNow()];
+    cpuMsPerOp = ((await facade.cpuMs()) - cpuBefore) / Math.max(1, load.operations);
+    operations = load.operations;
+    if (load.failures > 0) throw new Error(`${each.name}: ${load.failures} operations failed`);
+  } finally {
+    await pool.close();
+    await facade.stop();
+  }
+  const file = readdirSync(directory).find((name) => name.endsWith('.cpuprofile'));
+  if (file === undefined) throw new Error(`${each.name}: the facade wrote no profile`);
+  const kept = join(root, 'bench/results/profiles', label);
+  await mkdir(kept, { recursive: true });
+  const slug = each.name.replaceAll(/[^A-Za-z0-9]+/g, '-').replaceAll(/^-|-$/g, '');
+  await rename(join(directory, file), join(kept, `${slug}.cpuprofile`));
+  const profile = JSON.parse(readFileSync(join(kept, `${slug}.cpuprofile`), 'utf8')) as CpuProfile;
+  // The load's window on the profile's clock, for reading the raw profile again.
+  await writeFile(
+    join(kept, `${slug}.window.json`),
+    `${JSON.stringify({ fromUs: window[0], toUs: window[1] })}\n`,
+  );
+  return summarise(each.name, profile, window, cpuMsPerOp, operations);
+}
+
+/** The monotonic clock in microseconds, the clock of a V8 CPU profile's timestamps on Linux. */
+function microsecondsNow(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/** The module a file belongs to: a package name, a source file, or Node's own file. */
+function moduleOf(url: string): string {
+  const packageMatch = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (packageMatch) return packageMatch[1]!;
+  const source = url.indexOf('/src/');
+  if (source >= 0 && !url.includes('node_modules')) return url.slice(source + 1);
+  if (url.startsWith('node:')) return url;
+  return url === '' ? '' : url.replace(/^file:\/\//, '');
+}
+
+function stepOf(url: string): string {
+  for (const [step, pattern] of STEPS) if (pattern.test(url)) return step;
+  return 'other';
+}
+
+function summarise(
+  name: string,
+  profile: CpuProfile,
+  window: [number, number],
+  cpuMsPerOp: number,
+  operations: number,
+): string {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+
+  // The file a node's time is charged to: its own, or its nearest caller's with one.
+  const chargedUrl = new Map<number, string>();
+  const urlOf = (id: number): string => {
+    const known = chargedUrl.get(id);
+    if (known !== undefined) return known;
+    const node = byId.get(id)!;
+    const up = parent.get(id);
+    const url = node.callFrame.url !== '' || up === undefined ? node.callFrame.url : urlOf(up);
+    chargedUrl.set(id, url);
+    return url;
+  };
+
+  const self = new Map<string, number>();
+  const selfModule = new Map<string, number>();
+  const selfFunction = new Map<string, number>();
+  const total = new Map<string, number>();
+  let busy = 0;
+  let inWindow = 0;
+  let time = profile.startTime;
+  for (let index = 0; index < profile.samples.length; index += 1) {
+    time += profile.timeDeltas[index]!;
+    if (time < window[0] || time > window[1]) continue;
+    inWindow += 1;
+    const id = profile.samples[index]!;
+    const node = byId.get(id)!;
+    const frame = node.callFrame.functionName;
+    if (frame === '(idle)') continue;
+    busy += 1;
+    let step: string;
+    if (frame === '(garbage collector)') step = 'garbage collection';
+    else if (frame === '(program)') step = 'V8 and Node outside JavaScript (program)';
+    else step = stepOf(urlOf(id));
+    self.set(step, (self.get(step) ?? 0) + 1);
+    const module = frame.startsWith('(') ? frame : moduleOf(urlOf(id)) || '(native)';
+    selfModule.set(module, (selfModule.get(module) ?? 0) + 1);
+    const functionKey = `${frame || '(anonymous)'} ${moduleOf(node.callFrame.url) || '(native)'}`;
+    selfFunction.set(functionKey, (selfFunction.get(functionKey) ?? 0) + 1);
+    // Total: each step on the stack once.
+    const seen = new Set<string>([step]);
+    for (let up = parent.get(id); up !== undefined; up = parent.get(up)) {
+      const upFrame = byId.get(up)!.callFrame;
+      if (upFrame.functionName === '(root)') break;
+      if (upFrame.url !== '') seen.add(stepOf(upFrame.url));
+    }
+    for (const each of seen) total.set(each, (total.get(each) ?? 0) + 1);
+  }
+  if (inWindow === 0) throw new Error(`${name}: no sample fell in the load's window (clock mismatch?)`);
+  const microsPerSample = (cpuMsPerOp * 1000) / Math.max(1, busy);
+  const us = (samples: number) => (samples * microsPerSample).toFixed(1);
+  const pct = (samples: number) => `${((samples / busy) * 100).toFixed(1)} %`;
+  const top = (map: Map<string, number>, count: number) =>
+    [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
+
+  const lines = [
+    `## ${name}`,
+    '',
+    `${operations} operations; ${(cpuMsPerOp * 1000).toFixed(0)} µs of CPU per operation (/proc); ` +
+      `${busy} busy samples of ${inWindow} in the window.`,
+    '',
+    '| step | self µs / op | self share | total µs / op | total share |',
+    '|---|---:|---:|---:|---:|',
+  ];
+  for (const [step, samples] of top(self, 50)) {
+    const all = total.get(step) ?? samples;
+    lines.push(`| ${step} | ${us(samples)} | ${pct(samples)} | ${us(all)} | ${pct(all)} |`);
+  }
+  lines.push('', '| module (self) | µs / op | share |', '|---|---:|---:|');
+  for (const [module, samples] of top(selfModule, 25)) {
+    lines.push(`| ${module} | ${us(samples)} | ${pct(samples)} |`);
+  }
+  lines.push('', '| function (self) | µs / op | share |', '|---|---:|---:|');
+  for (const [fn, samples] of top(selfFunction, 30))
+    lines.push(`| ${fn} | ${us(samples)} | ${pct(samples)} |`);
+  lines.push('');
+  return lines.join('\n');
+}
+
+await main();
