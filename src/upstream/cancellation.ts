@@ -22,7 +22,7 @@ export class OperationCancellation extends Error {
  * The signal of one operation: aborted when `timeoutMs` have passed (a `TimeoutError`, read as
  * `deadline`) or when `shutdown` is aborted, whichever comes first.
  */
-export function createOperationSignal(timeoutMs: number, shutdown?: AbortSignal): AbortSignal {
+function createOperationSignal(timeoutMs: number, shutdown?: AbortSignal): AbortSignal {
   const deadline = AbortSignal.timeout(timeoutMs);
   return shutdown ? AbortSignal.any([deadline, shutdown]) : deadline;
 }
