@@ -12,25 +12,28 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { OperationTypeNode, type GraphQLError } from 'graphql';
+import type { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Credentials } from '../auth/authenticate.ts';
 import { subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import type { WebSocketLimits } from '../events/config.ts';
-import type { TransportRules } from './door.ts';
-import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
+import {
+  liveTransportRules,
+  type AttachedLiveTransport,
+  type LiveTransport,
+  type LiveTransportParts,
+  type LiveWriteLimits,
+} from './live.ts';
 import type { LiveConnection, LiveOperation } from './live-connections.ts';
 import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /** graphql-ws serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-const GRAPHQL_WS_TRANSPORT: TransportRules = {
-  name: 'graphql-ws',
-  serves: new Set([OperationTypeNode.SUBSCRIPTION]),
-  elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions only, and queries marked @live.',
-};
+const GRAPHQL_WS_TRANSPORT = liveTransportRules(
+  'graphql-ws',
+  'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions only, and queries marked @live.',
+);
 
 /** How long a client has to answer the server's close frame before its socket is cut. */
 const CLOSE_GRACE_MS = 2_000;

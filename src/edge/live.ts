@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import express, { type Router } from 'express';
-import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import { OperationTypeNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { LiveSessions } from '../events/delivery/live-sessions.ts';
 import type { Logger } from '../logger.ts';
 import type { Door, TransportRules } from './door.ts';
@@ -18,6 +18,14 @@ import {
   type LiveConnections,
   type LiveConnectionsOptions,
 } from './live-connections.ts';
+
+/**
+ * The rules of a live transport: it serves subscriptions (and so queries marked `@live`, which
+ * the door admits as one); `elsewhere` tells a client that sent anything else where it goes.
+ */
+export function liveTransportRules(name: string, elsewhere: string): TransportRules {
+  return { name, serves: new Set([OperationTypeNode.SUBSCRIPTION]), elsewhere };
+}
 
 /** What every live transport is given when it is attached: the same parts for each. */
 export interface LiveTransportParts {

@@ -20,18 +20,14 @@
  * JSON body (as over SSE), and a subscription refused as it starts (another customer, a cursor
  * refused) is answered `200` with its `errors` as `application/json`, as a query's would be.
  */
-import { OperationTypeNode } from 'graphql';
-import type { TransportRules } from './door.ts';
-import type { LiveTransport, LiveWriteLimits } from './live.ts';
+import { liveTransportRules, type LiveTransport, type LiveWriteLimits } from './live.ts';
 import { streamedLiveTransport, type FormattedResult, type StreamFraming } from './streamed-response.ts';
 
 /** The multipart protocol serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-const MULTIPART_TRANSPORT: TransportRules = {
-  name: 'multipart',
-  serves: new Set([OperationTypeNode.SUBSCRIPTION]),
-  elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql with Accept: application/json); Accept: multipart/mixed;subscriptionSpec=1.0 asks for subscriptions only, and queries marked @live.',
-};
+const MULTIPART_TRANSPORT = liveTransportRules(
+  'multipart',
+  'Queries and mutations are served over HTTP (POST /graphql with Accept: application/json); Accept: multipart/mixed;subscriptionSpec=1.0 asks for subscriptions only, and queries marked @live.',
+);
 
 /** The path it shares with HTTP's queries and graphql-ws: the `Accept` header chooses. */
 const MULTIPART_PATH = '/graphql';

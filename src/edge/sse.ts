@@ -9,18 +9,14 @@
  * the event log where it stopped, without the document declaring `$after`. SSE serves
  * subscriptions and live queries (`query @live`) only.
  */
-import { OperationTypeNode } from 'graphql';
-import type { TransportRules } from './door.ts';
-import type { LiveTransport, LiveWriteLimits } from './live.ts';
+import { liveTransportRules, type LiveTransport, type LiveWriteLimits } from './live.ts';
 import { streamedLiveTransport, type StreamFraming } from './streamed-response.ts';
 
 /** SSE serves subscriptions; a query or mutation is refused with `wrong-transport`. */
-const SSE_TRANSPORT: TransportRules = {
-  name: 'sse',
-  serves: new Set([OperationTypeNode.SUBSCRIPTION]),
-  elsewhere:
-    'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only, and queries marked @live.',
-};
+const SSE_TRANSPORT = liveTransportRules(
+  'sse',
+  'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only, and queries marked @live.',
+);
 
 /** Where the transport is mounted. */
 const SSE_PATH = '/graphql/stream';
