@@ -191,6 +191,34 @@ describe('live queries under attack', () => {
     await acme.dispose();
   });
 
+  test('the same list document under an operator and a customer-scoped caller: each re-execution stays in its scope', async () => {
+    const CUSTOMERS = 'query @live { customers(first: 50) { nodes { id } } }';
+    const operator = stack.connect({ Authorization: `Bearer ${await tokenFor('operator')}` });
+    const acme = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
+    const wide = operator.subscribe(CUSTOMERS);
+    await waitFor(() => wide.data.length === 1, 'the operator’s first list');
+    const narrow = acme.subscribe(CUSTOMERS);
+    await waitFor(() => narrow.data.length === 1, 'acme’s first list');
+    expect(narrow.data[0]).toEqual({ customers: { nodes: [{ id: 'cus_acme' }] } });
+
+    // A write through the facade makes the list stale: both groups run again, each in its scope.
+    const created = await stack.queryAs<{ createCustomer: { customer: { id: string } } }>(
+      'operator',
+      `mutation { createCustomer(input: { idempotencyKey: "attack-live-${Date.now()}", type: "business", externalId: "attack-${Date.now()}", displayName: "Attack" }) { customer { id } } }`,
+    );
+    const newId = created.body.data!.createCustomer.customer.id;
+    await waitFor(
+      () => JSON.stringify(wide.data).includes(newId),
+      'the operator’s list with the new customer',
+    );
+    expect(JSON.stringify(narrow.data)).not.toContain(newId);
+    expect(narrow.data.every((data) => JSON.stringify(data) === JSON.stringify(narrow.data[0]))).toBe(true);
+    wide.stop();
+    narrow.stop();
+    await operator.dispose();
+    await acme.dispose();
+  });
+
   test('node(id:) and nodes(ids:) of another customer in a live query are refused before the upstream', async () => {
     await stack.resetUpstreamCalls();
     const acme = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
