@@ -110,6 +110,34 @@ describe('multipart subscriptions under attack', () => {
     expect(await callerReads()).toBe(0);
   });
 
+  test('a document holding a subscription and a mutation runs neither when operationName picks the mutation', async () => {
+    await stack.resetUpstreamCalls();
+    const both = `subscription Watch { accountChanged(customerId: "cus_acme") { eventId } }\n${TOP_UP.replace('mutation {', 'mutation Pay {')}`;
+    const operator = await bearer('operator');
+    for (const operationName of ['Pay', undefined]) {
+      const response = await raw('/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: MULTIPART, ...operator },
+        body: JSON.stringify({ query: both, operationName }),
+      });
+      expect(response.status, String(operationName)).toBe(400);
+      expect(response.contentType).not.toMatch(/multipart/);
+    }
+    const live = stack.connect({ Authorization: `Bearer ${await tokenFor('operator')}` });
+    const client = live.client;
+    const errors: unknown[] = [];
+    await new Promise<void>((resolve) => {
+      client.subscribe(
+        { query: both, operationName: 'Pay' },
+        { next: () => undefined, error: (error) => (errors.push(error), resolve()), complete: resolve },
+      );
+    });
+    expect(errors).toHaveLength(1);
+    expect(await topUpsSeen()).toBe(0);
+    expect(await callerReads()).toBe(0);
+    await live.dispose();
+  });
+
   test('a plain query with the multipart Accept is refused without an upstream read', async () => {
     await stack.resetUpstreamCalls();
     const query = await openMultipartStream(
