@@ -354,6 +354,33 @@ describe('@defer and the list-only Customer entity fetch', () => {
         extensions: expect.objectContaining({ code: 'NOT_FOUND' }),
       }),
     ]);
+    // Every list a Customer entity has, and the id: still nothing read, each list refused.
+    const LISTS = [
+      'accounts',
+      'relatedParties',
+      'capabilities',
+      'documents',
+      'recipients',
+      'tasks',
+      'quotes',
+      'transfers',
+      'rules',
+    ];
+    const everyList = await stack.queryAs(
+      'acme',
+      `query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Customer { id ${LISTS.map((list) => `${list}(first: 5) { pageInfo { hasNextPage } }`).join(' ')} } } }`,
+      {
+        representations: [
+          { __typename: 'Customer', id: 'cus_globex' },
+          { __typename: 'Customer', id: 'cus_ada' },
+        ],
+      },
+    );
+    expect(everyList.body.errors?.length).toBe(LISTS.length * 2);
+    expect(everyList.body.errors?.every((error) => error.extensions?.['code'] === 'NOT_FOUND')).toBe(true);
+    for (const entity of (everyList.body.data as { _entities: Record<string, unknown>[] })._entities) {
+      for (const list of LISTS) expect(entity[list]).toBeNull();
+    }
     // Out of scope whether or not it exists: no read tells the two apart.
     const outOfScope = await stack.queryAs('acme', ENTITIES, {
       representations: [{ __typename: 'Customer', id: 'cus_nobody' }],
