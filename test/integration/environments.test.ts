@@ -330,6 +330,35 @@ describe('one facade, sandbox and live callers', () => {
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
 
+  test('one live query document watched in both environments: each group re-runs in its own, and a sandbox write reaches no live watcher', async () => {
+    const WATCHED = 'query @live { customers(first: 100) { nodes { id } } }';
+    const sandboxWs = connectLive(stack.facade.wsUrl, {
+      Authorization: `Bearer ${await tokenOf('sandbox-ops')}`,
+    });
+    const liveWs = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${await tokenOf('live-ops')}` });
+    const inSandbox = sandboxWs.subscribe(WATCHED);
+    const inLive = liveWs.subscribe(WATCHED);
+    await waitFor(() => inSandbox.data.length === 1 && inLive.data.length === 1, 'both first answers');
+    expect(idsOf(inLive.data[0] as never)).toEqual(LIVE_CUSTOMERS);
+    expect(idsOf(inSandbox.data[0] as never)).toEqual(SANDBOX_CUSTOMERS);
+
+    const created = await post(
+      await tokenOf('sandbox-ops'),
+      `mutation { createCustomer(input: { idempotencyKey: "env-live-${Date.now()}", type: "business", externalId: "env-live-${Date.now()}", displayName: "Sandbox only" }) { customer { id } } }`,
+    );
+    const newId = created.body.data.createCustomer.customer.id as string;
+    await waitFor(
+      () => JSON.stringify(inSandbox.data).includes(newId),
+      'the sandbox list with the new customer',
+    );
+    expect(JSON.stringify(inLive.data)).not.toContain(newId);
+    expect(inLive.data.map((data) => idsOf(data as never))).toEqual(inLive.data.map(() => LIVE_CUSTOMERS));
+    inSandbox.stop();
+    inLive.stop();
+    await sandboxWs.dispose();
+    await liveWs.dispose();
+  });
+
   test('sandbox mutations refuse a live caller before any upstream call, and serve a sandbox one', async () => {
     const TOP_UP = 'mutation ($input: SandboxTopUpInput!) { sandboxTopUp(input: $input) { topUp { id } } }';
     const refused = await post(await tokenOf('live-ops'), TOP_UP, {
