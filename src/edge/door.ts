@@ -121,8 +121,8 @@ export interface DoorOptions {
   /** `INTROSPECTION=public`: anonymous callers may introspect. */
   publicIntrospection: boolean;
   /**
-   * `INTROSPECTION=off`: no caller introspects, and only operators and schema readers read
-   * `_service`. Apollo Server enforces it over HTTP; the door enforces it for the transports that
+   * `INTROSPECTION=off`: no caller introspects, only operators and schema readers read
+   * `_service`, and validation errors suggest no names. Apollo Server enforces it over HTTP; the door enforces it for the transports that
    * execute themselves (a live query is a query, and may select either).
    */
   introspectionOff?: boolean;
@@ -274,6 +274,7 @@ export function createDoor(options: DoorOptions): Door {
     schema: options.schema,
     validationRules,
     maxTokens: options.queryLimits.maxTokens,
+    hideSchemaDetails: options.introspectionOff === true,
     onStep: took,
   });
   const toleranceMs = options.clockToleranceSeconds * 1000;

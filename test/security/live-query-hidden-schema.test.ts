@@ -2,7 +2,8 @@
  * With `INTROSPECTION=off` the schema stays hidden on every transport, not only over HTTP: a live
  * query is a query, so without the door's check a customer-scoped caller could send
  * `query @live { _service { sdl } }` or `query @live { __schema { … } }` over graphql-ws, SSE or
- * Apollo's multipart protocol and read the whole schema that Apollo Server refuses it over HTTP.
+ * Apollo's multipart protocol and read the whole schema that Apollo Server refuses it over HTTP,
+ * and a typo's "Did you mean …" there would name the fields it guessed at.
  */
 import { describe, expect, test } from 'vitest';
 import { openMultipartStream } from '../support/harness/multipart-stream.ts';
@@ -55,6 +56,29 @@ describe('INTROSPECTION=off over the live transports', () => {
       }),
     ]);
     await operator.dispose();
+  });
+
+  test('validation errors over the live transports suggest no field names, as over HTTP', async () => {
+    const typo = 'query @live { custome(id: "cus_acme") { id } }';
+    const http = await stack.queryAs('acme', '{ custome(id: "cus_acme") { id } }');
+    expect(http.body.errors?.[0]?.message).toBe('Cannot query field "custome" on type "Query".');
+
+    const acme = stack.connect({ Authorization: `Bearer ${await tokenFor('acme')}` });
+    const received = acme.subscribe(typo);
+    await received.done;
+    const subscription = acme.subscribe('subscription { accountChange(customerId: "cus_acme") { eventId } }');
+    await subscription.done;
+    const messages = [...received.errors, ...subscription.errors]
+      .flat()
+      .map((error) => (error as { message: string }).message);
+    expect(messages).toEqual([
+      'Cannot query field "custome" on type "Query".',
+      'Cannot query field "accountChange" on type "Subscription".',
+    ]);
+    const sse = await openSseStream(stack.facadeUrl, typo, await bearer('acme'));
+    expect(sse.status).toBe(400);
+    expect(sse.text).not.toContain('Did you mean');
+    await acme.dispose();
   });
 
   test('an operator still reads the SDL in a live query', async () => {
