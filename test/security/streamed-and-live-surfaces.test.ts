@@ -106,6 +106,12 @@ describe('multipart subscriptions under attack', () => {
     });
     expect(simple.status).toBe(401);
     expect(simple.body?.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    // A GET with this Accept is a simple request too (the Accept value is safelisted): still anonymous.
+    const simpleGet = await raw(`/graphql?query=${encodeURIComponent(TOP_UP)}`, {
+      headers: { origin: 'https://hostile.example', accept: MULTIPART },
+    });
+    expect(simpleGet.status).toBe(401);
+    expect(simpleGet.body?.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     expect(await topUpsSeen()).toBe(0);
     expect(await callerReads()).toBe(0);
   });
