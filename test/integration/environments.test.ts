@@ -96,6 +96,15 @@ async function batchJobToken(environment: 'sandbox' | 'live'): Promise<string> {
     .sign(await importJWK(signingKey, 'RS256'));
 }
 
+/**
+ * Upstream calls but the facade's own probe of its keys (`GET /v3/capabilities`, made in the
+ * background after it starts, at a moment no test controls).
+ */
+async function callerCalls(): Promise<number> {
+  const calls = await stack.upstreamCalls();
+  return calls.total - (calls.byRoute['GET /v3/capabilities'] ?? 0);
+}
+
 /** A token the dev issuer's key signs, operator of every customer, with `claims` over its defaults. */
 async function signedToken(claims: Record<string, unknown>): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
@@ -279,7 +288,7 @@ describe('one facade, sandbox and live callers', () => {
       });
       expect(multipart.status, JSON.stringify(environment)).toBe(403);
     }
-    expect((await stack.upstreamCalls()).total).toBe(0);
+    expect(await callerCalls()).toBe(0);
   });
 
   test('webhook path tricks never reach an environment with another environment’s secret', async () => {
@@ -327,7 +336,7 @@ describe('one facade, sandbox and live callers', () => {
     // The control: the same raw request, signed with the route's own secret, is taken.
     expect(await postRaw('/webhooks/platform/live', LIVE_SECRET, liveEvent())).toBe(200);
     expect(await postRaw('/webhooks/platform/sandbox', SANDBOX_SECRET, sandboxEvent())).toBe(200);
-    expect((await stack.upstreamCalls()).total).toBe(0);
+    expect(await callerCalls()).toBe(0);
   });
 
   test('one live query document watched in both environments: each group re-runs in its own, and a sandbox write reaches no live watcher', async () => {
@@ -357,6 +366,26 @@ describe('one facade, sandbox and live callers', () => {
     inLive.stop();
     await sandboxWs.dispose();
     await liveWs.dispose();
+  });
+
+  test('forged cursors (another case, two labels, an empty or trailing part) are refused to a live caller before anything listens', async () => {
+    const liveAuth = { authorization: `Bearer ${await tokenOf('live-ops')}` };
+    for (const cursor of [
+      'LIVE~1-0',
+      'live~sandbox~1-0',
+      'live~',
+      'live~~1-0',
+      'live~1-0~',
+      'sandbox~live~1-0',
+    ]) {
+      const stream = await openMultipartStream(stack.facadeUrl, EVENTS, {
+        ...liveAuth,
+        'last-event-id': cursor,
+      });
+      expect(stream.status, cursor).toBe(400);
+      expect(stream.body).toMatchObject({ errors: [{ extensions: { code: 'BAD_USER_INPUT' } }] });
+    }
+    expect(await callerCalls()).toBe(0);
   });
 
   test('sandbox mutations refuse a live caller before any upstream call, and serve a sandbox one', async () => {
