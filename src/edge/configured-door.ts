@@ -82,6 +82,7 @@ export async function createConfiguredDoor(
     clockToleranceSeconds: config.auth.mode === 'oidc' ? (config.auth.oidc?.clockToleranceSeconds ?? 0) : 0,
     allowedOrigins: config.edge.corsOrigins,
     publicIntrospection: config.introspection === 'public',
+    introspectionOff: config.introspection === 'off',
     maxCallsPerOperation: config.upstream.maxCallsPerOperation,
     retriesPerOperation: config.upstream.retry.budget,
     environmentOf: (apiKey, environment) => parts.keyEnvironments.probe(apiKey, environment),

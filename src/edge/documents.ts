@@ -21,6 +21,11 @@ export interface DocumentPreparerOptions {
   validationRules: readonly ValidationRule[];
   /** `QUERY_MAX_TOKENS`. */
   maxTokens: number;
+  /**
+   * `INTROSPECTION=off`: validation errors lose their "Did you mean …" suggestions, which describe
+   * the schema, as Apollo Server's `hideSchemaDetailsFromClientErrors` drops them over HTTP.
+   */
+  hideSchemaDetails?: boolean;
   /** Told as each step of the door's order is taken (a kept document has taken both). */
   onStep?(step: 'parse' | 'validate'): void;
 }
@@ -52,7 +57,8 @@ export function createDocumentPreparer(options: DocumentPreparerOptions): Docume
       return refuse('parse-failed', message);
     }
     options.onStep?.('validate');
-    const invalid = validate(options.schema, document, rules);
+    const found = validate(options.schema, document, rules);
+    const invalid = options.hideSchemaDetails === true ? found.map(withoutSuggestions) : found;
     if (invalid.length > 0) {
       return refuse('validation-failed', invalid[0]?.message ?? 'The document is not valid.', {
         errors: invalid,
@@ -61,6 +67,21 @@ export function createDocumentPreparer(options: DocumentPreparerOptions): Docume
     validDocuments.remember(query, document);
     return document;
   };
+}
+
+/** Apollo Server's pattern for the suggestion graphql-js appends to a validation message. */
+const SUGGESTION = / Did you mean(.+)?/;
+
+function withoutSuggestions(error: GraphQLError): GraphQLError {
+  if (!SUGGESTION.test(error.message)) return error;
+  return new GraphQLError(error.message.replace(SUGGESTION, ''), {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: error.extensions,
+  });
 }
 
 /** Documents kept: enough for every subscription an app ships, bounded against a stream of new ones. */

@@ -9,6 +9,8 @@
  */
 import {
   getOperationAST,
+  NoSchemaIntrospectionCustomRule,
+  validate,
   type DocumentNode,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -19,6 +21,7 @@ import type { Authenticator, Credentials } from '../auth/authenticate.ts';
 import type { Caller } from '../auth/caller.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
 import { createQueryLimitsRules, type OperationMeasure, type QueryLimits } from '../graph/query-limits.ts';
+import { mayReadServiceSdl, SERVICE_SDL_FORBIDDEN, selectsService } from '../graph/service-sdl-access.ts';
 import type { Logger } from '../logger.ts';
 import type { TrustedDocumentsMode } from './config.ts';
 import { createCallBudget, createPooledCallBudget, type CallBudget } from '../upstream/call-budget.ts';
@@ -117,6 +120,12 @@ export interface DoorOptions {
   allowedOrigins: readonly string[];
   /** `INTROSPECTION=public`: anonymous callers may introspect. */
   publicIntrospection: boolean;
+  /**
+   * `INTROSPECTION=off`: no caller introspects, only operators and schema readers read
+   * `_service`, and validation errors suggest no names. Apollo Server enforces it over HTTP; the door enforces it for the transports that
+   * execute themselves (a live query is a query, and may select either).
+   */
+  introspectionOff?: boolean;
   /** `UPSTREAM_MAX_CALLS_PER_OPERATION`: the ceiling of every operation's call budget. */
   maxCallsPerOperation: number;
   /** Retries one operation may spend (`UPSTREAM_RETRY_BUDGET`): each is one more call. */
@@ -265,6 +274,7 @@ export function createDoor(options: DoorOptions): Door {
     schema: options.schema,
     validationRules,
     maxTokens: options.queryLimits.maxTokens,
+    hideSchemaDetails: options.introspectionOff === true,
     onStep: took,
   });
   const toleranceMs = options.clockToleranceSeconds * 1000;
@@ -331,6 +341,10 @@ export function createDoor(options: DoorOptions): Door {
       }
       const document = prepare(query);
       if (isRefusal(document)) return document;
+      if (options.introspectionOff === true) {
+        const hidden = checkHiddenSchema(document, connection.caller, options.schema);
+        if (hidden !== undefined) return hidden;
+      }
       const admitted = door.checkOperation(document, request.operationName, request.variables, transport);
       if (isRefusal(admitted) || options.trustedDocuments?.isTrustedBody(query) !== true) return admitted;
       return { ...admitted, trustedDocument: true };
@@ -345,6 +359,23 @@ export function createDoor(options: DoorOptions): Door {
       eventPools.budget(budgets.callerKey(connection), eventId, callLimit),
   };
   return door;
+}
+
+/**
+ * With introspection off: introspection refused as Apollo Server refuses it over HTTP, and
+ * `_service` refused to a caller without the operator or schema-reader role.
+ */
+function checkHiddenSchema(
+  document: DocumentNode,
+  caller: Caller | undefined,
+  schema: GraphQLSchema,
+): Refusal | undefined {
+  const [introspects] = validate(schema, document, [NoSchemaIntrospectionCustomRule]);
+  if (introspects !== undefined) return refuse('validation-failed', introspects.message);
+  if (selectsService(document) && (caller === undefined || !mayReadServiceSdl(caller))) {
+    return refuse('forbidden', SERVICE_SDL_FORBIDDEN);
+  }
+  return undefined;
 }
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */

@@ -33,8 +33,8 @@ export function createServiceSdlAccessPlugin<
               extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },
             });
           }
-          if (!caller.operator && !caller.roles.includes(SCHEMA_READER_ROLE)) {
-            throw new GraphQLError('Reading the schema needs the schema-reader or operator role.', {
+          if (!mayReadServiceSdl(caller)) {
+            throw new GraphQLError(SERVICE_SDL_FORBIDDEN, {
               extensions: { code: 'FORBIDDEN', http: { status: 403 } },
             });
           }
@@ -44,7 +44,16 @@ export function createServiceSdlAccessPlugin<
   };
 }
 
-function selectsService(document: DocumentNode): boolean {
+/** What a caller without either role is told. */
+export const SERVICE_SDL_FORBIDDEN = 'Reading the schema needs the schema-reader or operator role.';
+
+/** Whether `caller` may read `_service { sdl }` when introspection is off. */
+export function mayReadServiceSdl(caller: { readonly operator: boolean; readonly roles: readonly string[] }) {
+  return caller.operator || caller.roles.includes(SCHEMA_READER_ROLE);
+}
+
+/** Whether `document` selects `_service` anywhere. */
+export function selectsService(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     [Kind.FIELD](field) {

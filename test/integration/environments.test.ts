@@ -8,7 +8,8 @@
  */
 import { SignJWT, importJWK, type JWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { request as httpRequest } from 'node:http';
+import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { generateSigningKey } from '../../dev-issuer/index.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
@@ -93,6 +94,57 @@ async function batchJobToken(environment: 'sandbox' | 'live'): Promise<string> {
     .setIssuedAt(now)
     .setExpirationTime(now + 300)
     .sign(await importJWK(signingKey, 'RS256'));
+}
+
+/**
+ * Upstream calls but the facade's own probe of its keys (`GET /v3/capabilities`, made in the
+ * background after it starts, at a moment no test controls).
+ */
+async function callerCalls(): Promise<number> {
+  const calls = await stack.upstreamCalls();
+  return calls.total - (calls.byRoute['GET /v3/capabilities'] ?? 0);
+}
+
+/** A token the dev issuer's key signs, operator of every customer, with `claims` over its defaults. */
+async function signedToken(claims: Record<string, unknown>): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ client_id: 'claim-probe', roles: ['operator'], ...claims })
+    .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid!, typ: 'at+jwt' })
+    .setIssuer(issuer.issuer)
+    .setAudience(issuer.audience)
+    .setSubject('claim-probe')
+    .setIssuedAt(now)
+    .setExpirationTime(now + 300)
+    .sign(await importJWK(signingKey, 'RS256'));
+}
+
+/** POSTs `event` signed with `secret` to `path` exactly as written (no client normalisation). */
+function postRaw(path: string, secret: string, event: { id: string }): Promise<number> {
+  const body = JSON.stringify(event);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const url = new URL(stack.facadeUrl);
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: 'POST',
+        path,
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': event.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
+        },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
 }
 
 async function post(token: string, query: string, variables?: Record<string, unknown>) {
@@ -212,6 +264,128 @@ describe('one facade, sandbox and live callers', () => {
     expect(received.data).toEqual([]);
     await ws.dispose();
     expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+
+  test('an environment claim that is not exactly "sandbox" or "live" binds nothing: refused on every transport, 0 upstream calls', async () => {
+    for (const environment of [
+      'LIVE',
+      'Live',
+      ' live',
+      'production',
+      ['live'],
+      ['sandbox', 'live'],
+      1,
+      true,
+      {},
+    ]) {
+      const token = await signedToken({ environment });
+      const http = await post(token, CUSTOMERS);
+      expect(http.status, JSON.stringify(environment)).toBe(403);
+      expect(http.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      expect(http.body.errors?.[0]?.message).toContain('names no upstream environment');
+      const multipart = await openMultipartStream(stack.facadeUrl, EVENTS, {
+        authorization: `Bearer ${token}`,
+      });
+      expect(multipart.status, JSON.stringify(environment)).toBe(403);
+    }
+    expect(await callerCalls()).toBe(0);
+  });
+
+  test('webhook path tricks never reach an environment with another environment’s secret', async () => {
+    const liveEvent = () =>
+      upstreamEvent({
+        type: 'account.updated',
+        environment: 'live',
+        customerId: 'cus_live_northwind',
+        resourceType: 'account',
+        resourceId: 'acc_live_northwind_eth',
+      });
+    const sandboxEvent = () =>
+      upstreamEvent({
+        type: 'account.updated',
+        environment: 'sandbox',
+        customerId: 'cus_acme',
+        resourceType: 'account',
+        resourceId: 'acc_acme_eth',
+      });
+    // Paths as a proxy might forward them, sent byte for byte (fetch would normalise `..`).
+    const livePaths = [
+      '/webhooks/platform/live/',
+      '/webhooks/platform/LIVE',
+      '/webhooks/platform/%6Cive',
+      '/webhooks/platform/../platform/live',
+      '/webhooks/platform/sandbox/../live',
+      '//webhooks/platform/live',
+      '/webhooks/platform/live%2F',
+      '/webhooks/platform/',
+    ];
+    for (const path of livePaths) {
+      // A live event signed with the sandbox secret: never accepted, wherever the path leads.
+      const status = await postRaw(path, SANDBOX_SECRET, liveEvent());
+      expect([400, 401, 404], path).toContain(status);
+    }
+    for (const path of [
+      '/webhooks/platform/sandbox/',
+      '/webhooks/platform/SANDBOX',
+      '/webhooks/platform/live/../sandbox',
+    ]) {
+      // A sandbox event signed with the live secret at a path that leads to sandbox: refused.
+      const status = await postRaw(path, LIVE_SECRET, sandboxEvent());
+      expect([400, 401, 404], path).toContain(status);
+    }
+    // The control: the same raw request, signed with the route's own secret, is taken.
+    expect(await postRaw('/webhooks/platform/live', LIVE_SECRET, liveEvent())).toBe(200);
+    expect(await postRaw('/webhooks/platform/sandbox', SANDBOX_SECRET, sandboxEvent())).toBe(200);
+    expect(await callerCalls()).toBe(0);
+  });
+
+  test('one live query document watched in both environments: each group re-runs in its own, and a sandbox write reaches no live watcher', async () => {
+    const WATCHED = 'query @live { customers(first: 100) { nodes { id } } }';
+    const sandboxWs = connectLive(stack.facade.wsUrl, {
+      Authorization: `Bearer ${await tokenOf('sandbox-ops')}`,
+    });
+    const liveWs = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${await tokenOf('live-ops')}` });
+    const inSandbox = sandboxWs.subscribe(WATCHED);
+    const inLive = liveWs.subscribe(WATCHED);
+    await waitFor(() => inSandbox.data.length === 1 && inLive.data.length === 1, 'both first answers');
+    expect(idsOf(inLive.data[0] as never)).toEqual(LIVE_CUSTOMERS);
+    expect(idsOf(inSandbox.data[0] as never)).toEqual(SANDBOX_CUSTOMERS);
+
+    const created = await post(
+      await tokenOf('sandbox-ops'),
+      `mutation { createCustomer(input: { idempotencyKey: "env-live-${Date.now()}", type: "business", externalId: "env-live-${Date.now()}", displayName: "Sandbox only" }) { customer { id } } }`,
+    );
+    const newId = created.body.data.createCustomer.customer.id as string;
+    await waitFor(
+      () => JSON.stringify(inSandbox.data).includes(newId),
+      'the sandbox list with the new customer',
+    );
+    expect(JSON.stringify(inLive.data)).not.toContain(newId);
+    expect(inLive.data.map((data) => idsOf(data as never))).toEqual(inLive.data.map(() => LIVE_CUSTOMERS));
+    inSandbox.stop();
+    inLive.stop();
+    await sandboxWs.dispose();
+    await liveWs.dispose();
+  });
+
+  test('forged cursors (another case, two labels, an empty or trailing part) are refused to a live caller before anything listens', async () => {
+    const liveAuth = { authorization: `Bearer ${await tokenOf('live-ops')}` };
+    for (const cursor of [
+      'LIVE~1-0',
+      'live~sandbox~1-0',
+      'live~',
+      'live~~1-0',
+      'live~1-0~',
+      'sandbox~live~1-0',
+    ]) {
+      const stream = await openMultipartStream(stack.facadeUrl, EVENTS, {
+        ...liveAuth,
+        'last-event-id': cursor,
+      });
+      expect(stream.status, cursor).toBe(400);
+      expect(stream.body).toMatchObject({ errors: [{ extensions: { code: 'BAD_USER_INPUT' } }] });
+    }
+    expect(await callerCalls()).toBe(0);
   });
 
   test('sandbox mutations refuse a live caller before any upstream call, and serve a sandbox one', async () => {
