@@ -80,6 +80,29 @@ export default tseslint.config(
   },
   // The folders of src/ point one way (test/unit/folder-directions.test.ts measures it): each
   // layer below reads no code of a layer above it. Type-only imports carry no value and stay allowed.
+  // Only graph/ reads values of events/ (the top-level composition files, app.ts and the like,
+  // compose everything): another folder is given what it needs of the pipeline, as the live
+  // transports are given `execute`. The entries below repeat `events` where they apply, as a later
+  // entry's options replace this one's.
+  {
+    files: ['src/*/**/*.ts'],
+    ignores: ['src/graph/**', 'src/events/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+events/',
+              allowTypeImports: true,
+              message:
+                'Only src/graph/ (and the composition files in src/) read values of src/events/: pass it in, or move what both need to a neutral module.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   ...[
     { folder: 'events', above: ['graph', 'edge', 'http'] },
     { folder: 'errors', above: ['graph', 'events', 'edge', 'http', 'loaders'] },

@@ -17,6 +17,7 @@ import { multipartSubscriptions } from './edge/multipart.ts';
 import { createOperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
+import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
 import type { EventsRuntimeOptions } from './events/events-runtime.ts';
 import { createEnvironmentStacks } from './environments.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
@@ -146,6 +147,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     ],
     door,
     schema: parts.schema,
+    execute: subscribeWithEventContexts,
+    cursorOf,
     live: events.live,
     record,
     createContext,

@@ -16,7 +16,6 @@ import type { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Credentials } from '../auth/authenticate.ts';
-import { subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import type { WebSocketLimits } from '../events/config.ts';
 import {
   liveTransportRules,
@@ -79,9 +78,9 @@ function attachGraphQLWebSocket(
     {
       schema: options.schema,
       connectionInitWaitTimeout: limits.connectionInitTimeoutMs,
-      subscribe: subscribeWithEventContexts,
+      subscribe: options.execute,
       // Only a `query @live` gets here as a query (the door refuses any other): a live query.
-      execute: subscribeWithEventContexts,
+      execute: options.execute,
       onConnect: async (ctx) => {
         const { socket, request } = ctx.extra;
         const connection = draining

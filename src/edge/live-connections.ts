@@ -54,7 +54,7 @@ export interface LiveConnection {
 /** One admitted operation of a live connection. */
 export interface LiveOperation {
   readonly admitted: AdmittedOperation;
-  /** What to execute (with `subscribeWithEventContexts`), its context included. */
+  /** What to execute (with the parts' `execute`), its context included. */
   readonly args: ExecutionArgs & { contextValue: LiveGraphContext };
   /** The operation listens now (its queue subscribed, any replay read). */
   started(): void;

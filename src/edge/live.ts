@@ -9,7 +9,13 @@
  */
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import express, { type Router } from 'express';
-import { OperationTypeNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import {
+  OperationTypeNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+} from 'graphql';
 import type { LiveSessions } from '../events/delivery/live-sessions.ts';
 import type { Logger } from '../logger.ts';
 import type { Door, TransportRules } from './door.ts';
@@ -27,10 +33,26 @@ export function liveTransportRules(name: string, elsewhere: string): TransportRu
   return { name, serves: new Set([OperationTypeNode.SUBSCRIPTION]), elsewhere };
 }
 
+/**
+ * Runs an admitted live operation: a subscription's or a live query's stream of results, or one
+ * result when it could not start. The event pipeline provides it (composed in `app.ts`), so the
+ * transports read nothing of how events become results.
+ */
+export type LiveExecute = (
+  args: ExecutionArgs,
+) => Promise<AsyncGenerator<ExecutionResult> | AsyncIterableIterator<ExecutionResult> | ExecutionResult>;
+
 /** What every live transport is given when it is attached: the same parts for each. */
 export interface LiveTransportParts {
   door: Door;
   schema: GraphQLSchema;
+  /** What every live transport executes (a subscription, or a `query @live`). */
+  execute: LiveExecute;
+  /**
+   * Where a result from {@link LiveTransportParts.execute} sits in the event log: the cursor to
+   * resume after, or undefined (an error, a notice, a live query's answer).
+   */
+  cursorOf: (result: object) => string | undefined;
   /** The live side of the connections this transport admits, built for its rules. */
   connections: LiveConnections;
   /** The facade's server (for transports that upgrade a request). */
@@ -109,6 +131,8 @@ export function createLiveWing(options: LiveWingOptions): LiveWing {
     const endpoint = transport.attach({
       door: options.door,
       schema: options.schema,
+      execute: options.execute,
+      cursorOf: options.cursorOf,
       connections,
       httpServer: options.httpServer,
       routes,

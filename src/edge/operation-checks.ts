@@ -14,9 +14,9 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-import { isLiveQuery } from '../events/delivery/live-queries.ts';
 import { findEmptyIdLiteral, findMalformedVariable } from '../graph/input-strings.ts';
 import { checkOperationCost, type OperationMeasure } from '../graph/query-limits.ts';
+import { isLiveQuery } from '../live-directive.ts';
 import { refuse, type Refusal } from './refusal.ts';
 
 /** What a transport serves, and how to say so to a client that sent something else. */

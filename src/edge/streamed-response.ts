@@ -19,11 +19,16 @@
  */
 import type { Request, Response, Router } from 'express';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
-import { cursorOf, subscribeWithEventContexts } from '../events/delivery/execute-live-event.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { OperationRequest, TransportRules } from './door.ts';
 import { sendRefusal } from './http.ts';
-import type { AttachedLiveTransport, LiveTransport, LiveTransportParts, LiveWriteLimits } from './live.ts';
+import type {
+  AttachedLiveTransport,
+  LiveExecute,
+  LiveTransport,
+  LiveTransportParts,
+  LiveWriteLimits,
+} from './live.ts';
 import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
 
@@ -175,9 +180,9 @@ async function stream(
   framing: StreamFraming,
   limits: LiveWriteLimits,
 ): Promise<void> {
-  let result: Awaited<ReturnType<typeof subscribeWithEventContexts>>;
+  let result: Awaited<ReturnType<LiveExecute>>;
   try {
-    result = await subscribeWithEventContexts(operation.args);
+    result = await parts.execute(operation.args);
   } catch (error) {
     operation.completed();
     throw error;
@@ -208,7 +213,7 @@ async function stream(
   res.once('close', stop);
   try {
     for (let step = await results.next(); step.done !== true; step = await results.next()) {
-      const message = framing.result(formatted(step.value, parts), cursorOf(step.value));
+      const message = framing.result(formatted(step.value, parts), parts.cursorOf(step.value));
       if (!(await send(res, message, limits.stalledWriteTimeoutMs))) break;
       wroteAt = performance.now();
     }

@@ -8,16 +8,11 @@
  * The trace context travels beside the event in the bus message (a member of its own,
  * {@link TRACE_CONTEXT_MEMBER}), never inside the `PlatformEvent` the schema exposes. A message
  * without it is an ordinary event; one written by another process is read like any input, and a
- * trace context that is not a well-formed W3C `traceparent` (and optional `tracestate`) is ignored.
+ * trace context that is not a well-formed W3C `traceparent` (and optional `tracestate`) is ignored
+ * (`src/observability/trace-context.ts` reads it: the format is tracing's, not the pipeline's).
  */
+import type { EventTraceContext } from '../observability/trace-context.ts';
 import type { PlatformEvent, WebhookDeliveryOutcome } from './event-types.ts';
-
-/** A W3C trace context: the publish span an event's deliveries link to. */
-export interface EventTraceContext {
-  /** `00-<trace id>-<span id>-<flags>`. */
-  readonly traceparent: string;
-  readonly tracestate?: string;
-}
 
 /** The member of a bus message that carries its {@link EventTraceContext}. */
 export const TRACE_CONTEXT_MEMBER = 'traceContext';
@@ -81,23 +76,4 @@ export interface DeliveryTrace {
   finish<T>(work: () => Promise<T>): Promise<T>;
   /** Ends the span with `outcome`; only the first end counts. */
   end(outcome: DeliveryOutcome): void;
-}
-
-/** A version-00 `traceparent`, as this process writes it. */
-const TRACEPARENT = /^00-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/;
-/** `tracestate` is printable ASCII and at most 512 characters (W3C Trace Context). */
-const TRACESTATE = /^[\x20-\x7e]{0,512}$/;
-
-/**
- * The trace context of a bus message member, or undefined when there is none or it is not well
- * formed. Never throws: the message may come from any process that can publish on the channel.
- */
-export function readEventTraceContext(value: unknown): EventTraceContext | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const { traceparent, tracestate } = value as Record<string, unknown>;
-  if (typeof traceparent !== 'string' || !TRACEPARENT.test(traceparent)) return undefined;
-  // A malformed tracestate is dropped alone: the traceparent still names the publish span.
-  return typeof tracestate === 'string' && TRACESTATE.test(tracestate) && tracestate !== ''
-    ? { traceparent, tracestate }
-    : { traceparent };
 }

@@ -31,14 +31,9 @@ import {
   type SpanContext,
   type Tracer,
 } from '@opentelemetry/api';
-import type {
-  DeliveryOutcome,
-  DeliveryTrace,
-  EventTraceContext,
-  EventTracer,
-} from '../events/event-tracing.ts';
-import { readEventTraceContext } from '../events/event-tracing.ts';
+import type { DeliveryOutcome, DeliveryTrace, EventTracer } from '../events/event-tracing.ts';
 import type { WebhookDeliveryOutcome } from '../events/receiving/webhook-route.ts';
+import { readEventTraceContext, type EventTraceContext } from './trace-context.ts';
 
 /** Attribute names of the event spans beyond OpenTelemetry's semantic conventions. */
 const EVENT_SPAN_ATTRIBUTES = {

@@ -5,8 +5,8 @@
  */
 import { trace, type Tracer } from '@opentelemetry/api';
 import { describe, expect, test } from 'vitest';
-import { readEventTraceContext } from '../../src/events/event-tracing.ts';
 import { createEventTracer, toEventTraceContext, toLink } from '../../src/observability/event-tracing.ts';
+import { readEventTraceContext } from '../../src/observability/trace-context.ts';
 import { makeEvent } from '../support/harness/events.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -3,8 +3,8 @@
  * carry no value and are left out). A pair that imports both ways is one change that has to be
  * made in two places at once; the test names every import of such a pair. The rules that keep the
  * layers in order as they are written (events/ never reads graph/, errors/ reads neither graph/ nor
- * events/, upstream/ reads none of the layers above it) are eslint's `no-restricted-imports`, per
- * folder, in eslint.config.js.
+ * events/, upstream/ reads none of the layers above it, and no folder but graph/ reads values of
+ * events/) are eslint's `no-restricted-imports`, per folder, in eslint.config.js.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -83,4 +83,22 @@ it('sees the imports it judges: graph/ reads events/, and events/ does not read 
   expect(edges.get('events -> graph')).toBeUndefined();
   expect(edges.get('errors -> graph')).toBeUndefined();
   expect(edges.get('errors -> events')).toBeUndefined();
+});
+
+it('among the folders of src/, only graph/ imports values from events/', () => {
+  // A file directly in src/ (app.ts, environments.ts, config.ts ...) composes the folders and is
+  // not judged here.
+  const folders = new Set(
+    readdirSync(SRC, { withFileTypes: true })
+      .filter((item) => item.isDirectory())
+      .map((item) => item.name),
+  );
+  const readers = [...folderImports()]
+    .filter(([key]) => key.endsWith(' -> events'))
+    .filter(([key]) => {
+      const [from = ''] = key.split(' -> ');
+      return from !== 'graph' && folders.has(from);
+    })
+    .flatMap(([, files]) => files);
+  expect(readers).toEqual([]);
 });

@@ -14,10 +14,10 @@ import {
   type ExecutionResult,
 } from 'graphql';
 import { liveSessionOf, type LiveGraphContext } from './live-context.ts';
-import { isLiveQuery } from './live-queries.ts';
 import type { LiveDelivery } from './live-stream.ts';
 import { pullThrough } from './push-pull-queue.ts';
 import type { GraphContext } from '../../graph/context.ts';
+import { isLiveQuery } from '../../live-directive.ts';
 
 /** The event-log cursor of each result made from a change (a result shared by subscribers shares it). */
 const cursors = new WeakMap<object, string>();

@@ -25,16 +25,7 @@
  * `CACHE_MAX_AGE_SECONDS`, when the answers it read have left the cache, and the customers it reads
  * are watched for the reconciler like a subscription's (docs/events.md).
  */
-import {
-  execute,
-  getDirectiveValues,
-  GraphQLError,
-  OperationTypeNode,
-  type ExecutionArgs,
-  type ExecutionResult,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-} from 'graphql';
+import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache, UpstreamResponse } from '../../upstream/client.ts';
 import { namesPath, type ResponseCache, type StaleReads } from '../../upstream/response-cache.ts';
@@ -390,35 +381,6 @@ function sendUnlessUnchanged(group: Group, result: ExecutionResult): void {
     if (watcher.lastSent === text) continue;
     watcher.lastSent = text;
     deliver(watcher.queue, result);
-  }
-}
-
-/** The directive's name: GraphQL Yoga's and Hive Gateway's, so their clients' documents run as written. */
-const LIVE_DIRECTIVE = 'live';
-
-/**
- * Whether `operation` is a live query: a query carrying `@live` whose `if` is not false (with the
- * operation's `variables`). Any other operation, `@live(if: false)` included, is what it says.
- */
-export function isLiveQuery(
-  schema: GraphQLSchema,
-  operation: OperationDefinitionNode,
-  variables: Readonly<Record<string, unknown>> | null | undefined,
-): boolean {
-  if (operation.operation !== OperationTypeNode.QUERY) return false;
-  const directive = schema.getDirective(LIVE_DIRECTIVE);
-  if (
-    directive === null ||
-    directive === undefined ||
-    !operation.directives?.some((node) => node.name.value === LIVE_DIRECTIVE)
-  ) {
-    return false;
-  }
-  try {
-    return getDirectiveValues(directive, operation, variables ?? {})?.['if'] !== false;
-  } catch {
-    // A value `if` cannot take is refused by the variables' own check before execution.
-    return true;
   }
 }
 

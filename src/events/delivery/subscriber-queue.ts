@@ -3,7 +3,7 @@
  * step between the fan-out, which must never wait for a subscriber, and a subscriber that reads at
  * its own pace.
  */
-import type { EventTraceContext } from '../event-tracing.ts';
+import type { EventTraceContext } from '../../observability/trace-context.ts';
 import { CursorExpiredError } from '../../errors/cursor-expired.ts';
 import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';

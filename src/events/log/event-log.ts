@@ -2,7 +2,8 @@
  * The ordered log of verified, de-duplicated events, one per environment: what every replica's
  * subscribers are fed from, and what a subscriber that reconnects resumes from (by cursor).
  */
-import { readEventTraceContext, TRACE_CONTEXT_MEMBER, type EventTraceContext } from '../event-tracing.ts';
+import { readEventTraceContext, type EventTraceContext } from '../../observability/trace-context.ts';
+import { TRACE_CONTEXT_MEMBER } from '../event-tracing.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { toPlatformEvent } from '../receiving/platform-event.ts';
 
