@@ -111,7 +111,12 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
   // One recorder for every transport: each operation's `graphql operation` line, metrics and lifecycle.
-  const record = createOperationRecorder({ logger, metrics, lifecycle });
+  const record = createOperationRecorder({
+    logger,
+    metrics,
+    lifecycle,
+    bindsEnvironments: environments.bindsEnvironments,
+  });
   const apollo = await createApolloServer({
     config,
     schema: parts.schema,
@@ -391,7 +396,9 @@ function eventMetrics(
   metrics: Metrics,
 ): Pick<EventsRuntimeOptions, 'onWebhookDelivery' | 'liveObserver' | 'onReconciled' | 'onReconcileFailed'> {
   return {
-    onWebhookDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    // A pipeline has an environment only with a key per environment: one environment's series unchanged.
+    onWebhookDelivery: (outcome, environment) =>
+      metrics.webhookDeliveries.inc({ outcome, ...(environment === undefined ? {} : { environment }) }),
     liveObserver: {
       delivered: (event) =>
         metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),

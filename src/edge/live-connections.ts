@@ -290,7 +290,7 @@ function startOperation(
 /** How the operation recorder names one operation of a live connection. */
 function recordOf(
   transport: TransportRules,
-  { caller }: Connection,
+  { caller, environment }: Connection,
   key: string,
   operationName: string | null,
   operationType: RecordedOperation['operationType'],
@@ -305,6 +305,7 @@ function recordOf(
     subject: caller?.subject ?? '',
     requestId,
     nameSource: { fromOperator: caller?.operator === true, trustedDocument },
+    environment,
   };
 }
 

@@ -12,6 +12,7 @@ import type { Logger } from '../logger.ts';
 import type { LifecycleEmitter, OperationOutcome } from '../observability/lifecycle.ts';
 import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from '../observability/metrics.ts';
 import type { OperationNameSource } from '../observability/operation-labels.ts';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 
 /** One operation, as the record names it. */
 export interface RecordedOperation {
@@ -28,6 +29,8 @@ export interface RecordedOperation {
   readonly requestId: string;
   /** Where its name came from: only an operator's or a trusted document's name is a label. */
   readonly nameSource: OperationNameSource;
+  /** The connection's environment (its key's, or the one its token binds it to). */
+  readonly environment?: PlatformEnvironment | undefined;
 }
 
 /** The `graphql operation` log line, the same for every transport. */
@@ -65,6 +68,8 @@ export interface HttpOperation {
   readonly upstreamCalls: number;
   /** The door's estimate, once it admitted the operation. */
   readonly estimatedCost: number | undefined;
+  /** The environment the door bound its caller to; undefined with one key or before one was bound. */
+  readonly environment: PlatformEnvironment | undefined;
 }
 
 export interface OperationRecorder {
@@ -90,8 +95,15 @@ export function createOperationRecorder(options: {
   logger: Logger;
   metrics: Metrics;
   lifecycle: LifecycleEmitter;
+  /**
+   * Whether callers are bound to an environment (a key per environment): only then do the
+   * operation metrics carry `environment`, so one environment's series keep their labels.
+   */
+  bindsEnvironments?: boolean;
 }): OperationRecorder {
   const { logger, metrics, lifecycle } = options;
+  const environmentLabel = (environment: PlatformEnvironment | undefined) =>
+    options.bindsEnvironments === true && environment !== undefined ? { environment } : {};
   const line = (fields: OperationLine): void => {
     logger.info('graphql operation', {
       transport: fields.transport,
@@ -117,7 +129,7 @@ export function createOperationRecorder(options: {
         durationMs: Math.round(elapsedMs),
         errorCodes: operation.errorCodes,
       });
-      countHttpOperation(metrics, operation, elapsedMs);
+      countHttpOperation(metrics, operation, elapsedMs, environmentLabel(operation.environment));
       if (lifecycle.observed('operationCompleted')) {
         lifecycle.emit('operationCompleted', {
           requestId: operation.requestId,
@@ -153,6 +165,7 @@ export function createOperationRecorder(options: {
         operation_name: metrics.operationNameLabel(operation.operationName, operation.nameSource),
         operation_type: operation.operationType,
         outcome: errorCodes.length > 0 ? 'error' : 'ok',
+        ...environmentLabel(operation.environment),
       };
       metrics.operations.inc(labels);
       metrics.operationDuration.observe(labels, durationMs / 1000);
@@ -166,7 +179,12 @@ export function createOperationRecorder(options: {
  * its DataLoaders answered without the upstream, how many upstream calls it made and, once the door
  * admitted it, its estimated cost beside them.
  */
-function countHttpOperation(metrics: Metrics, operation: HttpOperation, elapsedMs: number): void {
+function countHttpOperation(
+  metrics: Metrics,
+  operation: HttpOperation,
+  elapsedMs: number,
+  inEnvironment: { environment?: PlatformEnvironment },
+): void {
   const { parsed } = operation;
   // Only a name from the parsed operation: the request's own `operationName` is any string.
   const operationType: OperationTypeLabel = parsed?.type ?? 'unknown';
@@ -177,6 +195,7 @@ function countHttpOperation(metrics: Metrics, operation: HttpOperation, elapsedM
     operation_name: operationName,
     operation_type: operationType,
     outcome: failed ? 'error' : 'ok',
+    ...inEnvironment,
   };
   metrics.operations.inc(labels);
   metrics.operationDuration.observe(labels, elapsedMs / 1000);

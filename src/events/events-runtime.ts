@@ -58,8 +58,8 @@ export interface EventsRuntimeOptions {
   keyEnvironments: KeyEnvironments;
   upstreamClient: UpstreamClient;
   logger: Logger;
-  /** Told how each webhook delivery was answered (metrics). */
-  onWebhookDelivery?: (outcome: WebhookDeliveryOutcome) => void;
+  /** Told how each webhook delivery was answered, and on whose environment's route (metrics). */
+  onWebhookDelivery?: (outcome: WebhookDeliveryOutcome, environment: PlatformEnvironment | undefined) => void;
   /** A webhook sender's address (trusted proxies applied), for the per-address webhook limits. */
   addressOf?: (request: IncomingMessage) => string;
   /** Told about deliveries to subscribers and queue overflows (metrics). */
@@ -296,7 +296,12 @@ function webhookRouterOptions(
     refusals: { limit: config.webhooks.maxRefusalsPerMinute, windowMs: 60_000 },
     ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
     toleranceSeconds: config.webhooks.toleranceSeconds,
-    ...(options.onWebhookDelivery === undefined ? {} : { onDelivery: options.onWebhookDelivery }),
+    ...(options.onWebhookDelivery === undefined
+      ? {}
+      : {
+          onDelivery: (outcome: WebhookDeliveryOutcome) =>
+            options.onWebhookDelivery?.(outcome, options.environment),
+        }),
     // The receiving replica drops the stale answers before acknowledging: a read that starts
     // after the acknowledgement asks the upstream.
     ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),

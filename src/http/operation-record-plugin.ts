@@ -60,6 +60,7 @@ export function createOperationRecordPlugin(
             loaderStats: answered.loaderStats,
             upstreamCalls: answered.upstream?.callBudget.sent ?? 0,
             estimatedCost: answered.cost?.estimated,
+            environment: answered.upstream?.environment,
           });
         },
       };

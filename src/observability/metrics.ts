@@ -43,9 +43,12 @@ export interface MetricsOptions {
 
 export interface Metrics {
   readonly registry: Registry;
-  /** GraphQL operations over HTTP, by bounded name, type and outcome (`ok`, `error`). */
-  readonly operations: Counter<'operation_name' | 'operation_type' | 'outcome'>;
-  readonly operationDuration: Histogram<'operation_name' | 'operation_type' | 'outcome'>;
+  /**
+   * GraphQL operations over every transport, by bounded name, type and outcome (`ok`, `error`), and
+   * by `environment` only when callers are bound to one (a key per environment).
+   */
+  readonly operations: Counter<'operation_name' | 'operation_type' | 'outcome' | 'environment'>;
+  readonly operationDuration: Histogram<'operation_name' | 'operation_type' | 'outcome' | 'environment'>;
   /** Values asked of the per-operation DataLoaders: `hit` (answered from the loader) or `miss` (read upstream). */
   readonly loaderLoads: Counter<'operation_name' | 'operation_type' | 'result'>;
   /** Upstream calls (retries included) made by operations, by bounded name and type. */
@@ -65,7 +68,8 @@ export interface Metrics {
   readonly upstreamDuration: Histogram<'method' | 'route' | 'status'>;
   /** Attempts that were retries, by method, route and why the previous one failed. */
   readonly upstreamRetries: Counter<'method' | 'route' | 'reason'>;
-  readonly webhookDeliveries: Counter<'outcome'>;
+  /** Webhook deliveries by outcome, and by `environment` (its route's) only with a key per environment. */
+  readonly webhookDeliveries: Counter<'outcome' | 'environment'>;
   readonly subscriberQueueOverflows: Counter;
   /** Events of the log delivered to subscribers resuming after a cursor. */
   readonly eventsReplayed: Counter;
@@ -103,7 +107,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
   const registers = [registry];
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
-  const operationLabels = ['operation_name', 'operation_type', 'outcome'] as const;
+  // `environment` only with a key per environment: one deployment's sandbox and live traffic apart,
+  // a single environment's series unchanged.
+  const operationLabels = ['operation_name', 'operation_type', 'outcome', 'environment'] as const;
   const operationNameLabel = createOperationLabels(options.maxOperationNames);
 
   const metrics: Metrics = {
@@ -157,7 +163,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
     webhookDeliveries: new Counter({
       name: 'facade_webhook_deliveries_total',
       help: 'Webhook deliveries received, by outcome (accepted, duplicate, forged, stale, malformed, in_flight, unavailable).',
-      labelNames: ['outcome'] as const,
+      labelNames: ['outcome', 'environment'] as const,
       registers,
     }),
     subscriberQueueOverflows: new Counter({

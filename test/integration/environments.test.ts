@@ -168,6 +168,25 @@ async function post(token: string, query: string, variables?: Record<string, unk
   };
 }
 
+/** One sample of a Prometheus text exposition. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition (label values here hold no quotes or commas). */
+function parseMetrics(text: string): Sample[] {
+  return text.split('\n').flatMap((line) => {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (match === null) return [];
+    const labels = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map(([, label, value]) => [label!, value!]),
+    );
+    return [{ name: match[1]!, labels, value: Number(match[3]) }];
+  });
+}
+
 const idsOf = (data: { customers: { nodes: { id: string }[] } }) =>
   data.customers.nodes.map((node) => node.id).sort();
 
@@ -197,6 +216,115 @@ describe('one facade, sandbox and live callers', () => {
       );
     expect(liveRequests.length).toBeGreaterThan(0);
     expect(metrics).toMatch(/facade_upstream_requests_total\{[^}]*environment="sandbox"/);
+  });
+
+  test('operation and webhook metrics are counted under each caller’s and each route’s environment', async () => {
+    let scraped: Sample[] = [];
+    const scrape = async () => {
+      scraped = parseMetrics(await (await fetch(stack.metricsUrl)).text());
+    };
+    const count = (name: string, labels: Record<string, string>) =>
+      scraped
+        .filter(
+          (sample) =>
+            sample.name === name &&
+            Object.entries(labels).every(([label, value]) => sample.labels[label] === value),
+        )
+        .reduce((sum, sample) => sum + sample.value, 0);
+    const operations = (operation: string, environment: string) =>
+      count('graphql_operations_total', { operation_name: operation, outcome: 'ok', environment });
+    const durations = (operation: string, environment: string) =>
+      count('graphql_operation_duration_seconds_count', { operation_name: operation, environment });
+    const accepted = (environment: string) =>
+      count('facade_webhook_deliveries_total', { outcome: 'accepted', environment });
+
+    await scrape();
+    const before = {
+      sandboxAccepted: accepted('sandbox'),
+      liveAccepted: accepted('live'),
+    };
+    expect(operations('EnvironmentProbe', 'sandbox') + operations('EnvironmentProbe', 'live')).toBe(0);
+
+    // Over HTTP: one operation in each environment, each counted under its own.
+    const PROBE = 'query EnvironmentProbe { apiStatus { callerEnvironment } }';
+    expect((await post(await tokenOf('sandbox-ops'), PROBE)).body.data).toEqual({
+      apiStatus: { callerEnvironment: 'sandbox' },
+    });
+    expect((await post(await tokenOf('sandbox-ops'), PROBE)).status).toBe(200);
+    expect((await post(await tokenOf('live-ops'), PROBE)).body.data).toEqual({
+      apiStatus: { callerEnvironment: 'live' },
+    });
+    await scrape();
+    expect(operations('EnvironmentProbe', 'sandbox')).toBe(2);
+    expect(operations('EnvironmentProbe', 'live')).toBe(1);
+    expect(durations('EnvironmentProbe', 'sandbox')).toBe(2);
+    expect(durations('EnvironmentProbe', 'live')).toBe(1);
+    // No series of the operation without its environment.
+    expect(count('graphql_operations_total', { operation_name: 'EnvironmentProbe' })).toBe(3);
+
+    // Over graphql-ws: a live subscription, listening once a live webhook reaches it.
+    let liveSent = 0;
+    const liveWs = connectLive(stack.facade.wsUrl, { Authorization: `Bearer ${await tokenOf('live-ops')}` });
+    const watching = liveWs.subscribe('subscription EnvironmentWatch { events { eventId } }');
+    try {
+      // A new live event each poll until one arrives: the subscription listens from then on.
+      const sentIds: string[] = [];
+      await waitFor(
+        () =>
+          watching.data.some((data: { events: { eventId: string } }) =>
+            sentIds.includes(data.events.eventId),
+          ),
+        'the live subscription to receive a live webhook',
+        undefined,
+        async () => {
+          const liveEvent = upstreamEvent({
+            type: 'account.updated',
+            environment: 'live',
+            customerId: 'cus_live_northwind',
+            resourceType: 'account',
+            resourceId: 'acc_live_northwind_eth',
+          });
+          const { status } = await postSignedEvent(
+            `${stack.facadeUrl}/webhooks/platform/live`,
+            LIVE_SECRET,
+            liveEvent,
+          );
+          expect(status).toBe(200);
+          sentIds.push(liveEvent.id);
+        },
+      );
+      liveSent = sentIds.length;
+      watching.stop();
+      await waitFor(
+        () => operations('EnvironmentWatch', 'live') === 1,
+        'the live subscription to be counted under environment="live"',
+        undefined,
+        scrape,
+      );
+      expect(operations('EnvironmentWatch', 'sandbox')).toBe(0);
+      expect(durations('EnvironmentWatch', 'live')).toBe(1);
+    } finally {
+      await liveWs.dispose();
+    }
+
+    // A webhook to each environment's route is counted under that environment.
+    const sandboxEvent = upstreamEvent({
+      type: 'account.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'account',
+      resourceId: 'acc_acme_eth',
+    });
+    expect(
+      (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/sandbox`, SANDBOX_SECRET, sandboxEvent))
+        .status,
+    ).toBe(200);
+    await scrape();
+    expect(accepted('sandbox')).toBe(before.sandboxAccepted + 1);
+    expect(accepted('live')).toBe(before.liveAccepted + liveSent);
+    const webhookSeries = scraped.filter((sample) => sample.name === 'facade_webhook_deliveries_total');
+    expect(webhookSeries.length).toBeGreaterThan(0);
+    expect(webhookSeries.filter((sample) => sample.labels['environment'] === undefined)).toEqual([]);
   });
 
   test('apiStatus says which environment the caller is in', async () => {
