@@ -293,7 +293,8 @@ async function createAppParts(
       ...(tracing === undefined ? {} : { tracer: tracing.events }),
     },
   });
-  // The first environment's: `/readyz` asks with its key, `app.responseCache` is its cache.
+  // The first environment's: `/readyz` asks with its key when there is one environment, and
+  // `app.responseCache` is its cache.
   const { client: upstreamClient, key: upstreamKey } = environments.all[0]!;
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
@@ -332,7 +333,16 @@ async function createAppParts(
 function mountRoutes(
   app: express.Express,
   config: Config,
-  { hostAllowList, upstreamClient, upstreamKey, logger, events, explorerRoutes, edge }: AppParts,
+  {
+    hostAllowList,
+    upstreamClient,
+    upstreamKey,
+    logger,
+    events,
+    explorerRoutes,
+    edge,
+    environments,
+  }: AppParts,
   served: {
     live: LiveWing;
     graphQLHandler: express.RequestHandler;
@@ -352,6 +362,14 @@ function mountRoutes(
       logger,
       checkRedis: () => events.checkRedis(),
       cacheMs: config.readinessCacheMs,
+      // With a key per environment, ready only when every environment's upstream takes its key.
+      ...(environments.bindsEnvironments
+        ? {
+            environments: environments.all.flatMap(({ environment, client, key }) =>
+              environment === undefined ? [] : [{ environment, client, apiKey: key }],
+            ),
+          }
+        : {}),
     }),
   );
   app.use(explorerRoutes);

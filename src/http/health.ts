@@ -1,15 +1,17 @@
 /**
  * Liveness and readiness. `/healthz` answers while the process serves HTTP; `/readyz` asks the
- * upstream probe (the source of `apiStatus`) with the facade's own key, so a replica whose upstream
- * is unreachable or whose key is refused leaves the load balancer.
+ * upstream probe (the source of `apiStatus`) with the facade's own key (each environment's, with a
+ * key per environment), so a replica whose upstream is unreachable or whose key is refused leaves
+ * the load balancer.
  */
 import type { RequestHandler } from 'express';
+import type { PlatformEnvironment } from '../events/event-types.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
-import { isReachable, probeUpstream } from '../upstream/probe.ts';
+import { isReachable, probeUpstream, type UpstreamProbe } from '../upstream/probe.ts';
 
 /** `GET /healthz`: 200 while the process is up. */
 export function handleHealth(): RequestHandler {
@@ -22,6 +24,11 @@ export interface ReadinessOptions {
   client: UpstreamClient;
   /** The facade's own key (its source: the key in use at each probe). */
   apiKey: UpstreamKey;
+  /**
+   * With a key per environment, every environment's client and key: each is asked instead of
+   * `client` and `apiKey`, and the answer names each environment's state.
+   */
+  environments?: readonly EnvironmentReadiness[];
   logger: Logger;
   /** Pings Redis; resolves undefined when the facade uses none (no `REDIS_URL`). */
   checkRedis?: () => Promise<{ reachable: boolean; reason?: string } | undefined>;
@@ -62,39 +69,98 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
   };
 }
 
+/** The upstream client and the facade's own key of one environment. */
+export interface EnvironmentReadiness {
+  readonly environment: PlatformEnvironment;
+  readonly client: UpstreamClient;
+  readonly apiKey: UpstreamKey;
+}
+
 interface Readiness {
   status: 200 | 503;
   body: object;
 }
 
-async function checkReadiness(options: ReadinessOptions, requestId: string | undefined): Promise<Readiness> {
+/** What the answer says of one upstream (one environment's, with a key per environment). */
+type UpstreamState =
+  { reachable: true; environment: string | null | undefined } | { reachable: boolean; reason: string };
+
+/** One probe with the facade's own key: fast, and adding no retry load to a struggling upstream. */
+async function probeOnce(
+  client: UpstreamClient,
+  apiKey: UpstreamKey,
+  requestId: string | undefined,
+): Promise<{ probe: UpstreamProbe; requestId: string }> {
+  const up = createUpstreamContext(client, { apiKey, scope: PLATFORM_SCOPE, requestId, retries: 0 });
+  return { probe: await probeUpstream(up), requestId: up.requestId };
+}
+
+/** The state of one probed upstream, and why it is not ready (undefined when it is). */
+function stateOf(probe: UpstreamProbe): { state: UpstreamState; reason?: string } {
+  if (probe.outcome === 'ready')
+    return { state: { reachable: true, environment: probe.discovery.environment } };
+  const reason =
+    probe.outcome === 'unreachable'
+      ? probe.reason
+      : probe.outcome === 'error'
+        ? 'unexpected_error'
+        : probe.problem.code;
+  return { state: { reachable: isReachable(probe), reason }, reason };
+}
+
+/**
+ * With a key per environment: every environment's upstream is asked with its key, at once (one
+ * call each per answer), and the replica is ready only when each accepts its key.
+ */
+async function checkEnvironmentsReadiness(
+  options: ReadinessOptions,
+  environments: readonly EnvironmentReadiness[],
+  requestId: string | undefined,
+): Promise<Readiness> {
   const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
-  // A probe must answer fast and must not add retry load to a struggling upstream.
-  const up = createUpstreamContext(options.client, {
-    apiKey: options.apiKey,
-    scope: PLATFORM_SCOPE,
-    requestId,
-    retries: 0,
-  });
-  const probe = await probeUpstream(up);
+  const probes = await Promise.all(
+    environments.map(async ({ environment, client, apiKey }) => ({
+      environment,
+      ...(await probeOnce(client, apiKey, requestId)),
+    })),
+  );
   const redis = await redisCheck;
   const redisPart = redis === undefined ? {} : { redis };
-  if (probe.outcome !== 'ready') {
-    const reason =
-      probe.outcome === 'unreachable'
-        ? probe.reason
-        : probe.outcome === 'error'
-          ? 'unexpected_error'
-          : probe.problem.code;
-    options.logger.warn('not ready', { reason, requestId: up.requestId });
-    const upstream = { reachable: isReachable(probe), reason };
+  const states: Partial<Record<PlatformEnvironment, UpstreamState>> = {};
+  let ready = true;
+  for (const { environment, probe, requestId: probeRequestId } of probes) {
+    const { state, reason } = stateOf(probe);
+    states[environment] = state;
+    if (reason !== undefined) {
+      ready = false;
+      options.logger.warn('not ready', { environment, reason, requestId: probeRequestId });
+    }
+  }
+  if (redis !== undefined && !redis.reachable) {
+    ready = false;
+    options.logger.warn('not ready', { reason: `redis_${redis.reason ?? 'unreachable'}`, requestId });
+  }
+  return ready
+    ? { status: 200, body: { status: 'ready', environments: states, ...redisPart } }
+    : { status: 503, body: { status: 'unavailable', environments: states, ...redisPart } };
+}
+
+async function checkReadiness(options: ReadinessOptions, requestId: string | undefined): Promise<Readiness> {
+  if (options.environments !== undefined)
+    return checkEnvironmentsReadiness(options, options.environments, requestId);
+  const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
+  const { probe, requestId: probeRequestId } = await probeOnce(options.client, options.apiKey, requestId);
+  const redis = await redisCheck;
+  const redisPart = redis === undefined ? {} : { redis };
+  const { state: upstream, reason } = stateOf(probe);
+  if (reason !== undefined) {
+    options.logger.warn('not ready', { reason, requestId: probeRequestId });
     return { status: 503, body: { status: 'unavailable', upstream, ...redisPart } };
   }
-  const upstream = { reachable: true, environment: probe.discovery.environment };
   if (redis !== undefined && !redis.reachable) {
     options.logger.warn('not ready', {
       reason: `redis_${redis.reason ?? 'unreachable'}`,
-      requestId: up.requestId,
+      requestId: probeRequestId,
     });
     return { status: 503, body: { status: 'unavailable', upstream, redis } };
   }

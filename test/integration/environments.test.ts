@@ -11,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { request as httpRequest } from 'node:http';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { generateSigningKey } from '../../dev-issuer/index.ts';
+import { revokeEmulatorKey } from '../../scripts/key-rotation.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import { connectLive } from '../support/harness/live-client.ts';
@@ -894,5 +895,69 @@ describe('one environment by its own variable', () => {
       callerEnvironment: 'sandbox',
     });
     expect(await sandboxOnly.emulator.upstreamCallsByKey()).toEqual({ 'sandbox-read-write': 1 });
+  });
+});
+
+describe('readiness of every environment', () => {
+  let both: Stack;
+
+  beforeAll(async () => {
+    both = await startStack({
+      env: {
+        ...devIssuerEnv(issuer),
+        UPSTREAM_API_KEY: '',
+        UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
+        UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+        // Every `/readyz` asks the upstream, and nothing else does in the background.
+        READINESS_CACHE_MS: '0',
+        RECONCILE_INTERVAL_SECONDS: '0',
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await both?.close();
+  });
+
+  const readiness = async () => {
+    const response = await fetch(`${both.facadeUrl}/readyz`);
+    const text = await response.text();
+    for (const key of [SANDBOX_KEY, LIVE_KEY]) expect(text).not.toContain(key);
+    return { status: response.status, body: JSON.parse(text) as unknown };
+  };
+
+  test('ready when each environment’s upstream takes its key, asked once with each; 503 naming the one whose key is revoked', async () => {
+    await both.resetUpstreamCalls();
+    expect(await readiness()).toEqual({
+      status: 200,
+      body: {
+        status: 'ready',
+        environments: {
+          sandbox: { reachable: true, environment: 'sandbox' },
+          live: { reachable: true, environment: 'live' },
+        },
+      },
+    });
+    expect(await both.emulator.upstreamCallsByKey()).toEqual({
+      'sandbox-read-write': 1,
+      'live-read-write': 1,
+    });
+    expect((await both.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 2 });
+
+    await revokeEmulatorKey(both.emulatorUrl, LIVE_KEY);
+    await both.resetUpstreamCalls();
+    expect(await readiness()).toEqual({
+      status: 503,
+      body: {
+        status: 'unavailable',
+        environments: {
+          sandbox: { reachable: true, environment: 'sandbox' },
+          // The upstream answered, refusing the key: reachable, as `apiStatus` means it.
+          live: { reachable: true, reason: 'unauthorized' },
+        },
+      },
+    });
+    // Still one call with each key: the revoked one is asked, and refused, once.
+    expect((await both.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 2 });
   });
 });
