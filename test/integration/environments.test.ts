@@ -961,3 +961,100 @@ describe('readiness of every environment', () => {
     expect((await both.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 2 });
   });
 });
+
+describe('the reconciler of each environment', () => {
+  let reconciling: Stack;
+
+  beforeAll(async () => {
+    reconciling = await startStack({
+      env: {
+        ...devIssuerEnv(issuer),
+        UPSTREAM_API_KEY: '',
+        UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
+        UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+        // No endpoint registered: a change at the upstream brings no webhook, only the reconciler.
+        // The secrets sign the test's own marker events.
+        WEBHOOK_SECRETS_SANDBOX: SANDBOX_SECRET,
+        WEBHOOK_SECRETS_LIVE: LIVE_SECRET,
+        RECONCILE_INTERVAL_SECONDS: '1',
+        RECONCILE_GRACE_SECONDS: '0',
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await reconciling?.close();
+  });
+
+  test(
+    'a sandbox change with no webhook reaches sandbox subscribers through the reconciler, and no live one',
+    { timeout: 30_000 },
+    async () => {
+      const ACME_ACCOUNT = `subscription {
+      accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId type }
+    }`;
+      const sandboxWs = connectLive(reconciling.facade.wsUrl, {
+        Authorization: `Bearer ${await tokenOf('sandbox-ops')}`,
+      });
+      const liveWs = connectLive(reconciling.facade.wsUrl, {
+        Authorization: `Bearer ${await tokenOf('live-ops')}`,
+      });
+      try {
+        const sandboxAccount = sandboxWs.subscribe(ACME_ACCOUNT);
+        const liveEvents = liveWs.subscribe(EVENTS);
+        const liveNorthwind = liveWs.subscribe(`subscription {
+        accountChanged(customerId: "cus_live_northwind", accountId: "acc_live_northwind_eth") { eventId }
+      }`);
+        await reconciling.subscriptionsStarted(3);
+
+        const topUp = await reconciling.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+          key: SANDBOX_KEY,
+          body: { amount: '3.00', currency: 'USDC' },
+        });
+        expect(topUp.status).toBe(200);
+        await waitFor(
+          () => sandboxAccount.data.length > 0,
+          'the sandbox change to reach the sandbox subscriber through the reconciler',
+          20_000,
+        );
+        expect(sandboxAccount.errors).toEqual([]);
+        expect(sandboxAccount.data[0].accountChanged).toMatchObject({
+          eventId: expect.stringMatching(/^reconciled:account:acc_acme_eth:/),
+          type: 'account.updated',
+        });
+
+        // A live marker after it: anything the sandbox change put in the live log would arrive first.
+        const marker = upstreamEvent({
+          type: 'account.updated',
+          environment: 'live',
+          customerId: 'cus_live_northwind',
+          resourceType: 'account',
+          resourceId: 'acc_live_northwind_eth',
+        });
+        expect(
+          (await postSignedEvent(`${reconciling.facadeUrl}/webhooks/platform/live`, LIVE_SECRET, marker))
+            .status,
+        ).toBe(200);
+        await waitFor(
+          () =>
+            liveEvents.data.some(
+              (data: { events: { eventId: string } }) => data.events.eventId === marker.id,
+            ),
+          'the live marker on the live subscription',
+        );
+        expect(liveEvents.errors).toEqual([]);
+        expect(liveEvents.data.map((data: { events: { eventId: string } }) => data.events.eventId)).toEqual([
+          marker.id,
+        ]);
+        expect(
+          liveNorthwind.data.map(
+            (data: { accountChanged: { eventId: string } }) => data.accountChanged.eventId,
+          ),
+        ).toEqual([marker.id]);
+      } finally {
+        await sandboxWs.dispose();
+        await liveWs.dispose();
+      }
+    },
+  );
+});
