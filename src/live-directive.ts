@@ -12,7 +12,7 @@ import {
 } from 'graphql';
 
 /** The directive's name: GraphQL Yoga's and Hive Gateway's, so their clients' documents run as written. */
-export const LIVE_DIRECTIVE = 'live';
+const LIVE_DIRECTIVE = 'live';
 
 /**
  * Whether `operation` is a live query: a query carrying `@live` whose `if` is not false (with the
