@@ -8,41 +8,18 @@
 import http from 'node:http';
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
-import { parseExposition, valueOf } from '../support/metrics.ts';
 import { APOLLO_SUBSCRIPTION_ACCEPT } from '../support/harness/multipart-stream.ts';
 import { useStack } from '../support/harness/stack.ts';
+import { liveGauges, STALLING_ENV, topUps, WIDE_SUBSCRIPTION } from '../support/harness/stalled-readers.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { issuerSignedToken } from '../support/tokens.ts';
 
-const stack = useStack({
-  env: {
-    WEBHOOK_REGISTER: 'true',
-    SUBSCRIPTION_QUEUE_LIMIT: '4',
-    // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
-    QUERY_MAX_ALIASES: '10000',
-    QUERY_MAX_TOKENS: '5000',
-    QUERY_MAX_COST: '100000000',
-    LIVE_STALLED_WRITE_TIMEOUT_MS: '2000',
-  },
-});
-
-const WIDE_LABELS = Array.from({ length: 200 }, (_, i) => `l${i}: label`).join(' ');
-const WIDE_ACCOUNTS = Array.from({ length: 45 }, (_, i) => `a${i}: account { ...Wide }`).join(' ');
-const WIDE = `subscription Wide {
-  accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId ${WIDE_ACCOUNTS} }
-}
-fragment Wide on Account { ${WIDE_LABELS} }`;
+const stack = useStack({ env: { ...STALLING_ENV, LIVE_STALLED_WRITE_TIMEOUT_MS: '2000' } });
 
 /** Events made while the reader is stalled: far more than the sockets' buffers hold. */
 const TOP_UPS = 40;
 
-const multipartGauges = async () => {
-  const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
-  return {
-    connections: valueOf(samples, 'facade_live_connections', { transport: 'multipart' }),
-    subscriptions: valueOf(samples, 'facade_live_subscriptions', { transport: 'multipart' }),
-  };
-};
+const multipartGauges = () => liveGauges(stack, 'multipart');
 
 describe('multipart streams whose reader stopped reading, with a valid token', () => {
   test(
@@ -61,19 +38,14 @@ describe('multipart streams whose reader stopped reading, with a valid token', (
           authorization: `Bearer ${token}`,
         },
       });
-      request.end(JSON.stringify({ query: WIDE }));
+      request.end(JSON.stringify({ query: WIDE_SUBSCRIPTION }));
       const [response] = (await once(request, 'response')) as [http.IncomingMessage];
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toMatch(/^multipart\/mixed/);
       response.pause();
       await stack.subscriptionsStarted(1);
       try {
-        for (let made = 0; made < TOP_UPS; made += 1) {
-          const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-            body: { amount: '1.00', currency: 'USDC' },
-          });
-          expect(topUp.status).toBe(200);
-        }
+        await topUps(stack, TOP_UPS);
         let gauges = await multipartGauges();
         await waitFor(
           () => gauges.connections === 0,

@@ -7,9 +7,9 @@
  */
 import { ApolloClient, gql, HttpLink, InMemoryCache } from '@apollo/client';
 import { describe, expect, test } from 'vitest';
-import { parseExposition, valueOf } from '../support/metrics.ts';
 import { openMultipartStream } from '../support/harness/multipart-stream.ts';
 import { useStack } from '../support/harness/stack.ts';
+import { liveGauges } from '../support/harness/stalled-readers.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
 
@@ -25,13 +25,7 @@ interface AccountChanged {
   accountChanged: { eventId: string; type: string; account: { balances: { available: string }[] } };
 }
 
-const multipartGauges = async () => {
-  const samples = parseExposition(await stack.app.metrics.registry.metrics());
-  return {
-    connections: valueOf(samples, 'facade_live_connections', { transport: 'multipart' }),
-    subscriptions: valueOf(samples, 'facade_live_subscriptions', { transport: 'multipart' }),
-  };
-};
+const multipartGauges = () => liveGauges(stack, 'multipart');
 const operator = async () => ({ authorization: `Bearer ${await tokenFor('operator')}` });
 const topUp = async () => {
   const response = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {

@@ -13,6 +13,7 @@ import { describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { parseExposition, valueOf } from '../support/metrics.ts';
 import { useStack } from '../support/harness/stack.ts';
+import { STALLING_ENV, topUps, WIDE_SUBSCRIPTION } from '../support/harness/stalled-readers.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { tokenFor } from '../support/tokens.ts';
 
@@ -25,36 +26,11 @@ const TOP_UPS = 60;
 
 const stack = useStack({
   env: {
-    WEBHOOK_REGISTER: 'true',
+    ...STALLING_ENV,
     SUBSCRIPTION_QUEUE_LIMIT: String(QUEUE_LIMIT),
-    // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
-    QUERY_MAX_ALIASES: '10000',
-    QUERY_MAX_TOKENS: '5000',
-    QUERY_MAX_COST: '100000000',
     GRAPHQL_WS_MAX_PAYLOAD_BYTES: '262144',
   },
 });
-
-const WIDE_LABELS = Array.from({ length: 200 }, (_, i) => `l${i}: label`).join(' ');
-const WIDE_ACCOUNTS = Array.from({ length: 45 }, (_, i) => `a${i}: account { ...Wide }`).join(' ');
-/** One event of this subscription is about 150 KiB of JSON; it does not select `cursor`. */
-const WIDE = `subscription Wide {
-  accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId ${WIDE_ACCOUNTS} }
-}
-fragment Wide on Account { ${WIDE_LABELS} }`;
-
-const topUp = async (): Promise<void> => {
-  const response = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-    body: { amount: '1.00', currency: 'USDC' },
-  });
-  expect(response.status).toBe(200);
-};
-
-/** Makes `count` top-ups, one after the other; each is one event for every subscriber. */
-async function topUps(count: number): Promise<number> {
-  for (let made = 0; made < count; made += 1) await topUp();
-  return count;
-}
 
 interface Overflow {
   message: string;
@@ -67,7 +43,7 @@ async function stalledSseReader(authorization: string) {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization },
   });
-  request.end(JSON.stringify({ query: WIDE }));
+  request.end(JSON.stringify({ query: WIDE_SUBSCRIPTION }));
   const [response] = (await once(request, 'response')) as [http.IncomingMessage];
   response.pause();
   let text = '';
@@ -112,7 +88,7 @@ async function stalledMultipartReader(authorization: string) {
       authorization,
     },
   });
-  request.end(JSON.stringify({ query: WIDE }));
+  request.end(JSON.stringify({ query: WIDE_SUBSCRIPTION }));
   const [response] = (await once(request, 'response')) as [http.IncomingMessage];
   response.pause();
   let text = '';
@@ -144,7 +120,7 @@ async function stalledWebSocketReader(authorization: string) {
   socket.on('message', (data: Buffer) => messages.push(JSON.parse(data.toString('utf8')) as never));
   socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization } }));
   await waitFor(() => messages.some((message) => message.type === 'connection_ack'), 'the ack');
-  socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: WIDE } }));
+  socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: WIDE_SUBSCRIPTION } }));
   socket.pause();
   return {
     resume: () => socket.resume(),
@@ -182,7 +158,7 @@ describe('readers that stop reading', () => {
       }`);
       await stack.subscriptionsStarted(3);
 
-      const made = await topUps(TOP_UPS);
+      const made = await topUps(stack, TOP_UPS);
       await waitFor(() => fast.data.length === made, 'the reader that keeps up to get every top-up');
       // The stalled streams are still open, their next results waiting on the sockets.
       const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
@@ -228,7 +204,7 @@ describe('readers that stop reading', () => {
       }`);
       await stack.subscriptionsStarted(2);
 
-      const made = await topUps(TOP_UPS);
+      const made = await topUps(stack, TOP_UPS);
       await waitFor(() => fast.data.length === made, 'the reader that keeps up to get every top-up');
       const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
       expect(valueOf(samples, 'facade_live_connections', { transport: 'multipart' })).toBe(1);
@@ -268,7 +244,7 @@ describe('readers that stop reading', () => {
       }`);
       await stack.subscriptionsStarted(2);
 
-      const made = await topUps(TOP_UPS);
+      const made = await topUps(stack, TOP_UPS);
       await waitFor(() => fast.data.length === made, 'the reader that keeps up to get every top-up');
       reader.resume();
       await waitFor(

@@ -9,44 +9,22 @@
 import http from 'node:http';
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
-import { parseExposition, valueOf } from '../support/metrics.ts';
 import { useStack } from '../support/harness/stack.ts';
+import { liveGauges, STALLING_ENV, topUps, WIDE_SUBSCRIPTION } from '../support/harness/stalled-readers.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { issuerSignedToken } from '../support/tokens.ts';
 
-/** The stacks' settings: a queue that overflows after a few events, and a wide selection. */
-const STALLING_ENV = {
-  WEBHOOK_REGISTER: 'true',
-  SUBSCRIPTION_QUEUE_LIMIT: '4',
-  // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
-  QUERY_MAX_ALIASES: '10000',
-  QUERY_MAX_TOKENS: '5000',
-  QUERY_MAX_COST: '100000000',
-};
 // Only the token's expiry cuts a stalled stream here: the stalled-write deadline is set far off.
 const stack = useStack({ env: { ...STALLING_ENV, LIVE_STALLED_WRITE_TIMEOUT_MS: '600000' } });
 // A stalled-write deadline of two seconds.
 const stalledStack = useStack({ env: { ...STALLING_ENV, LIVE_STALLED_WRITE_TIMEOUT_MS: '2000' } });
-
-const WIDE_LABELS = Array.from({ length: 200 }, (_, i) => `l${i}: label`).join(' ');
-const WIDE_ACCOUNTS = Array.from({ length: 45 }, (_, i) => `a${i}: account { ...Wide }`).join(' ');
-const WIDE = `subscription Wide {
-  accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId ${WIDE_ACCOUNTS} }
-}
-fragment Wide on Account { ${WIDE_LABELS} }`;
 
 /** Events made while the reader is stalled: far more than the sockets' buffers hold. */
 const TOP_UPS = 40;
 /** How long the token lives: long enough for the top-ups to be made while it is valid. */
 const TOKEN_SECONDS = 25;
 
-const sseGauges = async (of = stack) => {
-  const samples = parseExposition(await of.facade.app.metrics.registry.metrics());
-  return {
-    connections: valueOf(samples, 'facade_live_connections', { transport: 'sse' }),
-    subscriptions: valueOf(samples, 'facade_live_subscriptions', { transport: 'sse' }),
-  };
-};
+const sseGauges = (of = stack) => liveGauges(of, 'sse');
 
 describe('SSE streams whose reader stopped reading, and their tokens', () => {
   test(
@@ -65,19 +43,14 @@ describe('SSE streams whose reader stopped reading, and their tokens', () => {
           authorization: `Bearer ${token}`,
         },
       });
-      request.end(JSON.stringify({ query: WIDE }));
+      request.end(JSON.stringify({ query: WIDE_SUBSCRIPTION }));
       const [response] = (await once(request, 'response')) as [http.IncomingMessage];
       expect(response.statusCode).toBe(200);
       response.pause();
       const closed = new Promise<void>((resolve) => response.socket.once('close', () => resolve()));
       await stack.subscriptionsStarted(1);
 
-      for (let made = 0; made < TOP_UPS; made += 1) {
-        const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-          body: { amount: '1.00', currency: 'USDC' },
-        });
-        expect(topUp.status).toBe(200);
-      }
+      await topUps(stack, TOP_UPS);
       // Still open while the token is valid: the reader is slow, not gone.
       expect(await sseGauges()).toEqual({ connections: 1, subscriptions: 1 });
 
@@ -116,18 +89,13 @@ describe('SSE streams whose reader stopped reading, with a valid token', () => {
           authorization: `Bearer ${token}`,
         },
       });
-      request.end(JSON.stringify({ query: WIDE }));
+      request.end(JSON.stringify({ query: WIDE_SUBSCRIPTION }));
       const [response] = (await once(request, 'response')) as [http.IncomingMessage];
       expect(response.statusCode).toBe(200);
       response.pause();
       await stalledStack.subscriptionsStarted(1);
       try {
-        for (let made = 0; made < TOP_UPS; made += 1) {
-          const topUp = await stalledStack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-            body: { amount: '1.00', currency: 'USDC' },
-          });
-          expect(topUp.status).toBe(200);
-        }
+        await topUps(stalledStack, TOP_UPS);
         let gauges = await sseGauges(stalledStack);
         await waitFor(
           () => gauges.connections === 0,

@@ -10,19 +10,14 @@
 import { once } from 'node:events';
 import { describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { parseExposition, valueOf } from '../support/metrics.ts';
 import { useStack } from '../support/harness/stack.ts';
+import { liveGauges, STALLING_ENV, topUps, WIDE_SUBSCRIPTION } from '../support/harness/stalled-readers.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { issuerSignedToken } from '../support/tokens.ts';
 
 const stack = useStack({
   env: {
-    WEBHOOK_REGISTER: 'true',
-    SUBSCRIPTION_QUEUE_LIMIT: '4',
-    // A wide selection, so that a few events fill the sockets' buffers (about 150 KiB each).
-    QUERY_MAX_ALIASES: '10000',
-    QUERY_MAX_TOKENS: '5000',
-    QUERY_MAX_COST: '100000000',
+    ...STALLING_ENV,
     GRAPHQL_WS_MAX_PAYLOAD_BYTES: '262144',
     // A stalled-write deadline of two seconds; keep-alive pings five minutes apart.
     LIVE_STALLED_WRITE_TIMEOUT_MS: '2000',
@@ -30,23 +25,10 @@ const stack = useStack({
   },
 });
 
-const WIDE_LABELS = Array.from({ length: 200 }, (_, i) => `l${i}: label`).join(' ');
-const WIDE_ACCOUNTS = Array.from({ length: 45 }, (_, i) => `a${i}: account { ...Wide }`).join(' ');
-const WIDE = `subscription Wide {
-  accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId ${WIDE_ACCOUNTS} }
-}
-fragment Wide on Account { ${WIDE_LABELS} }`;
-
 /** Events made while the reader is stalled: far more than the sockets' buffers hold. */
 const TOP_UPS = 40;
 
-const webSocketGauges = async () => {
-  const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
-  return {
-    connections: valueOf(samples, 'facade_live_connections', { transport: 'graphql-ws' }),
-    subscriptions: valueOf(samples, 'facade_live_subscriptions', { transport: 'graphql-ws' }),
-  };
-};
+const webSocketGauges = () => liveGauges(stack, 'graphql-ws');
 
 describe('graphql-ws sockets whose reader stopped reading, with a valid token', () => {
   test(
@@ -66,16 +48,11 @@ describe('graphql-ws sockets whose reader stopped reading, with a valid token', 
       const closed = new Promise<number>((resolve) => socket.once('close', (code: number) => resolve(code)));
       socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }));
       await waitFor(() => types.includes('connection_ack'), 'the ack');
-      socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: WIDE } }));
+      socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: WIDE_SUBSCRIPTION } }));
       await stack.subscriptionsStarted(1);
       socket.pause();
       try {
-        for (let made = 0; made < TOP_UPS; made += 1) {
-          const topUp = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-            body: { amount: '1.00', currency: 'USDC' },
-          });
-          expect(topUp.status).toBe(200);
-        }
+        await topUps(stack, TOP_UPS);
         let gauges = await webSocketGauges();
         await waitFor(
           () => gauges.connections === 0,
