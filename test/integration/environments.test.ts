@@ -33,6 +33,14 @@ let issuer: DevIssuer;
 let signingKey: JWK;
 let stack: Stack;
 
+/** A facade holding a key per environment, its callers' tokens from the run's issuer. */
+const bothEnvironments = () => ({
+  ...devIssuerEnv(issuer),
+  UPSTREAM_API_KEY: '',
+  UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
+  UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+});
+
 beforeAll(async () => {
   signingKey = await generateSigningKey();
   issuer = await startDevIssuer({
@@ -51,10 +59,7 @@ beforeAll(async () => {
   stack = await startStack({
     redis: true,
     env: {
-      ...devIssuerEnv(issuer),
-      UPSTREAM_API_KEY: '',
-      UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
-      UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+      ...bothEnvironments(),
       WEBHOOK_REGISTER: 'true',
       WEBHOOK_SECRETS_SANDBOX: SANDBOX_SECRET,
       WEBHOOK_SECRETS_LIVE: LIVE_SECRET,
@@ -904,10 +909,7 @@ describe('readiness of every environment', () => {
   beforeAll(async () => {
     both = await startStack({
       env: {
-        ...devIssuerEnv(issuer),
-        UPSTREAM_API_KEY: '',
-        UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
-        UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+        ...bothEnvironments(),
         // Every `/readyz` asks the upstream, and nothing else does in the background.
         READINESS_CACHE_MS: '0',
         RECONCILE_INTERVAL_SECONDS: '0',
@@ -968,10 +970,7 @@ describe('the reconciler of each environment', () => {
   beforeAll(async () => {
     reconciling = await startStack({
       env: {
-        ...devIssuerEnv(issuer),
-        UPSTREAM_API_KEY: '',
-        UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
-        UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+        ...bothEnvironments(),
         // No endpoint registered: a change at the upstream brings no webhook, only the reconciler.
         // The secrets sign the test's own marker events.
         WEBHOOK_SECRETS_SANDBOX: SANDBOX_SECRET,
