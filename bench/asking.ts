@@ -1,9 +1,39 @@
 /**
- * What the query benchmarks share: asking a facade over a keep-alive pool, and setting the
- * emulator's injected latency.
+ * What the query benchmarks share: the facade's settings as the comparing benchmarks run it,
+ * asking a facade over a keep-alive pool, and setting the emulator's injected latency.
  */
 import type { Pool } from 'undici';
 import type { ServiceProcess } from './processes.ts';
+
+/** Connections of the facade's upstream pool and of the benchmark's pool to the facade. */
+export const BENCH_CONNECTIONS = 64;
+
+/**
+ * The facade's environment in `bench:compare` and `bench:profile`: production logging, no caller
+ * authentication or rate limits (the facade's own cost is what they measure), the response cache on
+ * or off, and the emulator's sandbox key.
+ */
+export function comparedFacadeEnv(
+  ports: { port: number; metricsPort: number },
+  emulatorUrl: string,
+  cache: boolean,
+): Record<string, string> {
+  return {
+    PORT: String(ports.port),
+    METRICS_PORT: String(ports.metricsPort),
+    HOST: '127.0.0.1',
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    UPSTREAM_BASE_URL: emulatorUrl,
+    UPSTREAM_API_KEY: 'sk_sandbox_emulator',
+    UPSTREAM_CONNECTIONS: String(BENCH_CONNECTIONS),
+    WEBHOOK_REGISTER: 'false',
+    AUTH_MODE: 'none',
+    RATE_LIMIT_ENABLED: 'false',
+    CACHE_ENABLED: String(cache),
+    CACHE_MAX_AGE_SECONDS: '3600',
+  };
+}
 
 /** POSTs a GraphQL body and returns its data; a non-200 answer or any error is a failure. */
 export function graphqlAsker(pool: Pool): (body: string) => Promise<unknown> {

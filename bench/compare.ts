@@ -26,14 +26,12 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { graphqlAsker, setFaults } from './asking.ts';
+import { BENCH_CONNECTIONS, comparedFacadeEnv, graphqlAsker, setFaults } from './asking.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
 import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
 import { workloads, type Workload } from './workloads.ts';
 
-const API_KEY = 'sk_sandbox_emulator';
-const CONNECTIONS = 64;
 const TRIVIAL_QUERY = '{ __typename }';
 
 const roundMs = positiveIntegerFromEnv('BENCH_SECONDS', 2) * 1000;
@@ -91,21 +89,7 @@ async function main(): Promise<void> {
           name: `${label} (cache ${cache ? 'on' : 'off'})`,
           script: join(checkout, 'src/main.ts'),
           port,
-          env: {
-            PORT: String(port),
-            METRICS_PORT: String(await findFreePort()),
-            HOST: '127.0.0.1',
-            NODE_ENV: 'production',
-            LOG_LEVEL: 'info',
-            UPSTREAM_BASE_URL: emulator.url,
-            UPSTREAM_API_KEY: API_KEY,
-            UPSTREAM_CONNECTIONS: String(CONNECTIONS),
-            WEBHOOK_REGISTER: 'false',
-            AUTH_MODE: 'none',
-            RATE_LIMIT_ENABLED: 'false',
-            CACHE_ENABLED: String(cache),
-            CACHE_MAX_AGE_SECONDS: '3600',
-          },
+          env: comparedFacadeEnv({ port, metricsPort: await findFreePort() }, emulator.url, cache),
           readyPath: '/readyz',
         });
         services.push(service);
@@ -114,7 +98,7 @@ async function main(): Promise<void> {
       const uncached = await facade(false);
       const cached = await facade(true);
       const asker = (service: ServiceProcess) => {
-        const pool = new Pool(service.url, { connections: CONNECTIONS });
+        const pool = new Pool(service.url, { connections: BENCH_CONNECTIONS });
         pools.push(pool);
         return graphqlAsker(pool);
       };

@@ -25,14 +25,12 @@ import { loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { graphqlAsker, setFaults } from './asking.ts';
+import { BENCH_CONNECTIONS, comparedFacadeEnv, graphqlAsker, setFaults } from './asking.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad } from './load.ts';
 import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
 import { workloads } from './workloads.ts';
 
-const API_KEY = 'sk_sandbox_emulator';
-const CONNECTIONS = 64;
 const seconds = positiveIntegerFromEnv('BENCH_PROFILE_SECONDS', 8);
 const concurrency = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -132,24 +130,10 @@ async function profileCase(emulator: ServiceProcess, each: Case): Promise<string
     script: join(facadeRoot, 'src/main.ts'),
     port,
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${directory}`, '--cpu-prof-interval=250'],
-    env: {
-      PORT: String(port),
-      METRICS_PORT: String(await findFreePort()),
-      HOST: '127.0.0.1',
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'info',
-      UPSTREAM_BASE_URL: emulator.url,
-      UPSTREAM_API_KEY: API_KEY,
-      UPSTREAM_CONNECTIONS: String(CONNECTIONS),
-      WEBHOOK_REGISTER: 'false',
-      AUTH_MODE: 'none',
-      RATE_LIMIT_ENABLED: 'false',
-      CACHE_ENABLED: String(each.cache),
-      CACHE_MAX_AGE_SECONDS: '3600',
-    },
+    env: comparedFacadeEnv({ port, metricsPort: await findFreePort() }, emulator.url, each.cache),
     readyPath: '/readyz',
   });
-  const pool = new Pool(facade.url, { connections: CONNECTIONS });
+  const pool = new Pool(facade.url, { connections: BENCH_CONNECTIONS });
   const ask = graphqlAsker(pool);
   const operation = async () => {
     await ask(each.body);
