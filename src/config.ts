@@ -10,7 +10,11 @@ import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
-import { ENVIRONMENT_KEY_VARIABLES, type EnvironmentKeys } from './upstream/environment-keys.ts';
+import {
+  ENVIRONMENT_KEY_VARIABLES,
+  PLATFORM_ENVIRONMENTS,
+  type EnvironmentKeys,
+} from './upstream/environment-keys.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
@@ -297,7 +301,7 @@ function checkEnvironmentBinding(reader: EnvReader, config: Config): void {
 function readUpstreamKeys(
   reader: EnvReader,
 ): Pick<UpstreamConfig, 'apiKey' | 'apiKeyFile' | 'environmentKeys'> {
-  const named = (['sandbox', 'live'] as const).filter((environment) => {
+  const named = PLATFORM_ENVIRONMENTS.filter((environment) => {
     const name = ENVIRONMENT_KEY_VARIABLES[environment];
     return reader.trimmed(name) !== undefined || reader.trimmed(`${name}_FILE`) !== undefined;
   });

@@ -15,6 +15,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
+import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
 import { createLiveQueries } from './delivery/live-queries.ts';
 import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
@@ -251,9 +252,11 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     },
 
     async logStats() {
-      const environments: PlatformEnvironment[] = ['sandbox', 'live'];
       return Promise.all(
-        environments.map(async (environment) => ({ environment, ...(await log.stats(environment)) })),
+        PLATFORM_ENVIRONMENTS.map(async (environment) => ({
+          environment,
+          ...(await log.stats(environment)),
+        })),
       );
     },
     checkRedis: (timeoutMs = 1_000) =>

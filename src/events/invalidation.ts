@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { COLLECTION_OF_RESOURCE_TYPE, type CustomerCollection } from '../records.ts';
+import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { ResponseCache, StaleReads } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
 import { openRedisConnection, whenRedisReady } from '../redis.ts';
@@ -105,7 +106,7 @@ export function listenForInvalidations(
     }
   };
   const subscribeAll = async (): Promise<void> => {
-    await Promise.all((['sandbox', 'live'] as const).map(subscribe));
+    await Promise.all(PLATFORM_ENVIRONMENTS.map(subscribe));
   };
   const ready = redis === undefined ? subscribeAll() : whenRedisReady(redis).then(subscribeAll);
   return {

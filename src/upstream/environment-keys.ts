@@ -25,7 +25,7 @@ export type EnvironmentKeys = Partial<Record<PlatformEnvironment, ConfiguredKey>
 
 /** What a token's environment claim holds, as the facade reads it: one of the two names, or nothing. */
 export function environmentOfClaim(value: unknown): PlatformEnvironment | undefined {
-  return value === 'sandbox' || value === 'live' ? value : undefined;
+  return PLATFORM_ENVIRONMENTS.find((environment) => environment === value);
 }
 
 /**
