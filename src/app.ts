@@ -23,6 +23,8 @@ import { createEnvironmentStacks } from './environments.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
+import { createAnswerCache } from './graph/answer-cache.ts';
+import { createAnswerCachePlugin } from './http/answer-cache-plugin.ts';
 import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
@@ -127,6 +129,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     formatError: parts.formatError,
     plugins: [
+      ...(parts.answers === undefined ? [] : [createAnswerCachePlugin(parts.answers)]),
       ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
       ...observability.plugins,
       events.apolloPlugin,
@@ -174,6 +177,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
           callerRequestId: res.locals.callerRequestId as string | undefined,
           // `Cache-Control: no-cache` on the request: this operation reads through the response cache.
           readThrough: /(?:^|[\s,])no-cache(?:$|[\s,=])/i.test(req.headers['cache-control'] ?? ''),
+          recordAnswerSources: parts.answers !== undefined,
         }),
     }),
     addressOf,
@@ -246,6 +250,12 @@ async function createAppParts(
   // cannot be, before anything starts.
   if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
+  // Whole answers of repeated HTTP queries, served while the response cache holds what they read.
+  const cache = config.upstream.cache;
+  const answers =
+    cache?.enabled === true && cache.answersMaxBytes > 0
+      ? createAnswerCache({ maxBytes: cache.answersMaxBytes })
+      : undefined;
   // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
   const redactedKeys: string[] = [
     config.upstream.apiKey,
@@ -271,6 +281,7 @@ async function createAppParts(
     eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
     responseCache: () => environments.cacheStats(),
+    answerCache: () => answers?.stats(),
   });
   const { metrics } = observability;
   const schema = deps.schema ?? createSchema();
@@ -321,6 +332,7 @@ async function createAppParts(
     environments,
     edge,
     events,
+    answers,
   };
 }
 

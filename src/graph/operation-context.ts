@@ -34,6 +34,8 @@ export interface OperationContextInput {
   readCache?: SharedReadCache | undefined;
   /** The operation's call budget when the door set it already (live transports). */
   callBudget?: CallBudget | undefined;
+  /** Record the held answers the operation reads, so its result may be kept (`answer-cache.ts`). */
+  recordAnswerSources?: boolean | undefined;
 }
 
 /** The upstream client and the facade's own key (its source) of one environment. */
@@ -68,6 +70,7 @@ export function createOperationContexts(
     readThrough,
     readCache,
     callBudget,
+    recordAnswerSources,
   }) => {
     // Bound only with a key per environment: the live connections of one key learn its environment
     // too, and that changes nothing then.
@@ -99,6 +102,7 @@ export function createOperationContexts(
         readCache,
         readThrough,
         callBudget,
+        recordAnswerSources,
       }),
       caller,
     );

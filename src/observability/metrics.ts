@@ -12,6 +12,7 @@ import type { RequestHandler } from 'express';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
 import { createOperationLabels, type OperationLabeler } from './operation-labels.ts';
+import type { AnswerCacheStats } from '../graph/answer-cache.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 /** Label of a request that never became an operation (unparsable, invalid, unknown operation name). */
@@ -37,6 +38,8 @@ export interface MetricsOptions {
   eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
   /** The upstream response cache's counts, read at each scrape; undefined while it is off. */
   responseCache?: () => ResponseCacheStats | undefined;
+  /** The answer cache's counts (whole answers of repeated queries), read at each scrape. */
+  answerCache?: () => AnswerCacheStats | undefined;
   /** Collect Node's process metrics (CPU, memory, event loop, GC). Default true. */
   processMetrics?: boolean;
 }
@@ -203,6 +206,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   };
 
   if (options.responseCache !== undefined) registerResponseCacheMetrics(options.responseCache, registers);
+  if (options.answerCache !== undefined) registerAnswerCacheMetrics(options.answerCache, registers);
   if (options.live !== undefined) {
     const live = options.live;
     const ofTransport = (name: string) => live().find((numbers) => numbers.transport === name);
@@ -405,6 +409,46 @@ function registerResponseCacheMetrics(
     registers,
     collect() {
       this.set(statsOf()?.entries ?? 0);
+    },
+  });
+}
+
+/** The answer cache's counters and sizes, read from its own counts at each scrape. */
+function registerAnswerCacheMetrics(
+  statsOf: () => AnswerCacheStats | undefined,
+  registers: Registry[],
+): void {
+  const counters: [name: string, help: string, count: 'hits' | 'misses' | 'kept'][] = [
+    [
+      'facade_answer_cache_hits_total',
+      'HTTP queries answered from a held whole answer, not executed.',
+      'hits',
+    ],
+    [
+      'facade_answer_cache_misses_total',
+      'HTTP queries that found no current held answer and were executed.',
+      'misses',
+    ],
+    ['facade_answer_cache_kept_total', 'Whole answers kept after their execution.', 'kept'],
+  ];
+  for (const [name, help, count] of counters) {
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const stats = statsOf();
+        this.reset();
+        if (stats !== undefined) this.inc(stats[count]);
+      },
+    });
+  }
+  new Gauge({
+    name: 'facade_answer_cache_bytes',
+    help: 'Bytes the answer cache counts for what it holds (CACHE_ANSWERS_MAX_BYTES bounds it).',
+    registers,
+    collect() {
+      this.set(statsOf()?.bytes ?? 0);
     },
   });
 }

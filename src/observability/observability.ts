@@ -13,6 +13,7 @@ import type { Logger } from '../logger.ts';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
 import { createMetrics, type LiveTransportNumbers, type Metrics } from './metrics.ts';
+import type { AnswerCacheStats } from '../graph/answer-cache.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
 /** The path metrics are served at, on whichever port. */
@@ -34,6 +35,8 @@ export interface ObservabilityOptions {
   hostCheck?: RequestHandler;
   /** The upstream response cache's counts, read at each scrape; undefined when it is off. */
   responseCache?: () => ResponseCacheStats | undefined;
+  /** The answer cache's counts, read at each scrape; undefined when it is off. */
+  answerCache?: () => AnswerCacheStats | undefined;
 }
 
 export interface Observability {
@@ -55,6 +58,7 @@ export function createObservability(options: ObservabilityOptions): Observabilit
       live: options.live,
       ...(options.eventLog === undefined ? {} : { eventLog: options.eventLog }),
       ...(options.responseCache === undefined ? {} : { responseCache: options.responseCache }),
+      ...(options.answerCache === undefined ? {} : { answerCache: options.answerCache }),
     });
   const audit = createAuditTrail({
     logger: options.auditLogger,

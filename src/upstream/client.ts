@@ -18,6 +18,7 @@ import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import { spendCall, type CallBudget } from './call-budget.ts';
 import {
   createResponseCache,
+  type AnswerSources,
   freezeAnswerBody,
   staleReadsOfWrite,
   type CachedAnswer,
@@ -77,6 +78,11 @@ export interface UpstreamCall {
   readonly readCache?: SharedReadCache;
   /** Ask the upstream even where the response cache holds an answer (and keep the new one). */
   readonly readThrough?: boolean;
+  /**
+   * Where the operation records the held answers it reads, and whether it read anything else, so
+   * its whole result may be served again while they are current (`src/graph/answer-cache.ts`).
+   */
+  readonly answerSources?: AnswerSources;
 }
 
 /**
@@ -266,18 +272,30 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     }
   }
 
+  async function sendChecked(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    // The scope first: neither a held answer nor a write reaches what the caller may not.
+    authorizeUpstreamRequest(call.scope, request, {
+      requestId: call.requestId,
+      problemDocsUrl: options.problemDocsUrl,
+    });
+    return request.method === 'GET' ? read(call, request) : write(call, request);
+  }
+
   return {
     retryPolicy: options.retry,
     maxCallsPerOperation: options.maxCallsPerOperation,
     problemDocsUrl: options.problemDocsUrl,
     cache: responseCache,
-    async send(call, request) {
-      // The scope first: neither a held answer nor a write reaches what the caller may not.
-      authorizeUpstreamRequest(call.scope, request, {
-        requestId: call.requestId,
-        problemDocsUrl: options.problemDocsUrl,
+    send(call, request) {
+      const sent = sendChecked(call, request);
+      const sources = call.answerSources;
+      if (sources === undefined) return sent;
+      // A write, or a failure (never kept, a 404 included), is nothing a held answer stands for.
+      if (request.method !== 'GET') sources.complete = false;
+      return sent.catch((error: unknown) => {
+        sources.complete = false;
+        throw error;
       });
-      return request.method === 'GET' ? read(call, request) : write(call, request);
     },
     async close() {
       const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
@@ -508,6 +526,7 @@ function createReader(
         query: toQueryString(request.query),
         readThrough: call.readThrough === true,
         signal: call.signal,
+        sources: call.answerSources,
       },
       async () => {
         sent = await sendTraced(call, request);
@@ -521,11 +540,14 @@ function createReader(
   }
 
   return (call, request) => {
+    const cache = responseCache?.isCacheable(request.path) === true ? responseCache : undefined;
     const send = (): Promise<UpstreamResponse> =>
-      responseCache?.isCacheable(request.path) === true
-        ? readCached(responseCache, call, request)
-        : sendTraced(call, request).then(withoutText);
+      cache === undefined ? sendTraced(call, request).then(withoutText) : readCached(cache, call, request);
     const shared = call.readCache;
+    // Read past the held answers (a path never kept, or one event's shared reads): none stands for it.
+    if (call.answerSources !== undefined && (cache === undefined || shared !== undefined)) {
+      call.answerSources.complete = false;
+    }
     if (shared === undefined) return send();
     const key = `${request.path}${toQueryString(request.query)}`;
     const held = shared.get(key);

@@ -8,6 +8,7 @@ import { createCallBudget, type CallBudget } from './call-budget.ts';
 import type { SharedReadCache, UpstreamClient } from './client.ts';
 import { createCredentials, type UpstreamCredentials, type UpstreamKey } from './credentials.ts';
 import { resolveRequestId } from './request-id.ts';
+import { createAnswerSources, type AnswerSources } from './response-cache.ts';
 import { createRetryBudget, type RetryBudget } from './retry.ts';
 
 /** Who an operation's upstream calls are made for: an authenticated caller. */
@@ -55,6 +56,11 @@ export interface UpstreamContext {
   readonly readCache?: SharedReadCache;
   /** Every read asks the upstream, not the response cache (`Cache-Control: no-cache`). */
   readonly readThrough?: boolean;
+  /**
+   * The held answers the operation reads, so its whole result may be kept (HTTP queries, when the
+   * answer cache is on); absent: nothing is recorded.
+   */
+  readonly answerSources?: AnswerSources;
 }
 
 export interface UpstreamContextOptions {
@@ -93,6 +99,8 @@ export interface UpstreamContextOptions {
   callBudget?: CallBudget | undefined;
   /** See {@link UpstreamContext.readThrough}. */
   readThrough?: boolean | undefined;
+  /** Record what the operation reads ({@link UpstreamContext.answerSources}). */
+  recordAnswerSources?: boolean | undefined;
 }
 
 /** Builds the upstream context of one GraphQL operation (or one subscription event). */
@@ -121,5 +129,6 @@ export function createUpstreamContext(
     idempotencyOwner: options.idempotencyOwner,
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
     ...(options.readThrough === true ? { readThrough: true } : {}),
+    ...(options.recordAnswerSources === true ? { answerSources: createAnswerSources() } : {}),
   };
 }

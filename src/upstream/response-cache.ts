@@ -33,6 +33,11 @@ export interface ResponseCacheConfig {
   maxAgeSeconds: number;
   /** Bytes of answers held at most (bodies, keys and a fixed overhead per entry). */
   maxBytes: number;
+  /**
+   * Bytes of whole GraphQL answers made from held answers that are kept at most
+   * (`CACHE_ANSWERS_MAX_BYTES`, `src/graph/answer-cache.ts`); 0 keeps none.
+   */
+  answersMaxBytes: number;
 }
 
 /**
@@ -89,6 +94,26 @@ export interface ResponseCacheStats {
   entries: number;
 }
 
+/**
+ * The held answers one operation's result was made from, so that result can be served again while
+ * they are all still held (`src/graph/answer-cache.ts`). A body is recorded by identity: an answer
+ * read again after an invalidation is a new value, so a result made from the old one is not current.
+ */
+export interface AnswerSources {
+  /** Each answer read through the cache: its key, and the parsed body handed out. */
+  readonly reads: Map<string, unknown>;
+  /**
+   * False once the operation read anything no held answer stands for: a write, a path never kept,
+   * an answer kept as text, a read that failed (a 404 is never kept), or a read outside the cache.
+   */
+  complete: boolean;
+}
+
+/** An empty record of what an operation read; see {@link AnswerSources}. */
+export function createAnswerSources(): AnswerSources {
+  return { reads: new Map(), complete: true };
+}
+
 /** One read through the cache; see {@link ResponseCache.read}. */
 export interface CacheRead {
   /**
@@ -104,6 +129,8 @@ export interface CacheRead {
   readThrough: boolean;
   /** The caller's own cancellation: a read that joined another cancelled by its deadline retries. */
   signal?: AbortSignal | undefined;
+  /** Where the operation records the answer it is handed (see {@link AnswerSources}). */
+  sources?: AnswerSources | undefined;
 }
 
 export interface ResponseCache {
@@ -132,13 +159,19 @@ export interface ResponseCache {
    * replica), whether or not an answer was held: live queries re-run what it makes stale. Must not throw.
    */
   onInvalidate(listener: (stale: readonly StaleReads[], cause: string | undefined) => void): void;
+  /**
+   * Whether every answer `sources` records is still held as it was read (not dropped, expired,
+   * evicted or read anew since), and they are all there is: a result made from them would be made
+   * alike now. False for a record with no read at all (nothing stands for such a result).
+   */
+  isCurrent(sources: AnswerSources): boolean;
   /** `CACHE_MAX_AGE_SECONDS`: longest an answer is served without the upstream being asked again. */
   readonly maxAgeSeconds: number;
   stats(): ResponseCacheStats;
 }
 
 /** Options of {@link createResponseCache}; `now` (milliseconds) is for tests. */
-export interface ResponseCacheOptions extends Omit<ResponseCacheConfig, 'enabled'> {
+export interface ResponseCacheOptions extends Omit<ResponseCacheConfig, 'enabled' | 'answersMaxBytes'> {
   now?: () => number;
 }
 
@@ -234,17 +267,21 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       const path = read.path;
       const key = `${read.partition} ${path}${read.query}`;
       const bucket = bucketOf(path);
+      const sources = read.sources;
       if (!read.readThrough) {
         const entry = entries.get(key);
         if (entry !== undefined) {
           stats.hits += 1;
+          if (sources !== undefined) recordSource(sources, key, entry.answer);
           return entry.answer;
         }
         const flight = flights.get(key);
         if (flight !== undefined) {
           stats.hits += 1;
           try {
-            return await flight.promise;
+            const answer = await flight.promise;
+            if (sources !== undefined) recordSource(sources, key, answer);
+            return answer;
           } catch (error) {
             // The leader's own deadline is not this read's: it reads for itself.
             if (!(error instanceof UpstreamCancelledError) || read.signal?.aborted === true) throw error;
@@ -252,7 +289,18 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
         }
       }
       stats.misses += 1;
-      return startFlight(key, path, bucket, load).promise;
+      const answer = await startFlight(key, path, bucket, load).promise;
+      if (sources !== undefined) recordSource(sources, key, answer);
+      return answer;
+    },
+
+    isCurrent(sources) {
+      if (!sources.complete || sources.reads.size === 0) return false;
+      for (const [key, body] of sources.reads) {
+        const entry = entries.get(key);
+        if (entry === undefined || entry.answer.body !== body) return false;
+      }
+      return true;
     },
 
     invalidate(stale, cause) {
@@ -309,6 +357,18 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
+}
+
+/**
+ * Records the answer one read was handed. Only a parsed body has an identity to check later; an
+ * answer kept as text (parsed anew for each read) makes the record incomplete.
+ */
+function recordSource(sources: AnswerSources, key: string, answer: CachedAnswer): void {
+  const body = 'body' in answer ? answer.body : undefined;
+  const before = sources.reads.get(key);
+  // Read twice with an invalidation between: the result holds both, and no one entry stands for it.
+  if (body === undefined || (before !== undefined && before !== body)) sources.complete = false;
+  else sources.reads.set(key, body);
 }
 
 /**

@@ -56,7 +56,12 @@ describe('loadConfig', () => {
       maxCallsPerOperation: 100,
       retry: { maxAttempts: 3, budget: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
       problemDocsUrl: 'https://docs.platform.test/v3',
-      cache: { enabled: true, maxAgeSeconds: 30, maxBytes: 64 * 1024 * 1024 },
+      cache: {
+        enabled: true,
+        maxAgeSeconds: 30,
+        maxBytes: 64 * 1024 * 1024,
+        answersMaxBytes: 16 * 1024 * 1024,
+      },
     });
   });
 
@@ -92,6 +97,7 @@ describe('loadConfig', () => {
       CACHE_ENABLED: 'false',
       CACHE_MAX_AGE_SECONDS: '5',
       CACHE_MAX_BYTES: '1048576',
+      CACHE_ANSWERS_MAX_BYTES: '0',
     });
 
     expect(config).toMatchObject({
@@ -120,7 +126,7 @@ describe('loadConfig', () => {
         bodyTimeoutMs: 300,
         connections: 4,
         retry: { maxAttempts: 1, budget: 0, baseDelayMs: 10, maxDelayMs: 40 },
-        cache: { enabled: false, maxAgeSeconds: 5, maxBytes: 1_048_576 },
+        cache: { enabled: false, maxAgeSeconds: 5, maxBytes: 1_048_576, answersMaxBytes: 0 },
       },
     });
   });
@@ -161,6 +167,7 @@ describe('loadConfig', () => {
       CACHE_ENABLED: 'sometimes',
       CACHE_MAX_AGE_SECONDS: '0',
       CACHE_MAX_BYTES: '1k',
+      CACHE_ANSWERS_MAX_BYTES: '-1',
     });
 
     expect(problems).toEqual([
@@ -176,6 +183,7 @@ describe('loadConfig', () => {
       'CACHE_ENABLED: must be true or false, got "sometimes"',
       'CACHE_MAX_AGE_SECONDS: must be an integer from 1 to 86400, got "0"',
       'CACHE_MAX_BYTES: must be an integer from 4096 to 1099511627776, got "1k"',
+      'CACHE_ANSWERS_MAX_BYTES: must be an integer from 0 to 1099511627776, got "-1"',
       expect.stringMatching(/^AUTH_ISSUER: is required when AUTH_MODE is oidc/),
     ]);
   });
