@@ -47,7 +47,9 @@ describe('ResponseCache.isCurrent', () => {
     const later = createAnswerSources();
     await cache.read(read('/v3/customers/cus_a', later), parsed({ id: 'other' }));
     expect(cache.isCurrent(later)).toBe(true);
-    expect([...later.reads.values()][0]).toBe(sources.reads.get('facade-key /v3/customers/cus_a'));
+    expect([...later.reads.values()][0]?.deref()).toBe(
+      sources.reads.get('facade-key /v3/customers/cus_a')?.deref(),
+    );
   });
 
   test('not current once an invalidation drops one of them, even after it is read anew', async () => {
