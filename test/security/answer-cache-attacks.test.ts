@@ -9,10 +9,15 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/harness/stack.ts';
-import { bearer } from '../support/tokens.ts';
+import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { bearer, issuerSignedToken } from '../support/tokens.ts';
 import type { CacheRead, CachedAnswer } from '../../src/upstream/response-cache.ts';
 
-const stack = useStack({ env: { CACHE_ENABLED: 'true', QUERY_MAX_COST: '100000' } });
+const stack = useStack({
+  env: { CACHE_ENABLED: 'true', QUERY_MAX_COST: '100000', RATE_LIMIT_BY_CLIENT: 'test-batch-job=3' },
+});
+
+const CUSTOMER = 'query Customer($id: ID!) { customer(id: $id) { id displayName status } }';
 
 async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();
@@ -109,5 +114,162 @@ describe('memory', () => {
     const data = 2 * JSON.stringify(result.body.data).length;
     const counted = (await metric(stack.metricsUrl, 'facade_answer_cache_bytes')) - bytesBefore;
     expect(counted).toBeGreaterThanOrEqual(data + recorded);
+  });
+});
+
+describe('the door before every held answer', () => {
+  test('an expired token with the claims of a token whose answer is held is refused (401), not served', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: 'expiring-holder', client_id: 'expiring-holder' };
+    const valid = await issuerSignedToken(claims);
+    const expired = await issuerSignedToken({ ...claims, iat: now - 900, exp: now - 600 });
+    const asked = (token: string) =>
+      stack.query(CUSTOMER, { id: 'cus_acme' }, { authorization: `Bearer ${token}` });
+    await asked(valid);
+    expect((await asked(valid)).body.data).toMatchObject({ customer: { id: 'cus_acme' } });
+
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const refused = await asked(expired);
+    expect(refused.status).toBe(401);
+    expect(refused.body.data ?? null).toBeNull();
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits);
+  });
+
+  test("a held answer spends the caller's operation budget like an execution: refused (429) once it is spent", async () => {
+    // `test-batch-job` may run three operations a window: one executed, two held, then refused.
+    const statuses: number[] = [];
+    for (let sent = 0; sent < 3; sent += 1) {
+      statuses.push((await stack.queryAs('batchJob', CUSTOMER, { id: 'cus_acme' })).status);
+    }
+    expect(statuses).toEqual([200, 200, 200]);
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const refused = await stack.queryAs('batchJob', CUSTOMER, { id: 'cus_acme' });
+    expect(refused.status).toBe(429);
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+    expect(refused.body.data ?? null).toBeNull();
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits);
+  });
+
+  test("a held answer is measured by the door: X-GraphQL-Cost gives the operation's own estimate, and no upstream call", async () => {
+    const headers = { ...(await bearer('acme')), 'x-graphql-cost': 'true' };
+    const costOf = (result: { body: unknown }) =>
+      (result.body as { extensions?: { cost?: { estimated: number; upstreamCalls: number } } }).extensions
+        ?.cost;
+    const executed = await stack.query(CUSTOMER, { id: 'cus_acme' }, headers);
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const held = await stack.query(CUSTOMER, { id: 'cus_acme' }, headers);
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+    expect(held.body.data).toEqual(executed.body.data);
+    expect(costOf(held)?.estimated).toBe(costOf(executed)?.estimated);
+    expect(costOf(held)?.estimated).toBeGreaterThan(0);
+    expect(costOf(held)?.upstreamCalls).toBe(0);
+  });
+
+  test('variables that serialise alike but are not alike (1e400 is Infinity, written as null) are refused, not served', async () => {
+    const document = `query Accounts($since: DateTime) {
+      customer(id: "cus_acme") { accounts(updatedSince: $since) { nodes { id } } }
+    }`;
+    const authorization = (await bearer('acme')).authorization;
+    const post = async (variables: string) => {
+      const response = await fetch(stack.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', authorization },
+        body: `{"query":${JSON.stringify(document)},"variables":${variables}}`,
+      });
+      return (await response.json()) as { data?: unknown; errors?: { extensions?: { code?: string } }[] };
+    };
+    expect((await post('{"since":null}')).errors).toBeUndefined();
+    expect((await post('{"since":null}')).data).toMatchObject({
+      customer: { accounts: { nodes: expect.any(Array) } },
+    });
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const infinite = await post('{"since":1e400}');
+    expect(infinite.data ?? null).toBeNull();
+    expect(infinite.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits);
+  });
+
+  test('one document, two operations: the operation named is the one answered, held or not', async () => {
+    const document = `query Names { customer(id: "cus_acme") { displayName } }
+      query Statuses { customer(id: "cus_acme") { status } }`;
+    const authorization = (await bearer('acme')).authorization;
+    const run = async (operationName: string) => {
+      const response = await fetch(stack.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', authorization },
+        body: JSON.stringify({ query: document, operationName }),
+      });
+      return ((await response.json()) as { data?: unknown }).data;
+    };
+    const names = await run('Names');
+    expect(names).toEqual({ customer: { displayName: expect.any(String) } });
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    expect(await run('Names')).toEqual(names);
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+    expect(await run('Statuses')).toEqual({ customer: { status: expect.any(String) } });
+  });
+});
+
+describe('INTROSPECTION=off: the SDL plugin before every held answer', () => {
+  const closed = useStack({ env: { CACHE_ENABLED: 'true', INTROSPECTION: 'off' } });
+  const READ_SDL = '{ _service { sdl } institutions(first: 1) { nodes { id } } }';
+
+  test('a schema reader whose role is gone, same subject and client, is refused (403), not served its held answer', async () => {
+    const claims = { sub: 'sdl-reader', client_id: 'sdl-reader', customer_ids: [] };
+    const reader = await issuerSignedToken({ ...claims, roles: ['schema-reader'] });
+    const demoted = await issuerSignedToken({ ...claims, roles: [] });
+    const asked = (token: string) => closed.query(READ_SDL, undefined, { authorization: `Bearer ${token}` });
+    expect((await asked(reader)).body.errors).toBeUndefined();
+    const hits = await metric(closed.metricsUrl, 'facade_answer_cache_hits_total');
+    const held = await asked(reader);
+    expect(held.body.data).toMatchObject({ _service: { sdl: expect.stringContaining('type Query') } });
+    expect(await metric(closed.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+
+    const refused = await asked(demoted);
+    expect(refused.status).toBe(403);
+    expect(refused.body.data ?? null).toBeNull();
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // Anonymously, even the document's answer is refused before anything is looked up.
+    const anonymous = await closed.queryAnonymously(READ_SDL);
+    expect(anonymous.status).toBe(401);
+    expect(await metric(closed.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+  });
+});
+
+describe('a key per environment', () => {
+  const both = useStack({
+    env: {
+      CACHE_ENABLED: 'true',
+      UPSTREAM_API_KEY: '',
+      UPSTREAM_API_KEY_SANDBOX: SANDBOX_KEY,
+      UPSTREAM_API_KEY_LIVE: LIVE_KEY,
+    },
+  });
+
+  test("one subject, client and roles bound to the other environment meets none of the first one's held answers", async () => {
+    const claims = {
+      sub: 'env-hopper',
+      client_id: 'env-hopper',
+      roles: ['operator'],
+      customer_ids: undefined,
+    };
+    const sandbox = await issuerSignedToken({ ...claims, environment: 'sandbox' });
+    const live = await issuerSignedToken({ ...claims, environment: 'live' });
+    const CUSTOMERS = '{ customers(first: 100) { nodes { id } } }';
+    const asked = (token: string) =>
+      both.query<{ customers: { nodes: { id: string }[] } }>(CUSTOMERS, undefined, {
+        authorization: `Bearer ${token}`,
+      });
+    const idsOf = (result: Awaited<ReturnType<typeof asked>>) =>
+      result.body.data?.customers.nodes.map(({ id }) => id);
+    expect(idsOf(await asked(sandbox))).toEqual(['cus_acme', 'cus_ada', 'cus_globex']);
+    const hits = await metric(both.metricsUrl, 'facade_answer_cache_hits_total');
+    expect(idsOf(await asked(sandbox))).toEqual(['cus_acme', 'cus_ada', 'cus_globex']);
+    expect(await metric(both.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+
+    expect(idsOf(await asked(live))).toEqual(['cus_live_northwind']);
+    expect(await metric(both.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+    expect(await both.emulator.upstreamCallsByKey()).toMatchObject({ 'live-read-write': expect.any(Number) });
   });
 });
