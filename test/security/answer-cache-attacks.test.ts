@@ -5,6 +5,7 @@
  * answer, and what the held answers keep in memory stays within what they count.
  * test/cache/answer-cache.test.ts covers the key's callers, scopes, errors and reads.
  */
+import { createHash } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
@@ -208,6 +209,30 @@ describe('the door before every held answer', () => {
     expect(await run('Names')).toEqual(names);
     expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
     expect(await run('Statuses')).toEqual({ customer: { status: expect.any(String) } });
+  });
+  test('a persisted-query hash names the text it was computed from: another text under a held hash is refused, never answered', async () => {
+    const names = '{ customer(id: "cus_acme") { displayName } }';
+    const statuses = '{ customer(id: "cus_acme") { status } }';
+    const persistedQuery = { version: 1, sha256Hash: createHash('sha256').update(names).digest('hex') };
+    const authorization = (await bearer('acme')).authorization;
+    const post = async (body: Record<string, unknown>) => {
+      const response = await fetch(stack.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', authorization },
+        body: JSON.stringify(body),
+      });
+      return { status: response.status, body: (await response.json()) as { data?: unknown } };
+    };
+    const registered = await post({ query: names, extensions: { persistedQuery } });
+    expect(registered.body.data).toEqual({ customer: { displayName: expect.any(String) } });
+
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const otherText = await post({ query: statuses, extensions: { persistedQuery } });
+    expect(otherText.status).toBe(400);
+    expect(otherText.body.data ?? null).toBeNull();
+    // The hash alone runs the text it was registered with, and finds that text's held answer.
+    expect((await post({ extensions: { persistedQuery } })).body).toEqual(registered.body);
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
   });
 });
 
