@@ -234,6 +234,35 @@ describe('the door before every held answer', () => {
     expect((await post({ extensions: { persistedQuery } })).body).toEqual(registered.body);
     expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
   });
+  test("federation: another customer's caller sending the same representations gets its own refusal, not the held entities", async () => {
+    const document = `query Entities($representations: [_Any!]!) {
+      _entities(representations: $representations) { ... on Customer { id displayName } }
+    }`;
+    const variables = { representations: [{ __typename: 'Customer', id: 'cus_acme' }] };
+    const fresh = await stack.queryAs('globex', document, variables);
+    await stack.queryAs('acme', document, variables);
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const held = await stack.queryAs('acme', document, variables);
+    expect(held.body.data).toEqual({ _entities: [{ id: 'cus_acme', displayName: expect.any(String) }] });
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+
+    const other = await stack.queryAs('globex', document, variables);
+    expect(other.body.data).toEqual({ _entities: [null] });
+    expect(other.body.errors?.[0]?.extensions?.code).toBe(fresh.body.errors?.[0]?.extensions?.code);
+    expect(other.body.errors?.[0]?.extensions?.code).toBeDefined();
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
+  });
+
+  test('a @live query over HTTP is answered once, as a query, and never from a held answer', async () => {
+    const live = 'query Live @live { customer(id: "cus_acme") { id displayName } }';
+    const kept = await metric(stack.metricsUrl, 'facade_answer_cache_kept_total');
+    const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
+    const first = await stack.queryAs('acme', live);
+    expect(first.body.data).toEqual({ customer: { id: 'cus_acme', displayName: expect.any(String) } });
+    expect((await stack.queryAs('acme', live)).body).toEqual(first.body);
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_kept_total')).toBe(kept);
+    expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits);
+  });
 });
 
 describe('INTROSPECTION=off: the SDL plugin before every held answer', () => {
