@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { bearer, issuerSignedToken } from '../support/tokens.ts';
 import type { CacheRead, CachedAnswer } from '../../src/upstream/response-cache.ts';
@@ -115,6 +116,54 @@ describe('memory', () => {
     const data = 2 * JSON.stringify(result.body.data).length;
     const counted = (await metric(stack.metricsUrl, 'facade_answer_cache_bytes')) - bytesBefore;
     expect(counted).toBeGreaterThanOrEqual(data + recorded);
+  });
+});
+
+describe('races', () => {
+  test('a write through the facade while a query reads what it changes: the query after the write never meets the old answer', async () => {
+    const parties = '{ customer(id: "cus_acme") { id relatedParties(first: 100) { nodes { id } } } }';
+    type Parties = { customer: { relatedParties: { nodes: { id: string }[] } } };
+    const idsOf = (result: { body: { data?: Parties | null } }) =>
+      result.body.data!.customer.relatedParties.nodes.map(({ id }) => id);
+    const before = idsOf(await stack.queryAs<Parties>('acme', parties));
+    // Held no more once read anew: the racing query below reads upstream, slowly.
+    await stack.query(parties, undefined, { ...(await bearer('acme')), 'cache-control': 'no-cache' });
+    await stack.setFaults({ latency: { fixedMs: 300, jitterMs: 0 } });
+    await stack.resetUpstreamCalls();
+    const racing = stack.query<Parties>(parties, undefined, {
+      ...(await bearer('acme')),
+      'cache-control': 'no-cache',
+    });
+    let reading = 0;
+    await waitFor(
+      () => reading === 1,
+      "the racing query's read of the list to reach the upstream",
+      10_000,
+      async () => {
+        reading =
+          (await stack.upstreamCalls()).byRoute['GET /v3/customers/{customerId}/related-parties'] ?? 0;
+      },
+    );
+    const created = await stack.queryAs<{ createRelatedParty: { relatedParty: { id: string } } }>(
+      'acme',
+      'mutation ($input: CreateRelatedPartyInput!) { createRelatedParty(input: $input) { relatedParty { id } } }',
+      {
+        input: {
+          customerId: 'cus_acme',
+          partyType: 'person',
+          roles: ['DIRECTOR'],
+          person: { firstName: 'Katherine', lastName: 'Johnson', residenceCountry: 'US' },
+          idempotencyKey: `answer-race-${Date.now()}`,
+        },
+      },
+    );
+    expect(created.body.errors, JSON.stringify(created.body.errors)).toBeUndefined();
+    expect((await racing).body.errors).toBeUndefined();
+    await stack.clearFaults();
+
+    // Whatever the racing query saw and kept, the next one sees the write.
+    const after = idsOf(await stack.queryAs<Parties>('acme', parties));
+    expect(after).toEqual([...before, created.body.data!.createRelatedParty.relatedParty.id]);
   });
 });
 
