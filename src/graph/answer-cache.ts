@@ -120,11 +120,21 @@ export function createAnswerCache(config: AnswerCacheConfig): AnswerCache {
   };
 }
 
-/** The key of a query's answer: who asks, the document, the operation and the variables. */
-export function answerKey(question: AnswerQuestion): string {
+/**
+ * The key of a query's answer: who asks, the document, the operation and the variables; undefined
+ * when the variables cannot be written down (nested deeper than `JSON.stringify` goes: a variable the
+ * operation does not declare is read by nothing else), and such a request is executed, never held.
+ */
+export function answerKey(question: AnswerQuestion): string | undefined {
+  let variables: string;
+  try {
+    variables = question.variables === undefined ? '' : JSON.stringify(question.variables);
+  } catch {
+    return undefined;
+  }
   return `${callerKey(question.upstream, question.caller)}\n${question.documentHash}\n${
     question.operationName ?? ''
-  }\n${question.variables === undefined ? '' : JSON.stringify(question.variables)}`;
+  }\n${variables}`;
 }
 
 /**

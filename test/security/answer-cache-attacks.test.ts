@@ -119,6 +119,27 @@ describe('memory', () => {
   });
 });
 
+describe('bad input', () => {
+  test('variables nested deeper than JSON.stringify can write: the query is answered as without the answer cache', async () => {
+    // JSON.parse reads this (10 kB); JSON.stringify throws RangeError on it. The operation declares
+    // no such variable, so the door and the executor let it be, and only the answer's key reads it.
+    const depth = 5_000;
+    const authorization = (await bearer('acme')).authorization;
+    const response = await fetch(stack.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', authorization },
+      body: `{"query":${JSON.stringify(CUSTOMER)},"variables":{"id":"cus_acme","deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`,
+    });
+    const body = (await response.json()) as { data?: unknown; errors?: unknown[] };
+    expect(response.status).toBe(200);
+    expect(body.errors).toBeUndefined();
+    expect(body.data).toEqual({
+      customer: { id: 'cus_acme', displayName: expect.any(String), status: expect.any(String) },
+    });
+    expect(stack.logs().filter((line) => line.includes('"level":"error"'))).toEqual([]);
+  });
+});
+
 describe('races', () => {
   test('a write through the facade while a query reads what it changes: the query after the write never meets the old answer', async () => {
     const parties = '{ customer(id: "cus_acme") { id relatedParties(first: 100) { nodes { id } } } }';
