@@ -1,9 +1,12 @@
 /**
  * The held whole answers (src/graph/answer-cache.ts) as an attacker meets them, against a real
  * emulator and a real facade with real tokens: no held answer reaches a caller a fresh execution
- * would refuse or answer otherwise, nothing the door counts or refuses is skipped by a held
- * answer, and what the held answers keep in memory stays within what they count.
- * test/cache/answer-cache.test.ts covers the key's callers, scopes, errors and reads.
+ * would refuse or answer otherwise (an expired token, a spent budget, a role or an environment
+ * changed under one subject, another customer's entities, another text under a persisted-query
+ * hash, a write racing the query), nothing the door counts or measures is skipped by a held answer,
+ * input the facade answers without held answers is answered alike, and what the held answers keep
+ * in memory stays within what they count. test/cache/answer-cache.test.ts covers the key's
+ * callers, scopes, errors and reads.
  */
 import { createHash } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
