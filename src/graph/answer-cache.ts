@@ -79,6 +79,8 @@ interface HeldAnswer {
 const ENTRY_OVERHEAD_BYTES = 512;
 /** Bytes counted per byte of the result's JSON text: a parsed value takes about 1.5 times its text. */
 const PARSED_BYTES_PER_TEXT_BYTE = 2;
+/** Bytes each recorded read costs beyond its key: its slot in the sources' map and its weak reference. */
+const SOURCE_OVERHEAD_BYTES = 96;
 
 /** Builds an empty answer cache holding at most `config.maxBytes`. */
 export function createAnswerCache(config: AnswerCacheConfig): AnswerCache {
@@ -100,8 +102,14 @@ export function createAnswerCache(config: AnswerCacheConfig): AnswerCache {
     },
     keep(key, data, sources, cache) {
       if (!cache.isCurrent(sources)) return false;
+      // The record of the reads is held too, and may outweigh a small result made from many reads.
+      let sourceBytes = 0;
+      for (const read of sources.reads.keys()) sourceBytes += SOURCE_OVERHEAD_BYTES + 2 * read.length;
       const bytes =
-        ENTRY_OVERHEAD_BYTES + 2 * key.length + PARSED_BYTES_PER_TEXT_BYTE * JSON.stringify(data).length;
+        ENTRY_OVERHEAD_BYTES +
+        2 * key.length +
+        sourceBytes +
+        PARSED_BYTES_PER_TEXT_BYTE * JSON.stringify(data).length;
       if (bytes > config.maxBytes) return false;
       // Frozen: every later hit is handed this one value, and none can change it for the next.
       held.set(key, { data: freezeAnswerBody(data), sources, cache, bytes });
@@ -112,11 +120,21 @@ export function createAnswerCache(config: AnswerCacheConfig): AnswerCache {
   };
 }
 
-/** The key of a query's answer: who asks, the document, the operation and the variables. */
-export function answerKey(question: AnswerQuestion): string {
+/**
+ * The key of a query's answer: who asks, the document, the operation and the variables; undefined
+ * when the variables cannot be written down (nested deeper than `JSON.stringify` goes: a variable the
+ * operation does not declare is read by nothing else), and such a request is executed, never held.
+ */
+export function answerKey(question: AnswerQuestion): string | undefined {
+  let variables: string;
+  try {
+    variables = question.variables === undefined ? '' : JSON.stringify(question.variables);
+  } catch {
+    return undefined;
+  }
   return `${callerKey(question.upstream, question.caller)}\n${question.documentHash}\n${
     question.operationName ?? ''
-  }\n${question.variables === undefined ? '' : JSON.stringify(question.variables)}`;
+  }\n${variables}`;
 }
 
 /**

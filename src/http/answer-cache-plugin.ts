@@ -45,6 +45,7 @@ export function createAnswerCachePlugin(answers: AnswerCache): ApolloServerPlugi
             operationName: request.operationName,
             variables: request.variables,
           });
+          if (key === undefined) return null;
           keeping = { key, served: false };
           if (upstream.readThrough === true) return null;
           const data = answers.find(key, cache);

@@ -100,8 +100,13 @@ export interface ResponseCacheStats {
  * read again after an invalidation is a new value, so a result made from the old one is not current.
  */
 export interface AnswerSources {
-  /** Each answer read through the cache: its key, and the parsed body handed out. */
-  readonly reads: Map<string, unknown>;
+  /**
+   * Each answer read through the cache: its key, and the parsed body handed out, held weakly: a
+   * result kept for later must not keep alive a body the cache has let go (evicted, expired,
+   * dropped), or held results would pin every page they read past both caps. A body collected is
+   * one no longer held, so the result is not current.
+   */
+  readonly reads: Map<string, WeakRef<object>>;
   /**
    * False once the operation read anything no held answer stands for: a write, a path never kept,
    * an answer kept as text, a read that failed (a 404 is never kept), or a read outside the cache.
@@ -296,9 +301,9 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     isCurrent(sources) {
       if (!sources.complete || sources.reads.size === 0) return false;
-      for (const [key, body] of sources.reads) {
-        const entry = entries.get(key);
-        if (entry === undefined || entry.answer.body !== body) return false;
+      for (const [key, read] of sources.reads) {
+        const body = read.deref();
+        if (body === undefined || entries.get(key)?.answer.body !== body) return false;
       }
       return true;
     },
@@ -360,15 +365,20 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 }
 
 /**
- * Records the answer one read was handed. Only a parsed body has an identity to check later; an
- * answer kept as text (parsed anew for each read) makes the record incomplete.
+ * Records the answer one read was handed. Only a parsed object has an identity to check later; an
+ * answer kept as text (parsed anew for each read), or a body that is no object, makes the record
+ * incomplete.
  */
 function recordSource(sources: AnswerSources, key: string, answer: CachedAnswer): void {
   const body = 'body' in answer ? answer.body : undefined;
+  if (typeof body !== 'object' || body === null) {
+    sources.complete = false;
+    return;
+  }
   const before = sources.reads.get(key);
+  if (before === undefined) sources.reads.set(key, new WeakRef(body));
   // Read twice with an invalidation between: the result holds both, and no one entry stands for it.
-  if (body === undefined || (before !== undefined && before !== body)) sources.complete = false;
-  else sources.reads.set(key, body);
+  else if (before.deref() !== body) sources.complete = false;
 }
 
 /**

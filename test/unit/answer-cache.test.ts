@@ -3,6 +3,8 @@
  * answers it was made from (`isCurrent`), and the key that keeps callers, scopes, environments and
  * keys apart (`answerKey`).
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 import type { Caller } from '../../src/auth/caller.ts';
 import { answerKey, createAnswerCache, type AnswerQuestion } from '../../src/graph/answer-cache.ts';
@@ -47,7 +49,9 @@ describe('ResponseCache.isCurrent', () => {
     const later = createAnswerSources();
     await cache.read(read('/v3/customers/cus_a', later), parsed({ id: 'other' }));
     expect(cache.isCurrent(later)).toBe(true);
-    expect([...later.reads.values()][0]).toBe(sources.reads.get('facade-key /v3/customers/cus_a'));
+    expect([...later.reads.values()][0]?.deref()).toBe(
+      sources.reads.get('facade-key /v3/customers/cus_a')?.deref(),
+    );
   });
 
   test('not current once an invalidation drops one of them, even after it is read anew', async () => {
@@ -103,6 +107,24 @@ describe('ResponseCache.isCurrent', () => {
     expect(cache.isCurrent(asText)).toBe(false);
 
     expect(cache.isCurrent(createAnswerSources())).toBe(false);
+  });
+
+  test('a body collected once the cache let it go is never current, even with another answer held under its key', async () => {
+    const cache = createCache();
+    const sources = createAnswerSources();
+    await cache.read(read('/v3/customers/cus_a', sources), parsed({ id: 'cus_a' }));
+    cache.invalidate([{ kind: 'customer', customerId: 'cus_a' }]);
+    // Nothing holds the first body now but the record's weak reference.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    for (let round = 0; round < 3; round += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+    }
+    expect(sources.reads.get('facade-key /v3/customers/cus_a')?.deref()).toBeUndefined();
+    // Held again as text (no body to compare): still not the answer the record was made from.
+    await cache.read(read('/v3/customers/cus_a'), async () => ({ status: 200, text: '{"id":"cus_a"}' }));
+    expect(cache.isCurrent(sources)).toBe(false);
   });
 });
 
