@@ -377,7 +377,8 @@ describe("the runtime stage's files", () => {
       }
     ).scripts;
     const entryOf = (command: string[]): string => {
-      if (command[0] === 'node') return command[1]!;
+      // `node [flags] <file>`: the first argument that is not a flag.
+      if (command[0] === 'node') return command.slice(1).find((arg) => !arg.startsWith('-'))!;
       expect(command.slice(0, 2)).toEqual(['npm', 'run']);
       const script = scripts[command[2]!];
       const file = /(?:^|\s)node\s+(\S+\.ts)\b/.exec(script ?? '')?.[1];
