@@ -506,6 +506,8 @@ describe("the runtime stage's command", () => {
 
     const health = await fetch(new URL('/healthz', graphqlUrl));
     expect(health.status).toBe(200);
+    // The CMD starts node with --expose-gc: the idle-time memory release can run.
+    expect(valueOf(await scrape(metricsUrl), 'facade_memory_release_armed')).toBe(1);
 
     // No token: refused at the door, nothing asked of the upstream.
     await emulator.resetUpstreamCalls();

@@ -184,7 +184,7 @@ describe('loadConfig', () => {
     expect(loadConfig(REQUIRED).memoryRelease).toEqual({
       enabled: true,
       idleMs: 15_000,
-      minGrowthPercent: 50,
+      minGrowthPercent: 20,
     });
     expect(
       loadConfig({
