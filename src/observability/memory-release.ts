@@ -111,6 +111,7 @@ export function createMemoryRelease(options: MemoryReleaseOptions): MemoryReleas
   let startRss = 0;
   let lastReleasedRss = 0;
   let timer: NodeJS.Timeout | undefined;
+  let startedOnce = false;
   const openAnswers = new Set<http.ServerResponse>();
   const answerWaiting = (): boolean => {
     for (const answer of openAnswers) if (!answer.headersSent) return true;
@@ -178,7 +179,8 @@ export function createMemoryRelease(options: MemoryReleaseOptions): MemoryReleas
       });
     },
     start() {
-      if (!config.enabled || timer !== undefined) return;
+      if (!config.enabled || startedOnce) return;
+      startedOnce = true;
       if (collect === undefined) {
         logger.warn(
           'memory release is on but node was started without --expose-gc: memory freed after a burst stays ' +
