@@ -86,7 +86,7 @@ const REGROWTH = 0.1;
 type GcExtension = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
 /** The memory-reducing collection, when node was started with `--expose-gc`; else undefined. */
-export function exposedCollector(): (() => void) | undefined {
+function exposedCollector(): (() => void) | undefined {
   const gc = (globalThis as { gc?: GcExtension }).gc;
   if (typeof gc !== 'function') return undefined;
   // `last-resort`: V8's memory-reducing full collection (CollectAllAvailableGarbage), which also

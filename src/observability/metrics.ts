@@ -204,21 +204,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['bucket'] as const,
       registers,
     }),
-    memoryReleases: new Counter({
-      name: 'facade_memory_releases_total',
-      help: 'Memory-reducing garbage collections run after the process had been idle for MEMORY_RELEASE_IDLE_MS.',
-      registers,
-    }),
-    memoryReleasedBytes: new Counter({
-      name: 'facade_memory_released_bytes_total',
-      help: 'Resident memory given back by those collections (RSS before minus RSS after, summed).',
-      registers,
-    }),
-    memoryReleaseArmed: new Gauge({
-      name: 'facade_memory_release_armed',
-      help: 'Whether the idle-time memory release can run: 1 when on and node runs with --expose-gc, else 0.',
-      registers,
-    }),
+    ...createMemoryReleaseMetrics(registers),
     operationNameLabel,
     handler: () => exposition(registry),
   };
@@ -267,6 +253,29 @@ export function createMetrics(options: MetricsOptions): Metrics {
   }
   if (options.eventLog !== undefined) registerEventLogMetrics(options.eventLog, registers);
   return metrics;
+}
+
+/** What the idle-time memory release tells (src/observability/memory-release.ts). */
+function createMemoryReleaseMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'memoryReleases' | 'memoryReleasedBytes' | 'memoryReleaseArmed'> {
+  return {
+    memoryReleases: new Counter({
+      name: 'facade_memory_releases_total',
+      help: 'Memory-reducing garbage collections run after the process had been idle for MEMORY_RELEASE_IDLE_MS.',
+      registers,
+    }),
+    memoryReleasedBytes: new Counter({
+      name: 'facade_memory_released_bytes_total',
+      help: 'Resident memory given back by those collections (RSS before minus RSS after, summed).',
+      registers,
+    }),
+    memoryReleaseArmed: new Gauge({
+      name: 'facade_memory_release_armed',
+      help: 'Whether the idle-time memory release can run: 1 when on and node runs with --expose-gc, else 0.',
+      registers,
+    }),
+  };
 }
 
 /** Serves `registry` in Prometheus's text format, never cached. */
