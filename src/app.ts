@@ -101,17 +101,8 @@ const MAX_BODY = '64kb';
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   // The gauges read the live wing at each scrape, once it is built below.
   const parts = await createAppParts(config, deps, () => live.stats());
-  const {
-    logger,
-    lifecycle,
-    observability,
-    upstreamClient,
-    environments,
-    edge,
-    events,
-    tracing,
-    memoryRelease,
-  } = parts;
+  const { logger, lifecycle, observability, upstreamClient, environments, edge, events, tracing } = parts;
+  const { memoryRelease } = parts;
   const { metrics } = observability;
   const { door } = edge;
 
