@@ -40,8 +40,9 @@ EXPOSE 4000 9464
 # /healthz answers 200 while the process serves HTTP (no upstream call).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Node runs as PID 1 and handles SIGTERM itself: ordered shutdown, then exit 0.
+# Node runs as PID 1 and handles SIGTERM itself: ordered shutdown, then exit 0. --expose-gc lets the
+# facade give memory back once it turns idle after a burst (MEMORY_RELEASE_*, docs/operations.md).
 # Without UPSTREAM_BASE_URL and AUTH_ISSUER this would be the demo (embedded emulator and OpenID
 # provider), which refuses to listen on 0.0.0.0: run the image with your upstream and identity
 # provider, or as compose.yaml does. DEMO_ALLOW_NETWORK=true overrides it, with a warning.
-CMD ["node", "scripts/start.ts"]
+CMD ["node", "--expose-gc", "scripts/start.ts"]

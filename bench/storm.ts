@@ -4,20 +4,23 @@
  * facade's RSS and V8 heap are read with nothing running yet (idle), with every subscriber
  * connected, at the storm's peak (RSS sampled every 100 ms through the events and the leaving),
  * right after the last one left, and after a settle period, each as a ratio to idle. The settled
- * reading is the one that counts: nothing forces a garbage collection before it, as nothing would in
- * production. Only after it, as diagnostics, an ordinary full GC and V8's memory-reducing GC (the
+ * reading is the one that counts: nothing outside the facade forces a garbage collection before it,
+ * as nothing would in production; the facade's own idle-time memory release (MEMORY_RELEASE_*, on
+ * by default: one memory-reducing collection once nothing has run for MEMORY_RELEASE_IDLE_MS, 15 s)
+ * is part of what is measured, and its counts from `/metrics` are in the report. Only after it, as diagnostics, an ordinary full GC and V8's memory-reducing GC (the
  * facade runs with `--expose-gc` and `memory-probe.ts` here) tell what of the rest was garbage and
  * what was pages V8 kept. The facade's connection and subscription gauges after the leaving show
  * whether it still counts any of them.
  *
  * Each variant (a set of Node options for the facade) runs on a fresh facade over the same
- * emulator, one after the other, so their figures compare within one run.
+ * emulator, one after the other, so their figures compare within one run. By default two: the
+ * facade as configured (the release on) and `MEMORY_RELEASE_ENABLED=false`.
  *
  * Options (environment): BENCH_STORM_SUBSCRIBERS (10000), BENCH_STORM_EVENTS (5),
  * BENCH_STORM_IDLE_MS (10000: how long the fresh facade idles before the idle reading),
  * BENCH_STORM_SETTLE_MS (30000), BENCH_STORM_CLIENT_PROCESSES (2), BENCH_STORM_VARIANTS (Node
  * option sets separated by `;`, `default` for none, `NAME=value` words the facade's environment;
- * e.g. `default;--memory-saver-mode;MALLOC_ARENA_MAX=2`),
+ * default `default;MEMORY_RELEASE_ENABLED=false`, e.g. also `--memory-saver-mode;MALLOC_ARENA_MAX=2`),
  * BENCH_STORM_HEAP_SNAPSHOTS (a directory: of the first variant, a heap snapshot at idle and one
  * after the settled reading, compared by constructor in the report; writing one collects garbage and
  * mallocs, so only the readings before it are unaffected), and those of `lib/live-facade.ts` (BENCH_FACADE_SCRIPT,
@@ -26,6 +29,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
+import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { positiveIntegerFromEnv } from './env.ts';
@@ -40,6 +44,7 @@ import {
   accountUpdated,
   CUSTOMER_ID,
   facadeNodeArgs,
+  memoryReleaseCounts,
   postSigned,
   root,
   share,
@@ -66,7 +71,7 @@ const idleMs = positiveIntegerFromEnv('BENCH_STORM_IDLE_MS', 10_000);
 const settleMs = positiveIntegerFromEnv('BENCH_STORM_SETTLE_MS', 30_000);
 const clientProcesses = positiveIntegerFromEnv('BENCH_STORM_CLIENT_PROCESSES', 2);
 const heapSnapshotDir = process.env.BENCH_STORM_HEAP_SNAPSHOTS;
-const variants = (process.env.BENCH_STORM_VARIANTS ?? 'default')
+const variants = (process.env.BENCH_STORM_VARIANTS ?? 'default;MEMORY_RELEASE_ENABLED=false')
   .split(';')
   .map((variant) => variant.trim())
   .filter((variant) => variant !== '');
@@ -91,6 +96,8 @@ const POINT_NAMES: Record<Point, string> = {
   afterReducingGc: 'diagnostic: after a memory-reducing GC',
 };
 
+type ReleaseCounts = Awaited<ReturnType<typeof memoryReleaseCounts>>;
+
 interface VariantResult {
   variant: string;
   nodeArgs: string[];
@@ -105,6 +112,10 @@ interface VariantResult {
   /** RSS every 5 s of the settle period, from the moment the last subscriber left. */
   settleRssBytes: number[];
   openAfterLeaving: { connections: number; subscriptions: number };
+  /** The idle-time memory release's counts when the last subscriber had left, and at the settled reading. */
+  release: { left: ReleaseCounts; settled: ReleaseCounts };
+  /** Each release the facade logged: its pause, and when it came after the last subscriber left. */
+  releaseLines: { pauseMs: number; secondsAfterLeaving: number | undefined }[];
   /** With BENCH_STORM_HEAP_SNAPSHOTS: what grew between the idle and the settled snapshot. */
   heapGrowth?: ConstructorDifference[];
 }
@@ -157,6 +168,16 @@ async function runVariant(
 ): Promise<VariantResult> {
   const secret = generateWebhookSecret();
   const facade = await startFacade(emulator.url, secret, undefined, '', 1, options);
+  // The facade's own line for each idle-time release: its pause, and when it came.
+  const releaseLines: { time: number; pauseMs: number }[] = [];
+  if (facade.child.stdout !== null) {
+    createInterface({ input: facade.child.stdout }).on('line', (line) => {
+      if (!line.includes('"memory released after idle"')) return;
+      const entry = JSON.parse(line) as { time: string; pauseMs: number };
+      releaseLines.push({ time: Date.parse(entry.time), pauseMs: entry.pauseMs });
+    });
+  }
+  let leftAt: number | undefined;
   const clients: ClientProcess[] = [];
   const memory: Partial<Record<Point, MemoryReading>> = {};
   // Of the first variant only: the snapshots' own memory stays in the diagnostics that follow them.
@@ -243,7 +264,9 @@ async function runVariant(
     await sampler;
     const stormCpuMs = (await facade.cpuMs()) - cpuBefore;
     memory.peak = { rssBytes: peakRss };
+    leftAt = Date.now();
     memory.left = await readMemory(facade, 'none');
+    const releaseLeft = await memoryReleaseCounts(facade);
     console.log(`  all left; settling ${settleMs / 1000} s`);
     const settleRssBytes: number[] = [memory.left.rssBytes];
     const settleEnd = Date.now() + settleMs;
@@ -252,6 +275,7 @@ async function runVariant(
       settleRssBytes.push(await facade.rssBytes());
     }
     memory.settled = await readMemory(facade, 'none');
+    const releaseSettled = await memoryReleaseCounts(facade);
 
     let heapGrowth: ConstructorDifference[] | undefined;
     const settledSnapshot = snapshotPath('settled');
@@ -276,6 +300,11 @@ async function runVariant(
       memory,
       settleRssBytes,
       openAfterLeaving,
+      release: { left: releaseLeft, settled: releaseSettled },
+      releaseLines: releaseLines.map(({ time, pauseMs }) => ({
+        pauseMs,
+        secondsAfterLeaving: leftAt === undefined ? undefined : Math.round((time - leftAt) / 100) / 10,
+      })),
       ...(heapGrowth === undefined ? {} : { heapGrowth }),
     };
   } finally {
@@ -302,6 +331,24 @@ function toMarkdown(report: {
     '',
     `${report.cores} cores, Node ${report.node}; load average ${load(report.loadBefore)} before, ${load(report.loadAfter)} after. ` +
       `${events} events, idle reading after ${idleMs / 1000} s, settle ${settleMs / 1000} s.`,
+    '',
+    '| variant | idle RSS MiB | peak / idle | settled RSS MiB | **settled / idle** | idle-time releases (at leaving → settled) | released MiB | after a memory-reducing GC / idle (diagnostic) | facade CPU over the storm | deliveries |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...report.results.map((result) => {
+      const { idle, peak, settled, afterReducingGc } = result.memory;
+      const { left, settled: atSettle } = result.release;
+      const releases = Number.isNaN(atSettle.armed)
+        ? 'n/a'
+        : atSettle.armed === 0
+          ? 'off'
+          : `${left.releases} → ${atSettle.releases}`;
+      return (
+        `| ${result.variant} | ${mib(idle?.rssBytes)} | ${ratio(peak?.rssBytes, idle?.rssBytes)} | ` +
+        `${mib(settled?.rssBytes)} | **${ratio(settled?.rssBytes, idle?.rssBytes)}** | ${releases} | ` +
+        `${atSettle.armed === 1 ? mib(atSettle.releasedBytes) : '–'} | ${ratio(afterReducingGc?.rssBytes, idle?.rssBytes)} | ` +
+        `${(result.stormCpuMs / 1000).toFixed(1)} s | ${result.received} / ${result.expected} |`
+      );
+    }),
   ];
   for (const result of report.results) {
     const idle = result.memory.idle;
@@ -330,6 +377,17 @@ function toMarkdown(report: {
       '',
       `RSS through the settle period, every 5 s from the leaving (MiB): ${result.settleRssBytes.map(mib).join(', ')}.`,
     );
+    if (result.releaseLines.length > 0) {
+      lines.push(
+        '',
+        `Idle-time releases logged: ${result.releaseLines
+          .map(
+            ({ pauseMs, secondsAfterLeaving }) =>
+              `${pauseMs} ms pause, ${secondsAfterLeaving === undefined ? 'before' : `${secondsAfterLeaving} s after`} the last subscriber left`,
+          )
+          .join('; ')}.`,
+      );
+    }
     if (result.heapGrowth !== undefined) {
       const grown = result.heapGrowth.filter((entry) => entry.count !== 0).slice(0, 15);
       lines.push(

@@ -14,7 +14,7 @@ import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { connectionOf, httpDoor } from './edge/http.ts';
 import { createLiveWing, type LiveWing } from './edge/live.ts';
 import { multipartSubscriptions } from './edge/multipart.ts';
-import { createOperationRecorder } from './edge/operation-record.ts';
+import { createOperationRecorder, type OperationRecorder } from './edge/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
@@ -38,6 +38,7 @@ import { serverTimeoutOptions } from './http/server-timeouts.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
+import { createMemoryRelease, type MemoryRelease } from './observability/memory-release.ts';
 import type { LiveTransportNumbers, Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
@@ -103,22 +104,27 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // The gauges read the live wing at each scrape, once it is built below.
   const parts = await createAppParts(config, deps, () => live.stats());
   const { logger, lifecycle, observability, upstreamClient, environments, edge, events, tracing } = parts;
+  const { memoryRelease } = parts;
   const { metrics } = observability;
   const { door } = edge;
 
   const app = express();
   app.disable('x-powered-by');
   const httpServer = http.createServer(serverTimeoutOptions(config.serverTimeouts), app);
+  memoryRelease.watch(httpServer);
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
   // One recorder for every transport: each operation's `graphql operation` line, metrics and lifecycle.
-  const record = createOperationRecorder({
-    logger,
-    metrics,
-    lifecycle,
-    bindsEnvironments: environments.bindsEnvironments,
-  });
+  const record = touchingOnEachOperation(
+    createOperationRecorder({
+      logger,
+      metrics,
+      lifecycle,
+      bindsEnvironments: environments.bindsEnvironments,
+    }),
+    memoryRelease,
+  );
   const apollo = await createApolloServer({
     config,
     schema: parts.schema,
@@ -199,11 +205,13 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       // The webhook endpoint is registered once the facade can receive deliveries.
       await events.start(listening.url);
       for (const stack of environments.all) stack.key.watch();
+      memoryRelease.start();
       return { ...listening, metricsUrl };
     },
     close() {
       closing ??= (async () => {
         shuttingDown = true;
+        memoryRelease.close();
         for (const stack of environments.all) stack.key.close();
         const cutOff = setTimeout(
           () => shutdown.abort(new OperationCancellation('shutdown')),
@@ -284,6 +292,17 @@ async function createAppParts(
     answerCache: () => answers?.stats(),
   });
   const { metrics } = observability;
+  // One memory-reducing collection when the process turns idle after its memory grew: every
+  // operation and delivery tells it that work ran (src/observability/memory-release.ts).
+  const memoryRelease = createMemoryRelease({
+    config: config.memoryRelease,
+    logger: logger.child({ component: 'memory' }),
+    onRelease: ({ rssBeforeBytes, rssAfterBytes }) => {
+      metrics.memoryReleases.inc();
+      metrics.memoryReleasedBytes.inc(Math.max(0, rssBeforeBytes - rssAfterBytes));
+    },
+  });
+  metrics.memoryReleaseArmed.set(memoryRelease.armed ? 1 : 0);
   const schema = deps.schema ?? createSchema();
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
   // The key, upstream client and event pipeline of each environment (one with UPSTREAM_API_KEY).
@@ -300,7 +319,7 @@ async function createAppParts(
     events: {
       addressOf: (request) => clientAddress(request, config.edge.trustProxy),
       lifecycle,
-      ...eventMetrics(metrics),
+      ...eventMetrics(metrics, memoryRelease),
       ...(tracing === undefined ? {} : { tracer: tracing.events }),
     },
   });
@@ -333,6 +352,7 @@ async function createAppParts(
     edge,
     events,
     answers,
+    memoryRelease,
   };
 }
 
@@ -421,22 +441,57 @@ function closeConnectionsWhileShuttingDown(isShuttingDown: () => boolean): expre
   };
 }
 
-/** What the events runtime tells the metrics: deliveries, latencies, overflows, replays, reconciliations. */
+/**
+ * What the events runtime tells the metrics: deliveries, latencies, overflows, replays,
+ * reconciliations; each delivery is work for the memory release.
+ */
 function eventMetrics(
   metrics: Metrics,
+  memoryRelease: MemoryRelease,
 ): Pick<EventsRuntimeOptions, 'onWebhookDelivery' | 'liveObserver' | 'onReconciled' | 'onReconcileFailed'> {
   return {
     // A pipeline has an environment only with a key per environment: one environment's series unchanged.
     onWebhookDelivery: (outcome, environment) =>
       metrics.webhookDeliveries.inc({ outcome, ...(environment === undefined ? {} : { environment }) }),
     liveObserver: {
-      delivered: (event) =>
-        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000)),
+      delivered: (event) => {
+        memoryRelease.touch();
+        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000));
+      },
       overflowed: () => metrics.subscriberQueueOverflows.inc(),
       replayed: () => metrics.eventsReplayed.inc(),
     },
     onReconciled: (count) => metrics.eventsReconciled.inc(count),
     onReconcileFailed: () => metrics.eventsReconcileFailures.inc(),
+  };
+}
+
+/**
+ * `recorder`, telling `memoryRelease` of every operation started or ended on every transport; the
+ * recorder itself when the release cannot run.
+ */
+function touchingOnEachOperation(
+  recorder: OperationRecorder,
+  memoryRelease: MemoryRelease,
+): OperationRecorder {
+  if (!memoryRelease.armed) return recorder;
+  return {
+    httpStarted(requestId, operationName) {
+      memoryRelease.touch();
+      recorder.httpStarted(requestId, operationName);
+    },
+    httpCompleted(operation) {
+      memoryRelease.touch();
+      recorder.httpCompleted(operation);
+    },
+    started(operation) {
+      memoryRelease.touch();
+      recorder.started(operation);
+    },
+    completed(operation, errorCodes, startedAt, listened) {
+      memoryRelease.touch();
+      recorder.completed(operation, errorCodes, startedAt, listened);
+    },
   };
 }
 

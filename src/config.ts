@@ -18,6 +18,7 @@ import {
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
+import type { MemoryReleaseConfig } from './observability/memory-release.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
 
@@ -73,6 +74,11 @@ export interface Config {
   serverTimeouts: ServerTimeouts;
   /** How long a `/readyz` answer is reused (`READINESS_CACHE_MS`); 0 asks the upstream every time. */
   readinessCacheMs: number;
+  /**
+   * One memory-reducing collection once the process has been idle for a while after its memory grew
+   * (`MEMORY_RELEASE_*`; src/observability/memory-release.ts). Needs node's `--expose-gc`.
+   */
+  memoryRelease: MemoryReleaseConfig;
 }
 
 /** Whether OpenTelemetry traces are exported; the OTEL_* variables tune the rest. */
@@ -139,6 +145,9 @@ export const CONFIG_DEFAULTS = {
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
   READINESS_CACHE_MS: 2_000,
+  MEMORY_RELEASE_ENABLED: true,
+  MEMORY_RELEASE_IDLE_MS: 15_000,
+  MEMORY_RELEASE_MIN_GROWTH_PERCENT: 20,
 } as const;
 
 /**
@@ -271,6 +280,21 @@ export function loadConfig(env: Env = process.env): Config {
       ),
     },
     readinessCacheMs: reader.integer('READINESS_CACHE_MS', CONFIG_DEFAULTS.READINESS_CACHE_MS, 0, 600_000),
+    memoryRelease: {
+      enabled: reader.boolean('MEMORY_RELEASE_ENABLED', CONFIG_DEFAULTS.MEMORY_RELEASE_ENABLED),
+      idleMs: reader.integer(
+        'MEMORY_RELEASE_IDLE_MS',
+        CONFIG_DEFAULTS.MEMORY_RELEASE_IDLE_MS,
+        100,
+        86_400_000,
+      ),
+      minGrowthPercent: reader.integer(
+        'MEMORY_RELEASE_MIN_GROWTH_PERCENT',
+        CONFIG_DEFAULTS.MEMORY_RELEASE_MIN_GROWTH_PERCENT,
+        0,
+        10_000,
+      ),
+    },
   };
   if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
     reader.report(

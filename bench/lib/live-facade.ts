@@ -98,6 +98,25 @@ async function liveCounts(facade: ServiceProcess): Promise<{ connections: number
   };
 }
 
+/**
+ * The idle-time memory release's figures from the facade's `/metrics`: whether it can run, how many
+ * releases it ran and the resident bytes they gave back.
+ */
+export async function memoryReleaseCounts(
+  facade: ServiceProcess,
+): Promise<{ armed: number; releases: number; releasedBytes: number }> {
+  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
+  const value = (name: string): number => {
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  };
+  return {
+    armed: value('facade_memory_release_armed'),
+    releases: value('facade_memory_releases_total'),
+    releasedBytes: value('facade_memory_released_bytes_total'),
+  };
+}
+
 /** One live transport's open connections and running subscriptions (`facade_live_*{transport}`). */
 export async function transportCounts(
   facade: ServiceProcess,

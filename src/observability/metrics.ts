@@ -87,6 +87,12 @@ export interface Metrics {
    * `metrics.rateLimitRefusals.inc({ bucket: 'operations' })`.
    */
   readonly rateLimitRefusals: Counter<'bucket'>;
+  /** Memory-reducing collections run once the process turned idle (src/observability/memory-release.ts). */
+  readonly memoryReleases: Counter;
+  /** Resident bytes those collections gave back (RSS before minus RSS after, summed). */
+  readonly memoryReleasedBytes: Counter;
+  /** 1 when the idle-time release can run (on, and node started with `--expose-gc`), else 0. */
+  readonly memoryReleaseArmed: Gauge;
   /** The label of an operation name: its own only when it cannot be squatted (operation-labels.ts). */
   operationNameLabel: OperationLabeler;
   /** Watches upstream calls: plug into `createUpstreamClient({ observer })`. */
@@ -201,6 +207,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['bucket'] as const,
       registers,
     }),
+    ...createMemoryReleaseMetrics(registers),
     operationNameLabel,
     handler: () => exposition(registry),
   };
@@ -250,6 +257,29 @@ export function createMetrics(options: MetricsOptions): Metrics {
   }
   if (options.eventLog !== undefined) registerEventLogMetrics(options.eventLog, registers);
   return metrics;
+}
+
+/** What the idle-time memory release tells (src/observability/memory-release.ts). */
+function createMemoryReleaseMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'memoryReleases' | 'memoryReleasedBytes' | 'memoryReleaseArmed'> {
+  return {
+    memoryReleases: new Counter({
+      name: 'facade_memory_releases_total',
+      help: 'Memory-reducing garbage collections run after the process had been idle for MEMORY_RELEASE_IDLE_MS.',
+      registers,
+    }),
+    memoryReleasedBytes: new Counter({
+      name: 'facade_memory_released_bytes_total',
+      help: 'Resident memory given back by those collections (RSS before minus RSS after, summed).',
+      registers,
+    }),
+    memoryReleaseArmed: new Gauge({
+      name: 'facade_memory_release_armed',
+      help: 'Whether the idle-time memory release can run: 1 when on and node runs with --expose-gc, else 0.',
+      registers,
+    }),
+  };
 }
 
 /** Serves `registry` in Prometheus's text format, never cached. */

@@ -377,7 +377,8 @@ describe("the runtime stage's files", () => {
       }
     ).scripts;
     const entryOf = (command: string[]): string => {
-      if (command[0] === 'node') return command[1]!;
+      // `node [flags] <file>`: the first argument that is not a flag.
+      if (command[0] === 'node') return command.slice(1).find((arg) => !arg.startsWith('-'))!;
       expect(command.slice(0, 2)).toEqual(['npm', 'run']);
       const script = scripts[command[2]!];
       const file = /(?:^|\s)node\s+(\S+\.ts)\b/.exec(script ?? '')?.[1];
@@ -505,6 +506,8 @@ describe("the runtime stage's command", () => {
 
     const health = await fetch(new URL('/healthz', graphqlUrl));
     expect(health.status).toBe(200);
+    // The CMD starts node with --expose-gc: the idle-time memory release can run.
+    expect(valueOf(await scrape(metricsUrl), 'facade_memory_release_armed')).toBe(1);
 
     // No token: refused at the door, nothing asked of the upstream.
     await emulator.resetUpstreamCalls();

@@ -188,6 +188,34 @@ describe('loadConfig', () => {
     ]);
   });
 
+  test('the idle-time memory release: on by default, switched off or tuned, bad values refused', () => {
+    expect(loadConfig(REQUIRED).memoryRelease).toEqual({
+      enabled: true,
+      idleMs: 15_000,
+      minGrowthPercent: 20,
+    });
+    expect(
+      loadConfig({
+        ...REQUIRED,
+        MEMORY_RELEASE_ENABLED: 'false',
+        MEMORY_RELEASE_IDLE_MS: '60000',
+        MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
+      }).memoryRelease,
+    ).toEqual({ enabled: false, idleMs: 60_000, minGrowthPercent: 0 });
+    expect(
+      problemsOf({
+        ...REQUIRED,
+        MEMORY_RELEASE_ENABLED: 'sometimes',
+        MEMORY_RELEASE_IDLE_MS: '0',
+        MEMORY_RELEASE_MIN_GROWTH_PERCENT: '1.5',
+      }),
+    ).toEqual([
+      'MEMORY_RELEASE_ENABLED: must be true or false, got "sometimes"',
+      'MEMORY_RELEASE_IDLE_MS: must be an integer from 100 to 86400000, got "0"',
+      'MEMORY_RELEASE_MIN_GROWTH_PERCENT: must be an integer from 0 to 10000, got "1.5"',
+    ]);
+  });
+
   test('the error message lists every problem on its own line', () => {
     expect(() => loadConfig({})).toThrowError(
       'Invalid configuration:\n' +

@@ -1,0 +1,204 @@
+/**
+ * The idle-time memory release of a real facade process started as shipped: `npm start` (whose
+ * script runs node with `--expose-gc`), the embedded emulator and OpenID provider. A few hundred
+ * graphql-ws subscriptions receive events and leave; `/metrics` and the log tell what the release
+ * did: nothing while operations and deliveries ran, exactly one memory-reducing collection once
+ * the process had been idle for MEMORY_RELEASE_IDLE_MS after them, and none again while it stays
+ * idle. Started without `--expose-gc`, the release says it cannot run and does nothing.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, test } from 'vitest';
+import { demoToken, loggedIssuer } from '../support/demo-token.ts';
+import { SANDBOX_KEY } from '../support/harness/emulator.ts';
+import { connectLive, type LiveClient } from '../support/harness/live-client.ts';
+import { waitFor } from '../support/harness/wait.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
+import { scrape, valueOf } from '../support/metrics.ts';
+import { useNpmStart, userEnvironment } from '../support/npm-start.ts';
+import { waitUntilReady } from '../support/processes.ts';
+
+const processes = useNpmStart();
+
+/** Short, so the test waits little; long enough that the busy phase never pauses this long. */
+const IDLE_MS = 3_000;
+const CONNECTIONS = 15;
+const SUBSCRIPTIONS_PER_CONNECTION = 20;
+const SUBSCRIBERS = CONNECTIONS * SUBSCRIPTIONS_PER_CONNECTION;
+const RELEASED = 'memory released after idle';
+
+const ACCOUNT_CHANGED = `subscription {
+  accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available } } }
+}`;
+
+interface Started {
+  child: ChildProcess;
+  logged(msg: string): Record<string, unknown>[];
+  lines: Record<string, unknown>[];
+  graphqlUrl: string;
+  metricsUrl: string;
+  emulatorUrl: string;
+}
+
+/** `npm start` itself (npm runs the package's start script), on free ports, once it listens. */
+async function npmStart(env: Record<string, string>): Promise<Started> {
+  const child = processes.spawn('npm', ['start'], {
+    cwd: new URL('../..', import.meta.url),
+    env: userEnvironment({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DEV_ISSUER_PORT: '0',
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+      ...env,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  const lines: Record<string, unknown>[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
+  await waitUntilReady(child, () => logged('facade listening').length === 1, 'the facade to listen', {
+    output: () => stderr,
+  });
+  const listening = logged('facade listening')[0]!;
+  return {
+    child,
+    lines,
+    logged,
+    graphqlUrl: listening.url as string,
+    metricsUrl: listening.metrics as string,
+    emulatorUrl: logged('upstream: in-process emulator with demo data')[0]!.upstream as string,
+  };
+}
+
+/** The release's numbers and the live subscriptions, from one scrape. */
+async function releaseMetrics(metricsUrl: string) {
+  const samples = await scrape(metricsUrl);
+  return {
+    armed: valueOf(samples, 'facade_memory_release_armed'),
+    releases: valueOf(samples, 'facade_memory_releases_total'),
+    releasedBytes: valueOf(samples, 'facade_memory_released_bytes_total'),
+    subscriptions: valueOf(samples, 'facade_graphql_ws_subscriptions'),
+    connections: valueOf(samples, 'facade_graphql_ws_connections'),
+  };
+}
+
+async function topUp(emulatorUrl: string): Promise<void> {
+  const response = await fetch(`${emulatorUrl}/v3/sandbox/accounts/acc_ada_sol/topup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': SANDBOX_KEY },
+    body: JSON.stringify({ amount: '1.00', currency: 'USDC' }),
+  });
+  expect(response.status).toBe(200);
+}
+
+describe('memory release after idle', () => {
+  test('none while subscribers receive events, exactly one once the process has been idle after they left, none again while it stays idle', async () => {
+    const facade = await npmStart({
+      MEMORY_RELEASE_IDLE_MS: String(IDLE_MS),
+      // Any growth: a few hundred subscribers may grow the RSS by less than the default 20 %.
+      MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
+      // One demo caller holds every subscription: above its default limits of 200 and 600.
+      RATE_LIMIT_SUBSCRIPTIONS: String(SUBSCRIBERS),
+      RATE_LIMIT_REQUESTS: '2000',
+    });
+    const token = await demoToken(loggedIssuer(facade.lines));
+    expect(await releaseMetrics(facade.metricsUrl)).toMatchObject({ armed: 1, releases: 0 });
+
+    const wsUrl = facade.graphqlUrl.replace(/^http/, 'ws');
+    const clients: LiveClient[] = [];
+    const subscriptions: ReturnType<LiveClient['subscribe']>[] = [];
+    for (let index = 0; index < CONNECTIONS; index += 1) {
+      const client = processes.keep(connectLive(wsUrl, { Authorization: `Bearer ${token}` }));
+      clients.push(client);
+      for (let each = 0; each < SUBSCRIPTIONS_PER_CONNECTION; each += 1) {
+        subscriptions.push(client.subscribe(ACCOUNT_CHANGED));
+      }
+    }
+    let live = await releaseMetrics(facade.metricsUrl);
+    await waitFor(
+      () => live.subscriptions === SUBSCRIBERS,
+      `${SUBSCRIBERS} subscriptions to run`,
+      undefined,
+      async () => {
+        live = await releaseMetrics(facade.metricsUrl);
+      },
+    );
+
+    // Busy for several idle periods: events delivered to every subscriber, one after the other,
+    // and a query over HTTP beside each.
+    const events = 6;
+    for (let event = 1; event <= events; event += 1) {
+      await topUp(facade.emulatorUrl);
+      const query = await fetch(facade.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: '{ customer(id: "cus_ada") { id displayName } }' }),
+      });
+      expect(query.status).toBe(200);
+      await waitFor(
+        () => subscriptions.every((received) => received.data.length === event),
+        `event ${event} at every subscriber`,
+      );
+    }
+    expect(subscriptions.flatMap((received) => received.errors)).toEqual([]);
+    const whileBusy = await releaseMetrics(facade.metricsUrl);
+    expect(whileBusy).toMatchObject({ armed: 1, releases: 0, subscriptions: SUBSCRIBERS });
+    expect(facade.logged(RELEASED)).toEqual([]);
+
+    // Every subscriber leaves: half stop their subscriptions, the other half close their sockets.
+    subscriptions.slice(0, SUBSCRIBERS / 2).forEach((received) => received.stop());
+    await Promise.all(clients.slice(CONNECTIONS / 2).map((client) => client.dispose()));
+    await Promise.all(clients.map((client) => client.dispose()));
+    await waitFor(
+      () => live.subscriptions === 0 && live.connections === 0,
+      'every subscriber to leave',
+      undefined,
+      async () => {
+        live = await releaseMetrics(facade.metricsUrl);
+      },
+    );
+
+    // Watched in the log, not by scraping: a scrape is work on the facade's event loop.
+    await waitFor(
+      () => facade.logged(RELEASED).length > 0,
+      'a release after the idle period',
+      loadScaledMs(IDLE_MS * 5),
+    );
+    // Idle for several more periods: nothing new ran, so nothing more is collected.
+    await sleep(IDLE_MS * 3);
+    const after = await releaseMetrics(facade.metricsUrl);
+    expect(after.releases).toBe(1);
+    expect(after.releasedBytes).toBeGreaterThan(0);
+
+    const [released] = facade.logged(RELEASED);
+    expect(facade.logged(RELEASED)).toHaveLength(1);
+    expect(released).toMatchObject({ level: 'info', component: 'memory' });
+    expect(released!.rssAfterMiB as number).toBeLessThan(released!.rssBeforeMiB as number);
+    expect(released!.idleMs as number).toBeGreaterThanOrEqual(IDLE_MS);
+    // It came after the last operation ended, by at least the idle period.
+    const lastOperation = facade
+      .logged('graphql operation')
+      .map((entry) => Date.parse(entry.time as string))
+      .reduce((latest, time) => Math.max(latest, time), 0);
+    expect(facade.logged('graphql operation')).toHaveLength(SUBSCRIBERS + events);
+    expect(Date.parse(released!.time as string) - lastOperation).toBeGreaterThanOrEqual(IDLE_MS);
+  });
+
+  test('started without --expose-gc, the release says it cannot run and stays disarmed', async () => {
+    const facade = await processes.start({ MEMORY_RELEASE_IDLE_MS: String(IDLE_MS) });
+    const metricsUrl = facade.logged('facade listening')[0]!.metrics as string;
+    expect(await releaseMetrics(metricsUrl)).toMatchObject({ armed: 0, releases: 0 });
+    const [warning] = facade.lines.filter(
+      (entry) =>
+        typeof entry.msg === 'string' &&
+        entry.msg.startsWith('memory release is on but node was started without --expose-gc'),
+    );
+    expect(warning).toMatchObject({ level: 'warn', component: 'memory' });
+  });
+});
