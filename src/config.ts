@@ -10,6 +10,7 @@ import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
+import type { ResponseCacheConfig } from './upstream/response-cache.ts';
 import {
   ENVIRONMENT_KEY_VARIABLES,
   PLATFORM_ENVIRONMENTS,
@@ -231,22 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
       problemDocsUrl: reader
         .string('UPSTREAM_DOCS_URL', CONFIG_DEFAULTS.UPSTREAM_DOCS_URL)
         .replace(/\/+$/, ''),
-      cache: {
-        enabled: reader.boolean('CACHE_ENABLED', CONFIG_DEFAULTS.CACHE_ENABLED),
-        maxAgeSeconds: reader.integer(
-          'CACHE_MAX_AGE_SECONDS',
-          CONFIG_DEFAULTS.CACHE_MAX_AGE_SECONDS,
-          1,
-          86_400,
-        ),
-        maxBytes: reader.integer('CACHE_MAX_BYTES', CONFIG_DEFAULTS.CACHE_MAX_BYTES, 4_096, 2 ** 40),
-        answersMaxBytes: reader.integer(
-          'CACHE_ANSWERS_MAX_BYTES',
-          CONFIG_DEFAULTS.CACHE_ANSWERS_MAX_BYTES,
-          0,
-          2 ** 40,
-        ),
-      },
+      cache: readCacheConfig(reader),
     },
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
@@ -322,6 +308,21 @@ function checkEnvironmentBinding(reader: EnvReader, config: Config): void {
       'cannot be used with UPSTREAM_API_KEY_SANDBOX or UPSTREAM_API_KEY_LIVE: callers are bound to an environment by their token',
     );
   }
+}
+
+/** `CACHE_*`: the upstream response cache and the whole answers made from it. */
+function readCacheConfig(reader: EnvReader): ResponseCacheConfig {
+  return {
+    enabled: reader.boolean('CACHE_ENABLED', CONFIG_DEFAULTS.CACHE_ENABLED),
+    maxAgeSeconds: reader.integer('CACHE_MAX_AGE_SECONDS', CONFIG_DEFAULTS.CACHE_MAX_AGE_SECONDS, 1, 86_400),
+    maxBytes: reader.integer('CACHE_MAX_BYTES', CONFIG_DEFAULTS.CACHE_MAX_BYTES, 4_096, 2 ** 40),
+    answersMaxBytes: reader.integer(
+      'CACHE_ANSWERS_MAX_BYTES',
+      CONFIG_DEFAULTS.CACHE_ANSWERS_MAX_BYTES,
+      0,
+      2 ** 40,
+    ),
+  };
 }
 
 /**

@@ -394,52 +394,38 @@ function registerResponseCacheMetrics(
   statsOf: () => ResponseCacheStats | undefined,
   registers: Registry[],
 ): void {
-  const counters: [name: string, help: string, count: keyof ResponseCacheStats][] = [
-    [
-      'facade_upstream_cache_hits_total',
-      'Upstream GETs answered by the response cache (held, or joined in flight).',
-      'hits',
+  registerStatsMetrics(statsOf, registers, {
+    counters: [
+      [
+        'facade_upstream_cache_hits_total',
+        'Upstream GETs answered by the response cache (held, or joined in flight).',
+        'hits',
+      ],
+      [
+        'facade_upstream_cache_misses_total',
+        'Upstream GETs the response cache sent to the upstream.',
+        'misses',
+      ],
+      [
+        'facade_upstream_cache_evictions_total',
+        'Answers dropped to stay under CACHE_MAX_BYTES.',
+        'evictions',
+      ],
+      [
+        'facade_upstream_cache_invalidations_total',
+        'Answers dropped, and reads in flight kept from storing, because an event or a write named them.',
+        'invalidations',
+      ],
+      ['facade_upstream_cache_expirations_total', 'Answers dropped at CACHE_MAX_AGE_SECONDS.', 'expirations'],
     ],
-    [
-      'facade_upstream_cache_misses_total',
-      'Upstream GETs the response cache sent to the upstream.',
-      'misses',
+    gauges: [
+      [
+        'facade_upstream_cache_bytes',
+        'Bytes the response cache holds (bodies, keys and a fixed overhead per answer).',
+        'bytes',
+      ],
+      ['facade_upstream_cache_entries', 'Answers the response cache holds.', 'entries'],
     ],
-    ['facade_upstream_cache_evictions_total', 'Answers dropped to stay under CACHE_MAX_BYTES.', 'evictions'],
-    [
-      'facade_upstream_cache_invalidations_total',
-      'Answers dropped, and reads in flight kept from storing, because an event or a write named them.',
-      'invalidations',
-    ],
-    ['facade_upstream_cache_expirations_total', 'Answers dropped at CACHE_MAX_AGE_SECONDS.', 'expirations'],
-  ];
-  for (const [name, help, count] of counters) {
-    new Counter({
-      name,
-      help,
-      registers,
-      collect() {
-        const stats = statsOf();
-        this.reset();
-        if (stats !== undefined) this.inc(stats[count]);
-      },
-    });
-  }
-  new Gauge({
-    name: 'facade_upstream_cache_bytes',
-    help: 'Bytes the response cache holds (bodies, keys and a fixed overhead per answer).',
-    registers,
-    collect() {
-      this.set(statsOf()?.bytes ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'facade_upstream_cache_entries',
-    help: 'Answers the response cache holds.',
-    registers,
-    collect() {
-      this.set(statsOf()?.entries ?? 0);
-    },
   });
 }
 
@@ -448,20 +434,41 @@ function registerAnswerCacheMetrics(
   statsOf: () => AnswerCacheStats | undefined,
   registers: Registry[],
 ): void {
-  const counters: [name: string, help: string, count: 'hits' | 'misses' | 'kept'][] = [
-    [
-      'facade_answer_cache_hits_total',
-      'HTTP queries answered from a held whole answer, not executed.',
-      'hits',
+  registerStatsMetrics(statsOf, registers, {
+    counters: [
+      [
+        'facade_answer_cache_hits_total',
+        'HTTP queries answered from a held whole answer, not executed.',
+        'hits',
+      ],
+      [
+        'facade_answer_cache_misses_total',
+        'HTTP queries that found no current held answer and were executed.',
+        'misses',
+      ],
+      ['facade_answer_cache_kept_total', 'Whole answers kept after their execution.', 'kept'],
     ],
-    [
-      'facade_answer_cache_misses_total',
-      'HTTP queries that found no current held answer and were executed.',
-      'misses',
+    gauges: [
+      [
+        'facade_answer_cache_bytes',
+        'Bytes the answer cache counts for what it holds (CACHE_ANSWERS_MAX_BYTES bounds it).',
+        'bytes',
+      ],
     ],
-    ['facade_answer_cache_kept_total', 'Whole answers kept after their execution.', 'kept'],
-  ];
-  for (const [name, help, count] of counters) {
+  });
+}
+
+/** Counters and gauges read from a component's own counts at each scrape (0 while it is off). */
+function registerStatsMetrics<Stats extends object>(
+  statsOf: () => Stats | undefined,
+  registers: Registry[],
+  series: {
+    counters: readonly [name: string, help: string, count: keyof Stats][];
+    gauges: readonly [name: string, help: string, count: keyof Stats][];
+  },
+): void {
+  const read = (stats: Stats | undefined, count: keyof Stats): number => Number(stats?.[count] ?? 0);
+  for (const [name, help, count] of series.counters) {
     new Counter({
       name,
       help,
@@ -469,18 +476,20 @@ function registerAnswerCacheMetrics(
       collect() {
         const stats = statsOf();
         this.reset();
-        if (stats !== undefined) this.inc(stats[count]);
+        if (stats !== undefined) this.inc(read(stats, count));
       },
     });
   }
-  new Gauge({
-    name: 'facade_answer_cache_bytes',
-    help: 'Bytes the answer cache counts for what it holds (CACHE_ANSWERS_MAX_BYTES bounds it).',
-    registers,
-    collect() {
-      this.set(statsOf()?.bytes ?? 0);
-    },
-  });
+  for (const [name, help, count] of series.gauges) {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(read(statsOf(), count));
+      },
+    });
+  }
 }
 
 /**

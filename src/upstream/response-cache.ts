@@ -299,14 +299,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       return answer;
     },
 
-    isCurrent(sources) {
-      if (!sources.complete || sources.reads.size === 0) return false;
-      for (const [key, read] of sources.reads) {
-        const body = read.deref();
-        if (body === undefined || entries.get(key)?.answer.body !== body) return false;
-      }
-      return true;
-    },
+    isCurrent: (sources) => isHeldAsRead(entries, sources),
 
     invalidate(stale, cause) {
       let dropped = 0;
@@ -362,6 +355,16 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
+}
+
+/** See {@link ResponseCache.isCurrent}. */
+function isHeldAsRead(entries: LRUCache<string, Entry>, sources: AnswerSources): boolean {
+  if (!sources.complete || sources.reads.size === 0) return false;
+  for (const [key, read] of sources.reads) {
+    const body = read.deref();
+    if (body === undefined || entries.get(key)?.answer.body !== body) return false;
+  }
+  return true;
 }
 
 /**
