@@ -27,6 +27,7 @@ import {
 import { partitionOfKey } from './credentials.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
+import { CollectedExchange } from './collected-exchange.ts';
 import type { UpstreamRequest } from './types.ts';
 import type { EnvironmentKeys } from './environment-keys.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -346,16 +347,18 @@ function createAttemptSender(parts: {
     const path = `${basePath}${request.path}${toQueryString(request.query)}`;
     let status: number | undefined;
     let failure: string | undefined;
+    // Collected whole by one handler: no body stream, no promise but the answer's (see the module).
+    const exchange = CollectedExchange.send(pool, {
+      method: request.method,
+      path,
+      headers,
+      body: payload,
+      signal: call.signal,
+    });
     try {
-      const response = await pool.request({
-        method: request.method,
-        path,
-        headers,
-        body: payload,
-        signal: call.signal,
-      });
+      const response = await exchange.response;
       status = response.statusCode;
-      const text = await readBody(response, call.requestId);
+      const text = response.text;
       if (status >= 400) {
         throw new UpstreamProblemError(
           parseProblem({
@@ -375,6 +378,8 @@ function createAttemptSender(parts: {
         text,
       };
     } catch (error) {
+      // A body that failed after its headers: the attempt is reported with the status it had.
+      status = exchange.statusCode;
       const upstreamError = call.signal?.aborted
         ? cancelled(call, error)
         : toUpstreamError(error, call.requestId);
@@ -590,14 +595,6 @@ function correlationIdOf(headers: Dispatcher.ResponseData['headers']): { correla
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-async function readBody(response: Dispatcher.ResponseData, requestId: string): Promise<string> {
-  try {
-    return await response.body.text();
-  } catch (error) {
-    throw toUpstreamError(error, requestId);
-  }
 }
 
 function parseJsonBody(text: string, requestId: string): unknown {
