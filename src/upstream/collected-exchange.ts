@@ -47,8 +47,15 @@ export class CollectedExchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   /** Why the signal aborted before the request reached a connection. */
   #abortReason: unknown;
-  #signal: AbortSignal | undefined;
-  #onAbort: (() => void) | undefined;
+  /** The exchanges in flight under the signal this one watches (it is among them until it ends). */
+  #watched: Set<CollectedExchange> | undefined;
+
+  /**
+   * The exchanges in flight under each signal. An operation's reads share its signal: one listener
+   * per signal aborts them all, where a listener per request cost an `addEventListener` and a
+   * `removeEventListener` on every read.
+   */
+  static readonly #inFlight = new WeakMap<AbortSignal, Set<CollectedExchange>>();
 
   constructor(signal: AbortSignal | undefined) {
     this.response = new Promise<CollectedResponse>((resolve, reject) => {
@@ -60,15 +67,32 @@ export class CollectedExchange implements Dispatcher.DispatchHandler {
       this.#abortReason = reasonOf(signal);
       return;
     }
-    // As undici's request(): queued, the reason waits for the connection to abort there; sent,
-    // the request is aborted at once (and the error reaches onResponseError).
-    this.#signal = signal;
-    this.#onAbort = () => {
-      const reason = reasonOf(signal);
-      if (this.#controller === undefined) this.#abortReason = reason;
-      else this.#controller.abort(reason as Error);
-    };
-    signal.addEventListener('abort', this.#onAbort, { once: true });
+    let watched = CollectedExchange.#inFlight.get(signal);
+    if (watched === undefined) {
+      const exchanges = new Set<CollectedExchange>();
+      watched = exchanges;
+      CollectedExchange.#inFlight.set(signal, exchanges);
+      signal.addEventListener(
+        'abort',
+        () => {
+          const reason = reasonOf(signal);
+          for (const exchange of exchanges) exchange.#abort(reason);
+          exchanges.clear();
+        },
+        { once: true },
+      );
+    }
+    watched.add(this);
+    this.#watched = watched;
+  }
+
+  /**
+   * As undici's request(): queued, the reason waits for a connection to abort the request there;
+   * sent, the request is aborted at once (and the error reaches onResponseError).
+   */
+  #abort(reason: unknown): void {
+    if (this.#controller === undefined) this.#abortReason = reason;
+    else this.#controller.abort(reason as Error);
   }
 
   /** Sends `request` over `dispatcher`; the answer (or the failure) settles `response`. */
@@ -125,10 +149,8 @@ export class CollectedExchange implements Dispatcher.DispatchHandler {
   }
 
   #stopListening(): void {
-    if (this.#onAbort === undefined) return;
-    this.#signal?.removeEventListener('abort', this.#onAbort);
-    this.#onAbort = undefined;
-    this.#signal = undefined;
+    this.#watched?.delete(this);
+    this.#watched = undefined;
   }
 }
 

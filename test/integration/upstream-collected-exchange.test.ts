@@ -255,4 +255,37 @@ describe('an abort ends the exchange with the signal’s reason', () => {
       await pool.destroy();
     }
   });
+
+  test('one signal over several exchanges: each ends with its reason, one still queued too', async () => {
+    replies.set('/held', () => {
+      // Never answers: the abort ends it.
+    });
+    const pool = new Pool(origin, { connections: 2, pipelining: 1 });
+    try {
+      const controller = new AbortController();
+      const send = () =>
+        CollectedExchange.send(pool, {
+          method: 'GET',
+          path: '/held',
+          headers: {},
+          body: undefined,
+          signal: controller.signal,
+        });
+      const before = received.get('/held') ?? 0;
+      const exchanges = [send(), send(), send()];
+      const settled = Promise.allSettled(exchanges.map((exchange) => exchange.response));
+      while ((received.get('/held') ?? 0) < before + 2)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      const reason = new Error('shutdown');
+      controller.abort(reason);
+      expect(await settled).toEqual(exchanges.map(() => ({ status: 'rejected', reason })));
+      // The third waited for a connection: it was never sent.
+      expect(received.get('/held')).toBe(before + 2);
+      const late = send();
+      await expect(late.response).rejects.toBe(reason);
+      expect(received.get('/held')).toBe(before + 2);
+    } finally {
+      await pool.destroy();
+    }
+  });
 });
