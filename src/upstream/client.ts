@@ -272,13 +272,19 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     maxCallsPerOperation: options.maxCallsPerOperation,
     problemDocsUrl: options.problemDocsUrl,
     cache: responseCache,
-    async send(call, request) {
-      // The scope first: neither a held answer nor a write reaches what the caller may not.
-      authorizeUpstreamRequest(call.scope, request, {
-        requestId: call.requestId,
-        problemDocsUrl: options.problemDocsUrl,
-      });
-      return request.method === 'GET' ? read(call, request) : write(call, request);
+    // Not `async`: the read's or write's own promise is handed on (an async wrapper added one per
+    // call and the ticks of resolving one promise with another); what throws still rejects.
+    send(call, request) {
+      try {
+        // The scope first: neither a held answer nor a write reaches what the caller may not.
+        authorizeUpstreamRequest(call.scope, request, {
+          requestId: call.requestId,
+          problemDocsUrl: options.problemDocsUrl,
+        });
+        return request.method === 'GET' ? read(call, request) : write(call, request);
+      } catch (error) {
+        return rejectionOf(error);
+      }
     },
     async close() {
       const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
@@ -291,6 +297,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       }
     },
   };
+}
+
+/** A promise rejected with what was thrown, as an `async` function's would be. */
+async function rejectionOf(error: unknown): Promise<never> {
+  throw error;
 }
 
 /** Calls an observer hook; watching must never break a call. */
@@ -477,8 +488,11 @@ function createRetryingSender(parts: {
     }
   }
 
+  // Without tracing, the retries' own promise is the call's: no wrapper around it.
+  if (tracer === undefined) {
+    return (call, request, progress = { attempts: 0 }) => sendWithRetries(call, request, progress, undefined);
+  }
   return async (call, request, progress = { attempts: 0 }) => {
-    if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
     const traced = tracer.startCall(call, request);
     try {
       const response = await sendWithRetries(call, request, progress, traced.headers);
