@@ -4,14 +4,15 @@
  * on only for the landing page or an anonymous-safe document, spends the operation budget and
  * resolves trusted documents before Apollo Server reads the body; Apollo parses with the door's
  * token limit and validates with the door's rules (it keeps parsed documents), and the door's
- * plugin runs the operation checks and sets the call budget once the operation is known. Every
+ * hooks in Apollo's pipeline run the operation checks and set the call budget once the operation
+ * is known. Every
  * refusal is answered from the refusal table, and none reaches the upstream.
  */
 import { OperationTypeNode, GraphQLError } from 'graphql';
-import type { ApolloServerPlugin } from '@apollo/server';
 import type { Request, RequestHandler, Response } from 'express';
 import { capCallBudget } from '../upstream/call-budget.ts';
 import type { GraphContext } from '../graph/context.ts';
+import type { RequestHooksOf } from '../http/request-hooks.ts';
 import { UNAUTHENTICATED_MESSAGE, type Connection, type Door, type TransportRules } from './door.ts';
 import { rateLimitHeaders } from './client-budgets.ts';
 import { httpAnswerOf, isRefusal, REFUSALS, refuse, type Refusal } from './refusal.ts';
@@ -94,50 +95,48 @@ export function httpDoor(options: HttpDoorOptions): RequestHandler {
  * The door's checks once Apollo knows the operation: the transport serves its type, input strings,
  * the cost with the variables; then the operation's call budget is cut to what its cost can need.
  */
-export function createDoorPlugin(door: Door, options: { maxCost: number }): ApolloServerPlugin<GraphContext> {
-  return {
-    async requestDidStart() {
-      // Apollo keeps parsed documents: a kept one skips both hooks, having taken both steps before.
-      let parsed = false;
-      return {
-        async parsingDidStart() {
-          parsed = true;
+export function doorHooks(door: Door, options: { maxCost: number }): RequestHooksOf<GraphContext> {
+  return () => {
+    // Apollo keeps parsed documents: a kept one skips both hooks, having taken both steps before.
+    let parsed = false;
+    return {
+      parsingDidStart() {
+        parsed = true;
+        door.took('parse');
+      },
+      validationDidStart() {
+        door.took('validate');
+      },
+      didResolveOperation({ document, request, contextValue }) {
+        if (!parsed) {
           door.took('parse');
-        },
-        async validationDidStart() {
           door.took('validate');
-        },
-        async didResolveOperation({ document, request, contextValue }) {
-          if (!parsed) {
-            door.took('parse');
-            door.took('validate');
-          }
-          const admitted = door.checkOperation(
-            document,
-            request.operationName,
-            request.variables,
-            HTTP_TRANSPORT,
-          );
-          if (isRefusal(admitted)) throw toApolloError(admitted);
-          capCallBudget(contextValue.upstream.callBudget, admitted.callLimit);
-          contextValue.cost.estimated = admitted.measure.cost;
-        },
-        async willSendResponse({ request, response, contextValue }) {
-          // Asked for, and only for an operation the door admitted: the figures of its own answer.
-          const estimated = contextValue.cost.estimated;
-          if (!wantsCost(request.http?.headers.get(COST_HEADER)) || estimated === undefined) return;
-          if (response.body.kind !== 'single') return;
-          const budget = contextValue.upstream.callBudget;
-          const cost: OperationCostExtension = {
-            estimated,
-            maximum: options.maxCost,
-            upstreamCalls: budget.sent,
-          };
-          const result = response.body.singleResult;
-          result.extensions = { ...result.extensions, cost };
-        },
-      };
-    },
+        }
+        const admitted = door.checkOperation(
+          document,
+          request.operationName,
+          request.variables,
+          HTTP_TRANSPORT,
+        );
+        if (isRefusal(admitted)) throw toApolloError(admitted);
+        capCallBudget(contextValue.upstream.callBudget, admitted.callLimit);
+        contextValue.cost.estimated = admitted.measure.cost;
+      },
+      willSendResponse({ request, response, contextValue }) {
+        // Asked for, and only for an operation the door admitted: the figures of its own answer.
+        const estimated = contextValue.cost.estimated;
+        if (!wantsCost(request.http?.headers.get(COST_HEADER)) || estimated === undefined) return;
+        if (response.body.kind !== 'single') return;
+        const budget = contextValue.upstream.callBudget;
+        const cost: OperationCostExtension = {
+          estimated,
+          maximum: options.maxCost,
+          upstreamCalls: budget.sent,
+        };
+        const result = response.body.singleResult;
+        result.extensions = { ...result.extensions, cost };
+      },
+    };
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * Apollo Server as the facade runs it over HTTP: the executor behind the HTTP adapter of the door
  * (src/edge/http.ts). It parses with the door's token limit, validates with the door's rules, and
- * runs the door's plugin once the operation is known; every operation goes to the one operation
- * recorder of every transport; the other plugins trace and audit, and drain the server on shutdown.
+ * runs the door's hooks once the operation is known; every operation goes to the one operation
+ * recorder of every transport (the facade's own hooks run as one plugin, `request-hooks.ts`); the
+ * other plugins trace and audit, and drain the server on shutdown.
  */
 import type http from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
@@ -16,13 +17,14 @@ import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
 import type { Door } from '../edge/door.ts';
 import type { OperationRecorder } from '../edge/operation-record.ts';
-import { createDoorPlugin } from '../edge/http.ts';
+import { doorHooks } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
-import { createJsonStatusPlugin } from './json-status-plugin.ts';
-import { createNoStorePlugin } from './no-store-plugin.ts';
-import { createOperationRecordPlugin } from './operation-record-plugin.ts';
+import { jsonStatusHooks } from './json-status-plugin.ts';
+import { noStoreHooks } from './no-store-plugin.ts';
+import { operationRecordHooks } from './operation-record-plugin.ts';
+import { createRequestHooksPlugin } from './request-hooks.ts';
 
 export interface ApolloServerOptions {
   config: Config;
@@ -76,15 +78,16 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
       createGatewayInlineTracePlugin(),
       // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
       ApolloServerPluginCacheControlDisabled(),
-      createNoStorePlugin(),
       config.landingPage
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: false })
         : ApolloServerPluginLandingPageDisabled(),
-      createDoorPlugin(door, { maxCost: config.queryLimits.maxCost }),
-      createJsonStatusPlugin<GraphContext>(),
-      createOperationRecordPlugin(options.record, options.logger, (query) =>
-        options.isTrustedDocument(query),
-      ),
+      // The facade's own hooks as one listener, in this order: Apollo adds promises per plugin per stage.
+      createRequestHooksPlugin<GraphContext>([
+        noStoreHooks,
+        doorHooks(door, { maxCost: config.queryLimits.maxCost }),
+        jsonStatusHooks,
+        operationRecordHooks(options.record, options.logger, (query) => options.isTrustedDocument(query)),
+      ]),
       ...options.plugins,
     ],
   });

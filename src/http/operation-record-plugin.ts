@@ -6,64 +6,63 @@
  * It also logs the real cause of every error the client only sees masked. Never logs variables,
  * headers or keys.
  */
-import type { ApolloServerPlugin } from '@apollo/server';
 import type { OperationRecorder } from '../edge/operation-record.ts';
 import { isUnexpectedError, toGraphQLError } from '../errors/to-graphql-error.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
+import type { RequestHooksOf } from './request-hooks.ts';
 
-/** Builds the plugin; `isTrustedDocument` tells a listed document, whose name may become a label. */
-export function createOperationRecordPlugin(
+/**
+ * The hooks (for `createRequestHooksPlugin`); `isTrustedDocument` tells a listed document, whose
+ * name may become a label.
+ */
+export function operationRecordHooks(
   record: OperationRecorder,
   logger: Logger,
   isTrustedDocument: (query: string) => boolean,
-): ApolloServerPlugin<GraphContext> {
-  return {
-    async requestDidStart({ request, contextValue }) {
-      const startedAt = performance.now();
-      // The context is absent when it was never built (a request refused before it).
-      const context = contextValue as Partial<GraphContext> | undefined;
-      record.httpStarted(context?.upstream?.requestId ?? '', request.operationName ?? null);
-      const errorCodes: unknown[] = [];
-      return {
-        async didEncounterErrors({ errors, contextValue: built }) {
-          for (const error of errors) {
-            errorCodes.push(toGraphQLError(error).extensions.code);
-            if (isUnexpectedError(error)) {
-              logger.error('unexpected error', {
-                requestId: built.upstream.requestId,
-                path: error.path,
-                error: error.originalError ?? error,
-              });
-            }
+): RequestHooksOf<GraphContext> {
+  return ({ request, contextValue }) => {
+    const startedAt = performance.now();
+    // The context is absent when it was never built (a request refused before it).
+    const context = contextValue as Partial<GraphContext> | undefined;
+    record.httpStarted(context?.upstream?.requestId ?? '', request.operationName ?? null);
+    const errorCodes: unknown[] = [];
+    return {
+      didEncounterErrors({ errors, contextValue: built }) {
+        for (const error of errors) {
+          errorCodes.push(toGraphQLError(error).extensions.code);
+          if (isUnexpectedError(error)) {
+            logger.error('unexpected error', {
+              requestId: built.upstream.requestId,
+              path: error.path,
+              error: error.originalError ?? error,
+            });
           }
-        },
-        async willSendResponse({ operation, operationName, contextValue: built, response, source }) {
-          const answered = built as Partial<GraphContext>;
-          const single = response.body.kind === 'single' ? response.body.singleResult : undefined;
-          record.httpCompleted({
-            requestId: answered.upstream?.requestId ?? '',
-            operationName: operationName ?? null,
-            parsed:
-              operation === undefined
-                ? undefined
-                : { type: operation.operation, name: operation.name?.value },
-            nameSource: {
-              fromOperator: answered.caller?.operator === true,
-              trustedDocument: operation !== undefined && isTrustedDocument(source),
-            },
-            status: response.http.status ?? 200,
-            startedAt,
-            errorCodes,
-            answerErrors: single?.errors,
-            answerHasData: single?.data !== undefined && single.data !== null,
-            loaderStats: answered.loaderStats,
-            upstreamCalls: answered.upstream?.callBudget.sent ?? 0,
-            estimatedCost: answered.cost?.estimated,
-            environment: answered.upstream?.environment,
-          });
-        },
-      };
-    },
+        }
+      },
+      willSendResponse({ operation, operationName, contextValue: built, response, source }) {
+        const answered = built as Partial<GraphContext>;
+        const single = response.body.kind === 'single' ? response.body.singleResult : undefined;
+        record.httpCompleted({
+          requestId: answered.upstream?.requestId ?? '',
+          operationName: operationName ?? null,
+          parsed:
+            operation === undefined ? undefined : { type: operation.operation, name: operation.name?.value },
+          nameSource: {
+            fromOperator: answered.caller?.operator === true,
+            trustedDocument: operation !== undefined && isTrustedDocument(source),
+          },
+          status: response.http.status ?? 200,
+          startedAt,
+          errorCodes,
+          answerErrors: single?.errors,
+          answerHasData: single?.data !== undefined && single.data !== null,
+          loaderStats: answered.loaderStats,
+          upstreamCalls: answered.upstream?.callBudget.sent ?? 0,
+          estimatedCost: answered.cost?.estimated,
+          environment: answered.upstream?.environment,
+        });
+      },
+    };
   };
 }

@@ -38,12 +38,16 @@ export function createFanOutLoader<K, V>(
     (keys) => {
       if (stats !== undefined) stats.misses += keys.length;
       return Promise.all(
-        keys.map(async (key) => {
-          try {
-            return await load(key);
-          } catch (error) {
+        keys.map((key) => {
+          const failed = (error: unknown): Error => {
             loader.clear(key);
             return error instanceof Error ? error : new Error(String(error));
+          };
+          // One promise per key, not an async function's and its await's.
+          try {
+            return load(key).then(undefined, failed);
+          } catch (error) {
+            return Promise.resolve(failed(error));
           }
         }),
       );

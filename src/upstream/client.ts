@@ -28,6 +28,7 @@ import {
 import { partitionOfKey } from './credentials.ts';
 import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
 import { UPSTREAM_USER_AGENT } from './user-agent.ts';
+import { CollectedExchange } from './collected-exchange.ts';
 import type { UpstreamRequest } from './types.ts';
 import type { EnvironmentKeys } from './environment-keys.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -272,13 +273,19 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     }
   }
 
-  async function sendChecked(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
-    // The scope first: neither a held answer nor a write reaches what the caller may not.
-    authorizeUpstreamRequest(call.scope, request, {
-      requestId: call.requestId,
-      problemDocsUrl: options.problemDocsUrl,
-    });
-    return request.method === 'GET' ? read(call, request) : write(call, request);
+  // Not `async`: the read's or write's own promise is handed on (an async wrapper added one per
+  // call and the ticks of resolving one promise with another); what throws still rejects.
+  function sendChecked(call: UpstreamCall, request: UpstreamRequest): Promise<UpstreamResponse> {
+    try {
+      // The scope first: neither a held answer nor a write reaches what the caller may not.
+      authorizeUpstreamRequest(call.scope, request, {
+        requestId: call.requestId,
+        problemDocsUrl: options.problemDocsUrl,
+      });
+      return request.method === 'GET' ? read(call, request) : write(call, request);
+    } catch (error) {
+      return rejectionOf(error);
+    }
   }
 
   return {
@@ -308,6 +315,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       }
     },
   };
+}
+
+/** A promise rejected with what was thrown, as an `async` function's would be. */
+async function rejectionOf(error: unknown): Promise<never> {
+  throw error;
 }
 
 /** Calls an observer hook; watching must never break a call. */
@@ -364,16 +376,18 @@ function createAttemptSender(parts: {
     const path = `${basePath}${request.path}${toQueryString(request.query)}`;
     let status: number | undefined;
     let failure: string | undefined;
+    // Collected whole by one handler: no body stream, no promise but the answer's (see the module).
+    const exchange = CollectedExchange.send(pool, {
+      method: request.method,
+      path,
+      headers,
+      body: payload,
+      signal: call.signal,
+    });
     try {
-      const response = await pool.request({
-        method: request.method,
-        path,
-        headers,
-        body: payload,
-        signal: call.signal,
-      });
+      const response = await exchange.response;
       status = response.statusCode;
-      const text = await readBody(response, call.requestId);
+      const text = response.text;
       if (status >= 400) {
         throw new UpstreamProblemError(
           parseProblem({
@@ -393,6 +407,8 @@ function createAttemptSender(parts: {
         text,
       };
     } catch (error) {
+      // A body that failed after its headers: the attempt is reported with the status it had.
+      status = exchange.statusCode;
       const upstreamError = call.signal?.aborted
         ? cancelled(call, error)
         : toUpstreamError(error, call.requestId);
@@ -490,8 +506,11 @@ function createRetryingSender(parts: {
     }
   }
 
+  // Without tracing, the retries' own promise is the call's: no wrapper around it.
+  if (tracer === undefined) {
+    return (call, request, progress = { attempts: 0 }) => sendWithRetries(call, request, progress, undefined);
+  }
   return async (call, request, progress = { attempts: 0 }) => {
-    if (tracer === undefined) return sendWithRetries(call, request, progress, undefined);
     const traced = tracer.startCall(call, request);
     try {
       const response = await sendWithRetries(call, request, progress, traced.headers);
@@ -612,14 +631,6 @@ function correlationIdOf(headers: Dispatcher.ResponseData['headers']): { correla
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-async function readBody(response: Dispatcher.ResponseData, requestId: string): Promise<string> {
-  try {
-    return await response.body.text();
-  } catch (error) {
-    throw toUpstreamError(error, requestId);
-  }
 }
 
 function parseJsonBody(text: string, requestId: string): unknown {
