@@ -24,7 +24,6 @@ import { createOperationContexts } from './graph/operation-context.ts';
 import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
 import { createAnswerCache } from './graph/answer-cache.ts';
-import { createAnswerCachePlugin } from './http/answer-cache-plugin.ts';
 import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
@@ -134,8 +133,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     record,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     formatError: parts.formatError,
+    answers: parts.answers,
     plugins: [
-      ...(parts.answers === undefined ? [] : [createAnswerCachePlugin(parts.answers)]),
       ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
       ...observability.plugins,
       events.apolloPlugin,

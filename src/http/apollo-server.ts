@@ -25,6 +25,8 @@ import { jsonStatusHooks } from './json-status-plugin.ts';
 import { noStoreHooks } from './no-store-plugin.ts';
 import { operationRecordHooks } from './operation-record-plugin.ts';
 import { createRequestHooksPlugin } from './request-hooks.ts';
+import { answerCacheHooks } from './answer-cache-plugin.ts';
+import type { AnswerCache } from '../graph/answer-cache.ts';
 
 export interface ApolloServerOptions {
   config: Config;
@@ -37,6 +39,8 @@ export interface ApolloServerOptions {
   /** Whether a query is a listed trusted document (its name may become a metric label). */
   isTrustedDocument(query: string): boolean;
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
+  /** Whole answers of repeated queries (`CACHE_ANSWERS_MAX_BYTES`); undefined when none are held. */
+  answers?: AnswerCache | undefined;
   /** Plugins of other parts (the audit trail, the events runtime's drain). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
 }
@@ -87,6 +91,8 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         doorHooks(door, { maxCost: config.queryLimits.maxCost }),
         jsonStatusHooks,
         operationRecordHooks(options.record, options.logger, (query) => options.isTrustedDocument(query)),
+        // Last: it keeps (and freezes) an answer's data once the other parts have seen it.
+        ...(options.answers === undefined ? [] : [answerCacheHooks(options.answers)]),
       ]),
       ...options.plugins,
     ],

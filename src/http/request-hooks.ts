@@ -3,7 +3,7 @@
  * every plugin's listener at every stage of every request (`Promise.all` over the listeners, and
  * `responseForOperation` one listener after the other), so each plugin adds its promises per stage
  * whether it has a hook there or not. The facade's parts (the door's checks, `no-store`, the JSON
- * status, the operation record) keep their hooks apart, in their own files, as plain functions that
+ * status, the operation record, the answer cache) keep their hooks apart, in their own files, as plain functions that
  * wait on nothing; this plugin gives Apollo one listener that calls them in line, in the order they
  * are listed, with the outcome Apollo's own `Promise.all` gave: every part runs, and the first part
  * that throws decides the error.
@@ -14,9 +14,11 @@ import type {
   GraphQLRequestContextDidEncounterErrors,
   GraphQLRequestContextDidResolveOperation,
   GraphQLRequestContextParsingDidStart,
+  GraphQLRequestContextResponseForOperation,
   GraphQLRequestContextValidationDidStart,
   GraphQLRequestContextWillSendResponse,
   GraphQLRequestListener,
+  GraphQLResponse,
 } from '@apollo/server';
 
 /** One part's hooks for one request; none returns a promise. */
@@ -25,6 +27,10 @@ export interface RequestHooks<TContext extends object> {
   validationDidStart?(requestContext: GraphQLRequestContextValidationDidStart<TContext>): void;
   /** Throw to refuse the operation (as a plugin's `didResolveOperation` may). */
   didResolveOperation?(requestContext: GraphQLRequestContextDidResolveOperation<TContext>): void;
+  /** The answer instead of executing, or null to execute; the first part that answers decides. */
+  responseForOperation?(
+    requestContext: GraphQLRequestContextResponseForOperation<TContext>,
+  ): GraphQLResponse | null;
   didEncounterErrors?(requestContext: GraphQLRequestContextDidEncounterErrors<TContext>): void;
   willSendResponse?(requestContext: GraphQLRequestContextWillSendResponse<TContext>): void;
 }
@@ -63,6 +69,13 @@ function listenerOf<TContext extends object>(
     },
     async didResolveOperation(requestContext) {
       runEach(hooks, (each) => each.didResolveOperation?.(requestContext));
+    },
+    async responseForOperation(requestContext) {
+      for (const each of hooks) {
+        const response = each.responseForOperation?.(requestContext);
+        if (response !== undefined && response !== null) return response;
+      }
+      return null;
     },
     async didEncounterErrors(requestContext) {
       runEach(hooks, (each) => each.didEncounterErrors?.(requestContext));
