@@ -47,15 +47,17 @@ export class CollectedExchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   /** Why the signal aborted before the request reached a connection. */
   #abortReason: unknown;
-  /** The exchanges in flight under the signal this one watches (it is among them until it ends). */
-  #watched: Set<CollectedExchange> | undefined;
+  /** The watch of the signal this exchange is under (it is among its exchanges until it ends). */
+  #watch: SignalWatch | undefined;
 
   /**
    * The exchanges in flight under each signal. An operation's reads share its signal: one listener
    * per signal aborts them all, where a listener per request cost an `addEventListener` and a
-   * `removeEventListener` on every read.
+   * `removeEventListener` on every read. The listener is removed once the last exchange under the
+   * signal ends: Node keeps a timeout's or a combined signal alive while it has a listener, so a
+   * listener left behind would hold every finished operation's signal until its deadline passed.
    */
-  static readonly #inFlight = new WeakMap<AbortSignal, Set<CollectedExchange>>();
+  static readonly #inFlight = new WeakMap<AbortSignal, SignalWatch>();
 
   constructor(signal: AbortSignal | undefined) {
     this.response = new Promise<CollectedResponse>((resolve, reject) => {
@@ -67,23 +69,21 @@ export class CollectedExchange implements Dispatcher.DispatchHandler {
       this.#abortReason = reasonOf(signal);
       return;
     }
-    let watched = CollectedExchange.#inFlight.get(signal);
-    if (watched === undefined) {
+    let watch = CollectedExchange.#inFlight.get(signal);
+    if (watch === undefined) {
       const exchanges = new Set<CollectedExchange>();
-      watched = exchanges;
-      CollectedExchange.#inFlight.set(signal, exchanges);
-      signal.addEventListener(
-        'abort',
-        () => {
-          const reason = reasonOf(signal);
-          for (const exchange of exchanges) exchange.#abort(reason);
-          exchanges.clear();
-        },
-        { once: true },
-      );
+      const onAbort = () => {
+        CollectedExchange.#inFlight.delete(signal);
+        const reason = reasonOf(signal);
+        for (const exchange of exchanges) exchange.#abort(reason);
+        exchanges.clear();
+      };
+      watch = { signal, exchanges, onAbort };
+      CollectedExchange.#inFlight.set(signal, watch);
+      signal.addEventListener('abort', onAbort, { once: true });
     }
-    watched.add(this);
-    this.#watched = watched;
+    watch.exchanges.add(this);
+    this.#watch = watch;
   }
 
   /**
@@ -149,9 +149,23 @@ export class CollectedExchange implements Dispatcher.DispatchHandler {
   }
 
   #stopListening(): void {
-    this.#watched?.delete(this);
-    this.#watched = undefined;
+    const watch = this.#watch;
+    if (watch === undefined) return;
+    this.#watch = undefined;
+    watch.exchanges.delete(this);
+    if (watch.exchanges.size > 0) return;
+    // The last one under the signal: nothing is left to abort, and nothing may hold the signal.
+    watch.signal.removeEventListener('abort', watch.onAbort);
+    if (CollectedExchange.#inFlight.get(watch.signal) === watch)
+      CollectedExchange.#inFlight.delete(watch.signal);
   }
+}
+
+/** One signal's listener and the exchanges in flight under it. */
+interface SignalWatch {
+  readonly signal: AbortSignal;
+  readonly exchanges: Set<CollectedExchange>;
+  readonly onAbort: () => void;
 }
 
 function reasonOf(signal: AbortSignal): unknown {

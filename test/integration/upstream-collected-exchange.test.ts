@@ -4,6 +4,7 @@
  * sent both ways and must end alike (the same text, status and headers, or the same error), and an
  * abort must reach the server exactly as often.
  */
+import { getEventListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
@@ -284,6 +285,36 @@ describe('an abort ends the exchange with the signal’s reason', () => {
       const late = send();
       await expect(late.response).rejects.toBe(reason);
       expect(received.get('/held')).toBe(before + 2);
+    } finally {
+      await pool.destroy();
+    }
+  });
+});
+
+describe('the signal is let go once its exchanges end', () => {
+  test('the abort listener stays while one exchange is in flight and is removed with the last', async () => {
+    replies.set('/answered', (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    replies.set('/slow', (_req, res) => {
+      void held.then(() => res.writeHead(200).end('late'));
+    });
+    const pool = new Pool(origin, { connections: 2 });
+    try {
+      // An operation's deadline: Node keeps such a signal alive while it has a listener.
+      const signal = AbortSignal.any([AbortSignal.timeout(60_000), new AbortController().signal]);
+      const send = (path: string) =>
+        CollectedExchange.send(pool, { method: 'GET', path, headers: {}, body: undefined, signal });
+      const slow = send('/slow');
+      const quick = send('/answered');
+      expect((await quick.response).text).toBe('ok');
+      expect(getEventListeners(signal, 'abort')).toHaveLength(1);
+      release();
+      expect((await slow.response).text).toBe('late');
+      expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+      // Under the same signal again: one listener again, and none once it ends.
+      expect((await send('/answered').response).text).toBe('ok');
+      expect(getEventListeners(signal, 'abort')).toHaveLength(0);
     } finally {
       await pool.destroy();
     }
