@@ -9,7 +9,8 @@
  * until restarted (bench/README.md, "Memory after a storm of subscribers").
  *
  * What it does: when nothing has run for `idleMs` (no operation started or ended on any transport,
- * no event delivered, no HTTP request waiting for its answer, the event loop all but idle) after
+ * no event delivered or being delivered, no HTTP request waiting for its answer, the event loop all
+ * but idle) after
  * some work, and the RSS has grown by at least `minGrowthPercent` over the RSS at start and by a
  * tenth over the RSS the last release left, it runs ONE memory-reducing collection
  * (`gc({ flavor: 'last-resort' })`). That stops the world for the time a full collection takes,
@@ -66,6 +67,11 @@ export interface MemoryRelease {
   /** Work ran (an operation started or ended, an event was delivered): idleness starts again. */
   touch(): void;
   /**
+   * Work began that somebody waits on and that no HTTP answer stands for (an event's delivery to a
+   * subscriber, reading the upstream): no release until the returned function is called.
+   */
+  working(): () => void;
+  /**
    * Counts `server`'s requests whose answer has not begun as work in flight: a query waiting on the
    * upstream, a webhook being received. A stream that has sent its head (SSE, multipart) waits for
    * nothing, and a probe answered at once is never seen.
@@ -112,6 +118,8 @@ export function createMemoryRelease(options: MemoryReleaseOptions): MemoryReleas
   let lastReleasedRss = 0;
   let timer: NodeJS.Timeout | undefined;
   let startedOnce = false;
+  /** Work begun through `working()` and not yet ended. */
+  let inProgress = 0;
   const openAnswers = new Set<http.ServerResponse>();
   const answerWaiting = (): boolean => {
     for (const answer of openAnswers) if (!answer.headersSent) return true;
@@ -126,7 +134,7 @@ export function createMemoryRelease(options: MemoryReleaseOptions): MemoryReleas
     // Only operations and deliveries count as work worth releasing after; a busy loop (a scrape, a
     // reconciliation) or a request waiting for its answer only postpones the release.
     const worked = touched !== seenTouched;
-    if (worked || busyLoop || answerWaiting()) {
+    if (worked || busyLoop || inProgress > 0 || answerWaiting()) {
       seenTouched = touched;
       if (worked) workSinceLastLook = true;
       quietSince = now;
@@ -169,6 +177,17 @@ export function createMemoryRelease(options: MemoryReleaseOptions): MemoryReleas
     armed,
     touch() {
       touched += 1;
+    },
+    working() {
+      touched += 1;
+      inProgress += 1;
+      let ended = false;
+      return () => {
+        if (ended) return;
+        ended = true;
+        inProgress -= 1;
+        touched += 1;
+      };
     },
     watch(server) {
       // Nothing is tracked per request while the release cannot run.

@@ -101,6 +101,20 @@ describe('the idle-time memory release', () => {
     expect(collections).toHaveLength(1);
   });
 
+  test('work in progress (a delivery waiting on the upstream) postpones it; once ended, the release follows', async () => {
+    const { release, memory, collections } = releaseWith();
+    release.start();
+    memory.rss = 300 * MIB;
+    const ended = release.working();
+    await idleSpell();
+    expect(collections).toEqual([]);
+    ended();
+    // Ended twice (a finally after a catch): counted once.
+    ended();
+    await idleSpell();
+    expect(collections).toEqual([300 * MIB]);
+  });
+
   test('a request waiting for its answer postpones it; once answered, the release follows', async () => {
     const { release, memory, collections } = releaseWith();
     let answer: (() => void) | undefined;

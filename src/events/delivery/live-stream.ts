@@ -159,7 +159,13 @@ export async function openLiveStream<P>(
       const context = live.eventContext(event, resumed);
       const cursor = cursors.encode(item.cursor);
       const read = () => feed.toPayload(event, cursor, context, resumed);
-      const payload = await (traced === undefined ? read() : traced.run(read));
+      const ended = live.observer?.delivering?.(event);
+      let payload: Awaited<ReturnType<typeof read>>;
+      try {
+        payload = await (traced === undefined ? read() : traced.run(read));
+      } finally {
+        ended?.();
+      }
       if (payload === DROP) {
         traced?.end('dropped');
         return SKIP;
