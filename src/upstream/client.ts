@@ -218,6 +218,14 @@ export interface UpstreamObserver {
 /** How long `close()` lets in-flight calls finish before connections are cut. */
 const CLOSE_GRACE_MS = 1_000;
 
+/**
+ * The most bytes one upstream answer may have. Answers are collected whole, and a body's timeout
+ * only bounds the wait between chunks: a body that streams without end (a broken upstream or proxy)
+ * would otherwise grow in memory until the operation's deadline, gigabytes on a fast link. The
+ * upstream's answers are JSON records and pages of them, far below this.
+ */
+export const MAX_UPSTREAM_ANSWER_BYTES = 32 * 1024 * 1024;
+
 /** Builds the upstream client. Nothing connects until the first call. */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const base = new URL(options.baseUrl);
@@ -227,6 +235,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.bodyTimeoutMs,
     keepAliveTimeout: 30_000,
+    maxResponseSize: MAX_UPSTREAM_ANSWER_BYTES,
   });
   const logger = options.logger.child({
     component: 'upstream',
@@ -658,6 +667,8 @@ const UNAVAILABLE_BY_CODE: Readonly<Record<string, UnavailableReason>> = {
   EHOSTUNREACH: 'connection_failed',
   ENETUNREACH: 'connection_failed',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'invalid_response',
+  // Past MAX_UPSTREAM_ANSWER_BYTES: the same request would get the same answer, so no retry.
+  UND_ERR_RES_EXCEEDED_MAX_SIZE: 'invalid_response',
 };
 
 /** Leaves our own errors alone and turns transport failures into {@link UpstreamUnavailableError}. */

@@ -6,7 +6,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { createUpstreamClient, type UpstreamClient } from '../../src/upstream/client.ts';
+import {
+  createUpstreamClient,
+  MAX_UPSTREAM_ANSWER_BYTES,
+  type UpstreamClient,
+} from '../../src/upstream/client.ts';
 import { PLATFORM_SCOPE } from '../../src/upstream/access.ts';
 import { createUpstreamContext } from '../../src/upstream/context.ts';
 import { UpstreamProblemError, UpstreamUnavailableError } from '../../src/upstream/errors.ts';
@@ -156,6 +160,34 @@ describe('the upstream client', () => {
     expect(failure).toBeInstanceOf(UpstreamUnavailableError);
     expect((failure as UpstreamUnavailableError).reason).toBe('invalid_response');
     expect(seen).toHaveLength(1);
+  });
+
+  test('a body that never ends is cut once it passes what an answer may be, an unreadable answer not retried', async () => {
+    // An upstream (or a proxy before it) that streams without end: without a bound the answer
+    // grows in memory until the operation's deadline, gigabytes on a fast link.
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let written = 0;
+    replies = [
+      (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const pump = (): void => {
+          while (!res.destroyed) {
+            written += chunk.length;
+            if (!res.write(chunk)) return;
+          }
+        };
+        res.on('drain', pump);
+        pump();
+      },
+    ];
+
+    const failure = await getCustomer(up(), 'cus_1').catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(UpstreamUnavailableError);
+    expect((failure as UpstreamUnavailableError).reason).toBe('invalid_response');
+    expect(seen).toHaveLength(1);
+    // Cut near the bound (what sat in the sockets' buffers aside), not at some later deadline.
+    expect(written).toBeLessThan(2 * MAX_UPSTREAM_ANSWER_BYTES);
   });
 
   test('an unreachable upstream is a connection failure, never carrying the key', async () => {
