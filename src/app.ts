@@ -453,8 +453,8 @@ function eventMetrics(
     onWebhookDelivery: (outcome, environment) =>
       metrics.webhookDeliveries.inc({ outcome, ...(environment === undefined ? {} : { environment }) }),
     liveObserver: {
-      // A delivery reading the upstream is waited on: no memory release runs under it.
-      ...(memoryRelease.armed ? { delivering: () => memoryRelease.working() } : {}),
+      // A stream opening or a delivery, reading the upstream, is waited on: no memory release under it.
+      ...(memoryRelease.armed ? { working: () => memoryRelease.working() } : {}),
       delivered: (event) => {
         memoryRelease.touch();
         metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000));

@@ -271,9 +271,9 @@ function tracedLiveObserver(
   tracer: EventTracer | undefined,
 ): LiveObserver | undefined {
   if (tracer === undefined) return observer;
-  const delivering = observer?.delivering?.bind(observer);
+  const working = observer?.working?.bind(observer);
   return {
-    ...(delivering === undefined ? {} : { delivering }),
+    ...(working === undefined ? {} : { working }),
     delivered: (event) => observer?.delivered(event),
     replayed: () => observer?.replayed?.(),
     overflowed: () => observer?.overflowed(),

@@ -242,6 +242,58 @@ describe('memory release after idle', () => {
     await client.dispose();
   });
 
+  test('a subscription whose replay waits on the upstream past the idle period is not collected under while it opens', async () => {
+    const facade = await npmStart({
+      MEMORY_RELEASE_IDLE_MS: String(DELIVERY_IDLE_MS),
+      MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
+      OPERATION_TIMEOUT_MS: String(DELIVERY_IDLE_MS * 10),
+      // The replay reads the upstream, not an answer the queries before it left.
+      CACHE_ENABLED: 'false',
+      LOG_LEVEL: 'debug',
+    });
+    const token = await demoToken(loggedIssuer(facade.lines));
+    const client = processes.keep(
+      connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
+    );
+    const query = (text: string) =>
+      fetch(facade.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: text }),
+      }).then((response) => response.status);
+    const statuses = await Promise.all(
+      Array.from({ length: 100 }, () => query('{ customer(id: "cus_ada") { id displayName } }')),
+    );
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    // The replay's read of the customer is held back for several idle periods.
+    const faults = await fetch(`${facade.emulatorUrl}/_emulator/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        rules: [{ route: 'getCustomer', kind: 'delay', rate: 1, delayMs: DELIVERY_IDLE_MS * 3 }],
+      }),
+    });
+    expect(faults.status).toBeLessThan(300);
+    // Work just ran (an operation that reads nothing): the idle period runs from here.
+    expect(await query('{ __typename }')).toBe(200);
+    client.subscribe(
+      'subscription { customerChanged(customerId: "cus_ada", since: "2000-01-01T00:00:00Z") { type } }',
+    );
+    await waitFor(
+      () => facade.logged('subscription started').length === 1,
+      'the subscription to start',
+      loadScaledMs(20_000),
+    );
+    // The subscriber waited on its replay all along: nothing was collected.
+    expect(facade.logged(RELEASED)).toEqual([]);
+    await waitFor(
+      () => facade.logged(RELEASED).length > 0,
+      'a release once it listens',
+      loadScaledMs(DELIVERY_IDLE_MS * 10),
+    );
+    await client.dispose();
+  });
+
   test('started without --expose-gc, the release says it cannot run and stays disarmed', async () => {
     const facade = await processes.start({ MEMORY_RELEASE_IDLE_MS: String(IDLE_MS) });
     const metricsUrl = facade.logged('facade listening')[0]!.metrics as string;

@@ -61,10 +61,11 @@ export interface LiveSession {
 /** Hooks for what watches deliveries without changing them. Must not throw. */
 export interface LiveObserver {
   /**
-   * An event's delivery to one subscriber begins (its payload is read, from the upstream too); the
-   * returned function is called once it ends, delivered, dropped or failed.
+   * Work a subscriber waits on begins: its stream opening (the admission and the replay) or an
+   * event's delivery (its payload read), each from the upstream too; the returned function is
+   * called once it ends, however it ends.
    */
-  delivering?(event: PlatformEvent): () => void;
+  working?(): () => void;
   delivered(event: PlatformEvent): void;
   /** An event of the log was delivered to a subscriber resuming after a cursor (metrics). */
   replayed?(): void;

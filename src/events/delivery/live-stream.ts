@@ -110,6 +110,19 @@ export async function openLiveStream<P>(
   live: LiveSession,
   feed: ChangeFeed<P>,
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
+  // The subscriber waits while its stream opens: the admission and the replay read the upstream.
+  const ended = live.observer?.working?.();
+  try {
+    return await openStream(live, feed);
+  } finally {
+    ended?.();
+  }
+}
+
+async function openStream<P>(
+  live: LiveSession,
+  feed: ChangeFeed<P>,
+): Promise<AsyncIterableIterator<LiveDelivery>> {
   const { cursors } = live;
   const context = live.createEventContext();
   await feed.admit?.(context);
@@ -159,7 +172,7 @@ export async function openLiveStream<P>(
       const context = live.eventContext(event, resumed);
       const cursor = cursors.encode(item.cursor);
       const read = () => feed.toPayload(event, cursor, context, resumed);
-      const ended = live.observer?.delivering?.(event);
+      const ended = live.observer?.working?.();
       let payload: Awaited<ReturnType<typeof read>>;
       try {
         payload = await (traced === undefined ? read() : traced.run(read));
