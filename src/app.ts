@@ -453,7 +453,7 @@ function eventMetrics(
     onWebhookDelivery: (outcome, environment) =>
       metrics.webhookDeliveries.inc({ outcome, ...(environment === undefined ? {} : { environment }) }),
     liveObserver: {
-      // A stream opening or a delivery, reading the upstream, is waited on: no memory release under it.
+      // Streams opening, deliveries and live queries' executions are waited on: no memory release under them.
       ...(memoryRelease.armed ? { working: () => memoryRelease.working() } : {}),
       delivered: (event) => {
         memoryRelease.touch();

@@ -9,8 +9,8 @@
  * until restarted (bench/README.md, "Memory after a storm of subscribers").
  *
  * What it does: when nothing has run for `idleMs` (no operation started or ended on any transport,
- * no event delivered or being delivered, no subscription's stream opening, no HTTP request waiting
- * for its answer, the event loop all but idle) after
+ * no event delivered or being delivered, no subscription's stream opening, no live query executing,
+ * no HTTP request waiting for its answer, the event loop all but idle) after
  * some work, and the RSS has grown by at least `minGrowthPercent` over the RSS at start and by a
  * tenth over the RSS the last release left, it runs ONE memory-reducing collection
  * (`gc({ flavor: 'last-resort' })`). That stops the world for the time a full collection takes,
@@ -68,8 +68,8 @@ export interface MemoryRelease {
   touch(): void;
   /**
    * Work began that somebody waits on and that no HTTP answer stands for (a subscription's stream
-   * opening, an event's delivery to a subscriber, reading the upstream): no release until the
-   * returned function is called.
+   * opening, an event's delivery to a subscriber, a live query's execution, reading the upstream):
+   * no release until the returned function is called.
    */
   working(): () => void;
   /**

@@ -294,6 +294,49 @@ describe('memory release after idle', () => {
     await client.dispose();
   });
 
+  test('a @live query whose first execution waits on the upstream past the idle period is not collected under', async () => {
+    const facade = await npmStart({
+      MEMORY_RELEASE_IDLE_MS: String(DELIVERY_IDLE_MS),
+      MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
+      OPERATION_TIMEOUT_MS: String(DELIVERY_IDLE_MS * 10),
+      LOG_LEVEL: 'debug',
+    });
+    const token = await demoToken(loggedIssuer(facade.lines));
+    const client = processes.keep(
+      connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
+    );
+    const query = (text: string) =>
+      fetch(facade.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: text }),
+      }).then((response) => response.status);
+    // Queries that read no account, so the live query's read is the upstream's; a burst large
+    // enough that the RSS has grown over the RSS at start.
+    const statuses = await Promise.all(
+      Array.from({ length: 300 }, () => query('{ customer(id: "cus_ada") { id displayName } }')),
+    );
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    // The live query's read of the account is held back for several idle periods.
+    const faults = await fetch(`${facade.emulatorUrl}/_emulator/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        rules: [{ route: 'getAccount', kind: 'delay', rate: 1, delayMs: DELIVERY_IDLE_MS * 3 }],
+      }),
+    });
+    expect(faults.status).toBeLessThan(300);
+    expect(await query('{ __typename }')).toBe(200);
+    const received = client.subscribe(
+      'query @live { account(customerId: "cus_ada", id: "acc_ada_sol") { id } }',
+    );
+    await waitFor(() => received.data.length === 1, 'the first answer', loadScaledMs(20_000));
+    expect(received.errors).toEqual([]);
+    // The watcher waited on its first answer all along: nothing was collected.
+    expect(facade.logged(RELEASED)).toEqual([]);
+    await client.dispose();
+  });
+
   test('started without --expose-gc, the release says it cannot run and stays disarmed', async () => {
     const facade = await processes.start({ MEMORY_RELEASE_IDLE_MS: String(IDLE_MS) });
     const metricsUrl = facade.logged('facade listening')[0]!.metrics as string;

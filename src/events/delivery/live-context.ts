@@ -61,9 +61,9 @@ export interface LiveSession {
 /** Hooks for what watches deliveries without changing them. Must not throw. */
 export interface LiveObserver {
   /**
-   * Work a subscriber waits on begins: its stream opening (the admission and the replay) or an
-   * event's delivery (its payload read), each from the upstream too; the returned function is
-   * called once it ends, however it ends.
+   * Work a subscriber waits on begins: its stream opening (the admission and the replay), an
+   * event's delivery (its payload read) or a live query's execution, each reading the upstream
+   * too; the returned function is called once it ends, however it ends.
    */
   working?(): () => void;
   delivered(event: PlatformEvent): void;

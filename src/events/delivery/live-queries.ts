@@ -45,6 +45,11 @@ export interface LiveQueryRequest {
   watchCustomer?(customerId: string): () => void;
   /** Called once when the watcher's stream has ended, by any path. */
   onDone?(): void;
+  /**
+   * An execution its watchers wait on begins (it reads the upstream); the returned function is
+   * called once it ends (the memory release runs under none).
+   */
+  working?(): () => void;
 }
 
 /** A watcher's results: the first answer, then one per change. */
@@ -116,7 +121,13 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
     async watch(request) {
       const before = invalidationsHeard();
       const reads = new ReadLog();
-      const first = await execute({ ...request.args, contextValue: request.contextFor(reads) });
+      const ended = request.working?.();
+      let first: ExecutionResult;
+      try {
+        first = await execute({ ...request.args, contextValue: request.contextFor(reads) });
+      } finally {
+        ended?.();
+      }
       // Nothing read (the scope refused every read, or nothing it reads is ever announced): answered once.
       if (reads.paths.size === 0) return first;
       const key = request.group ?? `solo:${(solo += 1)}`;
@@ -294,6 +305,7 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
         if (watcher === undefined) return;
         const reads = new ReadLog();
         let result: ExecutionResult;
+        const ended = watcher.request.working?.();
         try {
           result = await execute({
             ...watcher.request.args,
@@ -302,6 +314,8 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
         } catch {
           // Only arguments graphql-js rejects throw here, and they were valid for the first answer.
           continue;
+        } finally {
+          ended?.();
         }
         if (!groups.isOpen(group)) return;
         groups.setPaths(group, reads.paths, watcher.request, true);

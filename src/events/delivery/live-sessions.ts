@@ -149,6 +149,7 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
           }
           // Set once the stream exists; its end is told only after.
           const handle: { stream?: LiveStreamEnd } = {};
+          const working = options.observer?.working?.bind(options.observer);
           const answer = await liveQueries.watch({
             args: executionArgs,
             // Shared by the group's watchers of the same operation in the same environment.
@@ -157,6 +158,7 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
                 ? undefined
                 : JSON.stringify([readGroup, subscriber.environment, operation, 'live-query']),
             contextFor: (reads) => contexts(undefined, reads),
+            ...(working === undefined ? {} : { working }),
             ...(watchCustomer === undefined
               ? {}
               : { watchCustomer: (customerId: string) => watchCustomer(subscriber.environment, customerId) }),
