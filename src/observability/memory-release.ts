@@ -180,14 +180,14 @@ export function createMemoryRelease(options: MemoryReleaseOptions): MemoryReleas
       touched += 1;
     },
     working() {
-      touched += 1;
+      // Only postpones: work worth releasing after is told by `touch` (a live query's periodic
+      // rerun is not, so reruns more often than the idle period do not keep the release away).
       inProgress += 1;
       let ended = false;
       return () => {
         if (ended) return;
         ended = true;
         inProgress -= 1;
-        touched += 1;
       };
     },
     watch(server) {

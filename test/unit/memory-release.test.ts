@@ -105,6 +105,7 @@ describe('the idle-time memory release', () => {
     const { release, memory, collections } = releaseWith();
     release.start();
     memory.rss = 300 * MIB;
+    release.touch();
     const ended = release.working();
     await idleSpell();
     expect(collections).toEqual([]);
