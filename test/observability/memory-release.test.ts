@@ -90,6 +90,55 @@ async function releaseMetrics(metricsUrl: string) {
   };
 }
 
+/**
+ * A facade whose idle period is {@link DELIVERY_IDLE_MS}, with a signed-in graphql-ws client, for
+ * the cases where work waits on the upstream past that period: `query` sends an HTTP query,
+ * `burst` sends many at once (so the RSS has grown over the RSS at start when the idle period ends),
+ * and `holdBack` delays every upstream read of one emulator route for several idle periods.
+ */
+async function heldBackFacade(env: Record<string, string> = {}) {
+  const facade = await npmStart({
+    MEMORY_RELEASE_IDLE_MS: String(DELIVERY_IDLE_MS),
+    MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
+    // The held-back work's deadline well past its read.
+    OPERATION_TIMEOUT_MS: String(DELIVERY_IDLE_MS * 10),
+    // The graphql-ws `subscription started` line is a debug one.
+    LOG_LEVEL: 'debug',
+    ...env,
+  });
+  const token = await demoToken(loggedIssuer(facade.lines));
+  const client = processes.keep(
+    connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
+  );
+  const query = (text: string) =>
+    fetch(facade.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: text }),
+    }).then((response) => response.status);
+  return {
+    facade,
+    client,
+    query,
+    async burst(count: number) {
+      const statuses = await Promise.all(
+        Array.from({ length: count }, () => query('{ customer(id: "cus_ada") { id displayName } }')),
+      );
+      expect(new Set(statuses)).toEqual(new Set([200]));
+    },
+    async holdBack(route: string) {
+      const faults = await fetch(`${facade.emulatorUrl}/_emulator/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          rules: [{ route, kind: 'delay', rate: 1, delayMs: DELIVERY_IDLE_MS * 3 }],
+        }),
+      });
+      expect(faults.status).toBeLessThan(300);
+    },
+  };
+}
+
 async function topUp(emulatorUrl: string): Promise<void> {
   const response = await fetch(`${emulatorUrl}/v3/sandbox/accounts/acc_ada_sol/topup`, {
     method: 'POST',
@@ -193,40 +242,14 @@ describe('memory release after idle', () => {
   });
 
   test('an event whose delivery waits on the upstream past the idle period is not collected under: the release follows it', async () => {
-    const facade = await npmStart({
-      MEMORY_RELEASE_IDLE_MS: String(DELIVERY_IDLE_MS),
-      MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
-      // The delivery's deadline well past the read held back.
-      OPERATION_TIMEOUT_MS: String(DELIVERY_IDLE_MS * 10),
-      // The graphql-ws `subscription started` line is a debug one.
-      LOG_LEVEL: 'debug',
-    });
-    const token = await demoToken(loggedIssuer(facade.lines));
-    const client = processes.keep(
-      connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
-    );
-    const query = () =>
-      fetch(facade.graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query: '{ customer(id: "cus_ada") { id displayName } }' }),
-      }).then((response) => response.status);
-    // A burst of queries first, so the RSS has grown over the RSS at start when the idle period ends.
-    const statuses = await Promise.all(Array.from({ length: 100 }, query));
-    expect(new Set(statuses)).toEqual(new Set([200]));
+    const { facade, client, query, burst, holdBack } = await heldBackFacade();
+    await burst(100);
     const received = client.subscribe(ACCOUNT_CHANGED);
     await waitFor(() => facade.logged('subscription started').length === 1, 'the subscription to start');
     // The delivery's read of the account is held back for several idle periods.
-    const faults = await fetch(`${facade.emulatorUrl}/_emulator/faults`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        rules: [{ route: 'getAccount', kind: 'delay', rate: 1, delayMs: DELIVERY_IDLE_MS * 3 }],
-      }),
-    });
-    expect(faults.status).toBeLessThan(300);
+    await holdBack('getAccount');
     // Work just ran (a query that reads no account): the idle period runs from here.
-    expect(await query()).toBe(200);
+    expect(await query('{ customer(id: "cus_ada") { id displayName } }')).toBe(200);
     await topUp(facade.emulatorUrl);
     await waitFor(() => received.data.length === 1, 'the event at the subscriber', loadScaledMs(20_000));
     expect(received.errors).toEqual([]);
@@ -243,37 +266,11 @@ describe('memory release after idle', () => {
   });
 
   test('a subscription whose replay waits on the upstream past the idle period is not collected under while it opens', async () => {
-    const facade = await npmStart({
-      MEMORY_RELEASE_IDLE_MS: String(DELIVERY_IDLE_MS),
-      MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
-      OPERATION_TIMEOUT_MS: String(DELIVERY_IDLE_MS * 10),
-      // The replay reads the upstream, not an answer the queries before it left.
-      CACHE_ENABLED: 'false',
-      LOG_LEVEL: 'debug',
-    });
-    const token = await demoToken(loggedIssuer(facade.lines));
-    const client = processes.keep(
-      connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
-    );
-    const query = (text: string) =>
-      fetch(facade.graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query: text }),
-      }).then((response) => response.status);
-    const statuses = await Promise.all(
-      Array.from({ length: 100 }, () => query('{ customer(id: "cus_ada") { id displayName } }')),
-    );
-    expect(new Set(statuses)).toEqual(new Set([200]));
+    // The replay reads the upstream, not an answer the queries before it left.
+    const { facade, client, query, burst, holdBack } = await heldBackFacade({ CACHE_ENABLED: 'false' });
+    await burst(100);
     // The replay's read of the customer is held back for several idle periods.
-    const faults = await fetch(`${facade.emulatorUrl}/_emulator/faults`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        rules: [{ route: 'getCustomer', kind: 'delay', rate: 1, delayMs: DELIVERY_IDLE_MS * 3 }],
-      }),
-    });
-    expect(faults.status).toBeLessThan(300);
+    await holdBack('getCustomer');
     // Work just ran (an operation that reads nothing): the idle period runs from here.
     expect(await query('{ __typename }')).toBe(200);
     client.subscribe(
@@ -295,37 +292,12 @@ describe('memory release after idle', () => {
   });
 
   test('a @live query whose first execution waits on the upstream past the idle period is not collected under', async () => {
-    const facade = await npmStart({
-      MEMORY_RELEASE_IDLE_MS: String(DELIVERY_IDLE_MS),
-      MEMORY_RELEASE_MIN_GROWTH_PERCENT: '0',
-      OPERATION_TIMEOUT_MS: String(DELIVERY_IDLE_MS * 10),
-      LOG_LEVEL: 'debug',
-    });
-    const token = await demoToken(loggedIssuer(facade.lines));
-    const client = processes.keep(
-      connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
-    );
-    const query = (text: string) =>
-      fetch(facade.graphqlUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query: text }),
-      }).then((response) => response.status);
+    const { facade, client, query, burst, holdBack } = await heldBackFacade();
     // Queries that read no account, so the live query's read is the upstream's; a burst large
     // enough that the RSS has grown over the RSS at start.
-    const statuses = await Promise.all(
-      Array.from({ length: 300 }, () => query('{ customer(id: "cus_ada") { id displayName } }')),
-    );
-    expect(new Set(statuses)).toEqual(new Set([200]));
+    await burst(300);
     // The live query's read of the account is held back for several idle periods.
-    const faults = await fetch(`${facade.emulatorUrl}/_emulator/faults`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        rules: [{ route: 'getAccount', kind: 'delay', rate: 1, delayMs: DELIVERY_IDLE_MS * 3 }],
-      }),
-    });
-    expect(faults.status).toBeLessThan(300);
+    await holdBack('getAccount');
     expect(await query('{ __typename }')).toBe(200);
     const received = client.subscribe(
       'query @live { account(customerId: "cus_ada", id: "acc_ada_sol") { id } }',
