@@ -264,10 +264,12 @@ async function createAppParts(
       ? createAnswerCache({ maxBytes: cache.answersMaxBytes })
       : undefined;
   // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
-  const redactedKeys: string[] = [
-    config.upstream.apiKey,
-    ...Object.values(config.upstream.environmentKeys ?? {}).map((key) => key.apiKey),
-  ];
+  // With a key per environment, `config.upstream.apiKey` is the first environment's: listed once.
+  const environmentKeys = config.upstream.environmentKeys;
+  const redactedKeys: string[] =
+    environmentKeys === undefined
+      ? [config.upstream.apiKey]
+      : Object.values(environmentKeys).map((key) => key.apiKey);
   const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({

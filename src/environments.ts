@@ -19,7 +19,7 @@ import type { ResponseCacheStats } from './upstream/response-cache.ts';
 import { createUpstreamClient, type UpstreamClientOptions, type UpstreamClient } from './upstream/client.ts';
 import {
   ENVIRONMENT_KEY_VARIABLES,
-  PLATFORM_ENVIRONMENTS,
+  configuredEnvironments,
   type ConfiguredKey,
 } from './upstream/environment-keys.ts';
 import { createKeyEnvironments, probeKey, type KeyEnvironments } from './upstream/key-environments.ts';
@@ -72,10 +72,9 @@ export function createEnvironmentStacks(parts: EnvironmentStackParts): Environme
   const all =
     keys === undefined
       ? [createEnvironmentStack(parts, undefined, parts.config.upstream)]
-      : PLATFORM_ENVIRONMENTS.flatMap((environment) => {
-          const key = keys[environment];
-          return key === undefined ? [] : [createEnvironmentStack(parts, environment, key)];
-        });
+      : (configuredEnvironments(keys) ?? []).map((environment) =>
+          createEnvironmentStack(parts, environment, keys[environment]!),
+        );
   const byEnvironment = new Map(all.map((stack) => [stack.environment, stack]));
   const of = (environment: PlatformEnvironment | undefined): EnvironmentStack =>
     byEnvironment.get(environment) ?? all[0]!;

@@ -13,8 +13,7 @@ import { openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
-import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import { configuredEnvironments } from '../upstream/environment-keys.ts';
 import { createDoor, type Door, type DoorOptions } from './door.ts';
 import { createRateLimits } from './rate-limits.ts';
 import { createReloadableTrustedDocuments, type ReloadableTrustedDocuments } from './trusted-documents.ts';
@@ -86,7 +85,7 @@ export async function createConfiguredDoor(
     maxCallsPerOperation: config.upstream.maxCallsPerOperation,
     retriesPerOperation: config.upstream.retry.budget,
     environmentOf: (apiKey, environment) => parts.keyEnvironments.probe(apiKey, environment),
-    environments: configuredEnvironments(config),
+    environments: configuredEnvironments(config.upstream.environmentKeys),
     onRateLimited: (bucket) => parts.metrics.rateLimitRefusals.inc({ bucket }),
     ...(parts.onStep === undefined ? {} : { onStep: parts.onStep }),
     logger,
@@ -99,14 +98,6 @@ export async function createConfiguredDoor(
       redis?.disconnect();
     },
   };
-}
-
-/** The environments of a key per environment (`UPSTREAM_API_KEY_SANDBOX`, `_LIVE`); undefined with one key. */
-function configuredEnvironments(config: Config): readonly PlatformEnvironment[] | undefined {
-  const keys = config.upstream.environmentKeys;
-  return keys === undefined
-    ? undefined
-    : PLATFORM_ENVIRONMENTS.filter((environment) => keys[environment] !== undefined);
 }
 
 /**

@@ -370,12 +370,33 @@ function checkHiddenSchema(
   caller: Caller | undefined,
   schema: GraphQLSchema,
 ): Refusal | undefined {
-  const [introspects] = validate(schema, document, [NoSchemaIntrospectionCustomRule]);
-  if (introspects !== undefined) return refuse('validation-failed', introspects.message);
-  if (selectsService(document) && (caller === undefined || !mayReadServiceSdl(caller))) {
+  const reach = schemaReachOf(document, schema);
+  if (reach.introspection !== undefined) return refuse('validation-failed', reach.introspection);
+  if (reach.service && (caller === undefined || !mayReadServiceSdl(caller))) {
     return refuse('forbidden', SERVICE_SDL_FORBIDDEN);
   }
   return undefined;
+}
+
+/** What a document reaches of the hidden schema: the same for every caller who sends it. */
+interface SchemaReach {
+  /** The introspection refusal's message, when the document introspects. */
+  readonly introspection: string | undefined;
+  /** Whether it selects `_service` (the SDL). */
+  readonly service: boolean;
+}
+
+/** Per parsed document (the preparer shares one per text), so a subscribe validates it once. */
+const schemaReaches = new WeakMap<DocumentNode, SchemaReach>();
+
+function schemaReachOf(document: DocumentNode, schema: GraphQLSchema): SchemaReach {
+  let reach = schemaReaches.get(document);
+  if (reach === undefined) {
+    const [introspects] = validate(schema, document, [NoSchemaIntrospectionCustomRule]);
+    reach = { introspection: introspects?.message, service: selectsService(document) };
+    schemaReaches.set(document, reach);
+  }
+  return reach;
 }
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */

@@ -22,7 +22,12 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/caller.ts';
-import { freezeAnswerBody, type AnswerSources, type ResponseCache } from '../upstream/response-cache.ts';
+import {
+  freezeAnswerBody,
+  PARSED_BYTES_PER_TEXT_BYTE,
+  type AnswerSources,
+  type ResponseCache,
+} from '../upstream/response-cache.ts';
 import type { UpstreamContext } from '../upstream/context.ts';
 
 /** `CACHE_ANSWERS_MAX_BYTES`: how many bytes of answers are held (0: none). */
@@ -77,8 +82,6 @@ interface HeldAnswer {
 
 /** Bytes an entry costs beyond its key and data: the entry, its sources' map, the LRU slots. */
 const ENTRY_OVERHEAD_BYTES = 512;
-/** Bytes counted per byte of the result's JSON text: a parsed value takes about 1.5 times its text. */
-const PARSED_BYTES_PER_TEXT_BYTE = 2;
 /** Bytes each recorded read costs beyond its key: its slot in the sources' map and its weak reference. */
 const SOURCE_OVERHEAD_BYTES = 96;
 

@@ -23,6 +23,15 @@ export interface ConfiguredKey {
 /** The key of each configured environment (at least one). */
 export type EnvironmentKeys = Partial<Record<PlatformEnvironment, ConfiguredKey>>;
 
+/** The environments a key per environment names, in their order; undefined with one key. */
+export function configuredEnvironments(
+  keys: EnvironmentKeys | undefined,
+): readonly PlatformEnvironment[] | undefined {
+  return keys === undefined
+    ? undefined
+    : PLATFORM_ENVIRONMENTS.filter((environment) => keys[environment] !== undefined);
+}
+
 /** What a token's environment claim holds, as the facade reads it: one of the two names, or nothing. */
 export function environmentOfClaim(value: unknown): PlatformEnvironment | undefined {
   return PLATFORM_ENVIRONMENTS.find((environment) => environment === value);

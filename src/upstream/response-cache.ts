@@ -186,7 +186,7 @@ const ENTRY_OVERHEAD_BYTES = 256;
  * Bytes counted per byte of text for a body kept parsed: a parsed JSON value takes about 1.5 times
  * its text on V8's heap (measured on lists of account records), counted as 2 to stay under the cap.
  */
-const PARSED_BYTES_PER_TEXT_BYTE = 2;
+export const PARSED_BYTES_PER_TEXT_BYTE = 2;
 
 /** Paths whose answers may be kept: see the module comment. */
 const CACHEABLE_PATH = /^\/v3\/(?:customers|institutions)(?:\/|$)/;
