@@ -8,6 +8,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/harness/stack.ts';
+import { requiredValueOf, scrape } from '../support/metrics.ts';
 import type { GraphQLResult } from '../support/harness/facade.ts';
 import { bearer, issuerSignedToken, type TestCallerName } from '../support/tokens.ts';
 
@@ -26,8 +27,7 @@ const DASHBOARD = `query Dashboard($id: ID!) {
 const DASHBOARD_READS = 4;
 
 async function metric(name: string): Promise<number> {
-  const text = await (await fetch(stack.metricsUrl)).text();
-  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  return requiredValueOf(await scrape(stack.metricsUrl), name);
 }
 
 /** What a caller can tell of an answer: status, data, and each error's path and code. */

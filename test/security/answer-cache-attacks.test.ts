@@ -13,6 +13,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 import { useStack } from '../support/harness/stack.ts';
+import { requiredValueOf, scrape } from '../support/metrics.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { bearer, issuerSignedToken } from '../support/tokens.ts';
@@ -25,8 +26,7 @@ const stack = useStack({
 const CUSTOMER = 'query Customer($id: ID!) { customer(id: $id) { id displayName status } }';
 
 async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(url)).text();
-  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  return requiredValueOf(await scrape(url), name);
 }
 
 /** Node's collector, reachable without starting the test process with `--expose-gc`. */

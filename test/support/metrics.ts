@@ -47,6 +47,16 @@ export function valueOf(samples: Scrape, name: string, labels: Record<string, st
   return samples.get(seriesKey(name, labels)) ?? 0;
 }
 
+/**
+ * The value of one series that must be there: throws when `name` (with `labels`) is absent, where
+ * {@link valueOf} reads 0, so a renamed or relabelled series fails the test instead of passing it.
+ */
+export function requiredValueOf(samples: Scrape, name: string, labels: Record<string, string> = {}): number {
+  const value = samples.get(seriesKey(name, labels));
+  if (value === undefined) throw new Error(`no series ${seriesKey(name, labels)} in the scrape`);
+  return value;
+}
+
 /** Every series of `name` whose labels include `match`, as `labels → value`. */
 export function seriesOf(
   samples: Scrape,
