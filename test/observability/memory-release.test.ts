@@ -306,6 +306,13 @@ describe('memory release after idle', () => {
     expect(received.errors).toEqual([]);
     // The watcher waited on its first answer all along: nothing was collected.
     expect(facade.logged(RELEASED)).toEqual([]);
+    const answered = Date.now();
+    await waitFor(
+      () => facade.logged(RELEASED).length > 0,
+      'a release after the first answer',
+      loadScaledMs(DELIVERY_IDLE_MS * 10),
+    );
+    expect(Date.parse(facade.logged(RELEASED)[0]!.time as string)).toBeGreaterThanOrEqual(answered);
     await client.dispose();
   });
 
