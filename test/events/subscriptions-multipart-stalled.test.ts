@@ -44,6 +44,8 @@ describe('multipart streams whose reader stopped reading, with a valid token', (
       expect(response.headers['content-type']).toMatch(/^multipart\/mixed/);
       response.pause();
       await stack.subscriptionsStarted(1);
+      // Counted under its transport before the stall, so a cut seen below is this stream's.
+      expect(await multipartGauges()).toEqual({ connections: 1, subscriptions: 1 });
       try {
         await topUps(stack, TOP_UPS);
         let gauges = await multipartGauges();

@@ -51,6 +51,8 @@ describe('graphql-ws sockets whose reader stopped reading, with a valid token', 
       socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: WIDE_SUBSCRIPTION } }));
       await stack.subscriptionsStarted(1);
       socket.pause();
+      // Counted under its transport before the stall, so a cut seen below is this stream's.
+      expect(await webSocketGauges()).toEqual({ connections: 1, subscriptions: 1 });
       try {
         await topUps(stack, TOP_UPS);
         let gauges = await webSocketGauges();
