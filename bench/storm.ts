@@ -177,7 +177,6 @@ async function runVariant(
       releaseLines.push({ time: Date.parse(entry.time), pauseMs: entry.pauseMs });
     });
   }
-  let leftAt: number | undefined;
   const clients: ClientProcess[] = [];
   const memory: Partial<Record<Point, MemoryReading>> = {};
   // Of the first variant only: the snapshots' own memory stays in the diagnostics that follow them.
@@ -264,7 +263,7 @@ async function runVariant(
     await sampler;
     const stormCpuMs = (await facade.cpuMs()) - cpuBefore;
     memory.peak = { rssBytes: peakRss };
-    leftAt = Date.now();
+    const leftAt = Date.now();
     memory.left = await readMemory(facade, 'none');
     const releaseLeft = await memoryReleaseCounts(facade);
     console.log(`  all left; settling ${settleMs / 1000} s`);
@@ -303,7 +302,7 @@ async function runVariant(
       release: { left: releaseLeft, settled: releaseSettled },
       releaseLines: releaseLines.map(({ time, pauseMs }) => ({
         pauseMs,
-        secondsAfterLeaving: leftAt === undefined ? undefined : Math.round((time - leftAt) / 100) / 10,
+        secondsAfterLeaving: Math.round((time - leftAt) / 100) / 10,
       })),
       ...(heapGrowth === undefined ? {} : { heapGrowth }),
     };

@@ -67,7 +67,7 @@ export async function readMemory(
 }
 
 /** Resident bytes of `pid` by kind of mapping; see {@link MemoryReading.mappings}. */
-export async function readMappings(pid: number): Promise<NonNullable<MemoryReading['mappings']>> {
+async function readMappings(pid: number): Promise<NonNullable<MemoryReading['mappings']>> {
   const totals = { mallocMainArena: 0, v8SizedPages: 0, otherAnonymous: 0, files: 0 };
   let kind: keyof typeof totals | undefined;
   for (const line of (await readFile(`/proc/${pid}/smaps`, 'utf8')).split('\n')) {
