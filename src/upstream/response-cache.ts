@@ -315,8 +315,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
           entries.clear();
           continue;
         }
-        const bucket =
-          reads.kind === 'customer-list' ? PLATFORM_BUCKET : encodeURIComponent(reads.customerId);
+        const bucket = bucketOfStale(reads) ?? PLATFORM_BUCKET;
         const matches = matcherOf(reads);
         for (const key of [...(held.get(bucket) ?? [])]) {
           const entry = entries.peek(key, { allowStale: true });
@@ -385,11 +384,20 @@ function recordSource(sources: AnswerSources, key: string, answer: CachedAnswer)
 }
 
 /**
- * Whether `stale` names the answer of `path` (without its query): what a live query that read
- * `path` must run again for.
+ * Which paths (without query) `stale` names: what a live query that read one of them must run
+ * again for. Made once per invalidation, then asked of every path read.
  */
-export function namesPath(stale: StaleReads, path: string): boolean {
-  return stale.kind === 'everything' || matcherOf(stale)(path);
+export function pathMatcherOf(stale: StaleReads): (path: string) => boolean {
+  return stale.kind === 'everything' ? () => true : matcherOf(stale);
+}
+
+/**
+ * The bucket of the paths `stale` names: its customer as paths carry it (encoded), or the bucket
+ * of paths that belong to no customer for the list of customers; undefined for everything.
+ */
+export function bucketOfStale(stale: StaleReads): string | undefined {
+  if (stale.kind === 'everything') return undefined;
+  return stale.kind === 'customer-list' ? PLATFORM_BUCKET : encodeURIComponent(stale.customerId);
 }
 
 /** Which paths (without query) `reads` names. */

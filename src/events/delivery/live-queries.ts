@@ -28,7 +28,12 @@
 import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache, UpstreamResponse } from '../../upstream/client.ts';
-import { namesPath, type ResponseCache, type StaleReads } from '../../upstream/response-cache.ts';
+import {
+  bucketOfStale,
+  pathMatcherOf,
+  type ResponseCache,
+  type StaleReads,
+} from '../../upstream/response-cache.ts';
 import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
 
 /** One caller's live query, as its transport admitted it. */
@@ -209,8 +214,8 @@ function createWatcherGroups(): WatcherGroups {
   function candidatesOf(stale: readonly StaleReads[]): Set<Group> {
     const found = new Set<Group>();
     for (const reads of stale) {
-      if (reads.kind === 'everything') return new Set(groups.values());
-      const customer = reads.kind === 'customer-list' ? '' : encodeURIComponent(reads.customerId);
+      const customer = bucketOfStale(reads);
+      if (customer === undefined) return new Set(groups.values());
       for (const group of byCustomer.get(customer) ?? []) found.add(group);
     }
     return found;
@@ -354,8 +359,9 @@ function listenForInvalidations(
   cache.onInvalidate((stale, cause) => {
     if (cause !== undefined && alreadyHeard(cause)) return;
     invalidations += 1;
+    const named = stale.map((reads) => ({ bucket: bucketOfStale(reads), matches: pathMatcherOf(reads) }));
     for (const group of groups.candidatesOf(stale)) {
-      if (stale.some((reads) => readsAny(group, reads))) schedule(group);
+      if (named.some((reads) => readsAny(group, reads))) schedule(group);
     }
   });
 
@@ -375,17 +381,19 @@ function listenForInvalidations(
   return () => invalidations;
 }
 
-/** Whether `group`'s last execution read an answer `reads` names. */
-function readsAny(group: Group, reads: StaleReads): boolean {
-  const customer =
-    reads.kind === 'everything'
-      ? undefined
-      : reads.kind === 'customer-list'
-        ? ''
-        : encodeURIComponent(reads.customerId);
-  const buckets =
-    customer === undefined ? [...group.paths.values()] : [group.paths.get(customer) ?? new Set()];
-  return buckets.some((paths) => [...paths].some((path) => namesPath(reads, path)));
+/**
+ * Whether `group`'s last execution read an answer `reads` names: the paths of its bucket, or of
+ * every bucket when it names everything.
+ */
+function readsAny(
+  group: Group,
+  reads: { bucket: string | undefined; matches: (path: string) => boolean },
+): boolean {
+  const buckets = reads.bucket === undefined ? group.paths.values() : [group.paths.get(reads.bucket)];
+  for (const paths of buckets) {
+    for (const path of paths ?? []) if (reads.matches(path)) return true;
+  }
+  return false;
 }
 
 /** Sends `result` to every watcher of `group` whose last result differs: an equal one is news to none. */
@@ -398,7 +406,10 @@ function sendUnlessUnchanged(group: Group, result: ExecutionResult): void {
   }
 }
 
-/** Whether `group` was made stale while it ran (read anew: an invalidation sets it meanwhile). */
+/**
+ * Whether `group` was made stale while it ran (read anew: an invalidation sets it meanwhile, which
+ * a read of the field right after setting it false could not show the type checker).
+ */
 function staleAgain(group: Group): boolean {
   return group.dirty;
 }
