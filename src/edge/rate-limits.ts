@@ -20,6 +20,7 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.ts';
+import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { QuotaPolicyName, QuotaState } from './client-budgets.ts';
 import type { RateLimitsConfig } from './config.ts';
 
@@ -119,14 +120,20 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
     'failed-auth': build('failed-auth', config.failedAuth),
     'ws-connect': build('ws-connect', config.wsConnects),
   };
+  // With a key per environment the door names the environment first (`client:live:<id>`), so one
+  // client's budgets in the two environments are counted apart, each of the client's size: the
+  // same limiter under each environment's name, found without taking the key apart.
+  const perClientIn = new Map(
+    [...perClient].flatMap(([clientId, limiter]) =>
+      PLATFORM_ENVIRONMENTS.map((environment): [string, Limiter] => [`${environment}:${clientId}`, limiter]),
+    ),
+  );
   const limiterOf = (bucket: RateBucket, key: RateKey): Limiter => {
     if (bucket !== 'request' && bucket !== 'subscribe') return others[bucket];
     if (key.startsWith('ip:')) return perAddress;
     if (!key.startsWith('client:')) return perCaller;
     const named = key.slice('client:'.length);
-    // With a key per environment the door names the environment first (`client:live:<id>`), so
-    // one client's budgets in the two environments are counted apart, each of the client's size.
-    const limiter = perClient.get(named) ?? perClient.get(named.replace(/^(?:sandbox|live):/, ''));
+    const limiter = perClient.get(named) ?? perClientIn.get(named);
     // The door asks for a client's key only when `hasClientBudget` said yes.
     if (limiter === undefined) throw new TypeError('A client key names a client without a budget');
     return limiter;
