@@ -320,12 +320,9 @@ function lastEventIdOf(req: Request, cursors: CursorCodec): string | undefined |
   if (value === undefined || value === '') return undefined;
   const reading = cursors.decode(value);
   if (reading.kind === 'position') return reading.position;
-  const given = JSON.stringify(value.slice(0, 64));
   return refuse(
     'bad-input',
-    reading.kind === 'malformed'
-      ? `"Last-Event-ID" must be a cursor this API sent as an event's id, got ${given}.`
-      : `"Last-Event-ID" ${given} ${cursors.describeForeign(reading)}.`,
+    cursors.refusal('Last-Event-ID', value, reading, "a cursor this API sent as an event's id"),
   );
 }
 

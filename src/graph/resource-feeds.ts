@@ -166,11 +166,8 @@ function resumeCursor(
   }
   const reading = cursors.decode(after);
   if (reading.kind === 'position') return reading.position;
-  const given = JSON.stringify(after.slice(0, 64));
   throw new GraphQLError(
-    reading.kind === 'malformed'
-      ? `"after" must be a cursor this API returned (the "cursor" of an event), got ${given}.`
-      : `"after" ${given} ${cursors.describeForeign(reading)}.`,
+    cursors.refusal('after', after, reading, 'a cursor this API returned (the "cursor" of an event)'),
     { extensions: { code: 'BAD_USER_INPUT', argumentName: 'after' } },
   );
 }

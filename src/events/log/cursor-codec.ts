@@ -34,6 +34,16 @@ export interface CursorCodec {
    * came from (`"after" …`, `"Last-Event-ID" …`).
    */
   describeForeign(reading: Extract<CursorReading, { kind: 'other-environment' }>): string;
+  /**
+   * The sentence refusing `value`, given as `name` (`after`, `Last-Event-ID`), that did not read as a
+   * position: a malformed one is told it `must be <expected>`, another environment's where it is from.
+   */
+  refusal(
+    name: string,
+    value: string,
+    reading: Exclude<CursorReading, { kind: 'position' }>,
+    expected: string,
+  ): string;
 }
 
 /** Between an environment's name and a position: URL-safe, and never part of a position. */
@@ -47,6 +57,9 @@ const UNBOUND: CursorCodec = {
   encode: (position) => position,
   decode: (cursor) => (isCursor(cursor) ? { kind: 'position', position: cursor } : { kind: 'malformed' }),
   describeForeign: () => 'is not a cursor of this deployment',
+  refusal(name, value, reading, expected) {
+    return refusalOf(this, name, value, reading, expected);
+  },
 };
 
 /**
@@ -72,5 +85,22 @@ export function cursorCodec(environment: PlatformEnvironment | undefined): Curso
       named === undefined
         ? `names no environment, and this caller is bound to ${environment}: give a cursor received over a ${environment} connection, or none to receive events from now on`
         : `belongs to the ${named} environment's events, and this caller is bound to ${environment}: give a cursor received over a ${environment} connection, or none to receive events from now on`,
+    refusal(name, value, reading, expected) {
+      return refusalOf(this, name, value, reading, expected);
+    },
   };
+}
+
+/** See {@link CursorCodec.refusal}; the value is quoted as JSON, cut at 64 characters. */
+function refusalOf(
+  codec: CursorCodec,
+  name: string,
+  value: string,
+  reading: Exclude<CursorReading, { kind: 'position' }>,
+  expected: string,
+): string {
+  const given = JSON.stringify(value.slice(0, 64));
+  return reading.kind === 'malformed'
+    ? `"${name}" must be ${expected}, got ${given}.`
+    : `"${name}" ${given} ${codec.describeForeign(reading)}.`;
 }
