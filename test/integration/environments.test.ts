@@ -6,6 +6,7 @@
  * in real Redis, a caller sees only its environment, and resumes only with its environment's
  * cursors; the emulator's counts per key show which key every call was sent with.
  */
+import { scrape as scrapeMetrics, seriesOf, type Scrape } from '../support/metrics.ts';
 import { SignJWT, importJWK, type JWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { request as httpRequest } from 'node:http';
@@ -174,25 +175,6 @@ async function post(token: string, query: string, variables?: Record<string, unk
   };
 }
 
-/** One sample of a Prometheus text exposition. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** The samples of a Prometheus text exposition (label values here hold no quotes or commas). */
-function parseMetrics(text: string): Sample[] {
-  return text.split('\n').flatMap((line) => {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (match === null) return [];
-    const labels = Object.fromEntries(
-      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map(([, label, value]) => [label!, value!]),
-    );
-    return [{ name: match[1]!, labels, value: Number(match[3]) }];
-  });
-}
-
 const idsOf = (data: { customers: { nodes: { id: string }[] } }) =>
   data.customers.nodes.map((node) => node.id).sort();
 
@@ -225,18 +207,12 @@ describe('one facade, sandbox and live callers', () => {
   });
 
   test('operation and webhook metrics are counted under each caller’s and each route’s environment', async () => {
-    let scraped: Sample[] = [];
+    let scraped: Scrape = new Map();
     const scrape = async () => {
-      scraped = parseMetrics(await (await fetch(stack.metricsUrl)).text());
+      scraped = await scrapeMetrics(stack.metricsUrl);
     };
     const count = (name: string, labels: Record<string, string>) =>
-      scraped
-        .filter(
-          (sample) =>
-            sample.name === name &&
-            Object.entries(labels).every(([label, value]) => sample.labels[label] === value),
-        )
-        .reduce((sum, sample) => sum + sample.value, 0);
+      Object.values(seriesOf(scraped, name, labels)).reduce((sum, value) => sum + value, 0);
     const operations = (operation: string, environment: string) =>
       count('graphql_operations_total', { operation_name: operation, outcome: 'ok', environment });
     const durations = (operation: string, environment: string) =>
@@ -328,9 +304,10 @@ describe('one facade, sandbox and live callers', () => {
     await scrape();
     expect(accepted('sandbox')).toBe(before.sandboxAccepted + 1);
     expect(accepted('live')).toBe(before.liveAccepted + liveSent);
-    const webhookSeries = scraped.filter((sample) => sample.name === 'facade_webhook_deliveries_total');
+    // Each series by its labels (`{environment="live",outcome="accepted"}`).
+    const webhookSeries = Object.keys(seriesOf(scraped, 'facade_webhook_deliveries_total'));
     expect(webhookSeries.length).toBeGreaterThan(0);
-    expect(webhookSeries.filter((sample) => sample.labels['environment'] === undefined)).toEqual([]);
+    expect(webhookSeries.filter((labels) => !labels.includes('environment='))).toEqual([]);
   });
 
   test('apiStatus says which environment the caller is in', async () => {
