@@ -6,18 +6,14 @@
  * the process had been idle for MEMORY_RELEASE_IDLE_MS after them, and none again while it stays
  * idle. Started without `--expose-gc`, the release says it cannot run and does nothing.
  */
-import type { ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
-import { demoToken, loggedIssuer } from '../support/demo-token.ts';
 import { SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { connectLive, type LiveClient } from '../support/harness/live-client.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { loadScaledMs } from '../support/load-budget.ts';
 import { scrape, valueOf } from '../support/metrics.ts';
-import { useNpmStart, userEnvironment } from '../support/npm-start.ts';
-import { waitUntilReady } from '../support/processes.ts';
+import { useNpmStart, type NpmStart } from '../support/npm-start.ts';
 
 const processes = useNpmStart();
 
@@ -34,48 +30,9 @@ const ACCOUNT_CHANGED = `subscription {
   accountChanged(customerId: "cus_ada", accountId: "acc_ada_sol") { type account { balances { available } } }
 }`;
 
-interface Started {
-  child: ChildProcess;
-  logged(msg: string): Record<string, unknown>[];
-  lines: Record<string, unknown>[];
-  graphqlUrl: string;
-  metricsUrl: string;
-  emulatorUrl: string;
-}
-
-/** `npm start` itself (npm runs the package's start script), on free ports, once it listens. */
-async function npmStart(env: Record<string, string>): Promise<Started> {
-  const child = processes.spawn('npm', ['start'], {
-    cwd: new URL('../..', import.meta.url),
-    env: userEnvironment({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DEV_ISSUER_PORT: '0',
-      METRICS_PORT: '0',
-      LOG_LEVEL: 'info',
-      ...env,
-    }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
-  const lines: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
-  await waitUntilReady(child, () => logged('facade listening').length === 1, 'the facade to listen', {
-    output: () => stderr,
-  });
-  const listening = logged('facade listening')[0]!;
-  return {
-    child,
-    lines,
-    logged,
-    graphqlUrl: listening.url as string,
-    metricsUrl: listening.metrics as string,
-    emulatorUrl: logged('upstream: in-process emulator with demo data')[0]!.upstream as string,
-  };
+/** `npm start` itself (npm runs the package's start script, with `--expose-gc`), once it listens. */
+function npmStart(env: Record<string, string>): Promise<NpmStart> {
+  return processes.start({ LOG_LEVEL: 'info', ...env }, 'npm');
 }
 
 /** The release's numbers and the live subscriptions, from one scrape. */
@@ -106,7 +63,7 @@ async function heldBackFacade(env: Record<string, string> = {}) {
     LOG_LEVEL: 'debug',
     ...env,
   });
-  const token = await demoToken(loggedIssuer(facade.lines));
+  const { token } = facade;
   const client = processes.keep(
     connectLive(facade.graphqlUrl.replace(/^http/, 'ws'), { Authorization: `Bearer ${token}` }),
   );
@@ -158,7 +115,7 @@ describe('memory release after idle', () => {
       RATE_LIMIT_SUBSCRIPTIONS: String(SUBSCRIBERS),
       RATE_LIMIT_REQUESTS: '2000',
     });
-    const token = await demoToken(loggedIssuer(facade.lines));
+    const { token } = facade;
     expect(await releaseMetrics(facade.metricsUrl)).toMatchObject({ armed: 1, releases: 0 });
 
     const wsUrl = facade.graphqlUrl.replace(/^http/, 'ws');

@@ -19,6 +19,8 @@ export interface NpmStart {
   stderr(): string;
   /** The facade's `/graphql` URL. */
   graphqlUrl: string;
+  /** The facade's `/metrics` URL (its own port). */
+  metricsUrl: string;
   /** The embedded emulator's base URL. */
   emulatorUrl: string;
   /** A token of the demo operator. */
@@ -71,21 +73,35 @@ async function runToExit(
  * loopback ports and `env` over production defaults (see {@link userEnvironment}), and resolves
  * once it listens.
  */
-async function startNpmStart(processes: Processes, env: Record<string, string>): Promise<NpmStart> {
-  const child = runAsUser(processes, 'scripts/start.ts', {
+async function startNpmStart(
+  processes: Processes,
+  env: Record<string, string>,
+  via: StartedVia = 'node',
+): Promise<NpmStart> {
+  const startEnv = {
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'debug',
     DEV_ISSUER_PORT: '0',
     METRICS_PORT: '0',
     ...env,
-  });
+  };
+  const child =
+    via === 'npm'
+      ? processes.spawn('npm', ['start'], {
+          cwd: new URL('../..', import.meta.url),
+          env: userEnvironment(startEnv),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+      : runAsUser(processes, 'scripts/start.ts', startEnv);
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
   const lines: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) =>
-    lines.push(JSON.parse(line) as Record<string, unknown>),
-  );
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    // npm prints the script it runs before the facade's first line.
+    if (via === 'npm' && !line.startsWith('{')) return;
+    lines.push(JSON.parse(line) as Record<string, unknown>);
+  });
   // A child process's app cannot be watched through `app.lifecycle` (test/support/harness/
   // lifecycle-watch.ts): its log lines are what tells a test when something happened.
   const logged = (msg: string) => lines.filter((entry) => entry.msg === msg);
@@ -98,10 +114,17 @@ async function startNpmStart(processes: Processes, env: Record<string, string>):
     logged,
     stderr: () => stderr,
     graphqlUrl: logged('facade listening')[0]!.url as string,
+    metricsUrl: logged('facade listening')[0]!.metrics as string,
     emulatorUrl: logged('upstream: in-process emulator with demo data')[0]!.upstream as string,
     token: await demoToken(loggedIssuer(lines)),
   };
 }
+
+/**
+ * How a start is run: `node scripts/start.ts` (what `npm start` runs, without npm), or `npm start`
+ * itself, for what only the package's start script gives (its node options, such as `--expose-gc`).
+ */
+export type StartedVia = 'node' | 'npm';
 
 /**
  * `npm start` processes for the tests of a file: `start` starts one and waits for it to listen (see
@@ -110,7 +133,7 @@ async function startNpmStart(processes: Processes, env: Record<string, string>):
  * the test started is stopped (test/support/processes.ts).
  */
 export function useNpmStart(): Processes & {
-  start(env: Record<string, string>): Promise<NpmStart>;
+  start(env: Record<string, string>, via?: StartedVia): Promise<NpmStart>;
   run(script: string, env: Record<string, string>): ChildProcess;
   runToExit(script: string, env: Record<string, string>): ReturnType<typeof runToExit>;
   keep<C extends { dispose(): Promise<void> }>(client: C): C;
@@ -124,7 +147,7 @@ export function useNpmStart(): Processes & {
   });
   return {
     spawn: processes.spawn,
-    start: (env) => startNpmStart(processes, env),
+    start: (env, via) => startNpmStart(processes, env, via),
     run: (script, env) => runAsUser(processes, script, env),
     runToExit: (script, env) => runToExit(processes, script, env),
     keep(client) {
