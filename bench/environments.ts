@@ -11,11 +11,10 @@
  * (workers per environment, default 4), `BENCH_ENVIRONMENTS_ROUNDS` (rounds alternating the two
  * set-ups, default 2).
  */
-import { fileURLToPath } from 'node:url';
 import { startDevIssuer } from '../dev-issuer/index.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
-import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
+import { startEmulatorService, startFacadeService, type ServiceProcess } from './processes.ts';
 
 const seconds = positiveIntegerFromEnv('BENCH_ENVIRONMENTS_SECONDS', 8);
 const workers = positiveIntegerFromEnv('BENCH_ENVIRONMENTS_WORKERS', 4);
@@ -43,25 +42,11 @@ async function main(): Promise<void> {
     const emulator = await startEmulatorService();
     services.push(emulator);
     const facade = async (name: string, keys: Record<string, string>): Promise<ServiceProcess> => {
-      const port = await findFreePort();
-      const started = await startService({
-        name,
-        script: fileURLToPath(new URL('../src/main.ts', import.meta.url)),
-        port,
-        env: {
-          PORT: String(port),
-          METRICS_PORT: String(await findFreePort()),
-          HOST: '127.0.0.1',
-          UPSTREAM_BASE_URL: emulator.url,
-          UPSTREAM_API_KEY: '',
-          ...keys,
-          AUTH_ISSUER: issuer.issuer,
-          AUTH_AUDIENCE: issuer.audience,
-          NODE_ENV: 'production',
-          LOG_LEVEL: 'warn',
-          RATE_LIMIT_ENABLED: 'false',
-        },
-        readyPath: '/readyz',
+      const started = await startFacadeService(name, emulator.url, {
+        UPSTREAM_API_KEY: '',
+        ...keys,
+        AUTH_ISSUER: issuer.issuer,
+        AUTH_AUDIENCE: issuer.audience,
       });
       services.push(started);
       return started;

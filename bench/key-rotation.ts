@@ -15,7 +15,6 @@
  * facade is also sent SIGHUP).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import {
   addEmulatorKey,
   ledgerBalance,
@@ -27,7 +26,7 @@ import {
 } from '../scripts/key-rotation.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { percentile } from './load.ts';
-import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
+import { startEmulatorService, startFacadeService, type ServiceProcess } from './processes.ts';
 
 const OLD_KEY = 'sk_sandbox_emulator';
 const NEW_KEY = 'sk_sandbox_bench_rotated';
@@ -72,24 +71,11 @@ async function main(): Promise<void> {
     const emulator = await startEmulatorService();
     services.push(emulator);
     const secret = mountedSecret(`${OLD_KEY}\n`);
-    const port = await findFreePort();
-    const facade = await startService({
-      name: 'facade',
-      script: fileURLToPath(new URL('../src/main.ts', import.meta.url)),
-      port,
-      env: {
-        PORT: String(port),
-        METRICS_PORT: String(await findFreePort()),
-        HOST: '127.0.0.1',
-        UPSTREAM_BASE_URL: emulator.url,
-        UPSTREAM_API_KEY: '',
-        UPSTREAM_API_KEY_FILE: secret.file,
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'info',
-        AUTH_MODE: 'none',
-        RATE_LIMIT_ENABLED: 'false',
-      },
-      readyPath: '/readyz',
+    const facade = await startFacadeService('facade', emulator.url, {
+      UPSTREAM_API_KEY: '',
+      UPSTREAM_API_KEY_FILE: secret.file,
+      LOG_LEVEL: 'info',
+      AUTH_MODE: 'none',
     });
     services.push(facade);
     const lines: string[] = [];

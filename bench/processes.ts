@@ -88,6 +88,35 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
+/**
+ * The facade (`src/main.ts`) as a process of its own over the emulator at `emulatorUrl`, on free
+ * ports (its metrics too), as production runs it without rate limits: `env` adds to or overrides
+ * that (its keys, its callers, `LOG_LEVEL`, which is `warn` unless given).
+ */
+export async function startFacadeService(
+  name: string,
+  emulatorUrl: string,
+  env: Record<string, string>,
+): Promise<ServiceProcess> {
+  const port = await findFreePort();
+  return startService({
+    name,
+    script: fileURLToPath(new URL('../src/main.ts', import.meta.url)),
+    port,
+    env: {
+      PORT: String(port),
+      METRICS_PORT: String(await findFreePort()),
+      HOST: '127.0.0.1',
+      UPSTREAM_BASE_URL: emulatorUrl,
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_ENABLED: 'false',
+      ...env,
+    },
+    readyPath: '/readyz',
+  });
+}
+
 /** Starts the emulator (`emulator/main.ts`, demo data) on a free port; every benchmark's upstream. */
 export async function startEmulatorService(): Promise<ServiceProcess> {
   const port = await findFreePort();
