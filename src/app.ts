@@ -102,7 +102,7 @@ const MAX_BODY = '64kb';
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   // The gauges read the live wing at each scrape, once it is built below.
   const parts = await createAppParts(config, deps, () => live.stats());
-  const { logger, lifecycle, observability, upstreamClient, environments, edge, events, tracing } = parts;
+  const { logger, lifecycle, observability, environments, edge, events, tracing } = parts;
   const { memoryRelease } = parts;
   const { metrics } = observability;
   const { door } = edge;
@@ -194,7 +194,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   return {
     logger,
     metrics,
-    responseCache: upstreamClient.cache,
+    // The first environment's (the one with one key).
+    responseCache: environments.all[0]!.client.cache,
     lifecycle,
     reloadTrustedDocuments: async () => edge.trustedDocuments?.reload(),
     reloadUpstreamKey: () => environments.reloadKeys(),
@@ -324,9 +325,6 @@ async function createAppParts(
       ...(tracing === undefined ? {} : { tracer: tracing.events }),
     },
   });
-  // The first environment's: `/readyz` asks with its key when there is one environment, and
-  // `app.responseCache` is its cache.
-  const { client: upstreamClient, key: upstreamKey } = environments.all[0]!;
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
@@ -345,10 +343,8 @@ async function createAppParts(
     hostAllowList,
     lifecycle,
     observability,
-    upstreamClient,
     schema,
     formatError,
-    upstreamKey,
     environments,
     edge,
     events,
@@ -366,16 +362,7 @@ async function createAppParts(
 function mountRoutes(
   app: express.Express,
   config: Config,
-  {
-    hostAllowList,
-    upstreamClient,
-    upstreamKey,
-    logger,
-    events,
-    explorerRoutes,
-    edge,
-    environments,
-  }: AppParts,
+  { hostAllowList, logger, events, explorerRoutes, edge, environments }: AppParts,
   served: {
     live: LiveWing;
     graphQLHandler: express.RequestHandler;
@@ -387,11 +374,13 @@ function mountRoutes(
   app.use(hostAllowList.middleware, frameProtection());
   app.use(assignRequestId());
   app.get('/healthz', handleHealth());
+  // With one environment `/readyz` asks with its key (with a key per environment, each one below).
+  const first = environments.all[0]!;
   app.get(
     '/readyz',
     handleReadiness({
-      client: upstreamClient,
-      apiKey: upstreamKey,
+      client: first.client,
+      apiKey: first.key,
       logger,
       checkRedis: () => events.checkRedis(),
       cacheMs: config.readinessCacheMs,
