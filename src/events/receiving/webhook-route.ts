@@ -99,51 +99,115 @@ export interface WebhookRouter {
   bodies(): WebhookBodyReaderState;
 }
 
+/** A delivery as it arrives: what every check may use. */
+interface Arrival {
+  readonly request: Request;
+  readonly address: string;
+  /** The receipt span, when tracing is on and recorded. */
+  readonly receipt: WebhookReceiptTrace | undefined;
+}
+
+/** Its headers judged, well-formed or not: the address budget spares a well-signed one. */
+interface JudgedHeaders extends Arrival {
+  readonly headers: WebhookHeaderCheck;
+}
+
+/** Headers with a well-formed, current signature. */
+interface SignedHeaders extends Arrival {
+  readonly headers: CheckedWebhookHeaders;
+}
+
+/** The body read in full, within the caps. */
+interface ReadBody extends SignedHeaders {
+  readonly body: Buffer;
+}
+
+/** The platform event the verified body holds. */
+interface ReceivedEvent extends ReadBody {
+  readonly event: PlatformEvent;
+}
+
+/** What a check decides: the delivery with what it established, or the refusal that answers it. */
+type Checked<Out> = { readonly passed: Out } | { readonly refused: WebhookRefusal };
+
+/** One check: takes what the checks before it established and adds its own, or refuses. */
+type Check<In, Out> = (context: CheckContext, delivery: In) => Checked<Out> | Promise<Checked<Out>>;
+
+/** What the checks share: the route's options and the parts its router holds. */
+interface CheckContext {
+  readonly options: WebhookRouterOptions;
+  readonly accepting: () => boolean;
+  readonly bodyReader: WebhookBodyReader;
+  readonly refusals: WebhookRefusals;
+  readonly now: () => number;
+}
+
+/**
+ * Checks run one after the other, each on what the ones before it established: the names in
+ * order (the declared list) and the one runner of them, so the two cannot drift apart.
+ */
+interface CheckChain<In, Out, Names extends readonly string[]> {
+  readonly names: Names;
+  run(context: CheckContext, delivery: In): Promise<Checked<Out>>;
+  then<Name extends string, Next>(
+    name: Name,
+    check: Check<Out, Next>,
+  ): CheckChain<In, Next, readonly [...Names, Name]>;
+}
+
+function chainOf<In, Out, Names extends readonly string[]>(
+  names: Names,
+  run: (context: CheckContext, delivery: In) => Promise<Checked<Out>>,
+): CheckChain<In, Out, Names> {
+  return {
+    names,
+    run,
+    then: (name, check) =>
+      chainOf([...names, name], async (context, delivery) => {
+        const checked = await run(context, delivery);
+        // The first refusal answers; the checks after it never run.
+        return 'refused' in checked ? checked : check(context, checked.passed);
+      }),
+  };
+}
+
+const passes = <Out>(delivery: Out): Checked<Out> => ({ passed: delivery });
+const refusedWith = (refusal: WebhookRefusal): { readonly refused: WebhookRefusal } => ({ refused: refusal });
+
 /**
  * The checks of a delivery, in the order they run; the first that refuses answers from
  * {@link WEBHOOK_ANSWERS} and the rest never run. Everything the headers can tell comes before a
  * byte of the body is read, the signature before the body is parsed, and the event is appended
  * before the delivery is acknowledged (an acknowledged event is an event the subscribers get).
  */
-export const WEBHOOK_CHECKS = [
+const CHECKS = chainOf<Arrival, Arrival, readonly []>([], async (_context, delivery) => passes(delivery))
   /** Shutting down: 503 with `Retry-After`. */
-  'accepting',
+  .then('accepting', checkAccepting)
   /**
    * Headers without a well-formed, current signature, from an address refused too often in this
    * window: 429 with `Retry-After`, unread. Only those meet the budget: a signed delivery is always
    * verified, so junk from a shared address (NAT, a proxy) cannot turn the upstream's own
    * deliveries away; its cost stays bounded by the body's cap and reading slots.
    */
-  'address_budget',
+  .then('address_budget', checkAddressBudget)
   /** Missing `webhook-*` headers, a timestamp outside the tolerance, no well-formed signature: 401, unread. */
-  'signed_headers',
+  .then('signed_headers', checkSignedHeaders)
   /** Body over `maxBodyBytes` (413), not received in time (408), no reading slot in time (503). */
-  'body',
+  .then('body', readBody)
   /** No signature matches the body: 401, and the body is not even parsed. */
-  'signature',
+  .then('signature', checkSignature)
   /** Malformed JSON or envelope, or `webhook-id` differing from the body's `id`: 400. */
-  'envelope',
+  .then('envelope', checkEnvelope)
   /** Published before: 200 with `duplicate: true`; being published by a concurrent delivery: 409. */
-  'first_delivery',
+  .then('first_delivery', checkFirstDelivery)
   /** The event log does not take it: 503, and the upstream's retry publishes it later. */
-  'append',
-] as const;
+  .then('append', appendEvent);
+
+/** The names of the checks of a delivery, in the order they run (see `CHECKS` in webhook-route.ts). */
+export const WEBHOOK_CHECKS = CHECKS.names;
 
 /** The name of one check of {@link WEBHOOK_CHECKS}. */
 export type WebhookCheck = (typeof WEBHOOK_CHECKS)[number];
-
-/** What the checks learn of one delivery, each from those before it. */
-interface Delivery {
-  readonly request: Request;
-  readonly address: string;
-  /** The receipt span, when tracing is on and recorded. */
-  readonly receipt?: WebhookReceiptTrace | undefined;
-  headers?: WebhookHeaderCheck;
-  body?: Buffer;
-  event?: PlatformEvent;
-}
-
-type CheckResult = WebhookRefusal | undefined;
 
 /**
  * Builds the route the upstream posts its webhooks to: it runs {@link WEBHOOK_CHECKS} in order and
@@ -167,12 +231,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   const refusals = createWebhookRefusals({ ...(options.refusals ?? DEFAULT_WEBHOOK_REFUSALS), now });
   const addressOf =
     options.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? 'unknown');
-  const checks = createWebhookChecks(options, {
-    accepting: () => accepting,
-    bodyReader,
-    refusals,
-    now,
-  });
+  const context: CheckContext = { options, accepting: () => accepting, bodyReader, refusals, now };
 
   /** Tells `onDelivery` and the receipt span (tracing on and recorded) how the delivery was answered. */
   const report = (response: Response, outcome: WebhookDeliveryOutcome): void => {
@@ -181,7 +240,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   };
 
   /** Answers a refusal; one of the sender counts against its address and is logged as a sample. */
-  const refuse = (delivery: Delivery, response: Response, refusal: WebhookRefusal): void => {
+  const refuse = (delivery: Arrival, response: Response, refusal: WebhookRefusal): void => {
     const row = WEBHOOK_ANSWERS[refusal.reason];
     report(response, row.outcome);
     if (row.counted) {
@@ -199,16 +258,14 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   };
 
   const receive = async (request: Request, response: Response): Promise<void> => {
-    const delivery: Delivery = { request, address: addressOf(request), receipt: receiptOf(response) };
-    for (const name of WEBHOOK_CHECKS) {
-      const refusal = await checks[name](delivery);
-      if (refusal !== undefined) {
-        refuse(delivery, response, refusal);
-        return;
-      }
+    const arrival: Arrival = { request, address: addressOf(request), receipt: receiptOf(response) };
+    const checked = await CHECKS.run(context, arrival);
+    if ('refused' in checked) {
+      refuse(arrival, response, checked.refused);
+      return;
     }
     report(response, 'accepted');
-    response.status(200).json({ received: true, eventId: delivery.event!.id, duplicate: false });
+    response.status(200).json({ received: true, eventId: checked.passed.event.id, duplicate: false });
   };
 
   router.post('/', (request: Request, response: Response, next: NextFunction) => {
@@ -229,7 +286,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     }
     // The body is read by webhook-body.ts, which never throws: what reaches here is a failure of ours.
     logger.error('webhook delivery failed', { error: String(error) });
-    refuse({ request, address: addressOf(request) }, response, { reason: 'failed' });
+    refuse({ request, address: addressOf(request), receipt: undefined }, response, { reason: 'failed' });
   });
 
   return {
@@ -246,88 +303,93 @@ function receiptOf(response: Response): WebhookReceiptTrace | undefined {
   return (response.locals as { receipt?: WebhookReceiptTrace }).receipt;
 }
 
-/** Each check of {@link WEBHOOK_CHECKS}: a refusal, or nothing when the delivery passes it. */
-function createWebhookChecks(
-  options: WebhookRouterOptions,
-  parts: {
-    accepting: () => boolean;
-    bodyReader: WebhookBodyReader;
-    refusals: WebhookRefusals;
-    now: () => number;
-  },
-): Record<WebhookCheck, (delivery: Delivery) => CheckResult | Promise<CheckResult>> {
-  const { dedup, log, logger } = options;
-  const tolerance =
-    options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds };
-  return {
-    accepting: () => (parts.accepting() ? undefined : { reason: 'shutting_down' }),
-    address_budget: (delivery) => {
-      delivery.headers = checkWebhookHeaders(delivery.request.headers, { ...tolerance, now: parts.now() });
-      const blockedFor = delivery.headers.ok ? undefined : parts.refusals.blockedFor(delivery.address);
-      return blockedFor === undefined
-        ? undefined
-        : { reason: 'address_blocked', retryAfterSeconds: blockedFor };
-    },
-    signed_headers: ({ headers }) => {
-      if (headers!.ok) return undefined;
-      const { reason, message } = headers!;
-      return {
-        reason: reason === 'timestamp_outside_tolerance' ? 'stale' : 'unsigned',
-        detail: message,
-        logged: reason,
-      };
-    },
-    body: async (delivery) => {
-      const read = await parts.bodyReader.read(delivery.request, delivery.address);
-      if (!read.ok) return { reason: read.failure };
-      delivery.body = read.body;
-      return undefined;
-    },
-    signature: ({ headers, body }) => {
-      const verification = verifyWebhookSignature(headers as CheckedWebhookHeaders, body!, options.secrets());
-      if (verification.ok) return undefined;
-      return { reason: 'forged', detail: verification.message, logged: verification.reason };
-    },
-    envelope: (delivery) => {
-      const parsed = parsePlatformEvent(delivery.body!);
-      if (!parsed.ok) return { reason: 'malformed', detail: parsed.message };
-      if (parsed.event.id !== (delivery.headers as CheckedWebhookHeaders).id) {
-        return { reason: 'malformed', detail: 'the webhook-id header differs from the body\'s "id"' };
-      }
-      if (options.environment !== undefined && parsed.event.environment !== options.environment) {
-        return { reason: 'malformed', detail: `this route takes ${options.environment} events only` };
-      }
-      delivery.event = parsed.event;
-      delivery.receipt?.event(parsed.event);
-      return undefined;
-    },
-    first_delivery: async ({ event }) => {
-      const claim = await dedup.claim(event!.id);
-      if (claim === 'seen') return { reason: 'duplicate', eventId: event!.id };
-      return claim === 'in_flight' ? { reason: 'in_flight' } : undefined;
-    },
-    append: async ({ event }) => {
-      options.beforePublish?.(event!);
-      try {
-        await log.append(event!);
-      } catch (error) {
-        await dedup.release(event!.id).catch(() => undefined);
-        logger.error('could not publish a webhook event; the upstream will retry', {
-          eventId: event!.id,
-          error: String(error),
-        });
-        return { reason: 'not_published' };
-      }
-      // Published: from here the delivery is acknowledged whatever happens, or a retry after the
-      // claim expired would publish the event a second time.
-      await dedup.confirm(event!.id).catch((error: unknown) => {
-        logger.error('published an event but could not record it as seen', {
-          eventId: event!.id,
-          error: String(error),
-        });
-      });
-      options.onPublished?.(event!);
-      return undefined;
-    },
-  };
+function checkAccepting(context: CheckContext, delivery: Arrival): Checked<Arrival> {
+  return context.accepting() ? passes(delivery) : refusedWith({ reason: 'shutting_down' });
+}
+
+function checkAddressBudget(context: CheckContext, delivery: Arrival): Checked<JudgedHeaders> {
+  const { toleranceSeconds } = context.options;
+  const headers = checkWebhookHeaders(delivery.request.headers, {
+    ...(toleranceSeconds === undefined ? {} : { toleranceSeconds }),
+    now: context.now(),
+  });
+  const blockedFor = headers.ok ? undefined : context.refusals.blockedFor(delivery.address);
+  return blockedFor === undefined
+    ? passes({ ...delivery, headers })
+    : refusedWith({ reason: 'address_blocked', retryAfterSeconds: blockedFor });
+}
+
+function checkSignedHeaders(_context: CheckContext, delivery: JudgedHeaders): Checked<SignedHeaders> {
+  const { headers } = delivery;
+  if (headers.ok) return passes({ ...delivery, headers });
+  const { reason, message } = headers;
+  return refusedWith({
+    reason: reason === 'timestamp_outside_tolerance' ? 'stale' : 'unsigned',
+    detail: message,
+    logged: reason,
+  });
+}
+
+async function readBody(context: CheckContext, delivery: SignedHeaders): Promise<Checked<ReadBody>> {
+  const read = await context.bodyReader.read(delivery.request, delivery.address);
+  return read.ok ? passes({ ...delivery, body: read.body }) : refusedWith({ reason: read.failure });
+}
+
+function checkSignature(context: CheckContext, delivery: ReadBody): Checked<ReadBody> {
+  const verification = verifyWebhookSignature(delivery.headers, delivery.body, context.options.secrets());
+  if (verification.ok) return passes(delivery);
+  return refusedWith({ reason: 'forged', detail: verification.message, logged: verification.reason });
+}
+
+function checkEnvelope(context: CheckContext, delivery: ReadBody): Checked<ReceivedEvent> {
+  const { environment } = context.options;
+  const parsed = parsePlatformEvent(delivery.body);
+  if (!parsed.ok) return refusedWith({ reason: 'malformed', detail: parsed.message });
+  if (parsed.event.id !== delivery.headers.id) {
+    return refusedWith({
+      reason: 'malformed',
+      detail: 'the webhook-id header differs from the body\'s "id"',
+    });
+  }
+  if (environment !== undefined && parsed.event.environment !== environment) {
+    return refusedWith({ reason: 'malformed', detail: `this route takes ${environment} events only` });
+  }
+  delivery.receipt?.event(parsed.event);
+  return passes({ ...delivery, event: parsed.event });
+}
+
+async function checkFirstDelivery(
+  context: CheckContext,
+  delivery: ReceivedEvent,
+): Promise<Checked<ReceivedEvent>> {
+  const { event } = delivery;
+  const claim = await context.options.dedup.claim(event.id);
+  if (claim === 'seen') return refusedWith({ reason: 'duplicate', eventId: event.id });
+  return claim === 'in_flight' ? refusedWith({ reason: 'in_flight' }) : passes(delivery);
+}
+
+async function appendEvent(context: CheckContext, delivery: ReceivedEvent): Promise<Checked<ReceivedEvent>> {
+  const { dedup, log, logger } = context.options;
+  const { event } = delivery;
+  context.options.beforePublish?.(event);
+  try {
+    await log.append(event);
+  } catch (error) {
+    await dedup.release(event.id).catch(() => undefined);
+    logger.error('could not publish a webhook event; the upstream will retry', {
+      eventId: event.id,
+      error: String(error),
+    });
+    return refusedWith({ reason: 'not_published' });
+  }
+  // Published: from here the delivery is acknowledged whatever happens, or a retry after the
+  // claim expired would publish the event a second time.
+  await dedup.confirm(event.id).catch((error: unknown) => {
+    logger.error('published an event but could not record it as seen', {
+      eventId: event.id,
+      error: String(error),
+    });
+  });
+  context.options.onPublished?.(event);
+  return passes(delivery);
 }
