@@ -40,6 +40,7 @@ import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
 import { createMemoryRelease, type MemoryRelease } from './observability/memory-release.ts';
 import type { LiveTransportNumbers, Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
+import { DEAD_LETTERS_PATH, deadLetterListing } from './events/receiving/dead-letter-listing.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
 import type { ResponseCache } from './upstream/response-cache.ts';
@@ -292,6 +293,9 @@ async function createAppParts(
     hostCheck: hostAllowList.middleware,
     responseCache: () => environments.cacheStats(),
     answerCache: () => answers?.stats(),
+    operatorRoutes: {
+      [DEAD_LETTERS_PATH]: deadLetterListing({ list: (limit) => events.deadLetters.list(limit) }),
+    },
   });
   const { metrics } = observability;
   // One memory-reducing collection when the process turns idle after its memory grew: every
@@ -438,11 +442,15 @@ function closeConnectionsWhileShuttingDown(isShuttingDown: () => boolean): expre
 function eventMetrics(
   metrics: Metrics,
   memoryRelease: MemoryRelease,
-): Pick<EventsRuntimeOptions, 'onWebhookDelivery' | 'liveObserver' | 'onReconciled' | 'onReconcileFailed'> {
+): Pick<
+  EventsRuntimeOptions,
+  'onWebhookDelivery' | 'onDeadLetter' | 'liveObserver' | 'onReconciled' | 'onReconcileFailed'
+> {
   return {
     // A pipeline has an environment only with a key per environment: one environment's series unchanged.
     onWebhookDelivery: (outcome, environment) =>
       metrics.webhookDeliveries.inc({ outcome, ...(environment === undefined ? {} : { environment }) }),
+    onDeadLetter: ({ environment, reason }) => metrics.webhookDeadLetters.inc({ environment, reason }),
     liveObserver: {
       // Streams opening, deliveries and live queries' executions are waited on: no memory release under them.
       ...(memoryRelease.armed ? { working: () => memoryRelease.working() } : {}),

@@ -13,6 +13,7 @@ import {
   type EventsRuntimeOptions,
 } from './events/events-runtime.ts';
 import type { PlatformEnvironment } from './events/event-types.ts';
+import { newestFirst } from './events/receiving/dead-letters.ts';
 import type { LiveSessions, LiveSubscriber } from './events/delivery/live-sessions.ts';
 import type { Logger } from './logger.ts';
 import type { ResponseCacheStats } from './upstream/response-cache.ts';
@@ -154,6 +155,12 @@ function combineEvents(stacks: readonly EnvironmentStack[]): EventsRuntime {
   };
   const combined: EventsRuntime = {
     live,
+    deadLetters: {
+      async list(limit) {
+        const lists = await Promise.all(runtimes.map((runtime) => runtime.deadLetters.list(limit)));
+        return newestFirst(lists.flat(), limit);
+      },
+    },
     apolloPlugin: {
       async serverWillStart() {
         return {

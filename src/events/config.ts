@@ -6,6 +6,7 @@
 import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
 import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './delivery/subscriber-queue.ts';
 import { DEFAULT_LOG_RETENTION, parseLogRetention, type LogRetention } from './log/event-log.ts';
+import { DEFAULT_DEAD_LETTERS_MAX } from './receiving/dead-letters.ts';
 import { isWebhookSecret, DEFAULT_WEBHOOK_TOLERANCE_SECONDS } from './receiving/verify-webhook.ts';
 import type { WebhookBodyLimits } from './receiving/webhook-body.ts';
 import {
@@ -50,6 +51,8 @@ export interface WebhooksConfig {
   maxRefusalsPerMinute: number;
   /** How long a received event id is remembered to drop redeliveries (`WEBHOOK_DEDUP_RETENTION_SECONDS`). */
   dedupRetentionSeconds: number;
+  /** Parked events kept per environment (`WEBHOOK_DEAD_LETTERS_MAX`); the oldest go first. */
+  deadLettersMax: number;
 }
 
 /** Transport limits of graphql-ws connections (see docs/security.md, "Abuse limits"). */
@@ -104,6 +107,7 @@ export const EVENTS_CONFIG_DEFAULTS = {
   WEBHOOK_MAX_REFUSALS_PER_MINUTE: DEFAULT_WEBHOOK_REFUSALS.limit,
   // The upstream retries for about two minutes; a day also covers manual resends.
   WEBHOOK_DEDUP_RETENTION_SECONDS: 24 * 60 * 60,
+  WEBHOOK_DEAD_LETTERS_MAX: DEFAULT_DEAD_LETTERS_MAX,
   REDIS_KEY_PREFIX: 'facade:',
   SUBSCRIPTION_QUEUE_LIMIT: DEFAULT_SUBSCRIBER_QUEUE_LIMIT,
   // A reader on a slow network takes a write in seconds; one that stopped reading never does.
@@ -167,6 +171,12 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
         // Shorter than the upstream's retry window would let a retry through as a new event.
         300,
         30 * 24 * 60 * 60,
+      ),
+      deadLettersMax: reader.integer(
+        'WEBHOOK_DEAD_LETTERS_MAX',
+        EVENTS_CONFIG_DEFAULTS.WEBHOOK_DEAD_LETTERS_MAX,
+        1,
+        100_000,
       ),
     },
     redisUrl: readRedisUrl(reader.trimmed('REDIS_URL'), report),

@@ -31,7 +31,8 @@ export interface PlatformEvent {
  * (no valid signature), `stale` (signature timestamp outside the tolerance), `malformed` (bad body
  * or too large), `in_flight` (another delivery of it is being published), `unavailable` (not
  * published: shutting down or the event log failed), `too_slow` (the body did not arrive in time),
- * `busy` (no reading slot in time), `throttled` (its address was refused too often lately).
+ * `busy` (no reading slot in time), `throttled` (its address was refused too often lately),
+ * `dead_lettered` (signed, but never processable: parked in the dead-letter record).
  */
 export type WebhookDeliveryOutcome =
   | 'accepted'
@@ -43,4 +44,5 @@ export type WebhookDeliveryOutcome =
   | 'unavailable'
   | 'too_slow'
   | 'busy'
-  | 'throttled';
+  | 'throttled'
+  | 'dead_lettered';

@@ -18,7 +18,7 @@ import { createUpstreamContext } from '../upstream/context.ts';
 import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
 import { createLiveQueries } from './delivery/live-queries.ts';
-import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
+import { listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { cursorCodec } from './log/cursor-codec.ts';
@@ -39,15 +39,15 @@ import { createMemoryEventDeduplicator } from './dedup/memory-event-dedup.ts';
 import { openRedisConnection } from '../redis.ts';
 import { createRedisEventDeduplicator } from './dedup/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
-import { webhookBodyLimits } from './config.ts';
+import { webhookRouterOptions } from './receiving/webhook-route-options.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
 import type { LiveObserver } from './delivery/live-context.ts';
 import type { LifecycleEmitter } from '../observability/lifecycle.ts';
+import { createDeadLetterRecord, type DeadLetter, type DeadLetterRecord } from './receiving/dead-letters.ts';
 import {
   createWebhookRouter,
   type WebhookDeliveryOutcome,
   type WebhookRouter,
-  type WebhookRouterOptions,
 } from './receiving/webhook-route.ts';
 
 /** Options of {@link createEventsRuntime}. */
@@ -65,6 +65,8 @@ export interface EventsRuntimeOptions {
   addressOf?: (request: IncomingMessage) => string;
   /** Told about deliveries to subscribers and queue overflows (metrics). */
   liveObserver?: LiveObserver;
+  /** Told of each signed webhook event parked as one that can never be processed (metrics). */
+  onDeadLetter?: (letter: DeadLetter) => void;
   /** Told how many changes each reconciliation of missed webhooks appended (metrics). */
   onReconciled?: (count: number) => void;
   /** Told of each customer whose reconciliation reads failed in a run (metrics). */
@@ -95,6 +97,8 @@ export interface EventsRuntime {
   readonly apolloPlugin: ApolloServerPlugin<GraphContext>;
   /** Subscribers, their queues and shared event reads, for every live transport's adapter. */
   readonly live: LiveSessions;
+  /** Signed webhook events that can never be processed, parked (in Redis with `REDIS_URL`). */
+  readonly deadLetters: Pick<DeadLetterRecord, 'list'>;
   /** Mounts the webhook route at {@link WEBHOOK_PATH} (and the environment's name, when it serves one). Call once. */
   attach(host: EventsHost): void;
   /**
@@ -126,6 +130,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   });
   const { tracer } = options;
   const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
+  const deadLetters = createDeadLetterRecord(redis, config, options.environment);
   const reconciler =
     config.reconcile.intervalSeconds > 0
       ? createReconciler({
@@ -206,6 +211,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
 
   const runtime: EventsRuntime = {
     live,
+    deadLetters,
     apolloPlugin: {
       async serverWillStart() {
         return {
@@ -219,7 +225,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     attach(host) {
       if (webhooks !== undefined) throw new Error('the event pipeline is attached already');
       webhooks = createWebhookRouter(
-        webhookRouterOptions(options, { secrets: () => secrets, dedup, log, logger, cache }),
+        webhookRouterOptions(options, { secrets: () => secrets, dedup, log, logger, cache, deadLetters }),
       );
       host.routes.use(webhookPath, webhooks.router);
     },
@@ -278,52 +284,6 @@ function tracedLiveObserver(
     replayed: () => observer?.replayed?.(),
     overflowed: () => observer?.overflowed(),
     traceDelivery: (event, published, operationName) => tracer.deliver(event, published, operationName),
-  };
-}
-
-/** The webhook route's options: the configured limits, and what it tells the rest of the facade. */
-function webhookRouterOptions(
-  options: EventsRuntimeOptions,
-  parts: Pick<WebhookRouterOptions, 'secrets' | 'dedup' | 'log' | 'logger'> & {
-    cache: UpstreamClient['cache'];
-  },
-): WebhookRouterOptions {
-  const { config, lifecycle, tracer } = options;
-  const { secrets, dedup, log, logger, cache } = parts;
-  return {
-    secrets,
-    dedup,
-    log,
-    logger,
-    ...(options.environment === undefined ? {} : { environment: options.environment }),
-    maxBodyBytes: config.webhooks.maxBodyBytes,
-    bodyLimits: webhookBodyLimits(config.webhooks),
-    refusals: { limit: config.webhooks.maxRefusalsPerMinute, windowMs: 60_000 },
-    ...(options.addressOf === undefined ? {} : { addressOf: options.addressOf }),
-    toleranceSeconds: config.webhooks.toleranceSeconds,
-    ...(options.onWebhookDelivery === undefined
-      ? {}
-      : {
-          onDelivery: (outcome: WebhookDeliveryOutcome) =>
-            options.onWebhookDelivery?.(outcome, options.environment),
-        }),
-    // The receiving replica drops the stale answers before acknowledging: a read that starts
-    // after the acknowledgement asks the upstream.
-    ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
-    ...(lifecycle === undefined
-      ? {}
-      : {
-          onPublished: (event) => {
-            if (!lifecycle.observed('webhookEventPublished')) return;
-            lifecycle.emit('webhookEventPublished', {
-              eventId: event.id,
-              type: event.type,
-              environment: event.environment,
-              customerId: event.data.customerId,
-            });
-          },
-        }),
-    ...(tracer === undefined ? {} : { tracer }),
   };
 }
 

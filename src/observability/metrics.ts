@@ -73,6 +73,8 @@ export interface Metrics {
   readonly upstreamRetries: Counter<'method' | 'route' | 'reason'>;
   /** Webhook deliveries by outcome, and by `environment` (its route's) only with a key per environment. */
   readonly webhookDeliveries: Counter<'outcome' | 'environment'>;
+  /** Signed webhook events parked as never processable, by environment and reason. */
+  readonly webhookDeadLetters: Counter<'environment' | 'reason'>;
   readonly subscriberQueueOverflows: Counter;
   /** Events of the log delivered to subscribers resuming after a cursor. */
   readonly eventsReplayed: Counter;
@@ -169,12 +171,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers,
     }),
     ...createUpstreamMetrics(registers),
-    webhookDeliveries: new Counter({
-      name: 'facade_webhook_deliveries_total',
-      help: 'Webhook deliveries received, by outcome (accepted, duplicate, forged, stale, malformed, in_flight, unavailable).',
-      labelNames: ['outcome', 'environment'] as const,
-      registers,
-    }),
+    ...createWebhookMetrics(registers),
     subscriberQueueOverflows: new Counter({
       name: 'facade_subscriber_queue_overflows_total',
       help: 'Subscriptions ended because their subscriber let too many events wait.',
@@ -290,6 +287,26 @@ function exposition(registry: Registry): RequestHandler {
       response.setHeader('cache-control', 'no-store');
       response.status(200).send(text);
     }, next);
+  };
+}
+
+/** The webhook route's counters: how each delivery was answered, and the events it parked. */
+function createWebhookMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'webhookDeliveries' | 'webhookDeadLetters'> {
+  return {
+    webhookDeliveries: new Counter({
+      name: 'facade_webhook_deliveries_total',
+      help: 'Webhook deliveries received, by outcome (accepted, duplicate, forged, stale, malformed, in_flight, unavailable, dead_lettered, ...).',
+      labelNames: ['outcome', 'environment'] as const,
+      registers,
+    }),
+    webhookDeadLetters: new Counter({
+      name: 'facade_webhook_dead_letters_total',
+      help: 'Signed webhook events parked as never processable, by environment (sandbox, live, unknown) and reason.',
+      labelNames: ['environment', 'reason'] as const,
+      registers,
+    }),
   };
 }
 

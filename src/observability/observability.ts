@@ -37,6 +37,11 @@ export interface ObservabilityOptions {
   responseCache?: () => ResponseCacheStats | undefined;
   /** The answer cache's counts, read at each scrape; undefined when it is off. */
   answerCache?: () => AnswerCacheStats | undefined;
+  /**
+   * GET routes served beside `/metrics`, on this port only, by path: what only operators read (the
+   * parked webhook events, docs/operations.md).
+   */
+  operatorRoutes?: Readonly<Record<string, RequestHandler>>;
 }
 
 export interface Observability {
@@ -84,6 +89,8 @@ export function createObservability(options: ObservabilityOptions): Observabilit
       metricsApp.disable('x-powered-by');
       if (options.hostCheck !== undefined) metricsApp.use(options.hostCheck);
       metricsApp.get(METRICS_PATH, metrics.handler());
+      for (const [path, handler] of Object.entries(options.operatorRoutes ?? {}))
+        metricsApp.get(path, handler);
       metricsApp.use((_request, response) => {
         response.status(404).json({ error: 'not found' });
       });

@@ -23,6 +23,7 @@ describe('readEventsConfig', () => {
           maxConcurrentBodies: 16,
           maxRefusalsPerMinute: 30,
           dedupRetentionSeconds: 86_400,
+          deadLettersMax: 1_000,
         },
         redisUrl: undefined,
         redisKeyPrefix: EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
@@ -47,6 +48,7 @@ describe('readEventsConfig', () => {
       WEBHOOK_REGISTER: 'false',
       WEBHOOK_SECRETS: ` ${first} ,${second}`,
       WEBHOOK_TOLERANCE_SECONDS: '60',
+      WEBHOOK_DEAD_LETTERS_MAX: '50',
       REDIS_URL: 'redis://127.0.0.1:6390',
       SUBSCRIPTION_QUEUE_LIMIT: '5',
       EVENT_LOG_RETENTION: '24h',
@@ -59,6 +61,7 @@ describe('readEventsConfig', () => {
       register: false,
       secrets: [first, second],
       toleranceSeconds: 60,
+      deadLettersMax: 50,
     });
     expect(config.redisUrl).toBe('redis://127.0.0.1:6390');
     expect(config.subscriberQueueLimit).toBe(5);
@@ -74,6 +77,7 @@ describe('readEventsConfig', () => {
       WEBHOOK_REGISTER: 'maybe',
       WEBHOOK_SECRETS: `${goodSecret},sk_not_a_webhook_secret`,
       WEBHOOK_DEDUP_RETENTION_SECONDS: '10',
+      WEBHOOK_DEAD_LETTERS_MAX: '0',
       REDIS_URL: 'not a url with password hunter2',
       EVENT_LOG_RETENTION: '10 parsecs',
       SUBSCRIPTION_QUEUE_LIMIT: '0',
@@ -83,6 +87,7 @@ describe('readEventsConfig', () => {
       'WEBHOOK_REGISTER',
       'WEBHOOK_SECRETS',
       'WEBHOOK_DEDUP_RETENTION_SECONDS',
+      'WEBHOOK_DEAD_LETTERS_MAX',
       'REDIS_URL',
       'EVENT_LOG_RETENTION',
       'SUBSCRIPTION_QUEUE_LIMIT',

@@ -147,19 +147,28 @@ describe('webhook route', () => {
     expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
   });
 
-  test('answers 400 to a signed body that is not JSON or not the event envelope', async () => {
+  test('parks a signed body that is not JSON or not the event envelope: 202, never published', async () => {
     const secret = generateWebhookSecret();
     const receiver = await startReceiver([secret]);
     const notJson = await post(receiver.url, sign(secret, '{"id": "evt_1",', 'evt_1'));
-    expect(notJson).toMatchObject({ status: 400, body: { detail: 'the body is not valid JSON' } });
+    expect(notJson).toMatchObject({
+      status: 202,
+      body: { received: true, parked: true, reason: 'invalid_json', detail: 'the body is not valid JSON' },
+    });
     const noType = await post(
       receiver.url,
       sign(secret, JSON.stringify({ ...makeEvent(), type: undefined }), 'evt_x'),
     );
-    expect(noType).toMatchObject({ status: 400, body: { detail: expect.stringMatching(/"type"/) } });
+    expect(noType).toMatchObject({
+      status: 202,
+      body: { parked: true, reason: 'invalid_name', detail: expect.stringMatching(/"type"/) },
+    });
     const event = makeEvent();
     const otherId = await post(receiver.url, sign(secret, JSON.stringify(event), 'evt_other'));
-    expect(otherId).toMatchObject({ status: 400, body: { detail: expect.stringMatching(/webhook-id/) } });
+    expect(otherId).toMatchObject({
+      status: 202,
+      body: { parked: true, reason: 'id_mismatch', detail: expect.stringMatching(/webhook-id/) },
+    });
     expect(receiver.published).toEqual([]);
   });
 

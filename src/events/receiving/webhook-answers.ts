@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Response } from 'express';
 import type { WebhookDeliveryOutcome } from '../event-types.ts';
+import type { PoisonReason } from './platform-event.ts';
 
 /** Why a delivery was answered without being published. */
 export type WebhookRefusalReason =
@@ -28,8 +29,13 @@ export type WebhookRefusalReason =
   | 'aborted'
   /** No signature matches the body under any accepted secret. */
   | 'forged'
-  /** The body is not a platform event, or its `id` differs from `webhook-id`. */
-  | 'malformed'
+  /**
+   * Signed, but an event the facade can never process (platform-event.ts): kept in the dead-letter
+   * record and acknowledged, so the upstream stops redelivering it.
+   */
+  | 'parked'
+  /** An event to park that the dead-letter record did not take; the upstream's retry parks it. */
+  | 'not_parked'
   /** The event was published before: acknowledged again, not published again. */
   | 'duplicate'
   /** A concurrent delivery of the same event is publishing it. */
@@ -50,6 +56,8 @@ export interface WebhookRefusal {
   readonly retryAfterSeconds?: number;
   /** The event acknowledged again (a duplicate). */
   readonly eventId?: string;
+  /** Why a parked event can never be processed. */
+  readonly poison?: PoisonReason;
 }
 
 /**
@@ -64,7 +72,7 @@ export interface WebhookAnswerRow {
   /** What `onDelivery` and the receipt span are told. */
   readonly outcome: WebhookDeliveryOutcome;
   readonly status: number;
-  /** The problem's `title`; the body is a receipt instead when undefined (an acknowledgement). */
+  /** The problem's `title`; the body is a receipt instead when undefined (an acknowledgement, 2xx). */
   readonly title?: string;
   /** The problem's `detail`, unless the refusal carries its own. */
   readonly detail?: string;
@@ -125,13 +133,9 @@ export const WEBHOOK_ANSWERS: Readonly<Record<WebhookRefusalReason, WebhookAnswe
   },
   aborted: { outcome: 'malformed', status: 400, counted: false, close: 'at_once' },
   forged: { outcome: 'forged', status: 401, title: INVALID_SIGNATURE, counted: true, close: 'always' },
-  malformed: {
-    outcome: 'malformed',
-    status: 400,
-    title: 'Malformed webhook',
-    counted: false,
-    close: 'never',
-  },
+  // 2xx, the only answer the upstream does not retry (docs/upstream-assumptions.md, "Delivery and
+  // retries"): the same bytes would be refused for ever, and the record keeps the event instead.
+  parked: { outcome: 'dead_lettered', status: 202, counted: false, close: 'never' },
   duplicate: { outcome: 'duplicate', status: 200, counted: false, close: 'never' },
   in_flight: {
     outcome: 'in_flight',
@@ -147,6 +151,15 @@ export const WEBHOOK_ANSWERS: Readonly<Record<WebhookRefusalReason, WebhookAnswe
     status: 503,
     title: 'Event not published',
     detail: 'the event could not be handed to the subscribers',
+    retryAfterSeconds: 1,
+    counted: false,
+    close: 'never',
+  },
+  not_parked: {
+    outcome: 'unavailable',
+    status: 503,
+    title: 'Event not recorded',
+    detail: 'the event can never be processed and could not be recorded as such; retry later',
     retryAfterSeconds: 1,
     counted: false,
     close: 'never',
@@ -169,7 +182,14 @@ export function answerWebhook(request: IncomingMessage, response: Response, refu
     return;
   }
   if (row.title === undefined) {
-    response.status(row.status).json({ received: true, eventId: refusal.eventId, duplicate: true });
+    // An acknowledgement: a duplicate, or a parked event (whose id may be the poison: not echoed).
+    response
+      .status(row.status)
+      .json(
+        refusal.poison === undefined
+          ? { received: true, eventId: refusal.eventId, duplicate: true }
+          : { received: true, parked: true, reason: refusal.poison, detail: refusal.detail },
+      );
     return;
   }
   const retryAfter = refusal.retryAfterSeconds ?? row.retryAfterSeconds;

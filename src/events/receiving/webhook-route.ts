@@ -11,20 +11,33 @@ import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
 import type { PlatformEnvironment, PlatformEvent, WebhookDeliveryOutcome } from '../event-types.ts';
-import { parsePlatformEvent } from './platform-event.ts';
 import {
-  checkWebhookHeaders,
-  verifyWebhookSignature,
-  type CheckedWebhookHeaders,
-  type WebhookHeaderCheck,
-} from './verify-webhook.ts';
+  createMemoryDeadLetters,
+  DEFAULT_DEAD_LETTERS_MAX,
+  type DeadLetter,
+  type DeadLetterRecord,
+} from './dead-letters.ts';
+import {
+  checkAccepting,
+  checkAddressBudget,
+  checkChain,
+  checkEnvelope,
+  checkSignature,
+  checkSignedHeaders,
+  passes,
+  readBody,
+  refusedWith,
+  type Arrival,
+  type CheckContext,
+  type Checked,
+  type ReceivedEvent,
+} from './webhook-checks.ts';
 import {
   createWebhookBodyReader,
   type WebhookBodyLimits,
-  type WebhookBodyReader,
   type WebhookBodyReaderState,
 } from './webhook-body.ts';
-import { createWebhookRefusals, type WebhookRefusals } from './webhook-refusals.ts';
+import { createWebhookRefusals } from './webhook-refusals.ts';
 import { answerWebhook, WEBHOOK_ANSWERS, type WebhookRefusal } from './webhook-answers.ts';
 
 /**
@@ -82,9 +95,16 @@ export interface WebhookRouterOptions {
   tracer?: EventTracer;
   /**
    * With a route per environment: the one environment whose events it takes; a signed event naming
-   * the other is refused as malformed (400), so nothing crosses over. Absent: either.
+   * the other is parked as one it can never process, so nothing crosses over. Absent: either.
    */
   environment?: PlatformEnvironment;
+  /**
+   * Where signed events that can never be processed are kept (dead-letters.ts). Default: in memory,
+   * {@link DEFAULT_DEAD_LETTERS_MAX} per environment.
+   */
+  deadLetters?: DeadLetterRecord;
+  /** Told of each event parked in the dead-letter record (metrics). Must not throw. */
+  onDeadLetter?: (letter: DeadLetter) => void;
 }
 
 export type { WebhookDeliveryOutcome } from '../event-types.ts';
@@ -99,80 +119,10 @@ export interface WebhookRouter {
   bodies(): WebhookBodyReaderState;
 }
 
-/** A delivery as it arrives: what every check may use. */
-interface Arrival {
-  readonly request: Request;
-  readonly address: string;
-  /** The receipt span, when tracing is on and recorded. */
-  readonly receipt: WebhookReceiptTrace | undefined;
-}
-
-/** Its headers judged, well-formed or not: the address budget spares a well-signed one. */
-interface JudgedHeaders extends Arrival {
-  readonly headers: WebhookHeaderCheck;
-}
-
-/** Headers with a well-formed, current signature. */
-interface SignedHeaders extends Arrival {
-  readonly headers: CheckedWebhookHeaders;
-}
-
-/** The body read in full, within the caps. */
-interface ReadBody extends SignedHeaders {
-  readonly body: Buffer;
-}
-
-/** The platform event the verified body holds. */
-interface ReceivedEvent extends ReadBody {
-  readonly event: PlatformEvent;
-}
-
-/** What a check decides: the delivery with what it established, or the refusal that answers it. */
-type Checked<Out> = { readonly passed: Out } | { readonly refused: WebhookRefusal };
-
-/** One check: takes what the checks before it established and adds its own, or refuses. */
-type Check<In, Out> = (context: CheckContext, delivery: In) => Checked<Out> | Promise<Checked<Out>>;
-
-/** What the checks share: the route's options and the parts its router holds. */
-interface CheckContext {
+/** What the checks of the route read: the parts of webhook-checks.ts's, and all the route's options. */
+interface RouteContext extends CheckContext {
   readonly options: WebhookRouterOptions;
-  readonly accepting: () => boolean;
-  readonly bodyReader: WebhookBodyReader;
-  readonly refusals: WebhookRefusals;
-  readonly now: () => number;
 }
-
-/**
- * Checks run one after the other, each on what the ones before it established: the names in
- * order (the declared list) and the one runner of them, so the two cannot drift apart.
- */
-interface CheckChain<In, Out, Names extends readonly string[]> {
-  readonly names: Names;
-  run(context: CheckContext, delivery: In): Promise<Checked<Out>>;
-  then<Name extends string, Next>(
-    name: Name,
-    check: Check<Out, Next>,
-  ): CheckChain<In, Next, readonly [...Names, Name]>;
-}
-
-function chainOf<In, Out, Names extends readonly string[]>(
-  names: Names,
-  run: (context: CheckContext, delivery: In) => Promise<Checked<Out>>,
-): CheckChain<In, Out, Names> {
-  return {
-    names,
-    run,
-    then: (name, check) =>
-      chainOf([...names, name], async (context, delivery) => {
-        const checked = await run(context, delivery);
-        // The first refusal answers; the checks after it never run.
-        return 'refused' in checked ? checked : check(context, checked.passed);
-      }),
-  };
-}
-
-const passes = <Out>(delivery: Out): Checked<Out> => ({ passed: delivery });
-const refusedWith = (refusal: WebhookRefusal): { readonly refused: WebhookRefusal } => ({ refused: refusal });
 
 /**
  * The checks of a delivery, in the order they run; the first that refuses answers from
@@ -180,7 +130,7 @@ const refusedWith = (refusal: WebhookRefusal): { readonly refused: WebhookRefusa
  * byte of the body is read, the signature before the body is parsed, and the event is appended
  * before the delivery is acknowledged (an acknowledged event is an event the subscribers get).
  */
-const CHECKS = chainOf<Arrival, Arrival, readonly []>([], async (_context, delivery) => passes(delivery))
+const CHECKS = checkChain<RouteContext, Arrival>()
   /** Shutting down: 503 with `Retry-After`. */
   .then('accepting', checkAccepting)
   /**
@@ -196,7 +146,11 @@ const CHECKS = chainOf<Arrival, Arrival, readonly []>([], async (_context, deliv
   .then('body', readBody)
   /** No signature matches the body: 401, and the body is not even parsed. */
   .then('signature', checkSignature)
-  /** Malformed JSON or envelope, or `webhook-id` differing from the body's `id`: 400. */
+  /**
+   * A signed event the facade can never process (platform-event.ts), `webhook-id` differing from the
+   * body's `id`, or the other environment's event: parked in the dead-letter record and answered
+   * 202, before anything claims, appends or reads anything for it.
+   */
   .then('envelope', checkEnvelope)
   /** Published before: 200 with `duplicate: true`; being published by a concurrent delivery: 409. */
   .then('first_delivery', checkFirstDelivery)
@@ -205,9 +159,6 @@ const CHECKS = chainOf<Arrival, Arrival, readonly []>([], async (_context, deliv
 
 /** The names of the checks of a delivery, in the order they run (see `CHECKS` in webhook-route.ts). */
 export const WEBHOOK_CHECKS = CHECKS.names;
-
-/** The name of one check of {@link WEBHOOK_CHECKS}. */
-export type WebhookCheck = (typeof WEBHOOK_CHECKS)[number];
 
 /**
  * Builds the route the upstream posts its webhooks to: it runs {@link WEBHOOK_CHECKS} in order and
@@ -231,7 +182,16 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
   const refusals = createWebhookRefusals({ ...(options.refusals ?? DEFAULT_WEBHOOK_REFUSALS), now });
   const addressOf =
     options.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? 'unknown');
-  const context: CheckContext = { options, accepting: () => accepting, bodyReader, refusals, now };
+  const deadLetters =
+    options.deadLetters ?? createMemoryDeadLetters({ maxPerEnvironment: DEFAULT_DEAD_LETTERS_MAX });
+  const context: RouteContext = {
+    options,
+    accepting: () => accepting,
+    bodyReader,
+    refusals,
+    deadLetters,
+    now,
+  };
 
   /** Tells `onDelivery` and the receipt span (tracing on and recorded) how the delivery was answered. */
   const report = (response: Response, outcome: WebhookDeliveryOutcome): void => {
@@ -303,63 +263,8 @@ function receiptOf(response: Response): WebhookReceiptTrace | undefined {
   return (response.locals as { receipt?: WebhookReceiptTrace }).receipt;
 }
 
-function checkAccepting(context: CheckContext, delivery: Arrival): Checked<Arrival> {
-  return context.accepting() ? passes(delivery) : refusedWith({ reason: 'shutting_down' });
-}
-
-function checkAddressBudget(context: CheckContext, delivery: Arrival): Checked<JudgedHeaders> {
-  const { toleranceSeconds } = context.options;
-  const headers = checkWebhookHeaders(delivery.request.headers, {
-    ...(toleranceSeconds === undefined ? {} : { toleranceSeconds }),
-    now: context.now(),
-  });
-  const blockedFor = headers.ok ? undefined : context.refusals.blockedFor(delivery.address);
-  return blockedFor === undefined
-    ? passes({ ...delivery, headers })
-    : refusedWith({ reason: 'address_blocked', retryAfterSeconds: blockedFor });
-}
-
-function checkSignedHeaders(_context: CheckContext, delivery: JudgedHeaders): Checked<SignedHeaders> {
-  const { headers } = delivery;
-  if (headers.ok) return passes({ ...delivery, headers });
-  const { reason, message } = headers;
-  return refusedWith({
-    reason: reason === 'timestamp_outside_tolerance' ? 'stale' : 'unsigned',
-    detail: message,
-    logged: reason,
-  });
-}
-
-async function readBody(context: CheckContext, delivery: SignedHeaders): Promise<Checked<ReadBody>> {
-  const read = await context.bodyReader.read(delivery.request, delivery.address);
-  return read.ok ? passes({ ...delivery, body: read.body }) : refusedWith({ reason: read.failure });
-}
-
-function checkSignature(context: CheckContext, delivery: ReadBody): Checked<ReadBody> {
-  const verification = verifyWebhookSignature(delivery.headers, delivery.body, context.options.secrets());
-  if (verification.ok) return passes(delivery);
-  return refusedWith({ reason: 'forged', detail: verification.message, logged: verification.reason });
-}
-
-function checkEnvelope(context: CheckContext, delivery: ReadBody): Checked<ReceivedEvent> {
-  const { environment } = context.options;
-  const parsed = parsePlatformEvent(delivery.body);
-  if (!parsed.ok) return refusedWith({ reason: 'malformed', detail: parsed.message });
-  if (parsed.event.id !== delivery.headers.id) {
-    return refusedWith({
-      reason: 'malformed',
-      detail: 'the webhook-id header differs from the body\'s "id"',
-    });
-  }
-  if (environment !== undefined && parsed.event.environment !== environment) {
-    return refusedWith({ reason: 'malformed', detail: `this route takes ${environment} events only` });
-  }
-  delivery.receipt?.event(parsed.event);
-  return passes({ ...delivery, event: parsed.event });
-}
-
 async function checkFirstDelivery(
-  context: CheckContext,
+  context: RouteContext,
   delivery: ReceivedEvent,
 ): Promise<Checked<ReceivedEvent>> {
   const { event } = delivery;
@@ -368,7 +273,7 @@ async function checkFirstDelivery(
   return claim === 'in_flight' ? refusedWith({ reason: 'in_flight' }) : passes(delivery);
 }
 
-async function appendEvent(context: CheckContext, delivery: ReceivedEvent): Promise<Checked<ReceivedEvent>> {
+async function appendEvent(context: RouteContext, delivery: ReceivedEvent): Promise<Checked<ReceivedEvent>> {
   const { dedup, log, logger } = context.options;
   const { event } = delivery;
   context.options.beforePublish?.(event);

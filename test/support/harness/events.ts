@@ -47,7 +47,7 @@ export function upstreamEvent(
   };
 }
 
-/** A Standard Webhooks delivery of `event`, signed with `secret`, posted to `url`. */
+/** A Standard Webhooks delivery of `event`, signed with `secret`, posted to `url`; its status, body and `Retry-After`. */
 export async function postSignedEvent(url: string, secret: string, event: object & { id: string }) {
   const body = JSON.stringify(event);
   const timestamp = Math.floor(Date.now() / 1000);
@@ -61,7 +61,12 @@ export async function postSignedEvent(url: string, secret: string, event: object
     },
     body,
   });
-  return { status: response.status, body: await response.json().catch(() => undefined) };
+  const retryAfter = response.headers.get('retry-after');
+  return {
+    status: response.status,
+    body: await response.json().catch(() => undefined),
+    ...(retryAfter === null ? {} : { retryAfter }),
+  };
 }
 
 /** `account.updated` of the demo customer acme's ETH account, in the sandbox, happening now. */
