@@ -618,6 +618,14 @@ describe('one facade, sandbox and live callers', () => {
       (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform/sandbox`, SANDBOX_SECRET, liveMarker))
         .status,
     ).toBe(202);
+    const parked = await fetch(`${new URL(stack.metricsUrl).origin}/dead-letters`);
+    expect(((await parked.json()) as { deadLetters: unknown[] }).deadLetters).toContainEqual(
+      expect.objectContaining({
+        environment: 'sandbox',
+        reason: 'other_environment',
+        webhookId: liveMarker.id,
+      }),
+    );
     expect(
       (await postSignedEvent(`${stack.facadeUrl}/webhooks/platform`, SANDBOX_SECRET, sandboxMarker)).status,
     ).toBe(404);
