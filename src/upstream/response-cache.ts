@@ -23,8 +23,23 @@
  * without any event.
  */
 import { LRUCache } from 'lru-cache';
-import type { CustomerCollection } from '../records.ts';
+import {
+  isHeldAsRead,
+  PARSED_BYTES_PER_TEXT_BYTE,
+  recordSource,
+  type AnswerSources,
+} from './answer-sources.ts';
 import { UpstreamCancelledError } from './errors.ts';
+import { bucketOf, bucketOfStale, pathMatcherOf, PLATFORM_BUCKET, type StaleReads } from './stale-reads.ts';
+
+// What the cache's users read beside it, each kept in a file of its own concern.
+export {
+  createAnswerSources,
+  freezeAnswerBody,
+  PARSED_BYTES_PER_TEXT_BYTE,
+  type AnswerSources,
+} from './answer-sources.ts';
+export { bucketOfStale, pathMatcherOf, staleReadsOfWrite, type StaleReads } from './stale-reads.ts';
 
 /** How the cache is configured (`CACHE_ENABLED`, `CACHE_MAX_AGE_SECONDS`, `CACHE_MAX_BYTES`). */
 export interface ResponseCacheConfig {
@@ -51,35 +66,6 @@ export interface CachedAnswer {
   body?: unknown;
 }
 
-/**
- * A parsed body made safe to share between operations: frozen all the way down, so no reader can
- * change what the next one is served (a write would throw instead of leaking).
- */
-export function freezeAnswerBody<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key of Object.keys(value)) freezeAnswerBody((value as Record<string, unknown>)[key]);
-  }
-  return value;
-}
-
-/** Answers made stale by a change: what an event or a write names. */
-export type StaleReads =
-  /** The list of every customer (any page or filter). */
-  | { kind: 'customer-list' }
-  /** One customer's own record (not what lies under it). */
-  | { kind: 'customer'; customerId: string }
-  /** One record of a customer's collection, and what lies under it (an account's fees). */
-  | { kind: 'record'; customerId: string; collection: CustomerCollection; id: string }
-  /** A customer's list of a collection (any page or filter). */
-  | { kind: 'list'; customerId: string; collection: CustomerCollection }
-  /** A customer's whole collection: every record of it, what lies under them, and its list. */
-  | { kind: 'collection'; customerId: string; collection: CustomerCollection }
-  /** Everything of one customer: its record and everything under it. */
-  | { kind: 'all-of-customer'; customerId: string }
-  /** Every answer held (an event of a kind the facade does not know). */
-  | { kind: 'everything' };
-
 /** Counts since the cache was built, and what it holds now. */
 export interface ResponseCacheStats {
   hits: number;
@@ -92,31 +78,6 @@ export interface ResponseCacheStats {
   expirations: number;
   bytes: number;
   entries: number;
-}
-
-/**
- * The held answers one operation's result was made from, so that result can be served again while
- * they are all still held (`src/graph/answer-cache.ts`). A body is recorded by identity: an answer
- * read again after an invalidation is a new value, so a result made from the old one is not current.
- */
-export interface AnswerSources {
-  /**
-   * Each answer read through the cache: its key, and the parsed body handed out, held weakly: a
-   * result kept for later must not keep alive a body the cache has let go (evicted, expired,
-   * dropped), or held results would pin every page they read past both caps. A body collected is
-   * one no longer held, so the result is not current.
-   */
-  readonly reads: Map<string, WeakRef<object>>;
-  /**
-   * False once the operation read anything no held answer stands for: a write, a path never kept,
-   * an answer kept as text, a read that failed (a 404 is never kept), or a read outside the cache.
-   */
-  complete: boolean;
-}
-
-/** An empty record of what an operation read; see {@link AnswerSources}. */
-export function createAnswerSources(): AnswerSources {
-  return { reads: new Map(), complete: true };
 }
 
 /** One read through the cache; see {@link ResponseCache.read}. */
@@ -182,18 +143,8 @@ export interface ResponseCacheOptions extends Omit<ResponseCacheConfig, 'enabled
 
 /** Bytes an entry costs beyond its key and body: the entry object, the LRU slots, the index. */
 const ENTRY_OVERHEAD_BYTES = 256;
-/**
- * Bytes counted per byte of text for a body kept parsed: a parsed JSON value takes about 1.5 times
- * its text on V8's heap (measured on lists of account records), counted as 2 to stay under the cap.
- */
-export const PARSED_BYTES_PER_TEXT_BYTE = 2;
-
 /** Paths whose answers may be kept: see the module comment. */
 const CACHEABLE_PATH = /^\/v3\/(?:customers|institutions)(?:\/|$)/;
-/** The customer a path belongs to (still encoded, as paths carry it). */
-const CUSTOMER_OF_PATH = /^\/v3\/customers\/([^/]+)/;
-/** The index bucket of paths that belong to no customer. */
-const PLATFORM_BUCKET = '';
 
 interface Entry {
   answer: CachedAnswer;
@@ -299,7 +250,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       return answer;
     },
 
-    isCurrent: (sources) => isHeldAsRead(entries, sources),
+    isCurrent: (sources) => isHeldAsRead(sources, (key) => entries.get(key)?.answer.body),
 
     invalidate(stale, cause) {
       let dropped = 0;
@@ -316,7 +267,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
           continue;
         }
         const bucket = bucketOfStale(reads) ?? PLATFORM_BUCKET;
-        const matches = matcherOf(reads);
+        const matches = pathMatcherOf(reads);
         for (const key of [...(held.get(bucket) ?? [])]) {
           const entry = entries.peek(key, { allowStale: true });
           if (entry !== undefined && matches(entry.path)) {
@@ -356,87 +307,6 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   };
 }
 
-/** See {@link ResponseCache.isCurrent}. */
-function isHeldAsRead(entries: LRUCache<string, Entry>, sources: AnswerSources): boolean {
-  if (!sources.complete || sources.reads.size === 0) return false;
-  for (const [key, read] of sources.reads) {
-    const body = read.deref();
-    if (body === undefined || entries.get(key)?.answer.body !== body) return false;
-  }
-  return true;
-}
-
-/**
- * Records the answer one read was handed. Only a parsed object has an identity to check later; an
- * answer kept as text (parsed anew for each read), or a body that is no object, makes the record
- * incomplete.
- */
-function recordSource(sources: AnswerSources, key: string, answer: CachedAnswer): void {
-  const body = 'body' in answer ? answer.body : undefined;
-  if (typeof body !== 'object' || body === null) {
-    sources.complete = false;
-    return;
-  }
-  const before = sources.reads.get(key);
-  if (before === undefined) sources.reads.set(key, new WeakRef(body));
-  // Read twice with an invalidation between: the result holds both, and no one entry stands for it.
-  else if (before.deref() !== body) sources.complete = false;
-}
-
-/**
- * Which paths (without query) `stale` names: what a live query that read one of them must run
- * again for. Made once per invalidation, then asked of every path read.
- */
-export function pathMatcherOf(stale: StaleReads): (path: string) => boolean {
-  return stale.kind === 'everything' ? () => true : matcherOf(stale);
-}
-
-/**
- * The bucket of the paths `stale` names: its customer as paths carry it (encoded), or the bucket
- * of paths that belong to no customer for the list of customers; undefined for everything.
- */
-export function bucketOfStale(stale: StaleReads): string | undefined {
-  if (stale.kind === 'everything') return undefined;
-  return stale.kind === 'customer-list' ? PLATFORM_BUCKET : encodeURIComponent(stale.customerId);
-}
-
-/** Which paths (without query) `reads` names. */
-function matcherOf(reads: Exclude<StaleReads, { kind: 'everything' }>): (path: string) => boolean {
-  switch (reads.kind) {
-    case 'customer-list':
-      return (path) => path === '/v3/customers';
-    case 'customer': {
-      const record = customerPath(reads.customerId);
-      return (path) => path === record;
-    }
-    case 'all-of-customer': {
-      const record = customerPath(reads.customerId);
-      return (path) => path === record || path.startsWith(`${record}/`);
-    }
-    case 'list': {
-      const list = `${customerPath(reads.customerId)}/${reads.collection}`;
-      return (path) => path === list;
-    }
-    case 'collection': {
-      const list = `${customerPath(reads.customerId)}/${reads.collection}`;
-      return (path) => path === list || path.startsWith(`${list}/`);
-    }
-    case 'record': {
-      const record = `${customerPath(reads.customerId)}/${reads.collection}/${encodeURIComponent(reads.id)}`;
-      return (path) => path === record || path.startsWith(`${record}/`);
-    }
-  }
-}
-
-/** The path of a customer's record, encoded as `restPath` encodes it. */
-function customerPath(customerId: string): string {
-  return `/v3/customers/${encodeURIComponent(customerId)}`;
-}
-
-function bucketOf(path: string): string {
-  return CUSTOMER_OF_PATH.exec(path)?.[1] ?? PLATFORM_BUCKET;
-}
-
 function addTo<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
   let members = index.get(bucket);
   if (members === undefined) index.set(bucket, (members = new Set()));
@@ -448,30 +318,4 @@ function removeFrom<T>(index: Map<string, Set<T>>, bucket: string, member: T): v
   if (members === undefined) return;
   members.delete(member);
   if (members.size === 0) index.delete(bucket);
-}
-
-/**
- * What a write through the facade makes stale: everything of the customer it acts for (the one its
- * path names, or `actingFor`) and the list of customers, whose records carry `updatedAt`. A superset
- * of what `src/loaders/written.ts` drops for its own operation, decided from the request alone, so
- * no write can leave an answer behind, including one that failed after reaching the upstream.
- * Creating a customer changes only the list; a webhook endpoint is never kept; any other write that
- * names no customer (an operator's sandbox top-up moves money on an account it names alone) drops
- * everything rather than guess.
- */
-export function staleReadsOfWrite(path: string, actingFor: string | undefined): readonly StaleReads[] {
-  if (path === '/v3/customers') return [{ kind: 'customer-list' }];
-  if (/^\/v3\/webhooks(?:\/|$)/.test(path)) return [];
-  const customer = /^\/v3\/(?:sandbox\/)?customers\/([^/]+)/.exec(path)?.[1];
-  const customerId = customer === undefined ? actingFor : safeDecode(customer);
-  if (customerId === undefined) return [{ kind: 'everything' }];
-  return [{ kind: 'all-of-customer', customerId }, { kind: 'customer-list' }];
-}
-
-function safeDecode(encoded: string): string | undefined {
-  try {
-    return decodeURIComponent(encoded);
-  } catch {
-    return undefined;
-  }
 }
