@@ -416,7 +416,12 @@ function registerResponseCacheMetrics(
         'Answers dropped, and reads in flight kept from storing, because an event or a write named them.',
         'invalidations',
       ],
-      ['facade_upstream_cache_expirations_total', 'Answers dropped at CACHE_MAX_AGE_SECONDS.', 'expirations'],
+      ['facade_upstream_cache_expirations_total', 'Answers past CACHE_MAX_AGE_SECONDS.', 'expirations'],
+      [
+        'facade_upstream_cache_stale_served_total',
+        'Reads answered past their freshness because the upstream failed (CACHE_STALE_IF_ERROR_SECONDS).',
+        'staleServed',
+      ],
     ],
     gauges: [
       [

@@ -4,7 +4,14 @@
  */
 import { Pool } from 'undici';
 import type { Logger } from '../logger.ts';
-import { createAttemptSender } from './attempt-sender.ts';
+import { createAttemptSender, observe } from './attempt-sender.ts';
+import {
+  createCircuitBreaker,
+  createCircuitProbe,
+  type CircuitChange,
+  type CircuitConfig,
+  type UpstreamCircuit,
+} from './circuit-breaker.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
 import type { CallBudget } from './call-budget.ts';
 import { createReader, withoutText } from './reader.ts';
@@ -18,6 +25,7 @@ import {
 import type { RetryBudget, RetryConfig } from './retry.ts';
 import { createRetryingSender } from './retrying-sender.ts';
 import { UpstreamProblemError } from './errors.ts';
+import type { DegradedReads } from './outage.ts';
 import type { UpstreamRequest } from './types.ts';
 import type { EnvironmentKeys } from './environment-keys.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -73,6 +81,8 @@ export interface UpstreamCall {
    * its whole result may be served again while they are current (`src/graph/answer-cache.ts`).
    */
   readonly answerSources?: AnswerSources;
+  /** Where the operation records what it met of an outage: answers served stale, calls failed. */
+  readonly degraded?: DegradedReads;
 }
 
 /**
@@ -95,11 +105,14 @@ export interface UpstreamClient {
    * The event pipeline drops what each verified event makes stale; writes drop what they change.
    */
   readonly cache?: ResponseCache | undefined;
+  /** The environment's circuit breaker (`circuit-breaker.ts`); absent on stand-ins of tests. */
+  readonly circuit?: UpstreamCircuit;
   /**
    * Sends `request`, retrying what may be retried.
    *
    * @throws {UpstreamProblemError} when the upstream answers with an error status.
-   * @throws {UpstreamUnavailableError} when no usable answer arrives.
+   * @throws {UpstreamUnavailableError} when no usable answer arrives, or the circuit is open
+   *   (`circuit_open`: nothing is sent).
    * @throws {UpstreamCallLimitError} when the operation's call budget is spent (nothing is sent).
    * @throws {UpstreamAccessDeniedError} or a 404 {@link UpstreamProblemError} when the caller's
    *   scope does not allow the request (nothing is sent, no budget is spent).
@@ -141,6 +154,8 @@ export interface UpstreamConfig {
   problemDocsUrl: string;
   /** GET answers kept across operations (`CACHE_*`); absent or disabled: every read is sent. */
   cache?: ResponseCacheConfig;
+  /** `UPSTREAM_CIRCUIT_*`: the circuit breaker; absent, it never opens. */
+  circuit?: CircuitConfig;
 }
 
 export interface UpstreamClientOptions extends UpstreamConfig {
@@ -151,6 +166,8 @@ export interface UpstreamClientOptions extends UpstreamConfig {
   observer?: UpstreamObserver;
   /** Makes a trace span of every call when tracing is on; absent, nothing of tracing runs. */
   tracer?: UpstreamTracer;
+  /** The key the circuit's probe is sent with (the facade's own, read at each probe); default `apiKey`. */
+  probeKey?: () => string;
 }
 
 /**
@@ -202,6 +219,8 @@ export interface UpstreamCallReport {
 export interface UpstreamObserver {
   attempt?(report: UpstreamAttemptReport): void;
   call?(report: UpstreamCallReport): void;
+  /** The circuit breaker changed state (and, once, the state it starts in). */
+  circuit?(change: CircuitChange): void;
 }
 
 /** How long `close()` lets in-flight calls finish before connections are cut. */
@@ -237,16 +256,28 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     observer: options.observer,
     environment: options.environment,
   });
+  const circuit = createCircuitBreaker({
+    config: options.circuit ?? { failures: 0, probeIntervalMs: 1_000 },
+    probe: createCircuitProbe(sendOnce, options.probeKey ?? (() => options.apiKey)),
+    logger,
+    environment: options.environment,
+    onChange: (change) => observe(() => options.observer?.circuit?.(change)),
+  });
   const sendTraced = createRetryingSender({
     sendOnce,
     policy: options.retry,
     logger,
     observer: options.observer,
     tracer: options.tracer,
+    circuit,
   });
   const responseCache =
     options.cache?.enabled === true
-      ? createResponseCache({ maxAgeSeconds: options.cache.maxAgeSeconds, maxBytes: options.cache.maxBytes })
+      ? createResponseCache({
+          maxAgeSeconds: options.cache.maxAgeSeconds,
+          maxBytes: options.cache.maxBytes,
+          staleIfErrorSeconds: options.cache.staleIfErrorSeconds ?? 0,
+        })
       : undefined;
   const read = createReader(responseCache, sendTraced);
 
@@ -264,7 +295,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     try {
       return withoutText(await sendTraced(call, request, progress));
     } catch (error) {
-      changedNothing = progress.attempts === 1 && isRefusalWithoutChange(error);
+      // Refused before anything was sent (an open circuit, a spent budget), or answered with a refusal.
+      changedNothing = progress.attempts === 0 || (progress.attempts === 1 && isRefusalWithoutChange(error));
       throw error;
     } finally {
       if (!changedNothing) responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
@@ -291,6 +323,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     maxCallsPerOperation: options.maxCallsPerOperation,
     problemDocsUrl: options.problemDocsUrl,
     cache: responseCache,
+    circuit,
     send(call, request) {
       const sent = sendChecked(call, request);
       const sources = call.answerSources;
@@ -303,6 +336,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       });
     },
     async close() {
+      circuit.close();
       const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
       try {
         await pool.close();

@@ -7,6 +7,7 @@ import { spendCall } from './call-budget.ts';
 import type { UpstreamCall, UpstreamResponse } from './client.ts';
 import { partitionOfKey } from './credentials.ts';
 import { freezeAnswerBody, type CachedAnswer, type ResponseCache } from './response-cache.ts';
+import { recordStaleRead } from './outage.ts';
 import type { CallSender } from './retrying-sender.ts';
 import type { UpstreamRequest } from './types.ts';
 
@@ -42,6 +43,7 @@ export function createReader(
     );
     if (sent !== undefined) return withoutText(sent);
     spendCall(call.callBudget);
+    if (answer.ageSeconds !== undefined) recordStaleRead(call.degraded, answer.ageSeconds);
     return answerOf(answer, call.requestId);
   }
 

@@ -30,6 +30,7 @@ import {
   type AnswerSources,
 } from './answer-sources.ts';
 import { UpstreamCancelledError } from './errors.ts';
+import { isUpstreamOutage } from './outage.ts';
 import { bucketOf, bucketOfStale, pathMatcherOf, PLATFORM_BUCKET, type StaleReads } from './stale-reads.ts';
 
 // What the cache's users read beside it, each kept in a file of its own concern.
@@ -53,6 +54,11 @@ export interface ResponseCacheConfig {
    * (`CACHE_ANSWERS_MAX_BYTES`, `src/graph/answer-cache.ts`); 0 keeps none.
    */
   answersMaxBytes: number;
+  /**
+   * `CACHE_STALE_IF_ERROR_SECONDS`: how long past `maxAgeSeconds` an answer may still be served
+   * when the upstream fails (marked stale); 0 or absent: never.
+   */
+  staleIfErrorSeconds?: number;
 }
 
 /**
@@ -64,6 +70,11 @@ export interface CachedAnswer {
   status: number;
   text: string;
   body?: unknown;
+  /**
+   * Present only on an answer served past its freshness because the upstream failed: seconds since
+   * it was read from the upstream (see {@link ResponseCache.read}).
+   */
+  ageSeconds?: number;
 }
 
 /** Counts since the cache was built, and what it holds now. */
@@ -74,8 +85,10 @@ export interface ResponseCacheStats {
   evictions: number;
   /** Answers dropped, and reads in flight marked, because an event or a write named them. */
   invalidations: number;
-  /** Answers dropped because they reached the maximum age. */
+  /** Answers that reached the maximum age (asked again, and kept for stale-if-error meanwhile). */
   expirations: number;
+  /** Reads answered past their freshness because the upstream failed (`CACHE_STALE_IF_ERROR_SECONDS`). */
+  staleServed: number;
   bytes: number;
   entries: number;
 }
@@ -104,7 +117,10 @@ export interface ResponseCache {
   isCacheable(path: string): boolean;
   /**
    * The answer for `read`: held (a hit), the one being read for the same key (joined), or read now
-   * with `load` and kept unless an invalidation named it meanwhile. A failure is never kept.
+   * with `load` and kept unless an invalidation named it meanwhile. A failure is never kept. When
+   * the upstream fails ({@link isUpstreamOutage}) and an answer past its freshness is still held
+   * (at most `staleIfErrorSeconds` past it, not dropped by an event or a write, and not asked
+   * with `readThrough`), that answer is served instead, with its `ageSeconds`.
    */
   read(read: CacheRead, load: () => Promise<CachedAnswer>): Promise<CachedAnswer>;
   /**
@@ -151,6 +167,10 @@ interface Entry {
   path: string;
   bucket: string;
   bytes: number;
+  /** When it was read from the upstream (the cache's clock). */
+  storedAt: number;
+  /** Counted as expired already (when first found past its freshness). */
+  expired: boolean;
 }
 
 interface Flight {
@@ -164,7 +184,7 @@ interface Flight {
 
 /** Builds an empty cache. */
 export function createResponseCache(options: ResponseCacheOptions): ResponseCache {
-  const stats = { hits: 0, misses: 0, evictions: 0, invalidations: 0, expirations: 0 };
+  const stats = { hits: 0, misses: 0, evictions: 0, invalidations: 0, expirations: 0, staleServed: 0 };
   // Keys of the answers held and of the reads in flight, by customer: an invalidation looks at one
   // customer's, not at everything held.
   const held = new Map<string, Set<string>>();
@@ -174,21 +194,51 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   const flights = new Map<string, Flight>();
   const flightsByBucket = new Map<string, Set<Flight>>();
   const now = options.now;
+  const clock = now ?? (() => performance.now());
+  const freshMs = options.maxAgeSeconds * 1000;
   const entries = new LRUCache<string, Entry>({
     maxSize: options.maxBytes,
     sizeCalculation: (entry) => entry.bytes,
-    ttl: options.maxAgeSeconds * 1000,
+    // Held past its freshness for stale-if-error only: a read then asks the upstream first.
+    ttl: freshMs + (options.staleIfErrorSeconds ?? 0) * 1000,
     // Expiry is checked on every read, not rounded to lru-cache's default 1 ms resolution.
     ttlResolution: 0,
     ...(now === undefined ? {} : { perf: { now } }),
     dispose: (entry, key, reason) => {
       removeFrom(held, entry.bucket, key);
       if (reason === 'evict') stats.evictions += 1;
-      else if (reason === 'expire') stats.expirations += 1;
+      else if (reason === 'expire' && !entry.expired) stats.expirations += 1;
     },
   });
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
   const invalidateListeners: ((stale: readonly StaleReads[], cause: string | undefined) => void)[] = [];
+
+  function isFresh(entry: Entry): boolean {
+    // As lru-cache judges its own ttl: served at the maximum age, not past it.
+    return clock() - entry.storedAt <= freshMs;
+  }
+
+  /** `entry`, found past its freshness: counted expired once, kept for stale-if-error. */
+  function expire(entry: Entry): Entry {
+    if (!entry.expired) stats.expirations += 1;
+    entry.expired = true;
+    return entry;
+  }
+
+  /**
+   * The held answer `stale` in place of a read that failed with `error` when the upstream failed,
+   * marked with its age and never recorded as a source a whole answer may stand on; else throws.
+   */
+  function servedStale(
+    stale: Entry | undefined,
+    error: unknown,
+    sources: AnswerSources | undefined,
+  ): CachedAnswer {
+    if (stale === undefined || !isUpstreamOutage(error)) throw error;
+    stats.staleServed += 1;
+    if (sources !== undefined) sources.complete = false;
+    return { ...stale.answer, ageSeconds: Math.floor((clock() - stale.storedAt) / 1000) };
+  }
 
   function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
     const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
@@ -208,7 +258,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
         // An answer larger than the whole cap is not kept (lru-cache would refuse it anyway).
         if (bytes > options.maxBytes) return;
         const kept = parsed ? { status: answer.status, text: '', body: answer.body } : answer;
-        entries.set(key, { answer: kept, path, bucket, bytes });
+        entries.set(key, { answer: kept, path, bucket, bytes, storedAt: clock(), expired: false });
         addTo(held, bucket, key);
       },
       () => land(),
@@ -222,15 +272,17 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     async read(read, load) {
       const path = read.path;
       const key = `${read.partition} ${path}${read.query}`;
-      const bucket = bucketOf(path);
       const sources = read.sources;
+      // Past its freshness, the held answer stands in only if the upstream fails.
+      let stale: Entry | undefined;
       if (!read.readThrough) {
         const entry = entries.get(key);
-        if (entry !== undefined) {
+        if (entry !== undefined && isFresh(entry)) {
           stats.hits += 1;
           if (sources !== undefined) recordSource(sources, key, entry.answer);
           return entry.answer;
         }
+        stale = entry === undefined ? undefined : expire(entry);
         const flight = flights.get(key);
         if (flight !== undefined) {
           stats.hits += 1;
@@ -240,17 +292,27 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
             return answer;
           } catch (error) {
             // The leader's own deadline is not this read's: it reads for itself.
-            if (!(error instanceof UpstreamCancelledError) || read.signal?.aborted === true) throw error;
+            const leadersOwn = error instanceof UpstreamCancelledError && read.signal?.aborted !== true;
+            if (!leadersOwn) return servedStale(stale, error, sources);
           }
         }
       }
       stats.misses += 1;
-      const answer = await startFlight(key, path, bucket, load).promise;
-      if (sources !== undefined) recordSource(sources, key, answer);
-      return answer;
+      try {
+        const answer = await startFlight(key, path, bucketOf(path), load).promise;
+        if (sources !== undefined) recordSource(sources, key, answer);
+        return answer;
+      } catch (error) {
+        return servedStale(stale, error, sources);
+      }
     },
 
-    isCurrent: (sources) => isHeldAsRead(sources, (key) => entries.get(key)?.answer.body),
+    isCurrent: (sources) =>
+      isHeldAsRead(sources, (key) => {
+        const entry = entries.get(key);
+        // An answer past its freshness stands for no result: the whole answer is made anew.
+        return entry !== undefined && isFresh(entry) ? entry.answer.body : undefined;
+      }),
 
     invalidate(stale, cause) {
       let dropped = 0;

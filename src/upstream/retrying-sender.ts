@@ -14,7 +14,9 @@ import {
 } from './attempt-sender.ts';
 import { spendCall } from './call-budget.ts';
 import type { UpstreamCall, UpstreamObserver, UpstreamTracer } from './client.ts';
+import { answeredBy, failsCircuit, type CircuitBreaker } from './circuit-breaker.ts';
 import { UpstreamProblemError } from './errors.ts';
+import { isUpstreamOutage } from './outage.ts';
 import { backoffDelayMs, isRetryable, type RetryConfig } from './retry.ts';
 import type { UpstreamRequest } from './types.ts';
 
@@ -32,8 +34,29 @@ export function createRetryingSender(parts: {
   logger: Logger;
   observer: UpstreamObserver | undefined;
   tracer: UpstreamTracer | undefined;
+  /** The environment's circuit: asked before every attempt, told how every call ended. */
+  circuit: CircuitBreaker;
 }): CallSender {
-  const { sendOnce, policy, logger, observer, tracer } = parts;
+  const { sendOnce, policy, logger, observer, tracer, circuit } = parts;
+
+  /**
+   * Tells the circuit how `call` ended with `error` after `attempts` attempts, and the operation
+   * what it met of an outage; returns `error`.
+   */
+  function ended(call: UpstreamCall, error: unknown, attempts: number): unknown {
+    if (call.degraded !== undefined && isUpstreamOutage(error)) call.degraded.failed = true;
+    if (failsCircuit(error, attempts)) circuit.record('failed', describeFailure(error));
+    else if (answeredBy(error)) circuit.record('answered');
+    return error;
+  }
+
+  /** Tells the observer and the circuit of a call's failure; returns `error`. */
+  function failed(call: UpstreamCall, request: UpstreamRequest, attempts: number, error: unknown): unknown {
+    if (observer?.call) {
+      observe(() => observer.call?.({ call, request, attempts, response: undefined, error }));
+    }
+    return ended(call, error, attempts);
+  }
 
   /** Sends `request`, retrying what may be retried; `progress.attempts` counts attempts made. */
   async function sendWithRetries(
@@ -43,9 +66,17 @@ export function createRetryingSender(parts: {
     traceHeaders: Readonly<Record<string, string>> | undefined,
   ): Promise<SentResponse> {
     let resentWithNewKey = false;
+    let lastFailure: unknown;
     for (let attempt = 1; ; attempt++) {
       // Past the deadline (or in shutdown) nothing more is sent, retries included.
       if (call.signal?.aborted) throw cancelled(call);
+      // An open circuit sends nothing: a mutation is refused before anything leaves, and a call
+      // whose circuit opened during its backoff ends at once with its last failure.
+      try {
+        circuit.admit(call.requestId);
+      } catch (refused) {
+        throw failed(call, request, attempt - 1, lastFailure ?? refused);
+      }
       // The key current at this attempt: a retry after a rotation sends the new one.
       const apiKey = call.credentials.apiKey;
       // Every attempt is a call the upstream serves, so retries spend the budget too.
@@ -57,6 +88,7 @@ export function createRetryingSender(parts: {
         if (observer?.call) {
           observe(() => observer.call?.({ call, request, attempts: attempt, response, error: undefined }));
         }
+        circuit.record('answered');
         return response;
       } catch (error) {
         // The old key refused just after a rotation (revoked while this call was on its way):
@@ -72,12 +104,16 @@ export function createRetryingSender(parts: {
           });
           continue;
         }
-        if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0) {
-          if (observer?.call) {
-            observe(() => observer.call?.({ call, request, attempts: attempt, response: undefined, error }));
-          }
-          throw error;
+        if (
+          attempt >= policy.maxAttempts ||
+          !isRetryable(error) ||
+          call.retryBudget.remaining <= 0 ||
+          // Opened by other calls' failures meanwhile: no retry piles onto a dead upstream.
+          circuit.state !== 'closed'
+        ) {
+          throw failed(call, request, attempt, error);
         }
+        lastFailure = error;
         call.retryBudget.remaining -= 1;
         const delayMs = backoffDelayMs(attempt, policy);
         logger.info('retrying upstream call', {
@@ -91,7 +127,7 @@ export function createRetryingSender(parts: {
         try {
           await sleep(delayMs, undefined, { signal: call.signal });
         } catch (sleepError) {
-          throw cancelled(call, sleepError);
+          throw ended(call, cancelled(call, sleepError), attempt);
         }
       }
     }
