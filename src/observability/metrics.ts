@@ -12,6 +12,7 @@ import type { RequestHandler } from 'express';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
 import { createOperationLabels, type OperationLabeler } from './operation-labels.ts';
+import { createCircuitMetrics } from './circuit-metrics.ts';
 import type { AnswerCacheStats } from '../graph/answer-cache.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
@@ -327,6 +328,7 @@ function createUpstreamMetrics(
     upstreamDuration,
     upstreamRetries,
     upstreamObserver: {
+      circuit: createCircuitMetrics(registers),
       attempt({ request, attempt, status, durationSeconds, failure, environment }) {
         const { template } = routeOf(request.path);
         const labels = {
