@@ -1,0 +1,206 @@
+/**
+ * Stale-if-error: when the upstream fails (a 5xx, a reset connection, the operation's deadline, an
+ * open circuit), a read the response cache holds past its freshness answers, marked
+ * `extensions.stale` with its age; only to a caller the cache would serve anyway, never what an
+ * event or a write said changed, never past `CACHE_STALE_IF_ERROR_SECONDS`, and never kept or
+ * served as a fresh whole answer. Against the real emulator's faults and real tokens.
+ */
+import { describe, expect, test } from 'vitest';
+import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { READ_ONLY_KEY } from '../support/harness/emulator.ts';
+import type { GraphQLResult } from '../support/harness/facade.ts';
+import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { useStack, type Stack } from '../support/harness/stack.ts';
+import { bearer } from '../support/tokens.ts';
+
+const secret = generateWebhookSecret();
+const CUSTOMER = '{ customer(id: "cus_acme") { id displayName } }';
+const ACCOUNT = '{ account(customerId: "cus_globex", id: "acc_globex_eth") { id balances { available } } }';
+const ACCOUNT_ROUTE = 'GET /v3/customers/{customerId}/accounts/{accountId}';
+
+type Stale = { extensions?: { stale?: { ageSeconds: number } } };
+const staleOf = (result: GraphQLResult) => (result.body as Stale).extensions?.stale;
+const pastFreshness = () => new Promise((resolve) => setTimeout(resolve, 1_100));
+
+/** Reads `document` fresh, lets it pass its one second of freshness, then breaks the upstream. */
+async function heldPastFreshness(stack: Stack, document: string, fault: FaultKind = 'request_failed') {
+  const fresh = await stack.query(document);
+  expect(fresh.body.errors).toBeUndefined();
+  await pastFreshness();
+  await stack.setFaults({ rules: [{ kind: fault, rate: 1 }] });
+  await stack.resetUpstreamCalls();
+  return fresh;
+}
+type FaultKind = 'request_failed' | 'internal_error' | 'reset' | 'stall';
+
+describe('with the circuit off, answers fresh for one second and stale for 30 more', () => {
+  const stack = useStack({
+    env: {
+      CACHE_ENABLED: 'true',
+      CACHE_MAX_AGE_SECONDS: '1',
+      CACHE_STALE_IF_ERROR_SECONDS: '30',
+      UPSTREAM_CIRCUIT_FAILURES: '0',
+      OPERATION_TIMEOUT_MS: '1500',
+      WEBHOOK_SECRETS: secret,
+      AUTH_ALLOW_CALLER_API_KEY: 'true',
+    },
+  });
+
+  test.each<[FaultKind, string]>([
+    ['request_failed', '502'],
+    ['internal_error', '500'],
+    ['reset', 'a reset connection'],
+    ['stall', "no answer before the operation's deadline"],
+  ])('%s (%s): the held answer answers, marked with its age; the upstream was asked first', async (fault) => {
+    const fresh = await heldPastFreshness(stack, CUSTOMER, fault);
+    const stale = await stack.query(CUSTOMER);
+    expect(stale.body.errors).toBeUndefined();
+    expect(stale.body.data).toEqual(fresh.body.data);
+    expect(staleOf(stale)?.ageSeconds).toBeGreaterThanOrEqual(1);
+    expect(staleOf(stale)?.ageSeconds).toBeLessThan(30);
+    expect((await stack.upstreamCalls()).byRoute['GET /v3/customers/{customerId}']).toBeGreaterThanOrEqual(1);
+  });
+
+  test('a stale answer is never kept as a whole answer, and a held whole answer past its freshness is not served', async () => {
+    const document = '{ customer(id: "cus_acme") { id status } }';
+    await stack.query(document);
+    await stack.resetUpstreamCalls();
+    // Held whole: the same query again costs nothing upstream.
+    expect(staleOf(await stack.query(document))).toBeUndefined();
+    expect((await stack.upstreamCalls()).total).toBe(0);
+    await pastFreshness();
+    await stack.setFaults({ rules: [{ kind: 'request_failed', rate: 1 }] });
+    // The held whole answer is no longer current: executed again, over the stale read, and marked.
+    expect(staleOf(await stack.query(document))?.ageSeconds).toBeGreaterThanOrEqual(1);
+    await stack.clearFaults();
+    await stack.resetUpstreamCalls();
+    // Back: read upstream (the stale answer was not kept), fresh and unmarked, then held again.
+    const back = await stack.query(document);
+    expect(staleOf(back)).toBeUndefined();
+    expect(back.body).not.toHaveProperty('extensions');
+    expect((await stack.upstreamCalls()).total).toBe(1);
+    await stack.query(document);
+    expect((await stack.upstreamCalls()).total).toBe(1);
+  });
+
+  test('an answer an event said changed is known stale: not served in an outage', async () => {
+    await heldPastFreshness(stack, CUSTOMER);
+    await stack.clearFaults();
+    const event = upstreamEvent({
+      type: 'customer.updated',
+      environment: 'sandbox',
+      customerId: 'cus_acme',
+      resourceType: 'customer',
+      resourceId: 'cus_acme',
+    });
+    expect((await postSignedEvent(stack.facade.webhookUrl, secret, event)).status).toBe(200);
+    await stack.setFaults({ rules: [{ kind: 'request_failed', rate: 1 }] });
+    const answer = await stack.query(CUSTOMER);
+    expect(answer.body.data?.customer ?? null).toBeNull();
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(staleOf(answer)).toBeUndefined();
+  });
+
+  test('an answer a write through the facade changed is known stale: not served in an outage', async () => {
+    await stack.query(ACCOUNT);
+    await pastFreshness();
+    const topUp = await stack.query(
+      'mutation ($input: SandboxTopUpInput!) { sandboxTopUp(input: $input) { topUp { id } } }',
+      {
+        input: {
+          accountId: 'acc_globex_eth',
+          amount: '1.00',
+          currency: 'USDC',
+          idempotencyKey: `stale-top-up-${Date.now()}`,
+        },
+      },
+    );
+    expect(topUp.body.errors).toBeUndefined();
+    await stack.setFaults({ rules: [{ route: ACCOUNT_ROUTE, kind: 'request_failed', rate: 1 }] });
+    const answer = await stack.query(ACCOUNT);
+    expect(answer.body.data?.account ?? null).toBeNull();
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+  });
+
+  test('only to a caller a fresh hit would serve: another customer, another key get nothing of it', async () => {
+    // The caller's own key is checked once at the door while the upstream answers (and remembered).
+    expect((await stack.queryWithKey(READ_ONLY_KEY, '{ __typename }')).body.errors).toBeUndefined();
+    const fresh = await heldPastFreshness(stack, CUSTOMER);
+    // Another customer's token: refused by its scope before the cache, with no upstream call.
+    const globex = await stack.queryAs('globex', CUSTOMER);
+    expect(globex.body.data?.customer ?? null).toBeNull();
+    expect(globex.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(staleOf(globex)).toBeUndefined();
+    // A caller's own key: answers are kept per key, and this one holds nothing.
+    const ownKey = await stack.queryWithKey(READ_ONLY_KEY, CUSTOMER);
+    expect(ownKey.body.data?.customer ?? null).toBeNull();
+    expect(ownKey.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(staleOf(ownKey)).toBeUndefined();
+    // The customer's own token: what a fresh hit would give it, marked.
+    const acme = await stack.queryAs('acme', CUSTOMER);
+    expect(acme.body.data).toEqual(fresh.body.data);
+    expect(staleOf(acme)?.ageSeconds).toBeGreaterThanOrEqual(1);
+  });
+
+  test('Cache-Control: no-cache asks the upstream only: its failure is the answer', async () => {
+    await heldPastFreshness(stack, CUSTOMER);
+    const headers = { ...(await bearer('operator')), 'cache-control': 'no-cache' };
+    const answer = await stack.query(CUSTOMER, undefined, headers);
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(staleOf(answer)).toBeUndefined();
+  });
+});
+
+describe('with one second of stale-if-error', () => {
+  const stack = useStack({
+    env: { CACHE_ENABLED: 'true', CACHE_MAX_AGE_SECONDS: '1', CACHE_STALE_IF_ERROR_SECONDS: '1' },
+  });
+
+  test('an answer past its freshness and the bound is not served', async () => {
+    await stack.query(CUSTOMER);
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    await stack.setFaults({ rules: [{ kind: 'request_failed', rate: 1 }] });
+    const answer = await stack.query(CUSTOMER);
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(staleOf(answer)).toBeUndefined();
+  });
+});
+
+describe('with CACHE_STALE_IF_ERROR_SECONDS=0', () => {
+  const stack = useStack({
+    env: { CACHE_ENABLED: 'true', CACHE_MAX_AGE_SECONDS: '1', CACHE_STALE_IF_ERROR_SECONDS: '0' },
+  });
+
+  test('nothing is served past its freshness', async () => {
+    await heldPastFreshness(stack, CUSTOMER);
+    const answer = await stack.query(CUSTOMER);
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(staleOf(answer)).toBeUndefined();
+  });
+});
+
+describe('with the circuit open', () => {
+  const stack = useStack({
+    env: { CACHE_ENABLED: 'true', CACHE_MAX_AGE_SECONDS: '1', UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS: '60000' },
+  });
+
+  test('a held answer answers at once, with nothing sent; a read held by nobody fails at once, retryable', async () => {
+    const fresh = await heldPastFreshness(stack, CUSTOMER);
+    for (const id of ['cus_x1', 'cus_x2', 'cus_x3', 'cus_x4', 'cus_x5']) {
+      await stack.query(`{ customer(id: "${id}") { id } }`);
+    }
+    await stack.resetUpstreamCalls();
+    const started = performance.now();
+    const stale = await stack.query(CUSTOMER);
+    const missed = await stack.query('{ customer(id: "cus_ada") { id } }');
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(stale.body.data).toEqual(fresh.body.data);
+    expect(staleOf(stale)?.ageSeconds).toBeGreaterThanOrEqual(1);
+    expect(missed.body.errors?.[0]?.extensions).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      reason: 'circuit_open',
+      retryable: true,
+    });
+    expect((await stack.upstreamCalls()).total).toBe(0);
+  });
+});
