@@ -23,15 +23,11 @@
  * without any event.
  */
 import { LRUCache } from 'lru-cache';
-import {
-  isHeldAsRead,
-  PARSED_BYTES_PER_TEXT_BYTE,
-  recordSource,
-  type AnswerSources,
-} from './answer-sources.ts';
+import { isHeldAsRead, recordSource, type AnswerSources } from './answer-sources.ts';
+import { dropNamed, removeFrom, startFlight, type Entry, type Holdings } from './cache-holdings.ts';
 import { UpstreamCancelledError } from './errors.ts';
 import { isUpstreamOutage } from './outage.ts';
-import { bucketOf, bucketOfStale, pathMatcherOf, PLATFORM_BUCKET, type StaleReads } from './stale-reads.ts';
+import { bucketOf, type StaleReads } from './stale-reads.ts';
 
 // What the cache's users read beside it, each kept in a file of its own concern.
 export {
@@ -157,42 +153,13 @@ export interface ResponseCacheOptions extends Omit<ResponseCacheConfig, 'enabled
   now?: () => number;
 }
 
-/** Bytes an entry costs beyond its key and body: the entry object, the LRU slots, the index. */
-const ENTRY_OVERHEAD_BYTES = 256;
 /** Paths whose answers may be kept: see the module comment. */
 const CACHEABLE_PATH = /^\/v3\/(?:customers|institutions)(?:\/|$)/;
-
-interface Entry {
-  answer: CachedAnswer;
-  path: string;
-  bucket: string;
-  bytes: number;
-  /** When it was read from the upstream (the cache's clock). */
-  storedAt: number;
-  /** Counted as expired already (when first found past its freshness). */
-  expired: boolean;
-}
-
-interface Flight {
-  key: string;
-  promise: Promise<CachedAnswer>;
-  path: string;
-  bucket: string;
-  /** Set when an invalidation named the read while it was in flight: its answer is not kept. */
-  invalidated: boolean;
-}
 
 /** Builds an empty cache. */
 export function createResponseCache(options: ResponseCacheOptions): ResponseCache {
   const stats = { hits: 0, misses: 0, evictions: 0, invalidations: 0, expirations: 0, staleServed: 0 };
-  // Keys of the answers held and of the reads in flight, by customer: an invalidation looks at one
-  // customer's, not at everything held.
   const held = new Map<string, Set<string>>();
-  // The flight later reads of a key join, and every flight still out, by customer: a read-through
-  // (or a retry after a cancelled leader) can leave two flights of one key out at once, and an
-  // invalidation must mark both.
-  const flights = new Map<string, Flight>();
-  const flightsByBucket = new Map<string, Set<Flight>>();
   const now = options.now;
   const clock = now ?? (() => performance.now());
   const freshMs = options.maxAgeSeconds * 1000;
@@ -210,6 +177,12 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       else if (reason === 'expire' && !entry.expired) stats.expirations += 1;
     },
   });
+  // Keys of the answers held and of the reads in flight, by customer: an invalidation looks at one
+  // customer's, not at everything held. The flight later reads of a key join, and every flight
+  // still out, by customer: a read-through (or a retry after a cancelled leader) can leave two
+  // flights of one key out at once, and an invalidation must mark both.
+  const holdings: Holdings = { entries, held, flights: new Map(), flightsByBucket: new Map() };
+  const { flights } = holdings;
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
   const invalidateListeners: ((stale: readonly StaleReads[], cause: string | undefined) => void)[] = [];
 
@@ -238,32 +211,6 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     stats.staleServed += 1;
     if (sources !== undefined) sources.complete = false;
     return { ...stale.answer, ageSeconds: Math.floor((clock() - stale.storedAt) / 1000) };
-  }
-
-  function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
-    const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
-    flights.set(key, flight);
-    addTo(flightsByBucket, bucket, flight);
-    const land = () => {
-      if (flights.get(key) === flight) flights.delete(key);
-      removeFrom(flightsByBucket, bucket, flight);
-    };
-    flight.promise.then(
-      (answer) => {
-        land();
-        if (flight.invalidated) return;
-        const parsed = 'body' in answer;
-        const bodyBytes = parsed ? PARSED_BYTES_PER_TEXT_BYTE * answer.text.length : answer.text.length;
-        const bytes = ENTRY_OVERHEAD_BYTES + key.length + bodyBytes;
-        // An answer larger than the whole cap is not kept (lru-cache would refuse it anyway).
-        if (bytes > options.maxBytes) return;
-        const kept = parsed ? { status: answer.status, text: '', body: answer.body } : answer;
-        entries.set(key, { answer: kept, path, bucket, bytes, storedAt: clock(), expired: false });
-        addTo(held, bucket, key);
-      },
-      () => land(),
-    );
-    return flight;
   }
 
   return {
@@ -299,7 +246,12 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       }
       stats.misses += 1;
       try {
-        const answer = await startFlight(key, path, bucketOf(path), load).promise;
+        const flight = startFlight(
+          holdings,
+          { key, path, bucket: bucketOf(path), load },
+          { maxBytes: options.maxBytes, clock },
+        );
+        const answer = await flight.promise;
         if (sources !== undefined) recordSource(sources, key, answer);
         return answer;
       } catch (error) {
@@ -316,35 +268,7 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     invalidate(stale, cause) {
       let dropped = 0;
-      for (const reads of stale) {
-        if (reads.kind === 'everything') {
-          dropped += entries.size;
-          for (const out of flightsByBucket.values()) {
-            for (const flight of out) flight.invalidated = true;
-            dropped += out.size;
-          }
-          flights.clear();
-          flightsByBucket.clear();
-          entries.clear();
-          continue;
-        }
-        const bucket = bucketOfStale(reads) ?? PLATFORM_BUCKET;
-        const matches = pathMatcherOf(reads);
-        for (const key of [...(held.get(bucket) ?? [])]) {
-          const entry = entries.peek(key, { allowStale: true });
-          if (entry !== undefined && matches(entry.path)) {
-            entries.delete(key);
-            dropped += 1;
-          }
-        }
-        for (const flight of [...(flightsByBucket.get(bucket) ?? [])]) {
-          if (!matches(flight.path)) continue;
-          flight.invalidated = true;
-          if (flights.get(flight.key) === flight) flights.delete(flight.key);
-          removeFrom(flightsByBucket, bucket, flight);
-          dropped += 1;
-        }
-      }
+      for (const reads of stale) dropped += dropNamed(holdings, reads);
       stats.invalidations += dropped;
       for (const listener of invalidateListeners) listener(stale, cause);
       return dropped;
@@ -367,17 +291,4 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
-}
-
-function addTo<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
-  let members = index.get(bucket);
-  if (members === undefined) index.set(bucket, (members = new Set()));
-  members.add(member);
-}
-
-function removeFrom<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
-  const members = index.get(bucket);
-  if (members === undefined) return;
-  members.delete(member);
-  if (members.size === 0) index.delete(bucket);
 }
