@@ -60,6 +60,17 @@ async function webhooksDelivered(stack: Stack, before: number, count: number): P
   );
 }
 
+/**
+ * Breaks the upstream's reads, makes `topUps` top-ups at the emulator and waits for their
+ * webhooks to be delivered (after `deliveredBefore` ones), then 1.5 s more for whatever they cause.
+ */
+async function outageWithTopUps(stack: Stack, topUps: number, deliveredBefore: number): Promise<void> {
+  await stack.setFaults(READS_FAIL);
+  for (let made = 0; made < topUps; made += 1) await topUp(stack);
+  await webhooksDelivered(stack, deliveredBefore, topUps);
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+}
+
 async function deliveredCount(stack: Stack): Promise<number> {
   const response = await fetch(`${stack.emulatorUrl}/_emulator/webhook-deliveries`);
   const { data } = (await response.json()) as { data: { eventType: string; outcome: string }[] };
@@ -83,12 +94,8 @@ describe('through an outage of the upstream', () => {
     const [first] = live.data as Change[];
     expect(first!.accountChanged.account).not.toBeNull();
 
-    await stack.setFaults(READS_FAIL);
-    await topUp(stack);
-    await topUp(stack);
-    await webhooksDelivered(stack, deliveredBefore, 3);
     // Down: the two events wait; the subscriber is sent nothing (no null resource, no error).
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await outageWithTopUps(stack, 2, deliveredBefore + 1);
     expect(live.errors).toEqual([]);
     expect(live.data).toHaveLength(1);
 
@@ -123,10 +130,7 @@ describe('through an outage of the upstream', () => {
     await waitFor(() => dashboard.data.length === 1, 'the first answer');
     const deliveredBefore = await deliveredCount(stack);
 
-    await stack.setFaults(READS_FAIL);
-    await topUp(stack);
-    await webhooksDelivered(stack, deliveredBefore, 1);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await outageWithTopUps(stack, 1, deliveredBefore);
     // Down: nothing sent (no answer with errors in place of the dashboard).
     expect(dashboard.errors).toEqual([]);
     expect(dashboard.data).toHaveLength(1);

@@ -6,46 +6,35 @@
  * cache holds, and another sandbox customer's token.
  */
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { generateSigningKey } from '../../dev-issuer/index.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import type { GraphQLResult } from '../support/harness/facade.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
-import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
+import { devIssuerEnv, useDevIssuer } from '../support/issuer.ts';
 import { scrape, valueOf } from '../support/metrics.ts';
 
 type Client = 'sandbox-ops' | 'live-ops' | 'live-acme' | 'sandbox-globex';
 
-let issuer: DevIssuer;
+/** A client of the dev issuer bound to `environment`: an operator, or scoped to `customerIds`. */
+const clientOf = (name: Client, environment: 'sandbox' | 'live', customerIds?: string[]) => ({
+  clientId: name,
+  clientSecret: `${name}-secret`,
+  roles: customerIds === undefined ? ['operator'] : [],
+  ...(customerIds === undefined ? {} : { customerIds }),
+  environment,
+});
+
+const issuer = useDevIssuer({
+  clients: [
+    clientOf('sandbox-ops', 'sandbox'),
+    clientOf('live-ops', 'live'),
+    // Scoped to the sandbox customer whose answers are held, but in the other environment.
+    clientOf('live-acme', 'live', ['cus_acme']),
+    clientOf('sandbox-globex', 'sandbox', ['cus_globex']),
+  ],
+});
 let stack: Stack;
 
 beforeAll(async () => {
-  issuer = await startDevIssuer({
-    signingKey: await generateSigningKey(),
-    clients: [
-      {
-        clientId: 'sandbox-ops',
-        clientSecret: 'sandbox-ops-secret',
-        roles: ['operator'],
-        environment: 'sandbox',
-      },
-      { clientId: 'live-ops', clientSecret: 'live-ops-secret', roles: ['operator'], environment: 'live' },
-      // Scoped to the sandbox customer whose answers are held, but in the other environment.
-      {
-        clientId: 'live-acme',
-        clientSecret: 'live-acme-secret',
-        roles: [],
-        customerIds: ['cus_acme'],
-        environment: 'live',
-      },
-      {
-        clientId: 'sandbox-globex',
-        clientSecret: 'sandbox-globex-secret',
-        roles: [],
-        customerIds: ['cus_globex'],
-        environment: 'sandbox',
-      },
-    ],
-  });
   stack = await startStack({
     env: {
       ...devIssuerEnv(issuer),
@@ -58,16 +47,8 @@ beforeAll(async () => {
     },
   });
 });
-
-afterAll(async () => {
-  await stack?.close();
-  await issuer?.close();
-});
-
-beforeEach(async () => {
-  await stack.clearFaults();
-  await stack.resetUpstreamCalls();
-});
+afterAll(() => stack?.close());
+beforeEach(() => stack.clearFaults());
 
 const tokens = new Map<Client, Promise<string>>();
 async function queryAs(client: Client, document: string): Promise<GraphQLResult> {
