@@ -11,6 +11,7 @@ import { READ_ONLY_KEY } from '../support/harness/emulator.ts';
 import type { GraphQLResult } from '../support/harness/facade.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { useStack, type Stack } from '../support/harness/stack.ts';
+import { scrape, valueOf } from '../support/metrics.ts';
 import { bearer } from '../support/tokens.ts';
 
 const secret = generateWebhookSecret();
@@ -185,5 +186,7 @@ describe('with the circuit open', () => {
       retryable: true,
     });
     expect((await stack.upstreamCalls()).total).toBe(0);
+    const metrics = await scrape(stack.metricsUrl);
+    expect(valueOf(metrics, 'facade_upstream_cache_stale_served_total')).toBeGreaterThanOrEqual(1);
   });
 });
