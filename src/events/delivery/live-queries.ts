@@ -243,7 +243,9 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
  */
 function withStaleMark(result: ExecutionResult, context: GraphContext): ExecutionResult {
   const ageSeconds = context.upstream.degraded.staleAgeSeconds;
-  return ageSeconds === undefined ? result : { ...result, extensions: { ...result.extensions, stale: { ageSeconds } } };
+  return ageSeconds === undefined
+    ? result
+    : { ...result, extensions: { ...result.extensions, stale: { ageSeconds } } };
 }
 
 /**
@@ -339,4 +341,3 @@ function expired(): ExecutionResult {
   FINAL.add(result);
   return result;
 }
-
