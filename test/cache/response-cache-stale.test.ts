@@ -7,8 +7,9 @@
  */
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
-import { READ_ONLY_KEY } from '../support/harness/emulator.ts';
-import type { GraphQLResult } from '../support/harness/facade.ts';
+import { READ_ONLY_KEY, startEmulator } from '../support/harness/emulator.ts';
+import { startFacade, type GraphQLResult } from '../support/harness/facade.ts';
+import { startTcpProxy } from '../support/harness/tcp-proxy.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { useStack, type Stack } from '../support/harness/stack.ts';
 import { scrape, valueOf } from '../support/metrics.ts';
@@ -188,5 +189,31 @@ describe('with the circuit open', () => {
     expect((await stack.upstreamCalls()).total).toBe(0);
     const metrics = await scrape(stack.metricsUrl);
     expect(valueOf(metrics, 'facade_upstream_cache_stale_served_total')).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('with the upstream behind a proxy that goes away', () => {
+  test('refused connections: the held answer answers, marked stale', async () => {
+    const emulator = await startEmulator();
+    const { port } = new URL(emulator.url);
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(port) });
+    const facade = await startFacade(`http://127.0.0.1:${proxy.port}`, {
+      env: { CACHE_ENABLED: 'true', CACHE_MAX_AGE_SECONDS: '1', UPSTREAM_CIRCUIT_FAILURES: '0' },
+    });
+    try {
+      const fresh = await facade.query(CUSTOMER);
+      expect(fresh.body.errors).toBeUndefined();
+      await pastFreshness();
+      // Nothing listens on the upstream's port any more: every connection is refused.
+      await proxy.close();
+      const stale = await facade.query(CUSTOMER);
+      expect(stale.body.errors).toBeUndefined();
+      expect(stale.body.data).toEqual(fresh.body.data);
+      expect(staleOf(stale)?.ageSeconds).toBeGreaterThanOrEqual(1);
+      expectUnavailable(await facade.query('{ customer(id: "cus_ada") { id } }'));
+    } finally {
+      await facade.close();
+      await emulator.close();
+    }
   });
 });
