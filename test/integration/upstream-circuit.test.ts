@@ -79,10 +79,11 @@ describe('with a probe every 300 ms', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const elapsed = performance.now() - started;
     const calls = await stack.upstreamCalls();
-    // Only probes, at most one per interval (each waits its interval after the last one ended).
+    // Only probes, at most one per interval (each waits its interval after the last one ended; one
+    // may have been on its way when the counts were reset).
     expect(calls.total).toBe(calls.byRoute[CAPABILITIES]);
     expect(calls.total).toBeGreaterThanOrEqual(1);
-    expect(calls.total).toBeLessThanOrEqual(Math.ceil(elapsed / 300));
+    expect(calls.total).toBeLessThanOrEqual(Math.ceil(elapsed / 300) + 1);
 
     await stack.clearFaults();
     const back = performance.now();
