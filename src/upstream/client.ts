@@ -41,6 +41,11 @@ export interface UpstreamResponse {
   replayed: boolean;
   /** The upstream's `X-Request-Id` answer header (its `correlationId`), when it sent one. */
   correlationId?: string;
+  /**
+   * Present when the response cache answered past its freshness because the upstream failed:
+   * seconds since the answer was read from the upstream (stale-if-error).
+   */
+  staleAgeSeconds?: number;
 }
 
 /** Per-call facts that come from the GraphQL operation: see `UpstreamContext`. */

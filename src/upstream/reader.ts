@@ -7,7 +7,7 @@ import { spendCall } from './call-budget.ts';
 import type { UpstreamCall, UpstreamResponse } from './client.ts';
 import { partitionOfKey } from './credentials.ts';
 import { freezeAnswerBody, type CachedAnswer, type ResponseCache } from './response-cache.ts';
-import { recordStaleRead } from './outage.ts';
+import { isUpstreamOutage, recordStaleRead, type DegradedReads } from './outage.ts';
 import type { CallSender } from './retrying-sender.ts';
 import type { UpstreamRequest } from './types.ts';
 
@@ -26,25 +26,30 @@ export function createReader(
     request: UpstreamRequest,
   ): Promise<UpstreamResponse> {
     let sent: SentResponse | undefined;
-    const answer = await cache.read(
-      {
-        partition: call.credentials.partition ?? partitionOfKey(call.credentials.apiKey),
-        path: request.path,
-        query: toQueryString(request.query),
-        readThrough: call.readThrough === true,
-        signal: call.signal,
-        sources: call.answerSources,
-      },
-      async () => {
-        sent = await sendTraced(call, request);
-        // Kept parsed: a hit then costs no JSON.parse (it was the largest cost of a hit).
-        return { status: sent.status, text: sent.text, body: freezeAnswerBody(sent.body) };
-      },
-    );
+    const answer = await cache
+      .read(
+        {
+          partition: call.credentials.partition ?? partitionOfKey(call.credentials.apiKey),
+          path: request.path,
+          query: toQueryString(request.query),
+          readThrough: call.readThrough === true,
+          signal: call.signal,
+          sources: call.answerSources,
+        },
+        async () => {
+          sent = await sendTraced(call, request);
+          // Kept parsed: a hit then costs no JSON.parse (it was the largest cost of a hit).
+          return { status: sent.status, text: sent.text, body: freezeAnswerBody(sent.body) };
+        },
+      )
+      // A read that joined another's failing one met the outage too.
+      .catch((error: unknown) => failedFor(call.degraded, error));
     if (sent !== undefined) return withoutText(sent);
     spendCall(call.callBudget);
-    if (answer.ageSeconds !== undefined) recordStaleRead(call.degraded, answer.ageSeconds);
-    return answerOf(answer, call.requestId);
+    const response = answerOf(answer, call.requestId);
+    if (answer.ageSeconds === undefined) return response;
+    recordStaleRead(call.degraded, answer.ageSeconds);
+    return { ...response, staleAgeSeconds: answer.ageSeconds };
   }
 
   return (call, request) => {
@@ -61,7 +66,7 @@ export function createReader(
     const held = shared.get(key);
     if (held !== undefined) {
       spendCall(call.callBudget);
-      return held;
+      return call.degraded === undefined ? held : notingOutage(held, call.degraded);
     }
     const sending = send();
     shared.set(key, sending);
@@ -73,6 +78,27 @@ export function createReader(
   };
 }
 
+/**
+ * `held`, another operation's read, as this operation's: what it met of an outage (an answer
+ * served stale, a failure for the upstream) is recorded in this operation's `degraded` too.
+ */
+function notingOutage(held: Promise<UpstreamResponse>, degraded: DegradedReads): Promise<UpstreamResponse> {
+  return held.then(
+    (response) => {
+      if (response.staleAgeSeconds !== undefined) recordStaleRead(degraded, response.staleAgeSeconds);
+      return response;
+    },
+    (error: unknown) => failedFor(degraded, error),
+  );
+}
+
+/** Records in `degraded` a read that failed with `error` for the upstream, then throws it. */
+function failedFor(degraded: DegradedReads | undefined, error: unknown): never {
+  if (degraded !== undefined && isUpstreamOutage(error)) degraded.failed = true;
+  throw error;
+}
+
+/** A response as the caller gets it: without the body's text the response cache keeps. */
 export function withoutText({ text: _text, ...response }: SentResponse): UpstreamResponse {
   return response;
 }

@@ -87,7 +87,11 @@ describe('through an outage of the upstream', () => {
   test('a subscriber is sent nothing while down, then every event once, in order, read as it is now; a resume after its cursor gets the same', async () => {
     const client = stack.connect({ Authorization: (await bearer('acme')).authorization });
     const live = client.subscribe(ACCOUNT_CHANGED);
-    await stack.subscriptionsStarted(1);
+    // Another operation of the same read group: it shares the event's reads with the first.
+    const other = client.subscribe(
+      'subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId account { id } } }',
+    );
+    await stack.subscriptionsStarted(2);
     const deliveredBefore = await deliveredCount(stack);
     await topUp(stack);
     await waitFor(() => live.data.length === 1, 'the first event');
@@ -98,10 +102,21 @@ describe('through an outage of the upstream', () => {
     await outageWithTopUps(stack, 2, deliveredBefore + 1);
     expect(live.errors).toEqual([]);
     expect(live.data).toHaveLength(1);
+    expect(other.errors).toEqual([]);
+    expect(other.data).toHaveLength(1);
 
     await stack.clearFaults();
-    await waitFor(() => live.data.length === 3, 'the events of the outage');
+    await waitFor(() => live.data.length === 3 && other.data.length === 3, 'the events of the outage');
     expect(live.errors).toEqual([]);
+    expect(other.errors).toEqual([]);
+    expect(other.data).toEqual(
+      live.data.map((change) => ({
+        accountChanged: {
+          eventId: (change as Change).accountChanged.eventId,
+          account: { id: 'acc_acme_eth' },
+        },
+      })),
+    );
     const changes = live.data as Change[];
     const after = changes.slice(1);
     // Each read once the upstream was back: both show the account as it is now (two top-ups on).
