@@ -10,6 +10,7 @@ import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
+import type { CircuitConfig } from './upstream/circuit-breaker.ts';
 import type { ResponseCacheConfig } from './upstream/response-cache.ts';
 import {
   ENVIRONMENT_KEY_VARIABLES,
@@ -64,6 +65,8 @@ export interface Config {
    */
   shutdownDrainMs: number;
   upstream: UpstreamConfig;
+  /** What an upstream outage does (`UPSTREAM_CIRCUIT_*`, `CACHE_STALE_IF_ERROR_SECONDS`; docs/operations.md). */
+  outage: { circuit: CircuitConfig; staleIfErrorSeconds: number };
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
   metrics: MetricsConfig;
@@ -142,6 +145,9 @@ export const CONFIG_DEFAULTS = {
   CACHE_MAX_AGE_SECONDS: 30,
   CACHE_MAX_BYTES: 64 * 1024 * 1024,
   CACHE_ANSWERS_MAX_BYTES: 16 * 1024 * 1024,
+  CACHE_STALE_IF_ERROR_SECONDS: 300,
+  UPSTREAM_CIRCUIT_FAILURES: 5,
+  UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS: 2_000,
   METRICS_MAX_OPERATION_NAMES: 100,
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
@@ -234,6 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
         .replace(/\/+$/, ''),
       cache: readCacheConfig(reader),
     },
+    outage: readOutageConfig(reader),
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
@@ -321,6 +328,29 @@ function readCacheConfig(reader: EnvReader): ResponseCacheConfig {
       CONFIG_DEFAULTS.CACHE_ANSWERS_MAX_BYTES,
       0,
       2 ** 40,
+    ),
+  };
+}
+
+/** `UPSTREAM_CIRCUIT_*` and `CACHE_STALE_IF_ERROR_SECONDS` (0 turns either off). */
+function readOutageConfig(reader: EnvReader): Config['outage'] {
+  const { UPSTREAM_CIRCUIT_FAILURES, UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS, CACHE_STALE_IF_ERROR_SECONDS } =
+    CONFIG_DEFAULTS;
+  return {
+    circuit: {
+      failures: reader.integer('UPSTREAM_CIRCUIT_FAILURES', UPSTREAM_CIRCUIT_FAILURES, 0, 1_000),
+      probeIntervalMs: reader.integer(
+        'UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS',
+        UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS,
+        100,
+        600_000,
+      ),
+    },
+    staleIfErrorSeconds: reader.integer(
+      'CACHE_STALE_IF_ERROR_SECONDS',
+      CACHE_STALE_IF_ERROR_SECONDS,
+      0,
+      86_400,
     ),
   };
 }

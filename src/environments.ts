@@ -103,7 +103,19 @@ function createEnvironmentStack(
   key: ConfiguredKey,
 ): EnvironmentStack {
   const { config, logger } = parts;
-  const client = createUpstreamClient({ ...config.upstream, ...parts.upstream, logger, environment });
+  const { circuit, staleIfErrorSeconds } = config.outage;
+  const client = createUpstreamClient({
+    ...config.upstream,
+    ...parts.upstream,
+    logger,
+    environment,
+    ...(config.upstream.cache === undefined
+      ? {}
+      : { cache: { ...config.upstream.cache, staleIfErrorSeconds } }),
+    circuit,
+    // The environment's own key (this stack's source, read at each probe), not the first one's.
+    probeKey: () => source.current(),
+  });
   const source = createKeySource({
     name: environment === undefined ? 'UPSTREAM_API_KEY' : ENVIRONMENT_KEY_VARIABLES[environment],
     initial: key.apiKey,
@@ -208,6 +220,7 @@ function sumStats(stats: readonly (ResponseCacheStats | undefined)[]): ResponseC
     evictions: 0,
     invalidations: 0,
     expirations: 0,
+    staleServed: 0,
     bytes: 0,
     entries: 0,
   };

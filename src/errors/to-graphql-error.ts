@@ -72,7 +72,8 @@ const PASS_THROUGH_CODES = new Set([
  * - An id refused before it could reach an upstream path (`UnsafeIdError`, or an `IdArgumentError`
  *   naming the argument it came from) becomes `BAD_USER_INPUT`, with `extensions.inputPath` (and
  *   `argumentName`, the same path dotted) when the argument is known.
- * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason.
+ * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason (and
+ *   `retryable: true` when an open circuit refused it: nothing was sent).
  * - An {@link UpstreamCallLimitError} becomes `TOO_MANY_UPSTREAM_CALLS` with the limit.
  * - An {@link UpstreamCancelledError} becomes `UPSTREAM_TIMEOUT` (the operation's deadline passed)
  *   or `SHUTTING_DOWN` (retryable: the process is stopping).
@@ -139,6 +140,8 @@ function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
       {
         code: 'UPSTREAM_UNAVAILABLE' satisfies FacadeErrorCode,
         reason: cause.reason,
+        // Refused by an open circuit: nothing was sent, so the same request later is always safe.
+        ...(cause.reason === 'circuit_open' ? { retryable: true } : {}),
         requestId: cause.requestId,
       },
       options,

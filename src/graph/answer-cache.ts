@@ -19,8 +19,14 @@
  * Who asks is part of the key, whole: the upstream key's partition, the bound environment, the
  * subject, the client, the roles, the operator flag and the customers of the scope. Two callers
  * never share an answer, and a caller whose token's scope changed does not meet its old answers.
+ *
+ * During an upstream outage the response cache may serve a read past its freshness; such a read
+ * stands for no whole answer (neither kept nor served from here), and the answer that holds it is
+ * marked with its age ({@link staleAnswerHooks}).
  */
+import type { GraphQLResponse } from '@apollo/server';
 import { LRUCache } from 'lru-cache';
+import type { GraphContext } from './context.ts';
 import type { Caller } from '../auth/caller.ts';
 import {
   freezeAnswerBody,
@@ -160,4 +166,24 @@ function callerKey(upstream: UpstreamContext, caller: Caller | undefined): strin
     operator,
     customers.kind === 'all' ? 'all' : [...customers.customerIds].sort(),
   ]);
+}
+
+/**
+ * The hooks that mark an HTTP answer holding any read the response cache served past its
+ * freshness because the upstream failed (`CACHE_STALE_IF_ERROR_SECONDS`): `extensions.stale` is
+ * `{ ageSeconds }`, the age of the oldest such read, so a client can show "as of". For
+ * `createRequestHooksPlugin`; a deferred answer is marked in its first part.
+ */
+export function staleAnswerHooks(): {
+  willSendResponse(requestContext: { response: GraphQLResponse; contextValue: GraphContext }): void;
+} {
+  return {
+    willSendResponse({ response, contextValue }) {
+      const ageSeconds = contextValue.upstream.degraded.staleAgeSeconds;
+      if (ageSeconds === undefined) return;
+      const result =
+        response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
+      result.extensions = { ...result.extensions, stale: { ageSeconds } };
+    },
+  };
 }

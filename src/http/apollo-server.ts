@@ -26,6 +26,7 @@ import { noStoreHooks } from './no-store-plugin.ts';
 import { operationRecordHooks } from './operation-record-plugin.ts';
 import { createRequestHooksPlugin } from './request-hooks.ts';
 import { answerCacheHooks } from './answer-cache-plugin.ts';
+import { staleAnswerHooks } from '../graph/answer-cache.ts';
 import type { AnswerCache } from '../graph/answer-cache.ts';
 
 export interface ApolloServerOptions {
@@ -91,6 +92,8 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         doorHooks(door, { maxCost: config.queryLimits.maxCost }),
         jsonStatusHooks,
         operationRecordHooks(options.record, options.logger, (query) => options.isTrustedDocument(query)),
+        // `extensions.stale` on an answer holding reads served stale in an upstream outage.
+        staleAnswerHooks,
         // Last: it keeps (and freezes) an answer's data once the other parts have seen it.
         ...(options.answers === undefined ? [] : [answerCacheHooks(options.answers)]),
       ]),

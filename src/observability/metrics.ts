@@ -12,6 +12,7 @@ import type { RequestHandler } from 'express';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
 import { createOperationLabels, type OperationLabeler } from './operation-labels.ts';
+import { createCircuitMetrics } from './circuit-metrics.ts';
 import type { AnswerCacheStats } from '../graph/answer-cache.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 
@@ -344,6 +345,7 @@ function createUpstreamMetrics(
     upstreamDuration,
     upstreamRetries,
     upstreamObserver: {
+      circuit: createCircuitMetrics(registers),
       attempt({ request, attempt, status, durationSeconds, failure, environment }) {
         const { template } = routeOf(request.path);
         const labels = {
@@ -433,7 +435,12 @@ function registerResponseCacheMetrics(
         'Answers dropped, and reads in flight kept from storing, because an event or a write named them.',
         'invalidations',
       ],
-      ['facade_upstream_cache_expirations_total', 'Answers dropped at CACHE_MAX_AGE_SECONDS.', 'expirations'],
+      ['facade_upstream_cache_expirations_total', 'Answers past CACHE_MAX_AGE_SECONDS.', 'expirations'],
+      [
+        'facade_upstream_cache_stale_served_total',
+        'Reads answered past their freshness because the upstream failed (CACHE_STALE_IF_ERROR_SECONDS).',
+        'staleServed',
+      ],
     ],
     gauges: [
       [

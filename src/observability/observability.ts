@@ -82,6 +82,9 @@ export function createObservability(options: ObservabilityOptions): Observabilit
       call: (report) => {
         for (const observer of observers) observer.call?.(report);
       },
+      circuit: (change) => {
+        for (const observer of observers) observer.circuit?.(change);
+      },
     },
     plugins: [audit.plugin],
     async listen(host) {

@@ -2,33 +2,30 @@
  * The one HTTP client of the upstream REST API: an undici pool with keep-alive and explicit
  * timeouts, JSON in and out, the v3 headers, problem+json parsing and bounded retries.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import type { Dispatcher } from 'undici';
 import type { Logger } from '../logger.ts';
-import { cancelReasonOf } from './cancellation.ts';
+import { createAttemptSender, observe } from './attempt-sender.ts';
 import {
-  UpstreamCancelledError,
-  UpstreamProblemError,
-  UpstreamUnavailableError,
-  type UnavailableReason,
-} from './errors.ts';
-import { parseProblem } from './problem.ts';
+  createCircuitBreaker,
+  createCircuitProbe,
+  type CircuitChange,
+  type CircuitConfig,
+  type UpstreamCircuit,
+} from './circuit-breaker.ts';
 import { authorizeUpstreamRequest, type UpstreamScope } from './access.ts';
-import { spendCall, type CallBudget } from './call-budget.ts';
+import type { CallBudget } from './call-budget.ts';
+import { createReader, withoutText } from './reader.ts';
 import {
   createResponseCache,
   type AnswerSources,
-  freezeAnswerBody,
   staleReadsOfWrite,
-  type CachedAnswer,
   type ResponseCache,
   type ResponseCacheConfig,
 } from './response-cache.ts';
-import { partitionOfKey } from './credentials.ts';
-import { backoffDelayMs, isRetryable, type RetryBudget, type RetryConfig } from './retry.ts';
-import { UPSTREAM_USER_AGENT } from './user-agent.ts';
-import { CollectedExchange } from './collected-exchange.ts';
+import type { RetryBudget, RetryConfig } from './retry.ts';
+import { createRetryingSender } from './retrying-sender.ts';
+import { UpstreamProblemError } from './errors.ts';
+import type { DegradedReads } from './outage.ts';
 import type { UpstreamRequest } from './types.ts';
 import type { EnvironmentKeys } from './environment-keys.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -44,6 +41,11 @@ export interface UpstreamResponse {
   replayed: boolean;
   /** The upstream's `X-Request-Id` answer header (its `correlationId`), when it sent one. */
   correlationId?: string;
+  /**
+   * Present when the response cache answered past its freshness because the upstream failed:
+   * seconds since the answer was read from the upstream (stale-if-error).
+   */
+  staleAgeSeconds?: number;
 }
 
 /** Per-call facts that come from the GraphQL operation: see `UpstreamContext`. */
@@ -84,6 +86,8 @@ export interface UpstreamCall {
    * its whole result may be served again while they are current (`src/graph/answer-cache.ts`).
    */
   readonly answerSources?: AnswerSources;
+  /** Where the operation records what it met of an outage: answers served stale, calls failed. */
+  readonly degraded?: DegradedReads;
 }
 
 /**
@@ -106,11 +110,14 @@ export interface UpstreamClient {
    * The event pipeline drops what each verified event makes stale; writes drop what they change.
    */
   readonly cache?: ResponseCache | undefined;
+  /** The environment's circuit breaker (`circuit-breaker.ts`); absent on stand-ins of tests. */
+  readonly circuit?: UpstreamCircuit;
   /**
    * Sends `request`, retrying what may be retried.
    *
    * @throws {UpstreamProblemError} when the upstream answers with an error status.
-   * @throws {UpstreamUnavailableError} when no usable answer arrives.
+   * @throws {UpstreamUnavailableError} when no usable answer arrives, or the circuit is open
+   *   (`circuit_open`: nothing is sent).
    * @throws {UpstreamCallLimitError} when the operation's call budget is spent (nothing is sent).
    * @throws {UpstreamAccessDeniedError} or a 404 {@link UpstreamProblemError} when the caller's
    *   scope does not allow the request (nothing is sent, no budget is spent).
@@ -152,6 +159,8 @@ export interface UpstreamConfig {
   problemDocsUrl: string;
   /** GET answers kept across operations (`CACHE_*`); absent or disabled: every read is sent. */
   cache?: ResponseCacheConfig;
+  /** `UPSTREAM_CIRCUIT_*`: the circuit breaker; absent, it never opens. */
+  circuit?: CircuitConfig;
 }
 
 export interface UpstreamClientOptions extends UpstreamConfig {
@@ -162,6 +171,8 @@ export interface UpstreamClientOptions extends UpstreamConfig {
   observer?: UpstreamObserver;
   /** Makes a trace span of every call when tracing is on; absent, nothing of tracing runs. */
   tracer?: UpstreamTracer;
+  /** The key the circuit's probe is sent with (the facade's own, read at each probe); default `apiKey`. */
+  probeKey?: () => string;
 }
 
 /**
@@ -213,6 +224,8 @@ export interface UpstreamCallReport {
 export interface UpstreamObserver {
   attempt?(report: UpstreamAttemptReport): void;
   call?(report: UpstreamCallReport): void;
+  /** The circuit breaker changed state (and, once, the state it starts in). */
+  circuit?(change: CircuitChange): void;
 }
 
 /** How long `close()` lets in-flight calls finish before connections are cut. */
@@ -248,16 +261,28 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     observer: options.observer,
     environment: options.environment,
   });
+  const circuit = createCircuitBreaker({
+    config: options.circuit ?? { failures: 0, probeIntervalMs: 1_000 },
+    probe: createCircuitProbe(sendOnce, options.probeKey ?? (() => options.apiKey)),
+    logger,
+    environment: options.environment,
+    onChange: (change) => observe(() => options.observer?.circuit?.(change)),
+  });
   const sendTraced = createRetryingSender({
     sendOnce,
     policy: options.retry,
     logger,
     observer: options.observer,
     tracer: options.tracer,
+    circuit,
   });
   const responseCache =
     options.cache?.enabled === true
-      ? createResponseCache({ maxAgeSeconds: options.cache.maxAgeSeconds, maxBytes: options.cache.maxBytes })
+      ? createResponseCache({
+          maxAgeSeconds: options.cache.maxAgeSeconds,
+          maxBytes: options.cache.maxBytes,
+          staleIfErrorSeconds: options.cache.staleIfErrorSeconds ?? 0,
+        })
       : undefined;
   const read = createReader(responseCache, sendTraced);
 
@@ -275,7 +300,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     try {
       return withoutText(await sendTraced(call, request, progress));
     } catch (error) {
-      changedNothing = progress.attempts === 1 && isRefusalWithoutChange(error);
+      // Refused before anything was sent (an open circuit, a spent budget), or answered with a refusal.
+      changedNothing = progress.attempts === 0 || (progress.attempts === 1 && isRefusalWithoutChange(error));
       throw error;
     } finally {
       if (!changedNothing) responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
@@ -302,6 +328,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     maxCallsPerOperation: options.maxCallsPerOperation,
     problemDocsUrl: options.problemDocsUrl,
     cache: responseCache,
+    circuit,
     send(call, request) {
       const sent = sendChecked(call, request);
       const sources = call.answerSources;
@@ -314,6 +341,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       });
     },
     async close() {
+      circuit.close();
       const timer = setTimeout(() => void pool.destroy().catch(() => undefined), CLOSE_GRACE_MS);
       try {
         await pool.close();
@@ -329,372 +357,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
 /** A promise rejected with what was thrown, as an `async` function's would be. */
 async function rejectionOf(error: unknown): Promise<never> {
   throw error;
-}
-
-/** Calls an observer hook; watching must never break a call. */
-function observe(notify: () => void): void {
-  try {
-    notify();
-  } catch {
-    // Watching must never break a call.
-  }
-}
-
-/** One attempt of a call: `(call, request, attempt, traceHeaders, apiKey)`. */
-type AttemptSender = (
-  call: UpstreamCall,
-  request: UpstreamRequest,
-  attempt: number,
-  traceHeaders: Readonly<Record<string, string>> | undefined,
-  apiKey: string,
-) => Promise<SentResponse>;
-
-/** A call with its retries (and its span, when tracing is on); `progress.attempts` counts attempts. */
-type CallSender = (
-  call: UpstreamCall,
-  request: UpstreamRequest,
-  progress?: { attempts: number },
-) => Promise<SentResponse>;
-
-/** Sends one attempt over `pool`: the v3 headers, the key, problem+json parsed into errors. */
-function createAttemptSender(parts: {
-  pool: Pool;
-  basePath: string;
-  logger: Logger;
-  observer: UpstreamObserver | undefined;
-  environment: PlatformEnvironment | undefined;
-}): AttemptSender {
-  const { pool, basePath, logger, observer } = parts;
-  const labelled = parts.environment === undefined ? {} : { environment: parts.environment };
-  return async (call, request, attempt, traceHeaders, apiKey) => {
-    const headers: Record<string, string> = {
-      ...traceHeaders,
-      accept: 'application/json',
-      'user-agent': UPSTREAM_USER_AGENT,
-      'x-api-key': apiKey,
-      'x-request-id': call.requestId,
-    };
-    if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
-    let payload: string | undefined;
-    if (request.body !== undefined) {
-      payload = JSON.stringify(request.body);
-      headers['content-type'] = 'application/json';
-    }
-
-    const started = performance.now();
-    const path = `${basePath}${request.path}${toQueryString(request.query)}`;
-    let status: number | undefined;
-    let failure: string | undefined;
-    // Collected whole by one handler: no body stream, no promise but the answer's (see the module).
-    const exchange = CollectedExchange.send(pool, {
-      method: request.method,
-      path,
-      headers,
-      body: payload,
-      signal: call.signal,
-    });
-    try {
-      const response = await exchange.response;
-      status = response.statusCode;
-      const text = response.text;
-      if (status >= 400) {
-        throw new UpstreamProblemError(
-          parseProblem({
-            status,
-            contentType: headerValue(response.headers['content-type']),
-            text,
-            requestId: call.requestId,
-            secrets: [apiKey],
-          }),
-        );
-      }
-      return {
-        status,
-        body: parseJsonBody(text, call.requestId),
-        replayed: headerValue(response.headers['idempotency-replayed'])?.toLowerCase() === 'true',
-        ...correlationIdOf(response.headers),
-        text,
-      };
-    } catch (error) {
-      // A body that failed after its headers: the attempt is reported with the status it had.
-      status = exchange.statusCode;
-      const upstreamError = call.signal?.aborted
-        ? cancelled(call, error)
-        : toUpstreamError(error, call.requestId);
-      failure = describeFailure(upstreamError);
-      throw upstreamError;
-    } finally {
-      if (observer?.attempt) {
-        const durationSeconds = (performance.now() - started) / 1000;
-        observe(() =>
-          observer.attempt?.({ request, attempt, status, durationSeconds, failure, ...labelled }),
-        );
-      }
-      // Never the headers: they hold the key.
-      logger.debug('upstream call', {
-        method: request.method,
-        path: request.path,
-        status: status ?? null,
-        attempt,
-        durationMs: Math.round(performance.now() - started),
-        requestId: call.requestId,
-      });
-    }
-  };
-}
-
-/** Sends a call's attempts, retrying what may be retried, under a span of its own when tracing is on. */
-function createRetryingSender(parts: {
-  sendOnce: AttemptSender;
-  policy: RetryConfig;
-  logger: Logger;
-  observer: UpstreamObserver | undefined;
-  tracer: UpstreamTracer | undefined;
-}): CallSender {
-  const { sendOnce, policy, logger, observer, tracer } = parts;
-
-  /** Sends `request`, retrying what may be retried; `progress.attempts` counts attempts made. */
-  async function sendWithRetries(
-    call: UpstreamCall,
-    request: UpstreamRequest,
-    progress: { attempts: number },
-    traceHeaders: Readonly<Record<string, string>> | undefined,
-  ): Promise<SentResponse> {
-    let resentWithNewKey = false;
-    for (let attempt = 1; ; attempt++) {
-      // Past the deadline (or in shutdown) nothing more is sent, retries included.
-      if (call.signal?.aborted) throw cancelled(call);
-      // The key current at this attempt: a retry after a rotation sends the new one.
-      const apiKey = call.credentials.apiKey;
-      // Every attempt is a call the upstream serves, so retries spend the budget too.
-      try {
-        spendCall(call.callBudget);
-        call.callBudget.sent += 1;
-        progress.attempts = attempt;
-        const response = await sendOnce(call, request, attempt, traceHeaders, apiKey);
-        if (observer?.call) {
-          observe(() => observer.call?.({ call, request, attempts: attempt, response, error: undefined }));
-        }
-        return response;
-      } catch (error) {
-        // The old key refused just after a rotation (revoked while this call was on its way):
-        // sent once more, at once, with the new one. A refused request changed nothing upstream,
-        // and a write carries its Idempotency-Key, so this can only do the write once.
-        if (!resentWithNewKey && isRefusedKey(error) && call.credentials.apiKey !== apiKey) {
-          resentWithNewKey = true;
-          logger.info('upstream key rotated during the call: sending it again with the new key', {
-            method: request.method,
-            path: request.path,
-            attempt,
-            requestId: call.requestId,
-          });
-          continue;
-        }
-        if (attempt >= policy.maxAttempts || !isRetryable(error) || call.retryBudget.remaining <= 0) {
-          if (observer?.call) {
-            observe(() => observer.call?.({ call, request, attempts: attempt, response: undefined, error }));
-          }
-          throw error;
-        }
-        call.retryBudget.remaining -= 1;
-        const delayMs = backoffDelayMs(attempt, policy);
-        logger.info('retrying upstream call', {
-          method: request.method,
-          path: request.path,
-          attempt,
-          delayMs,
-          reason: describeFailure(error),
-          requestId: call.requestId,
-        });
-        try {
-          await sleep(delayMs, undefined, { signal: call.signal });
-        } catch (sleepError) {
-          throw cancelled(call, sleepError);
-        }
-      }
-    }
-  }
-
-  // Without tracing, the retries' own promise is the call's: no wrapper around it.
-  if (tracer === undefined) {
-    return (call, request, progress = { attempts: 0 }) => sendWithRetries(call, request, progress, undefined);
-  }
-  return async (call, request, progress = { attempts: 0 }) => {
-    const traced = tracer.startCall(call, request);
-    try {
-      const response = await sendWithRetries(call, request, progress, traced.headers);
-      observe(() => traced.end({ call, request, attempts: progress.attempts, response, error: undefined }));
-      return response;
-    } catch (error) {
-      observe(() => traced.end({ call, request, attempts: progress.attempts, response: undefined, error }));
-      throw error;
-    }
-  };
-}
-
-/** GETs, through the event's shared reads and the response cache where there are any. */
-function createReader(
-  responseCache: ResponseCache | undefined,
-  sendTraced: CallSender,
-): (call: UpstreamCall, request: UpstreamRequest) => Promise<UpstreamResponse> {
-  /**
-   * A GET through the response cache: a held answer (or one being read for the same key) costs
-   * one call of the budget and no request; a miss is sent and kept.
-   */
-  async function readCached(
-    cache: ResponseCache,
-    call: UpstreamCall,
-    request: UpstreamRequest,
-  ): Promise<UpstreamResponse> {
-    let sent: SentResponse | undefined;
-    const answer = await cache.read(
-      {
-        partition: call.credentials.partition ?? partitionOfKey(call.credentials.apiKey),
-        path: request.path,
-        query: toQueryString(request.query),
-        readThrough: call.readThrough === true,
-        signal: call.signal,
-        sources: call.answerSources,
-      },
-      async () => {
-        sent = await sendTraced(call, request);
-        // Kept parsed: a hit then costs no JSON.parse (it was the largest cost of a hit).
-        return { status: sent.status, text: sent.text, body: freezeAnswerBody(sent.body) };
-      },
-    );
-    if (sent !== undefined) return withoutText(sent);
-    spendCall(call.callBudget);
-    return answerOf(answer, call.requestId);
-  }
-
-  return (call, request) => {
-    const cache = responseCache?.isCacheable(request.path) === true ? responseCache : undefined;
-    const send = (): Promise<UpstreamResponse> =>
-      cache === undefined ? sendTraced(call, request).then(withoutText) : readCached(cache, call, request);
-    const shared = call.readCache;
-    // Read past the held answers (a path never kept, or one event's shared reads): none stands for it.
-    if (call.answerSources !== undefined && (cache === undefined || shared !== undefined)) {
-      call.answerSources.complete = false;
-    }
-    if (shared === undefined) return send();
-    const key = `${request.path}${toQueryString(request.query)}`;
-    const held = shared.get(key);
-    if (held !== undefined) {
-      spendCall(call.callBudget);
-      return held;
-    }
-    const sending = send();
-    shared.set(key, sending);
-    // A failure may be the first operation's own (its deadline): the next one reads for itself.
-    sending.catch(() => {
-      if (shared.get(key) === sending) shared.delete(key);
-    });
-    return sending;
-  };
-}
-
-/** A response as sent, with the body's text the response cache keeps. */
-type SentResponse = UpstreamResponse & { readonly text: string };
-
-function withoutText({ text: _text, ...response }: SentResponse): UpstreamResponse {
-  return response;
-}
-
-/**
- * A held answer as a response of its own: its frozen parsed body, shared by every caller (none can
- * change it), or, for an answer held as text, the text parsed anew.
- */
-function answerOf(answer: CachedAnswer, requestId: string): UpstreamResponse {
-  const body = 'body' in answer ? answer.body : parseJsonBody(answer.text, requestId);
-  return { status: answer.status, body, replayed: false };
-}
-
-function cancelled(call: UpstreamCall, cause?: unknown): UpstreamCancelledError {
-  const reason = call.signal ? cancelReasonOf(call.signal) : 'deadline';
-  return new UpstreamCancelledError(reason, call.requestId, { cause });
-}
-
-function toQueryString(query: UpstreamRequest['query']): string {
-  if (query === undefined) return '';
-  // Most reads give no parameter at all (a first page at the default size): no encoder for those.
-  let any = false;
-  for (const name in query) {
-    if (query[name] !== undefined) {
-      any = true;
-      break;
-    }
-  }
-  if (!any) return '';
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined) params.set(name, String(value));
-  }
-  const encoded = params.toString();
-  return encoded === '' ? '' : `?${encoded}`;
-}
-
-function correlationIdOf(headers: Dispatcher.ResponseData['headers']): { correlationId?: string } {
-  const value = headerValue(headers['x-request-id']);
-  return value === undefined ? {} : { correlationId: value };
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function parseJsonBody(text: string, requestId: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new UpstreamUnavailableError('invalid_response', requestId, { cause: error });
-  }
-}
-
-/** Error codes of undici and of Node's sockets, by what they mean for the caller. */
-const UNAVAILABLE_BY_CODE: Readonly<Record<string, UnavailableReason>> = {
-  UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
-  UND_ERR_HEADERS_TIMEOUT: 'headers_timeout',
-  UND_ERR_BODY_TIMEOUT: 'body_timeout',
-  UND_ERR_SOCKET: 'connection_reset',
-  ECONNRESET: 'connection_reset',
-  EPIPE: 'connection_reset',
-  UND_ERR_CLOSED: 'connection_failed',
-  UND_ERR_DESTROYED: 'connection_failed',
-  ECONNREFUSED: 'connection_failed',
-  ENOTFOUND: 'connection_failed',
-  EAI_AGAIN: 'connection_failed',
-  EHOSTUNREACH: 'connection_failed',
-  ENETUNREACH: 'connection_failed',
-  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'invalid_response',
-  // Past MAX_UPSTREAM_ANSWER_BYTES: the same request would get the same answer, so no retry.
-  UND_ERR_RES_EXCEEDED_MAX_SIZE: 'invalid_response',
-};
-
-/** Leaves our own errors alone and turns transport failures into {@link UpstreamUnavailableError}. */
-function toUpstreamError(error: unknown, requestId: string): unknown {
-  if (
-    error instanceof UpstreamProblemError ||
-    error instanceof UpstreamUnavailableError ||
-    error instanceof UpstreamCancelledError
-  )
-    return error;
-  const code = (error as { code?: unknown } | null)?.code;
-  const reason = typeof code === 'string' ? UNAVAILABLE_BY_CODE[code] : undefined;
-  // Anything else (a bad argument, a bug) is not the upstream's fault and is left to be masked.
-  return reason === undefined ? error : new UpstreamUnavailableError(reason, requestId, { cause: error });
-}
-
-/** A 401: the upstream did not accept the key the attempt was sent with. */
-function isRefusedKey(error: unknown): boolean {
-  return error instanceof UpstreamProblemError && error.status === 401;
-}
-
-/** A failure in words without ids: `503 service_unavailable`, `connect_timeout`, `unknown`. */
-function describeFailure(error: unknown): string {
-  if (error instanceof UpstreamProblemError) return `${error.status} ${error.code}`;
-  if (error instanceof UpstreamUnavailableError) return error.reason;
-  return 'unknown';
 }
 
 /**

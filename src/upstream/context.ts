@@ -10,6 +10,7 @@ import { createCredentials, type UpstreamCredentials, type UpstreamKey } from '.
 import { resolveRequestId } from './request-id.ts';
 import { createAnswerSources, type AnswerSources } from './response-cache.ts';
 import { createRetryBudget, type RetryBudget } from './retry.ts';
+import { createDegradedReads, type DegradedReads } from './outage.ts';
 
 /** Who an operation's upstream calls are made for: an authenticated caller. */
 export interface UpstreamActor {
@@ -61,6 +62,8 @@ export interface UpstreamContext {
    * answer cache is on); absent: nothing is recorded.
    */
   readonly answerSources?: AnswerSources;
+  /** What the operation met of an upstream outage (answers served stale, calls failed). */
+  readonly degraded: DegradedReads;
 }
 
 export interface UpstreamContextOptions {
@@ -130,5 +133,6 @@ export function createUpstreamContext(
     ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
     ...(options.readThrough === true ? { readThrough: true } : {}),
     ...(options.recordAnswerSources === true ? { answerSources: createAnswerSources() } : {}),
+    degraded: createDegradedReads(),
   };
 }

@@ -107,7 +107,9 @@ export type UnavailableReason =
   | 'body_timeout'
   | 'connection_failed'
   | 'connection_reset'
-  | 'invalid_response';
+  | 'invalid_response'
+  /** The environment's circuit is open (`circuit-breaker.ts`): nothing was sent. */
+  | 'circuit_open';
 
 /** The upstream could not be reached, did not answer in time, or answered with something unreadable. */
 export class UpstreamUnavailableError extends Error {
@@ -138,6 +140,8 @@ export function describeUnavailableReason(reason: UnavailableReason): string {
       return 'The connection to the upstream API was closed before it answered.';
     case 'invalid_response':
       return 'The upstream API sent an answer that could not be read.';
+    case 'circuit_open':
+      return 'The upstream API is failing: nothing was sent. Retry shortly; the facade probes it and sends calls again once it answers.';
     default:
       throw new UnreachableCaseError(reason);
   }

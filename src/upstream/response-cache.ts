@@ -23,8 +23,20 @@
  * without any event.
  */
 import { LRUCache } from 'lru-cache';
-import type { CustomerCollection } from '../records.ts';
+import { isHeldAsRead, recordSource, type AnswerSources } from './answer-sources.ts';
+import { dropNamed, removeFrom, startFlight, type Entry, type Holdings } from './cache-holdings.ts';
 import { UpstreamCancelledError } from './errors.ts';
+import { isUpstreamOutage } from './outage.ts';
+import { bucketOf, type StaleReads } from './stale-reads.ts';
+
+// What the cache's users read beside it, each kept in a file of its own concern.
+export {
+  createAnswerSources,
+  freezeAnswerBody,
+  PARSED_BYTES_PER_TEXT_BYTE,
+  type AnswerSources,
+} from './answer-sources.ts';
+export { bucketOfStale, pathMatcherOf, staleReadsOfWrite, type StaleReads } from './stale-reads.ts';
 
 /** How the cache is configured (`CACHE_ENABLED`, `CACHE_MAX_AGE_SECONDS`, `CACHE_MAX_BYTES`). */
 export interface ResponseCacheConfig {
@@ -38,6 +50,11 @@ export interface ResponseCacheConfig {
    * (`CACHE_ANSWERS_MAX_BYTES`, `src/graph/answer-cache.ts`); 0 keeps none.
    */
   answersMaxBytes: number;
+  /**
+   * `CACHE_STALE_IF_ERROR_SECONDS`: how long past `maxAgeSeconds` an answer may still be served
+   * when the upstream fails (marked stale); 0 or absent: never.
+   */
+  staleIfErrorSeconds?: number;
 }
 
 /**
@@ -49,36 +66,12 @@ export interface CachedAnswer {
   status: number;
   text: string;
   body?: unknown;
+  /**
+   * Present only on an answer served past its freshness because the upstream failed: seconds since
+   * it was read from the upstream (see {@link ResponseCache.read}).
+   */
+  ageSeconds?: number;
 }
-
-/**
- * A parsed body made safe to share between operations: frozen all the way down, so no reader can
- * change what the next one is served (a write would throw instead of leaking).
- */
-export function freezeAnswerBody<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key of Object.keys(value)) freezeAnswerBody((value as Record<string, unknown>)[key]);
-  }
-  return value;
-}
-
-/** Answers made stale by a change: what an event or a write names. */
-export type StaleReads =
-  /** The list of every customer (any page or filter). */
-  | { kind: 'customer-list' }
-  /** One customer's own record (not what lies under it). */
-  | { kind: 'customer'; customerId: string }
-  /** One record of a customer's collection, and what lies under it (an account's fees). */
-  | { kind: 'record'; customerId: string; collection: CustomerCollection; id: string }
-  /** A customer's list of a collection (any page or filter). */
-  | { kind: 'list'; customerId: string; collection: CustomerCollection }
-  /** A customer's whole collection: every record of it, what lies under them, and its list. */
-  | { kind: 'collection'; customerId: string; collection: CustomerCollection }
-  /** Everything of one customer: its record and everything under it. */
-  | { kind: 'all-of-customer'; customerId: string }
-  /** Every answer held (an event of a kind the facade does not know). */
-  | { kind: 'everything' };
 
 /** Counts since the cache was built, and what it holds now. */
 export interface ResponseCacheStats {
@@ -88,35 +81,12 @@ export interface ResponseCacheStats {
   evictions: number;
   /** Answers dropped, and reads in flight marked, because an event or a write named them. */
   invalidations: number;
-  /** Answers dropped because they reached the maximum age. */
+  /** Answers that reached the maximum age (asked again, and kept for stale-if-error meanwhile). */
   expirations: number;
+  /** Reads answered past their freshness because the upstream failed (`CACHE_STALE_IF_ERROR_SECONDS`). */
+  staleServed: number;
   bytes: number;
   entries: number;
-}
-
-/**
- * The held answers one operation's result was made from, so that result can be served again while
- * they are all still held (`src/graph/answer-cache.ts`). A body is recorded by identity: an answer
- * read again after an invalidation is a new value, so a result made from the old one is not current.
- */
-export interface AnswerSources {
-  /**
-   * Each answer read through the cache: its key, and the parsed body handed out, held weakly: a
-   * result kept for later must not keep alive a body the cache has let go (evicted, expired,
-   * dropped), or held results would pin every page they read past both caps. A body collected is
-   * one no longer held, so the result is not current.
-   */
-  readonly reads: Map<string, WeakRef<object>>;
-  /**
-   * False once the operation read anything no held answer stands for: a write, a path never kept,
-   * an answer kept as text, a read that failed (a 404 is never kept), or a read outside the cache.
-   */
-  complete: boolean;
-}
-
-/** An empty record of what an operation read; see {@link AnswerSources}. */
-export function createAnswerSources(): AnswerSources {
-  return { reads: new Map(), complete: true };
 }
 
 /** One read through the cache; see {@link ResponseCache.read}. */
@@ -143,7 +113,10 @@ export interface ResponseCache {
   isCacheable(path: string): boolean;
   /**
    * The answer for `read`: held (a hit), the one being read for the same key (joined), or read now
-   * with `load` and kept unless an invalidation named it meanwhile. A failure is never kept.
+   * with `load` and kept unless an invalidation named it meanwhile. A failure is never kept. When
+   * the upstream fails ({@link isUpstreamOutage}) and an answer past its freshness is still held
+   * (at most `staleIfErrorSeconds` past it, not dropped by an event or a write, and not asked
+   * with `readThrough`), that answer is served instead, with its `ageSeconds`.
    */
   read(read: CacheRead, load: () => Promise<CachedAnswer>): Promise<CachedAnswer>;
   /**
@@ -180,89 +153,64 @@ export interface ResponseCacheOptions extends Omit<ResponseCacheConfig, 'enabled
   now?: () => number;
 }
 
-/** Bytes an entry costs beyond its key and body: the entry object, the LRU slots, the index. */
-const ENTRY_OVERHEAD_BYTES = 256;
-/**
- * Bytes counted per byte of text for a body kept parsed: a parsed JSON value takes about 1.5 times
- * its text on V8's heap (measured on lists of account records), counted as 2 to stay under the cap.
- */
-export const PARSED_BYTES_PER_TEXT_BYTE = 2;
-
 /** Paths whose answers may be kept: see the module comment. */
 const CACHEABLE_PATH = /^\/v3\/(?:customers|institutions)(?:\/|$)/;
-/** The customer a path belongs to (still encoded, as paths carry it). */
-const CUSTOMER_OF_PATH = /^\/v3\/customers\/([^/]+)/;
-/** The index bucket of paths that belong to no customer. */
-const PLATFORM_BUCKET = '';
-
-interface Entry {
-  answer: CachedAnswer;
-  path: string;
-  bucket: string;
-  bytes: number;
-}
-
-interface Flight {
-  key: string;
-  promise: Promise<CachedAnswer>;
-  path: string;
-  bucket: string;
-  /** Set when an invalidation named the read while it was in flight: its answer is not kept. */
-  invalidated: boolean;
-}
 
 /** Builds an empty cache. */
 export function createResponseCache(options: ResponseCacheOptions): ResponseCache {
-  const stats = { hits: 0, misses: 0, evictions: 0, invalidations: 0, expirations: 0 };
-  // Keys of the answers held and of the reads in flight, by customer: an invalidation looks at one
-  // customer's, not at everything held.
+  const stats = { hits: 0, misses: 0, evictions: 0, invalidations: 0, expirations: 0, staleServed: 0 };
   const held = new Map<string, Set<string>>();
-  // The flight later reads of a key join, and every flight still out, by customer: a read-through
-  // (or a retry after a cancelled leader) can leave two flights of one key out at once, and an
-  // invalidation must mark both.
-  const flights = new Map<string, Flight>();
-  const flightsByBucket = new Map<string, Set<Flight>>();
   const now = options.now;
+  const clock = now ?? (() => performance.now());
+  const freshMs = options.maxAgeSeconds * 1000;
   const entries = new LRUCache<string, Entry>({
     maxSize: options.maxBytes,
     sizeCalculation: (entry) => entry.bytes,
-    ttl: options.maxAgeSeconds * 1000,
+    // Held past its freshness for stale-if-error only: a read then asks the upstream first.
+    ttl: freshMs + (options.staleIfErrorSeconds ?? 0) * 1000,
     // Expiry is checked on every read, not rounded to lru-cache's default 1 ms resolution.
     ttlResolution: 0,
     ...(now === undefined ? {} : { perf: { now } }),
     dispose: (entry, key, reason) => {
       removeFrom(held, entry.bucket, key);
       if (reason === 'evict') stats.evictions += 1;
-      else if (reason === 'expire') stats.expirations += 1;
+      else if (reason === 'expire' && !entry.expired) stats.expirations += 1;
     },
   });
+  // Keys of the answers held and of the reads in flight, by customer: an invalidation looks at one
+  // customer's, not at everything held. The flight later reads of a key join, and every flight
+  // still out, by customer: a read-through (or a retry after a cancelled leader) can leave two
+  // flights of one key out at once, and an invalidation must mark both.
+  const holdings: Holdings = { entries, held, flights: new Map(), flightsByBucket: new Map() };
+  const { flights } = holdings;
   const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
   const invalidateListeners: ((stale: readonly StaleReads[], cause: string | undefined) => void)[] = [];
 
-  function startFlight(key: string, path: string, bucket: string, load: () => Promise<CachedAnswer>): Flight {
-    const flight: Flight = { key, promise: load(), path, bucket, invalidated: false };
-    flights.set(key, flight);
-    addTo(flightsByBucket, bucket, flight);
-    const land = () => {
-      if (flights.get(key) === flight) flights.delete(key);
-      removeFrom(flightsByBucket, bucket, flight);
-    };
-    flight.promise.then(
-      (answer) => {
-        land();
-        if (flight.invalidated) return;
-        const parsed = 'body' in answer;
-        const bodyBytes = parsed ? PARSED_BYTES_PER_TEXT_BYTE * answer.text.length : answer.text.length;
-        const bytes = ENTRY_OVERHEAD_BYTES + key.length + bodyBytes;
-        // An answer larger than the whole cap is not kept (lru-cache would refuse it anyway).
-        if (bytes > options.maxBytes) return;
-        const kept = parsed ? { status: answer.status, text: '', body: answer.body } : answer;
-        entries.set(key, { answer: kept, path, bucket, bytes });
-        addTo(held, bucket, key);
-      },
-      () => land(),
-    );
-    return flight;
+  function isFresh(entry: Entry): boolean {
+    // As lru-cache judges its own ttl: served at the maximum age, not past it.
+    return clock() - entry.storedAt <= freshMs;
+  }
+
+  /** `entry`, found past its freshness: counted expired once, kept for stale-if-error. */
+  function expire(entry: Entry): Entry {
+    if (!entry.expired) stats.expirations += 1;
+    entry.expired = true;
+    return entry;
+  }
+
+  /**
+   * The held answer `stale` in place of a read that failed with `error` when the upstream failed,
+   * marked with its age and never recorded as a source a whole answer may stand on; else throws.
+   */
+  function servedStale(
+    stale: Entry | undefined,
+    error: unknown,
+    sources: AnswerSources | undefined,
+  ): CachedAnswer {
+    if (stale === undefined || !isUpstreamOutage(error)) throw error;
+    stats.staleServed += 1;
+    if (sources !== undefined) sources.complete = false;
+    return { ...stale.answer, ageSeconds: Math.floor((clock() - stale.storedAt) / 1000) };
   }
 
   return {
@@ -271,15 +219,17 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     async read(read, load) {
       const path = read.path;
       const key = `${read.partition} ${path}${read.query}`;
-      const bucket = bucketOf(path);
       const sources = read.sources;
+      // Past its freshness, the held answer stands in only if the upstream fails.
+      let stale: Entry | undefined;
       if (!read.readThrough) {
         const entry = entries.get(key);
-        if (entry !== undefined) {
+        if (entry !== undefined && isFresh(entry)) {
           stats.hits += 1;
           if (sources !== undefined) recordSource(sources, key, entry.answer);
           return entry.answer;
         }
+        stale = entry === undefined ? undefined : expire(entry);
         const flight = flights.get(key);
         if (flight !== undefined) {
           stats.hits += 1;
@@ -289,49 +239,36 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
             return answer;
           } catch (error) {
             // The leader's own deadline is not this read's: it reads for itself.
-            if (!(error instanceof UpstreamCancelledError) || read.signal?.aborted === true) throw error;
+            const leadersOwn = error instanceof UpstreamCancelledError && read.signal?.aborted !== true;
+            if (!leadersOwn) return servedStale(stale, error, sources);
           }
         }
       }
       stats.misses += 1;
-      const answer = await startFlight(key, path, bucket, load).promise;
-      if (sources !== undefined) recordSource(sources, key, answer);
-      return answer;
+      try {
+        const flight = startFlight(
+          holdings,
+          { key, path, bucket: bucketOf(path), load },
+          { maxBytes: options.maxBytes, clock },
+        );
+        const answer = await flight.promise;
+        if (sources !== undefined) recordSource(sources, key, answer);
+        return answer;
+      } catch (error) {
+        return servedStale(stale, error, sources);
+      }
     },
 
-    isCurrent: (sources) => isHeldAsRead(entries, sources),
+    isCurrent: (sources) =>
+      isHeldAsRead(sources, (key) => {
+        const entry = entries.get(key);
+        // An answer past its freshness stands for no result: the whole answer is made anew.
+        return entry !== undefined && isFresh(entry) ? entry.answer.body : undefined;
+      }),
 
     invalidate(stale, cause) {
       let dropped = 0;
-      for (const reads of stale) {
-        if (reads.kind === 'everything') {
-          dropped += entries.size;
-          for (const out of flightsByBucket.values()) {
-            for (const flight of out) flight.invalidated = true;
-            dropped += out.size;
-          }
-          flights.clear();
-          flightsByBucket.clear();
-          entries.clear();
-          continue;
-        }
-        const bucket = bucketOfStale(reads) ?? PLATFORM_BUCKET;
-        const matches = matcherOf(reads);
-        for (const key of [...(held.get(bucket) ?? [])]) {
-          const entry = entries.peek(key, { allowStale: true });
-          if (entry !== undefined && matches(entry.path)) {
-            entries.delete(key);
-            dropped += 1;
-          }
-        }
-        for (const flight of [...(flightsByBucket.get(bucket) ?? [])]) {
-          if (!matches(flight.path)) continue;
-          flight.invalidated = true;
-          if (flights.get(flight.key) === flight) flights.delete(flight.key);
-          removeFrom(flightsByBucket, bucket, flight);
-          dropped += 1;
-        }
-      }
+      for (const reads of stale) dropped += dropNamed(holdings, reads);
       stats.invalidations += dropped;
       for (const listener of invalidateListeners) listener(stale, cause);
       return dropped;
@@ -354,124 +291,4 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
 
     stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
-}
-
-/** See {@link ResponseCache.isCurrent}. */
-function isHeldAsRead(entries: LRUCache<string, Entry>, sources: AnswerSources): boolean {
-  if (!sources.complete || sources.reads.size === 0) return false;
-  for (const [key, read] of sources.reads) {
-    const body = read.deref();
-    if (body === undefined || entries.get(key)?.answer.body !== body) return false;
-  }
-  return true;
-}
-
-/**
- * Records the answer one read was handed. Only a parsed object has an identity to check later; an
- * answer kept as text (parsed anew for each read), or a body that is no object, makes the record
- * incomplete.
- */
-function recordSource(sources: AnswerSources, key: string, answer: CachedAnswer): void {
-  const body = 'body' in answer ? answer.body : undefined;
-  if (typeof body !== 'object' || body === null) {
-    sources.complete = false;
-    return;
-  }
-  const before = sources.reads.get(key);
-  if (before === undefined) sources.reads.set(key, new WeakRef(body));
-  // Read twice with an invalidation between: the result holds both, and no one entry stands for it.
-  else if (before.deref() !== body) sources.complete = false;
-}
-
-/**
- * Which paths (without query) `stale` names: what a live query that read one of them must run
- * again for. Made once per invalidation, then asked of every path read.
- */
-export function pathMatcherOf(stale: StaleReads): (path: string) => boolean {
-  return stale.kind === 'everything' ? () => true : matcherOf(stale);
-}
-
-/**
- * The bucket of the paths `stale` names: its customer as paths carry it (encoded), or the bucket
- * of paths that belong to no customer for the list of customers; undefined for everything.
- */
-export function bucketOfStale(stale: StaleReads): string | undefined {
-  if (stale.kind === 'everything') return undefined;
-  return stale.kind === 'customer-list' ? PLATFORM_BUCKET : encodeURIComponent(stale.customerId);
-}
-
-/** Which paths (without query) `reads` names. */
-function matcherOf(reads: Exclude<StaleReads, { kind: 'everything' }>): (path: string) => boolean {
-  switch (reads.kind) {
-    case 'customer-list':
-      return (path) => path === '/v3/customers';
-    case 'customer': {
-      const record = customerPath(reads.customerId);
-      return (path) => path === record;
-    }
-    case 'all-of-customer': {
-      const record = customerPath(reads.customerId);
-      return (path) => path === record || path.startsWith(`${record}/`);
-    }
-    case 'list': {
-      const list = `${customerPath(reads.customerId)}/${reads.collection}`;
-      return (path) => path === list;
-    }
-    case 'collection': {
-      const list = `${customerPath(reads.customerId)}/${reads.collection}`;
-      return (path) => path === list || path.startsWith(`${list}/`);
-    }
-    case 'record': {
-      const record = `${customerPath(reads.customerId)}/${reads.collection}/${encodeURIComponent(reads.id)}`;
-      return (path) => path === record || path.startsWith(`${record}/`);
-    }
-  }
-}
-
-/** The path of a customer's record, encoded as `restPath` encodes it. */
-function customerPath(customerId: string): string {
-  return `/v3/customers/${encodeURIComponent(customerId)}`;
-}
-
-function bucketOf(path: string): string {
-  return CUSTOMER_OF_PATH.exec(path)?.[1] ?? PLATFORM_BUCKET;
-}
-
-function addTo<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
-  let members = index.get(bucket);
-  if (members === undefined) index.set(bucket, (members = new Set()));
-  members.add(member);
-}
-
-function removeFrom<T>(index: Map<string, Set<T>>, bucket: string, member: T): void {
-  const members = index.get(bucket);
-  if (members === undefined) return;
-  members.delete(member);
-  if (members.size === 0) index.delete(bucket);
-}
-
-/**
- * What a write through the facade makes stale: everything of the customer it acts for (the one its
- * path names, or `actingFor`) and the list of customers, whose records carry `updatedAt`. A superset
- * of what `src/loaders/written.ts` drops for its own operation, decided from the request alone, so
- * no write can leave an answer behind, including one that failed after reaching the upstream.
- * Creating a customer changes only the list; a webhook endpoint is never kept; any other write that
- * names no customer (an operator's sandbox top-up moves money on an account it names alone) drops
- * everything rather than guess.
- */
-export function staleReadsOfWrite(path: string, actingFor: string | undefined): readonly StaleReads[] {
-  if (path === '/v3/customers') return [{ kind: 'customer-list' }];
-  if (/^\/v3\/webhooks(?:\/|$)/.test(path)) return [];
-  const customer = /^\/v3\/(?:sandbox\/)?customers\/([^/]+)/.exec(path)?.[1];
-  const customerId = customer === undefined ? actingFor : safeDecode(customer);
-  if (customerId === undefined) return [{ kind: 'everything' }];
-  return [{ kind: 'all-of-customer', customerId }, { kind: 'customer-list' }];
-}
-
-function safeDecode(encoded: string): string | undefined {
-  try {
-    return decodeURIComponent(encoded);
-  } catch {
-    return undefined;
-  }
 }

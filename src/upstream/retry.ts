@@ -37,8 +37,9 @@ const TRANSIENT_STATUSES = new Set([502, 503, 504]);
  */
 export function isRetryable(error: unknown): boolean {
   if (error instanceof UpstreamUnavailableError) {
-    // An unreadable answer is not transient: the same request would get the same answer.
-    return error.reason !== 'invalid_response';
+    // An unreadable answer is not transient: the same request would get the same answer. An open
+    // circuit refused the call: it stays refused until a probe is answered, not a backoff later.
+    return error.reason !== 'invalid_response' && error.reason !== 'circuit_open';
   }
   if (error instanceof UpstreamProblemError) {
     if (error.code === 'idempotency_request_in_progress') return true;

@@ -24,16 +24,17 @@
  * The bound when an invalidation is missed: each group runs again at least every
  * `CACHE_MAX_AGE_SECONDS`, when the answers it read have left the cache, and the customers it reads
  * are watched for the reconciler like a subscription's (docs/events.md).
+ *
+ * Through an upstream outage a re-run sends nothing (its watchers keep their last answer) and the
+ * group runs again once the upstream is back; a first answer read past its freshness is sent
+ * marked `extensions.stale`, as over HTTP.
  */
 import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache, UpstreamResponse } from '../../upstream/client.ts';
-import {
-  bucketOfStale,
-  pathMatcherOf,
-  type ResponseCache,
-  type StaleReads,
-} from '../../upstream/response-cache.ts';
+import { bucketOfStale, pathMatcherOf, type ResponseCache } from '../../upstream/response-cache.ts';
+import { isDegraded, waitForUpstream } from '../../upstream/outage.ts';
+import { createWatcherGroups, type Group, type Watcher, type WatcherGroups } from './live-query-groups.ts';
 import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
 
 /** One caller's live query, as its transport admitted it. */
@@ -83,30 +84,6 @@ class ReadLog extends Map<string, Promise<UpstreamResponse>> {
   }
 }
 
-interface Watcher {
-  readonly request: LiveQueryRequest;
-  readonly queue: ReturnType<typeof createPushPullQueue<ExecutionResult>>;
-  /** The last result sent, as JSON: an equal one is skipped. */
-  lastSent: string;
-}
-
-interface Group {
-  readonly key: string;
-  readonly watchers: Set<Watcher>;
-  /** The paths the last execution read, by customer (`''`: paths of no customer). */
-  paths: Map<string, Set<string>>;
-  /** The customers followed for the reconciler, and how to stop. */
-  readonly followed: Map<string, () => void>;
-  running: boolean;
-  /** Made stale again while running: run once more after. */
-  dirty: boolean;
-  scheduled: boolean;
-  refresh: NodeJS.Timeout | undefined;
-}
-
-/** The customer a path belongs to (still encoded, as paths carry it), or `''`. */
-const CUSTOMER_OF_PATH = /^\/v3\/customers\/([^/]+)/;
-
 /**
  * How long an event id is remembered: the same event reaches the log listener well within it. A
  * run started after the first hearing already reads what the event announced.
@@ -128,8 +105,9 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
       const reads = new ReadLog();
       const ended = request.working?.();
       let first: ExecutionResult;
+      const context = request.contextFor(reads);
       try {
-        first = await execute({ ...request.args, contextValue: request.contextFor(reads) });
+        first = withStaleMark(await execute({ ...request.args, contextValue: context }), context);
       } finally {
         ended?.();
       }
@@ -150,8 +128,10 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
       joined.watchers.add(watcher);
       queue.push(first);
       if (created) reruns.armRefresh(joined);
+      // Read while the upstream was down: run again once it is back.
+      if (isDegraded(context.upstream.degraded)) reruns.afterOutage(joined, context);
       // Something was made stale while the first answer was read: it may be older than that.
-      if (invalidationsHeard() !== before) reruns.schedule(joined);
+      else if (invalidationsHeard() !== before) reruns.schedule(joined);
       return Object.assign(queue, {
         revoke() {
           deliver(queue, expired());
@@ -161,120 +141,14 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
   };
 }
 
-/**
- * The groups of watchers that share executions, and the index that finds them from what an
- * invalidation names. Kept apart from running them: which groups exist, which customers' answers
- * each read and which customers each follows for the reconciler change together, and only here.
- */
-interface WatcherGroups {
-  /** The group `key` names, made (empty, watching nothing) when there is none yet. */
-  open(key: string): { group: Group; created: boolean };
-  /** Whether `group` still stands for its key (its last watcher has not left). */
-  isOpen(group: Group): boolean;
-  /** The groups that read answers of the customers `stale` names (all of them for `everything`). */
-  candidatesOf(stale: readonly StaleReads[]): Set<Group>;
-  /**
-   * Records `paths` as read by `group` (in place of what it read before when `replace`), indexes
-   * the group by their customers and follows them for the reconciler, and stops following the
-   * customers it no longer reads.
-   */
-  setPaths(group: Group, paths: Iterable<string>, request: LiveQueryRequest, replace: boolean): void;
-  /** Removes `watcher`; its group's last one closes the group, its index entries and follows. */
-  leave(group: Group, watcher: Watcher): void;
-}
-
-function createWatcherGroups(): WatcherGroups {
-  const groups = new Map<string, Group>();
-  /** Groups by the customers their paths belong to: an invalidation looks at its customers' alone. */
-  const byCustomer = new Map<string, Set<Group>>();
-
-  function open(key: string): { group: Group; created: boolean } {
-    let group = groups.get(key);
-    const created = group === undefined;
-    if (group === undefined) {
-      group = {
-        key,
-        watchers: new Set(),
-        paths: new Map(),
-        followed: new Map(),
-        running: false,
-        dirty: false,
-        scheduled: false,
-        refresh: undefined,
-      };
-      groups.set(key, group);
-    }
-    return { group, created };
-  }
-
-  function isOpen(group: Group): boolean {
-    return groups.get(group.key) === group;
-  }
-
-  function candidatesOf(stale: readonly StaleReads[]): Set<Group> {
-    const found = new Set<Group>();
-    for (const reads of stale) {
-      const customer = bucketOfStale(reads);
-      if (customer === undefined) return new Set(groups.values());
-      for (const group of byCustomer.get(customer) ?? []) found.add(group);
-    }
-    return found;
-  }
-
-  function setPaths(
-    group: Group,
-    paths: Iterable<string>,
-    request: LiveQueryRequest,
-    replace: boolean,
-  ): void {
-    const next = replace ? new Map<string, Set<string>>() : group.paths;
-    for (const path of paths) {
-      const customer = CUSTOMER_OF_PATH.exec(path)?.[1] ?? '';
-      let bucket = next.get(customer);
-      if (bucket === undefined) next.set(customer, (bucket = new Set()));
-      bucket.add(path);
-    }
-    for (const customer of group.paths.keys()) {
-      if (!next.has(customer)) byCustomer.get(customer)?.delete(group);
-    }
-    group.paths = next;
-    for (const customer of next.keys()) {
-      let members = byCustomer.get(customer);
-      if (members === undefined) byCustomer.set(customer, (members = new Set()));
-      members.add(group);
-      if (customer !== '' && !group.followed.has(customer) && request.watchCustomer !== undefined) {
-        group.followed.set(customer, request.watchCustomer(safeDecode(customer)));
-      }
-    }
-    for (const [customer, stop] of group.followed) {
-      if (next.has(customer)) continue;
-      stop();
-      group.followed.delete(customer);
-    }
-  }
-
-  function leave(group: Group, watcher: Watcher): void {
-    group.watchers.delete(watcher);
-    if (group.watchers.size > 0 || groups.get(group.key) !== group) return;
-    groups.delete(group.key);
-    clearTimeout(group.refresh);
-    for (const customer of group.paths.keys()) byCustomer.get(customer)?.delete(group);
-    for (const customer of [...byCustomer.keys()]) {
-      if (byCustomer.get(customer)?.size === 0) byCustomer.delete(customer);
-    }
-    for (const stop of group.followed.values()) stop();
-    group.followed.clear();
-  }
-
-  return { open, isOpen, candidatesOf, setPaths, leave };
-}
-
 /** Running a group again: when it is made stale, and at the latest after the cache's maximum age. */
 interface GroupReruns {
   /** Runs `group` after the current turn (once more after, if it is running now). */
   schedule(group: Group): void;
   /** (Re)starts the timer that runs `group` after the maximum age if nothing made it stale sooner. */
   armRefresh(group: Group): void;
+  /** Runs `group` once the upstream is back, after a run (with `context`) met an outage. */
+  afterOutage(group: Group, context: GraphContext): void;
 }
 
 /**
@@ -311,11 +185,9 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
         const reads = new ReadLog();
         let result: ExecutionResult;
         const ended = watcher.request.working?.();
+        const context = watcher.request.contextFor(reads);
         try {
-          result = await execute({
-            ...watcher.request.args,
-            contextValue: watcher.request.contextFor(reads),
-          });
+          result = await execute({ ...watcher.request.args, contextValue: context });
         } catch {
           // Only arguments graphql-js rejects throw here, and they were valid for the first answer.
           continue;
@@ -323,6 +195,11 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
           ended?.();
         }
         if (!groups.isOpen(group)) return;
+        if (isDegraded(context.upstream.degraded)) {
+          afterOutage(group, context);
+          return;
+        }
+        group.outageRuns = 0;
         groups.setPaths(group, reads.paths, watcher.request, true);
         sendUnlessUnchanged(group, result);
       } while (staleAgain(group) && group.watchers.size > 0);
@@ -340,7 +217,35 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
     group.refresh.unref();
   }
 
-  return { schedule, armRefresh };
+  /**
+   * A run that met an upstream outage (a read failed for the upstream, or was answered past its
+   * freshness) sends nothing: the watchers keep their last answer, which is at least as current,
+   * and the group runs again once the upstream is back (`waitForUpstream`), so the next answer
+   * they are sent is the current state.
+   */
+  function afterOutage(group: Group, context: GraphContext): void {
+    group.outageRuns += 1;
+    if (group.awaitingUpstream) return;
+    group.awaitingUpstream = true;
+    const { circuit } = context.upstream.client;
+    void waitForUpstream(circuit, group.outageRuns, group.closed.signal).then(() => {
+      group.awaitingUpstream = false;
+      if (groups.isOpen(group)) schedule(group);
+    });
+  }
+
+  return { schedule, armRefresh, afterOutage };
+}
+
+/**
+ * `result` marked `extensions.stale: { ageSeconds }` when `context` read anything past its
+ * freshness (the upstream failing), as an HTTP answer is: a first answer is sent as it was read.
+ */
+function withStaleMark(result: ExecutionResult, context: GraphContext): ExecutionResult {
+  const ageSeconds = context.upstream.degraded.staleAgeSeconds;
+  return ageSeconds === undefined
+    ? result
+    : { ...result, extensions: { ...result.extensions, stale: { ageSeconds } } };
 }
 
 /**
@@ -435,12 +340,4 @@ function expired(): ExecutionResult {
   };
   FINAL.add(result);
   return result;
-}
-
-function safeDecode(encoded: string): string {
-  try {
-    return decodeURIComponent(encoded);
-  } catch {
-    return encoded;
-  }
 }

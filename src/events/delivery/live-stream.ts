@@ -11,6 +11,7 @@ import type { LiveSession } from './live-context.ts';
 import type { PlatformEvent } from '../event-types.ts';
 import type { QueueItem } from './subscriber-queue.ts';
 import { pullThrough, SKIP } from './push-pull-queue.ts';
+import { isDegraded, waitForUpstream } from '../../upstream/outage.ts';
 
 /**
  * What the stream yields; `executeLiveEvent` runs the operation once per delivery with its `context`
@@ -153,6 +154,8 @@ async function openStream<P>(
     feed.customerId === undefined
       ? () => undefined
       : (live.watchCustomer?.(feed.customerId) ?? (() => undefined));
+  // Aborted once the stream ends: a delivery waiting for the upstream's return stops waiting.
+  const stopped = new AbortController();
 
   return pullThrough(
     queue,
@@ -169,16 +172,22 @@ async function openStream<P>(
       }
 
       const resumed = item.replayed === true;
-      const context = live.eventContext(event, resumed);
       const cursor = cursors.encode(item.cursor);
-      const read = () => feed.toPayload(event, cursor, context, resumed);
-      const ended = live.observer?.working?.();
-      let payload: Awaited<ReturnType<typeof read>>;
-      try {
-        payload = await (traced === undefined ? read() : traced.run(read));
-      } finally {
-        ended?.();
+      const read = await readThroughOutage(
+        live,
+        stopped.signal,
+        (context) => {
+          const once = () => feed.toPayload(event, cursor, context, resumed);
+          return traced === undefined ? once() : traced.run(once);
+        },
+        live.eventContext(event, resumed),
+      );
+      if (read === undefined) {
+        // The subscriber left while the upstream was down: nothing was delivered.
+        traced?.end('failed');
+        return SKIP;
       }
+      const { context, payload } = read;
       if (payload === DROP) {
         traced?.end('dropped');
         return SKIP;
@@ -188,8 +197,47 @@ async function openStream<P>(
       const change = { kind: 'change', context, payload, cursor, eventId: event.id } as const;
       return traced === undefined ? change : { ...change, traced };
     },
-    { first: replayed, onDone: unwatch },
+    {
+      first: replayed,
+      onDone: () => {
+        stopped.abort();
+        unwatch();
+      },
+    },
   );
+}
+
+/**
+ * An event's payload, read with `first` (the context shared by the subscribers that read alike);
+ * when that read met an upstream outage (a read failed for the upstream, or was answered past its
+ * freshness), read again once the upstream is back ({@link waitForUpstream}), each time with a
+ * context of the subscriber's own (fresh loaders: a failed load is not kept for the next). So a
+ * subscriber is sent nothing while the upstream is down and then every event, in order, read as it
+ * is then: its queue holds the events meanwhile (its overflow policy bounds a long outage), and its
+ * cursor stays where it was. Undefined when the stream ended while waiting.
+ */
+async function readThroughOutage<P>(
+  live: LiveSession,
+  stopped: AbortSignal,
+  read: (context: GraphContext) => Promise<P>,
+  first: GraphContext,
+): Promise<{ context: GraphContext; payload: P } | undefined> {
+  let context = first;
+  for (let retry = 1; ; retry += 1) {
+    const ended = live.observer?.working?.();
+    let payload: P;
+    try {
+      payload = await read(context);
+    } finally {
+      ended?.();
+    }
+    // A context without an upstream (a stand-in of the tests) met nothing.
+    const upstream = (context as Partial<GraphContext>).upstream;
+    if (payload === DROP || !isDegraded(upstream?.degraded)) return { context, payload };
+    await waitForUpstream(upstream?.client.circuit, retry, stopped);
+    if (stopped.aborted) return undefined;
+    context = live.createEventContext();
+  }
 }
 
 /** The feed's queue; a cursor the log no longer resumes from is refused in the subscriber's form. */
