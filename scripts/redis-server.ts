@@ -93,7 +93,8 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
-async function findFreePort(): Promise<number> {
+/** A loopback port free now (another process may take it before it is bound). */
+export async function findFreePort(): Promise<number> {
   const probe = createServer();
   probe.listen(0, '127.0.0.1');
   await once(probe, 'listening');
