@@ -1,6 +1,6 @@
 /**
  * The event pipeline of one facade process, assembled from configuration: the webhook route, the
- * event log and de-duplication store (memory, or Redis when `REDIS_URL` is set), the live sessions
+ * event log and de-duplication store (memory, or Redis when one is configured), the live sessions
  * every live transport delivers through (src/edge/ admits their callers and operations), the
  * reconciler of missed webhooks, registration of the webhook endpoint at start, and the shutdown
  * order.
@@ -36,7 +36,12 @@ import type { EventDeduplicator } from './dedup/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
 import { createMemoryEventDeduplicator } from './dedup/memory-event-dedup.ts';
-import { openRedisConnection } from '../redis.ts';
+import { openRedisConnection, replicaAcksOf } from '../redis.ts';
+import {
+  createEventPublisher,
+  createRedisEventPublisher,
+  type EventPublisher,
+} from './dedup/publish-once.ts';
 import { createRedisEventDeduplicator } from './dedup/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { webhookBodyLimits } from './config.ts';
@@ -108,7 +113,7 @@ export interface EventsRuntime {
   close(): Promise<void>;
   /** The event log's length and this replica's lag behind its head, per environment (metrics). */
   logStats(): Promise<(LogStats & { environment: PlatformEnvironment })[]>;
-  /** Whether Redis answers PING (within `timeoutMs`); undefined when `REDIS_URL` is not set. */
+  /** Whether Redis answers PING (within `timeoutMs`); undefined without Redis. */
   checkRedis(timeoutMs?: number): Promise<RedisCheck | undefined>;
 }
 
@@ -125,12 +130,13 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     ...(options.environment === undefined ? {} : { environment: options.environment }),
   });
   const { tracer } = options;
-  const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
+  const { log, dedup, publisher, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
   const reconciler =
     config.reconcile.intervalSeconds > 0
       ? createReconciler({
           log,
           dedup,
+          publisher,
           state: reconcileState,
           upstreamClient,
           apiKey: options.defaultApiKey,
@@ -149,11 +155,11 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const invalidations = cache === undefined ? undefined : listenForInvalidations(log, cache, logger, redis);
   // Writes through this replica reach the others' caches through Redis, event or no event.
   const sharedWrites =
-    cache === undefined || redis === undefined || config.redisUrl === undefined
+    cache === undefined || redis === undefined || config.redis === undefined
       ? undefined
       : shareWriteInvalidations({
           cache,
-          redisUrl: config.redisUrl,
+          redis: config.redis,
           keyPrefix: config.redisKeyPrefix,
           publisher: redis,
           logger,
@@ -219,7 +225,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     attach(host) {
       if (webhooks !== undefined) throw new Error('the event pipeline is attached already');
       webhooks = createWebhookRouter(
-        webhookRouterOptions(options, { secrets: () => secrets, dedup, log, logger, cache }),
+        webhookRouterOptions(options, { secrets: () => secrets, dedup, log, publisher, logger, cache }),
       );
       host.routes.use(webhookPath, webhooks.router);
     },
@@ -285,15 +291,17 @@ function tracedLiveObserver(
 function webhookRouterOptions(
   options: EventsRuntimeOptions,
   parts: Pick<WebhookRouterOptions, 'secrets' | 'dedup' | 'log' | 'logger'> & {
+    publisher: EventPublisher;
     cache: UpstreamClient['cache'];
   },
 ): WebhookRouterOptions {
   const { config, lifecycle, tracer } = options;
-  const { secrets, dedup, log, logger, cache } = parts;
+  const { secrets, dedup, log, publisher, logger, cache } = parts;
   return {
     secrets,
     dedup,
     log,
+    publisher,
     logger,
     ...(options.environment === undefined ? {} : { environment: options.environment }),
     maxBodyBytes: config.webhooks.maxBodyBytes,
@@ -352,39 +360,50 @@ function createStores(
 ): {
   log: EventLog;
   dedup: EventDeduplicator;
+  publisher: EventPublisher;
   reconcileState: ReconcileState;
   redis?: Redis;
   closeRedis?: () => Promise<void>;
 } {
   const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
   const retention = config.logRetention;
-  if (config.redisUrl === undefined) {
+  const traced = tracer === undefined ? {} : { tracer };
+  if (config.redis === undefined) {
+    const log = createMemoryEventLog({ retention, keyPrefix: config.redisKeyPrefix, logger, ...traced });
+    const dedup = createMemoryEventDeduplicator({ retentionMs });
     return {
-      log: createMemoryEventLog({
-        retention,
-        keyPrefix: config.redisKeyPrefix,
-        logger,
-        ...(tracer === undefined ? {} : { tracer }),
-      }),
-      dedup: createMemoryEventDeduplicator({ retentionMs }),
+      log,
+      dedup,
+      publisher: createEventPublisher({ dedup, log, logger }),
       reconcileState: createMemoryReconcileState(),
     };
   }
-  // One connection for appends, log reads and de-duplication; each environment's blocking XREAD
-  // gets one of its own (opened by the log, closed by it).
-  const { redisUrl } = config;
-  const client = openRedisConnection(redisUrl, 'events', logger);
+  // One connection for log reads, reconciliation and the other short commands; one for appends and
+  // claims, whose WAIT for the replicas blocks it (so nothing else waits behind it); each
+  // environment's blocking XREAD gets one of its own (opened by the log, closed by it).
+  const { redis } = config;
+  const client = openRedisConnection(redis, 'events', logger);
+  const appender = openRedisConnection(redis, 'event-appends', logger);
+  const log = createRedisEventLog({
+    client,
+    appender,
+    acks: redis.acks,
+    openReader: (environment) => openRedisConnection(redis, `log-reader-${environment}`, logger),
+    keyPrefix: config.redisKeyPrefix,
+    retention,
+    logger,
+    ...traced,
+  });
+  const dedup = createRedisEventDeduplicator({
+    client: appender,
+    keyPrefix: config.redisKeyPrefix,
+    retentionMs,
+  });
   return {
     redis: client,
-    log: createRedisEventLog({
-      client,
-      openReader: (environment) => openRedisConnection(redisUrl, `log-reader-${environment}`, logger),
-      keyPrefix: config.redisKeyPrefix,
-      retention,
-      logger,
-      ...(tracer === undefined ? {} : { tracer }),
-    }),
-    dedup: createRedisEventDeduplicator({ client, keyPrefix: config.redisKeyPrefix, retentionMs }),
+    log,
+    dedup,
+    publisher: createRedisEventPublisher({ dedup, log, acks: replicaAcksOf(appender, redis.acks) }),
     reconcileState: createRedisReconcileState({
       client,
       keyPrefix: config.redisKeyPrefix,
@@ -392,7 +411,7 @@ function createStores(
       watchTtlMs: () => Math.max(3 * config.reconcile.intervalSeconds * 1000, 30_000),
     }),
     closeRedis: async () => {
-      await client.quit().catch(() => undefined);
+      await Promise.all([client.quit().catch(() => undefined), appender.quit().catch(() => undefined)]);
     },
   };
 }

@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { EventDeduplicator } from '../dedup/event-dedup.ts';
+import { createEventPublisher, type EventPublisher, type Publication } from '../dedup/publish-once.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
@@ -56,6 +57,12 @@ export interface WebhookRouterOptions {
   dedup: EventDeduplicator;
   /** Where a verified, new event is appended; the delivery is acknowledged once it holds it. */
   log: Pick<EventLog, 'append'>;
+  /**
+   * How a new event is claimed and published once, durably (dedup/publish-once.ts): with Redis,
+   * the append and its mark in one step, acknowledged once the replicas hold them. Default:
+   * `dedup`'s claim, `log`'s append, `dedup`'s confirmation.
+   */
+  publisher?: EventPublisher;
   logger: Logger;
   /** Largest accepted body; a larger one is answered 413 unread. Default 64 KiB. */
   maxBodyBytes?: number;
@@ -123,9 +130,15 @@ export const WEBHOOK_CHECKS = [
   'signature',
   /** Malformed JSON or envelope, or `webhook-id` differing from the body's `id`: 400. */
   'envelope',
-  /** Published before: 200 with `duplicate: true`; being published by a concurrent delivery: 409. */
+  /**
+   * Published before: 200 with `duplicate: true` once the replicas hold it (503 until they do);
+   * being published by a concurrent delivery: 409.
+   */
   'first_delivery',
-  /** The event log does not take it: 503, and the upstream's retry publishes it later. */
+  /**
+   * The event log does not take it, or fewer replicas than `REDIS_MIN_REPLICAS_ACK` hold it in
+   * time: 503, and the upstream's retry publishes it (or finds it published) later.
+   */
   'append',
 ] as const;
 
@@ -256,7 +269,16 @@ function createWebhookChecks(
     now: () => number;
   },
 ): Record<WebhookCheck, (delivery: Delivery) => CheckResult | Promise<CheckResult>> {
-  const { dedup, log, logger } = options;
+  const { logger } = options;
+  const publisher =
+    options.publisher ?? createEventPublisher({ dedup: options.dedup, log: options.log, logger });
+  /** The event is in the log, not yet on enough replicas: 503, the retry finds it published. */
+  const notDurable = (event: PlatformEvent): WebhookRefusal => {
+    logger.warn('a webhook event is not yet held by enough Redis replicas; the upstream will retry', {
+      eventId: event.id,
+    });
+    return { reason: 'not_durable' };
+  };
   const tolerance =
     options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds };
   return {
@@ -302,32 +324,31 @@ function createWebhookChecks(
       return undefined;
     },
     first_delivery: async ({ event }) => {
-      const claim = await dedup.claim(event!.id);
+      const claim = await publisher.claim(event!.id);
       if (claim === 'seen') return { reason: 'duplicate', eventId: event!.id };
+      if (claim === 'seen_unconfirmed') return notDurable(event!);
       return claim === 'in_flight' ? { reason: 'in_flight' } : undefined;
     },
     append: async ({ event }) => {
       options.beforePublish?.(event!);
+      let publication: Publication;
       try {
-        await log.append(event!);
+        publication = await publisher.publish(event!);
       } catch (error) {
-        await dedup.release(event!.id).catch(() => undefined);
         logger.error('could not publish a webhook event; the upstream will retry', {
           eventId: event!.id,
           error: String(error),
         });
         return { reason: 'not_published' };
       }
-      // Published: from here the delivery is acknowledged whatever happens, or a retry after the
-      // claim expired would publish the event a second time.
-      await dedup.confirm(event!.id).catch((error: unknown) => {
-        logger.error('published an event but could not record it as seen', {
+      if (!publication.published) {
+        logger.warn("a webhook event's claim was gone before its append; the upstream will retry", {
           eventId: event!.id,
-          error: String(error),
         });
-      });
+        return { reason: 'not_published' };
+      }
       options.onPublished?.(event!);
-      return undefined;
+      return publication.durable ? undefined : notDurable(event!);
     },
   };
 }
