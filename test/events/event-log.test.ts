@@ -185,6 +185,50 @@ describe('the Redis event log', () => {
     subscription.stop();
   });
 
+  test('a reader past the head of the log it reconnects to (one that lost its tail) reads on from that head', async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const key = `${keyPrefix}events:log:sandbox`;
+    const readerName = `log-reader-${keyPrefix}`;
+    const url = requireRedisUrl();
+    const lines: string[] = [];
+    const watched = createLogger({ level: 'warn', write: (line) => lines.push(line) });
+    const client = openRedisConnection(url, 'events', watched);
+    const log = createRedisEventLog({
+      client,
+      openReader: () => openRedisConnection(url, readerName, watched),
+      keyPrefix,
+      logger: watched,
+      blockMs: 300,
+    });
+    const admin = connectRedis();
+    cleanups.push(async () => {
+      await log.close();
+      await client.quit();
+      await admin.quit();
+    });
+    const message = (): string => JSON.stringify(makeEvent());
+    await admin.xadd(key, '5-1', 'm', message());
+    const received: string[] = [];
+    await log.subscribe('sandbox', ({ cursor }) => received.push(cursor));
+    await admin.xadd(key, '9-1', 'm', message());
+    await waitFor(() => received.length === 1, 'the event after the subscription');
+
+    // The log comes back without its last event, as a promoted replica that lacked it or a Redis
+    // restarted from an AOF that had not written it: its head (5-1) is before the reader (9-1).
+    await admin.del(key);
+    await admin.xadd(key, '5-1', 'm', message());
+    expect(await killClientsNamed(admin, `facade-${readerName}`)).toBe(1);
+    await waitFor(
+      () => lines.some((line) => line.includes('ends before this replica')),
+      'the reader to find the head behind it',
+    );
+    // The next id that log gives is below the old position (its clock, or the same millisecond).
+    await admin.xadd(key, '7-1', 'm', message());
+    await waitFor(() => received.length === 2, 'the event appended after the reconnection', 5_000);
+    expect(received).toEqual(['9-1', '7-1']);
+    expect(lines.join('\n')).toContain('"position":"9-1","head":"5-1"');
+  });
+
   test('reports its length and this replica lagging behind the head', async () => {
     const log = redisLog();
     await log.subscribe('sandbox', () => undefined);

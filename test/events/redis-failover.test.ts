@@ -208,3 +208,85 @@ describe('webhooks on a Redis that fails over', () => {
     expect(lines.filter((line) => line.includes(PASSWORD) || line.includes(SENTINEL_PASSWORD))).toEqual([]);
   });
 });
+
+describe('rate limits on a Redis that fails over', () => {
+  let limited: Stack;
+  beforeAll(async () => {
+    limited = await startStack({
+      facades: 2,
+      env: {
+        ...redis.env(),
+        REDIS_KEY_PREFIX: uniqueRedisPrefix(),
+        RATE_LIMIT_REQUESTS: '4',
+        RATE_LIMIT_WINDOW_SECONDS: '60',
+      },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await limited?.close();
+  });
+
+  /** How many connections named `name` the primary has (the names the facade gives its connections). */
+  async function connectionsNamed(name: string): Promise<number> {
+    const primary = redis.connectTo((await redis.primaryAddress()).port);
+    try {
+      const clients = (await primary.call('CLIENT', 'LIST')) as string;
+      return clients.split('\n').filter((line) => line.includes(` name=${name} `)).length;
+    } finally {
+      primary.disconnect();
+    }
+  }
+
+  /** The statuses of `count` operations of `caller` on `facade`, one after the other, and the slowest. */
+  async function operations(
+    facade: RunningFacade,
+    caller: 'globex' | 'acme',
+    count: number,
+  ): Promise<{ statuses: number[]; slowestMs: number }> {
+    const statuses: number[] = [];
+    let slowestMs = 0;
+    for (let index = 0; index < count; index += 1) {
+      const started = Date.now();
+      statuses.push((await facade.queryAs(caller, '{ __typename }')).status);
+      slowestMs = Math.max(slowestMs, Date.now() - started);
+    }
+    return { statuses, slowestMs };
+  }
+
+  test('during the failover each replica counts alone, with the whole budget and no wait; then they share counts again', async () => {
+    const [a, b] = limited.facades as [RunningFacade, RunningFacade];
+    // Shared through Redis: two on each replica spend the budget of four.
+    expect((await operations(a, 'globex', 2)).statuses).toEqual([200, 200]);
+    expect((await operations(b, 'globex', 2)).statuses).toEqual([200, 200]);
+    expect((await operations(a, 'globex', 1)).statuses).toEqual([429]);
+    const rateLimitConnections = await connectionsNamed('facade-rate-limits');
+
+    const killed = await redis.killPrimary();
+    // No primary: each replica counts in its own memory, from nothing, with the same budget. The
+    // gate stays shut past it (at most one budget per replica, never unlimited), and no operation
+    // waits for Redis (the rate limits' 500 ms at most).
+    const duringA = await operations(a, 'globex', 5);
+    const duringB = await operations(b, 'globex', 5);
+    expect(duringA.statuses).toEqual([200, 200, 200, 200, 429]);
+    expect(duringB.statuses).toEqual([200, 200, 200, 200, 429]);
+    expect(Math.max(duringA.slowestMs, duringB.slowestMs)).toBeLessThan(1_000);
+    expect(a.logs().some((line) => line.includes('rate limits counted in memory'))).toBe(true);
+
+    await redis.waitForPromotion(killed);
+    await redis.heal();
+    // Shared again once every replica's rate-limit connection found the promoted primary: another
+    // caller's budget is one across both replicas.
+    let connected = 0;
+    await waitFor(
+      () => connected === rateLimitConnections,
+      'the rate limits back on Redis',
+      10_000,
+      async () => {
+        connected = await connectionsNamed('facade-rate-limits');
+      },
+    );
+    expect((await operations(a, 'acme', 2)).statuses).toEqual([200, 200]);
+    expect((await operations(b, 'acme', 2)).statuses).toEqual([200, 200]);
+    expect((await operations(a, 'acme', 1)).statuses).toEqual([429]);
+  });
+});
