@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { closeRedisConnection } from '../../redis.ts';
 import type { SeenMark } from '../log/redis-event-log.ts';
 import {
   dedupTimings,
@@ -33,6 +34,9 @@ export interface RedisEventDeduplicator extends EventDeduplicator {
   marked(eventId: string): void;
 }
 
+/** Failed releases kept to try again: beyond, a claim waits for its expiry. */
+const MAX_UNRELEASED = 10_000;
+
 /** What a key holds once its event was published: `seen`, then its cursor when the log wrote it. */
 const SEEN = 'seen';
 // Claims a free id. An id seen already is written again as it is, its expiry kept: a write, so a
@@ -56,6 +60,19 @@ export function createRedisEventDeduplicator(options: RedisEventDeduplicatorOpti
   const keyPrefix = options.keyPrefix ?? 'facade:';
   const claims = new Map<string, string>();
   const keyOf = (eventId: string): string => `${keyPrefix}webhook-event:${eventId}`;
+  // Claims whose release could not reach Redis (a failover under way), by key: released once it is
+  // back, so the platform's retry is not answered 409 until the claim expires. Bounded.
+  const unreleased = new Map<string, string>();
+  const releaseOwn = (key: string, token: string): Promise<unknown> =>
+    client.eval(RELEASE_OWN_CLAIM, 1, key, token);
+  client.on('ready', () => {
+    for (const [key, token] of unreleased) {
+      releaseOwn(key, token).then(
+        () => unreleased.delete(key),
+        () => undefined,
+      );
+    }
+  });
 
   return {
     async claim(eventId: string): Promise<ClaimResult> {
@@ -76,11 +93,18 @@ export function createRedisEventDeduplicator(options: RedisEventDeduplicatorOpti
     async release(eventId: string): Promise<void> {
       const token = claims.get(eventId);
       claims.delete(eventId);
-      if (token !== undefined) await client.eval(RELEASE_OWN_CLAIM, 1, keyOf(eventId), token);
+      if (token === undefined) return;
+      try {
+        await releaseOwn(keyOf(eventId), token);
+      } catch (error) {
+        if (unreleased.size < MAX_UNRELEASED) unreleased.set(keyOf(eventId), token);
+        throw error;
+      }
     },
     async close(): Promise<void> {
       claims.clear();
-      if (options.ownsClient) await client.quit().catch(() => undefined);
+      unreleased.clear();
+      if (options.ownsClient) await closeRedisConnection(client);
     },
   };
 }
