@@ -63,6 +63,16 @@ function open(config: RedisConfig, role: string): Redis {
   });
 }
 
+/**
+ * Closes a connection opened by {@link openRedisConnection}: QUIT (answers still due arrive first),
+ * then a disconnect, which also ends the connections to the Sentinels that watch for a failover
+ * (ioredis leaves them open, reconnecting, after a QUIT alone).
+ */
+export async function closeRedisConnection(connection: Redis): Promise<void> {
+  await connection.quit().catch(() => undefined);
+  connection.disconnect();
+}
+
 /** How long a start waits for Redis before going on without it (Redis may come later, or never). */
 const REDIS_READY_WAIT_MS = 2_000;
 

@@ -36,7 +36,7 @@ import type { EventDeduplicator } from './dedup/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
 import { createMemoryEventDeduplicator } from './dedup/memory-event-dedup.ts';
-import { openRedisConnection, replicaAcksOf } from '../redis.ts';
+import { closeRedisConnection, openRedisConnection, replicaAcksOf } from '../redis.ts';
 import {
   createEventPublisher,
   createRedisEventPublisher,
@@ -130,7 +130,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     ...(options.environment === undefined ? {} : { environment: options.environment }),
   });
   const { tracer } = options;
-  const { log, dedup, publisher, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
+  const { log, dedup, publisher, redis, closeRedis, reconcileState } = createEventStores(config, logger, tracer);
   const reconciler =
     config.reconcile.intervalSeconds > 0
       ? createReconciler({
@@ -353,7 +353,12 @@ async function pingRedis(redis: Redis, timeoutMs: number): Promise<RedisCheck> {
   }
 }
 
-function createStores(
+/**
+ * The stores of the event pipeline as `config` asks for them: in memory, or in Redis (the log, its
+ * readers, de-duplication and the publisher that waits for the replicas, the reconciliation state).
+ * The runtime builds them; benchmarks build them alone (bench/event-durability.ts).
+ */
+export function createEventStores(
   config: EventsConfig,
   logger: Logger,
   tracer: EventTracer | undefined,
@@ -411,7 +416,7 @@ function createStores(
       watchTtlMs: () => Math.max(3 * config.reconcile.intervalSeconds * 1000, 30_000),
     }),
     closeRedis: async () => {
-      await Promise.all([client.quit().catch(() => undefined), appender.quit().catch(() => undefined)]);
+      await Promise.all([closeRedisConnection(client), closeRedisConnection(appender)]);
     },
   };
 }

@@ -10,7 +10,7 @@ import { COLLECTION_OF_RESOURCE_TYPE, type CustomerCollection } from '../records
 import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { ResponseCache, StaleReads } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
-import { openRedisConnection, whenRedisReady } from '../redis.ts';
+import { closeRedisConnection, openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { RedisConfig } from '../redis-config.ts';
 import type { PlatformEnvironment, PlatformEvent } from './event-types.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
@@ -176,7 +176,7 @@ export function shareWriteInvalidations(options: SharedWriteInvalidationsOptions
   return {
     async close() {
       closed = true;
-      await listener.quit().catch(() => listener.disconnect());
+      await closeRedisConnection(listener);
     },
   };
 }
