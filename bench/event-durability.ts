@@ -24,28 +24,27 @@ import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
-import { Agent, fetch } from 'undici';
-import { generateWebhookSecret, signWebhook } from '../emulator/webhooks/signature.ts';
+import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { readEventsConfig } from '../src/events/config.ts';
-import { createEventStores } from '../src/events/events-runtime.ts';
+import { createEventStores } from '../src/events/event-stores.ts';
 import type { PlatformEvent } from '../src/events/event-types.ts';
 import { createWebhookRouter } from '../src/events/receiving/webhook-route.ts';
 import { createLogger } from '../src/logger.ts';
 import { startRedisSentinel, type RedisSentinelTopology } from '../scripts/redis-sentinel.ts';
 import { positiveIntegerFromEnv } from './env.ts';
+import { postSigned } from './lib/live-facade.ts';
 
 const SECONDS = positiveIntegerFromEnv('BENCH_SECONDS', 3);
 const ROUNDS = positiveIntegerFromEnv('BENCH_ROUNDS', 2);
 const CONCURRENCY = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
 const FAILOVER_RATE = positiveIntegerFromEnv('BENCH_FAILOVER_RATE', 100);
 const secret = generateWebhookSecret();
-// Enough connections that no request waits for one: a delivery's time is the facade's.
-const agent = new Agent({ connections: 1_024 });
 let sequence = 0;
 
 /** A pipeline like a facade's: the webhook route on a port of its own, over the configured stores. */
 interface Pipeline {
-  url: string;
+  /** Where the route is mounted under `/webhooks/platform`, as on a facade. */
+  baseUrl: string;
   /** When each event reached the log's listener, by id; a second arrival is counted. */
   delivered: Map<string, number>;
   duplicates: number;
@@ -74,12 +73,12 @@ async function startPipeline(redis: RedisSentinelTopology, replicasToAck: number
   });
   const webhooks = createWebhookRouter({ secrets: () => [secret], ...stores, logger });
   const app = express();
-  app.use('/webhooks', webhooks.router);
+  app.use('/webhooks/platform', webhooks.router);
   const server = createServer(app);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return Object.assign(pipeline, {
-    url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}/webhooks`,
+    baseUrl: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
     async close() {
       subscription.stop();
       server.closeAllConnections();
@@ -107,25 +106,10 @@ function nextEvent(): PlatformEvent {
   };
 }
 
-/** One signed delivery of `event`; its status (0 when it failed without one). */
-async function post(url: string, event: PlatformEvent): Promise<number> {
-  const body = JSON.stringify(event);
-  const timestamp = Math.floor(Date.now() / 1000);
+/** One signed delivery of `event` to `pipeline`; its status (0 when it failed without one). */
+async function post(pipeline: Pipeline, event: PlatformEvent): Promise<number> {
   try {
-    const response = await fetch(url, {
-      method: 'POST',
-      dispatcher: agent,
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': event.id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signWebhook({ secret, id: event.id, timestamp, body }),
-      },
-      body,
-      signal: AbortSignal.timeout(5_000),
-    });
-    await response.arrayBuffer();
-    return response.status;
+    return (await postSigned(pipeline.baseUrl, secret, event)).status;
   } catch {
     return 0;
   }
@@ -162,7 +146,7 @@ async function intakeRound(redis: RedisSentinelTopology, replicasToAck: number):
         const event = nextEvent();
         const started = performance.now();
         sentAt.set(event.id, started);
-        const status = await post(pipeline.url, event);
+        const status = await post(pipeline, event);
         if (status === 200) answers.push(performance.now() - started);
         else refused += 1;
       }
@@ -245,7 +229,7 @@ async function measureFailover(replicas: number): Promise<void> {
     let retries = 0;
     for (;;) {
       const attempt = performance.now();
-      const status = await post(pipeline.url, event);
+      const status = await post(pipeline, event);
       const at = performance.now();
       if (at >= killedAt) statuses.set(status, (statuses.get(status) ?? 0) + 1);
       if (status === 200) {
@@ -307,4 +291,3 @@ console.log(JSON.stringify({ loadAverageAtStart: loadavg().map(round1) }));
 await measureIntake();
 await measureFailover(1);
 await measureFailover(2);
-await agent.close();

@@ -18,31 +18,17 @@ import { createUpstreamContext } from '../upstream/context.ts';
 import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
 import { createLiveQueries } from './delivery/live-queries.ts';
+import { createEventStores } from './event-stores.ts';
 import { invalidateForEvent, listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { cursorCodec } from './log/cursor-codec.ts';
-import type { EventLog, LogStats } from './log/event-log.ts';
-import { createMemoryEventLog } from './log/memory-event-log.ts';
-import { createRedisEventLog } from './log/redis-event-log.ts';
+import type { LogStats } from './log/event-log.ts';
 import type { PlatformEnvironment } from './event-types.ts';
 import { createReconciler } from './reconcile/reconciler.ts';
-import {
-  createMemoryReconcileState,
-  createRedisReconcileState,
-  type ReconcileState,
-} from './reconcile/reconcile-state.ts';
-import type { EventDeduplicator } from './dedup/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
-import { createMemoryEventDeduplicator } from './dedup/memory-event-dedup.ts';
-import { closeRedisConnection, openRedisConnection, replicaAcksOf } from '../redis.ts';
-import {
-  createEventPublisher,
-  createRedisEventPublisher,
-  type EventPublisher,
-} from './dedup/publish-once.ts';
-import { createRedisEventDeduplicator } from './dedup/redis-event-dedup.ts';
+import type { EventPublisher } from './dedup/publish-once.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { webhookBodyLimits } from './config.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
@@ -130,7 +116,11 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     ...(options.environment === undefined ? {} : { environment: options.environment }),
   });
   const { tracer } = options;
-  const { log, dedup, publisher, redis, closeRedis, reconcileState } = createEventStores(config, logger, tracer);
+  const { log, dedup, publisher, redis, closeRedis, reconcileState } = createEventStores(
+    config,
+    logger,
+    tracer,
+  );
   const reconciler =
     config.reconcile.intervalSeconds > 0
       ? createReconciler({
@@ -351,72 +341,4 @@ async function pingRedis(redis: Redis, timeoutMs: number): Promise<RedisCheck> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * The stores of the event pipeline as `config` asks for them: in memory, or in Redis (the log, its
- * readers, de-duplication and the publisher that waits for the replicas, the reconciliation state).
- * The runtime builds them; benchmarks build them alone (bench/event-durability.ts).
- */
-export function createEventStores(
-  config: EventsConfig,
-  logger: Logger,
-  tracer: EventTracer | undefined,
-): {
-  log: EventLog;
-  dedup: EventDeduplicator;
-  publisher: EventPublisher;
-  reconcileState: ReconcileState;
-  redis?: Redis;
-  closeRedis?: () => Promise<void>;
-} {
-  const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
-  const retention = config.logRetention;
-  const traced = tracer === undefined ? {} : { tracer };
-  if (config.redis === undefined) {
-    const log = createMemoryEventLog({ retention, keyPrefix: config.redisKeyPrefix, logger, ...traced });
-    const dedup = createMemoryEventDeduplicator({ retentionMs });
-    return {
-      log,
-      dedup,
-      publisher: createEventPublisher({ dedup, log, logger }),
-      reconcileState: createMemoryReconcileState(),
-    };
-  }
-  // One connection for log reads, reconciliation and the other short commands; one for appends and
-  // claims, whose WAIT for the replicas blocks it (so nothing else waits behind it); each
-  // environment's blocking XREAD gets one of its own (opened by the log, closed by it).
-  const { redis } = config;
-  const client = openRedisConnection(redis, 'events', logger);
-  const appender = openRedisConnection(redis, 'event-appends', logger);
-  const log = createRedisEventLog({
-    client,
-    appender,
-    acks: redis.acks,
-    openReader: (environment) => openRedisConnection(redis, `log-reader-${environment}`, logger),
-    keyPrefix: config.redisKeyPrefix,
-    retention,
-    logger,
-    ...traced,
-  });
-  const dedup = createRedisEventDeduplicator({
-    client: appender,
-    keyPrefix: config.redisKeyPrefix,
-    retentionMs,
-  });
-  return {
-    redis: client,
-    log,
-    dedup,
-    publisher: createRedisEventPublisher({ dedup, log, acks: replicaAcksOf(appender, redis.acks) }),
-    reconcileState: createRedisReconcileState({
-      client,
-      keyPrefix: config.redisKeyPrefix,
-      // A replica vouches for its watched customers for a few intervals; it refreshes every one.
-      watchTtlMs: () => Math.max(3 * config.reconcile.intervalSeconds * 1000, 30_000),
-    }),
-    closeRedis: async () => {
-      await Promise.all([closeRedisConnection(client), closeRedisConnection(appender)]);
-    },
-  };
 }

@@ -7,7 +7,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import type { PlatformEvent } from '../../src/events/event-types.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import {
+  adaPolygonAccountUpdated,
+  globexCapabilityChanged,
+  postSignedEvent,
+} from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
 import type { LiveClient } from '../support/harness/live-client.ts';
 import { uniqueRedisPrefix } from '../support/harness/redis.ts';
@@ -49,16 +53,6 @@ const GLOBEX_EVENTS = `subscription ($after: String) {
   events(customerId: "cus_globex", after: $after) { eventId cursor }
 }`;
 
-function globexEvent(): PlatformEvent {
-  return upstreamEvent({
-    type: 'capability.status_changed',
-    environment: 'sandbox',
-    customerId: 'cus_globex',
-    resourceType: 'capability',
-    resourceId: 'cap_globex_ach',
-  });
-}
-
 /** Posts `event` to the first facade until it is acknowledged, as the platform's retries would. */
 async function deliverUntilAcknowledged(event: PlatformEvent, budgetMs = 20_000): Promise<number> {
   const statuses: number[] = [];
@@ -89,12 +83,12 @@ const eventIds = (received: Received): string[] => received.data.map((data) => d
 describe('webhooks on a Redis that fails over', () => {
   test('a webhook answered 200 just before the primary is killed reaches subscribers after the promotion, once', async () => {
     const live = await subscribeOnSecond();
-    const before = globexEvent();
+    const before = globexCapabilityChanged();
     expect((await postSignedEvent(first.webhookUrl, secret, before)).status).toBe(200);
     await waitFor(() => eventIds(live).length === 1, 'the event before');
     const cursorBefore = live.data[0]!.events.cursor;
 
-    const event = globexEvent();
+    const event = globexCapabilityChanged();
     // The replica applies and acknowledges nothing for 400 ms, and what it received by then is
     // dropped if the primary dies first: an answer given before it acknowledges is a promise broken.
     await redis.holdReplicaAcks(400);
@@ -107,7 +101,7 @@ describe('webhooks on a Redis that fails over', () => {
     await redis.waitForPromotion(killed);
     await redis.restartNode(killed.port);
     // A marker after the failover: once it arrives, a second copy of the event would have too.
-    const marker = globexEvent();
+    const marker = globexCapabilityChanged();
     await deliverUntilAcknowledged(marker);
     // A subscriber resuming after the promotion reads the promoted primary's log.
     const resumed = await subscribeOnSecond(cursorBefore);
@@ -126,7 +120,7 @@ describe('webhooks on a Redis that fails over', () => {
 
   test('with the replica unable to acknowledge, 503; the retry once it recovers, 200 and one delivery', async () => {
     const received = await subscribeOnSecond();
-    const event = globexEvent();
+    const event = globexCapabilityChanged();
     await redis.holdReplicaAcks(1_600);
     const refused = await postSignedEvent(first.webhookUrl, secret, event);
     expect(refused).toMatchObject({ status: 503, body: { title: 'Event not yet durable' } });
@@ -139,7 +133,7 @@ describe('webhooks on a Redis that fails over', () => {
       status: 200,
       body: { eventId: event.id, duplicate: true },
     });
-    const marker = globexEvent();
+    const marker = globexCapabilityChanged();
     expect((await postSignedEvent(first.webhookUrl, secret, marker)).status).toBe(200);
     await waitFor(() => eventIds(received).includes(marker.id), 'the marker');
     expect(eventIds(received)).toEqual([event.id, marker.id]);
@@ -184,13 +178,7 @@ describe('webhooks on a Redis that fails over', () => {
       return [...new Set(topUps.map((delivery) => delivery.eventId))];
     };
     await waitFor(() => ids(onFirst).length >= 9 && ids(onSecond).length >= 9, 'all nine events', 40_000);
-    const marker = upstreamEvent({
-      type: 'account.updated',
-      environment: 'sandbox',
-      customerId: 'cus_ada',
-      resourceType: 'account',
-      resourceId: 'acc_ada_polygon',
-    });
+    const marker = adaPolygonAccountUpdated();
     await deliverUntilAcknowledged(marker);
     await waitFor(() => ids(onSecond).includes(marker.id) && ids(onFirst).includes(marker.id), 'the marker');
     const expected = [...(await sent()), marker.id].sort();

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import type { PlatformEvent } from '../../src/events/event-types.ts';
 import { startRedisServer, type RedisServer } from '../../scripts/redis-server.ts';
-import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
+import { globexCapabilityChanged, postSignedEvent } from '../support/harness/events.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
@@ -37,16 +37,6 @@ const SUBSCRIPTION = `subscription ($after: String) {
 
 type Received = { data: { events: { eventId: string; cursor: string } }[] };
 const eventIds = (received: Received): string[] => received.data.map((data) => data.events.eventId);
-
-function globexEvent(): PlatformEvent {
-  return upstreamEvent({
-    type: 'capability.status_changed',
-    environment: 'sandbox',
-    customerId: 'cus_globex',
-    resourceType: 'capability',
-    resourceId: 'cap_globex_ach',
-  });
-}
 
 /** Posts `event` until it is acknowledged (the facade reconnects to the restarted Redis meanwhile). */
 async function deliver(event: PlatformEvent): Promise<void> {
@@ -77,7 +67,12 @@ describe('the event log on a Redis restarted from its AOF', () => {
   test('the log and its cursors survive a restart and a crash; a subscriber keeps its stream', async () => {
     const live = stack.connect().subscribe(SUBSCRIPTION);
     await stack.subscriptionsStarted(1);
-    const [first, second, third, fourth] = [globexEvent(), globexEvent(), globexEvent(), globexEvent()];
+    const [first, second, third, fourth] = [
+      globexCapabilityChanged(),
+      globexCapabilityChanged(),
+      globexCapabilityChanged(),
+      globexCapabilityChanged(),
+    ];
     await deliver(first);
     await deliver(second);
     await waitFor(() => eventIds(live).length === 2, 'the events before the restart');
