@@ -33,7 +33,7 @@ export interface RedisConfig {
   readonly acks: ReplicaAckPolicy;
 }
 
-export const REDIS_CONFIG_DEFAULTS = {
+const REDIS_CONFIG_DEFAULTS = {
   /** With Sentinel there are replicas to wait for; one Redis alone has none unless told. */
   REDIS_MIN_REPLICAS_ACK_SENTINEL: 1,
   REDIS_MIN_REPLICAS_ACK_URL: 0,
