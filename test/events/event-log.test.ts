@@ -229,6 +229,35 @@ describe('the Redis event log', () => {
     expect(lines.join('\n')).toContain('"position":"9-1","head":"5-1"');
   });
 
+  test.each([[{ events: 2 }], [{ seconds: 60 }]] as const)(
+    'appendMarked appends while the claim holds, marking the event seen with its cursor in the same step (retention %j)',
+    async (retention) => {
+      const keyPrefix = uniqueRedisPrefix();
+      const url = requireRedisUrl();
+      const client = openRedisConnection(url, 'events', logger);
+      const log = createRedisEventLog({ client, openReader: () => client, keyPrefix, logger, retention });
+      const admin = connectRedis();
+      cleanups.push(async () => {
+        await log.close();
+        await client.quit();
+        await admin.quit();
+      });
+      const mark = (token: string) => ({ key: `${keyPrefix}webhook-event:evt`, token, ttlMs: 60_000 });
+      await admin.set(mark('t').key, 'claim-of-this-delivery', 'PX', 30_000);
+
+      // Another delivery's token: the claim is not this one's, nothing is appended or marked.
+      expect(await log.appendMarked(makeEvent(), mark('claim-of-another'))).toBeUndefined();
+      expect(await admin.xlen(`${keyPrefix}events:log:sandbox`)).toBe(0);
+      const cursor = await log.appendMarked(makeEvent(), mark('claim-of-this-delivery'));
+      expect(cursor).toMatch(/^\d+-\d+$/);
+      expect(await admin.get(mark('t').key)).toBe(`seen ${cursor!}`);
+      expect(await admin.pttl(mark('t').key)).toBeGreaterThan(30_000);
+      // Sent again (a lost answer): the claim is now the mark, so nothing is appended twice.
+      expect(await log.appendMarked(makeEvent(), mark('claim-of-this-delivery'))).toBeUndefined();
+      expect(await admin.xlen(`${keyPrefix}events:log:sandbox`)).toBe(1);
+    },
+  );
+
   test('reports its length and this replica lagging behind the head', async () => {
     const log = redisLog();
     await log.subscribe('sandbox', () => undefined);

@@ -166,16 +166,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): RedisEventLo
 
     async appendMarked(event, mark) {
       return appendWith(event, async (key, message) => {
-        const cursor = await appender.eval(
-          APPEND_MARKED,
-          2,
-          key,
-          mark.key,
-          mark.token,
-          mark.ttlMs,
-          message,
-          ...(trimmingOf(retention).filter((part) => part !== '~') as [string, string | number]),
-        );
+        const [strategy, , threshold] = trimmingOf(retention);
+        const args = [mark.token, mark.ttlMs, message, strategy, threshold];
+        const cursor = await appender.eval(APPEND_MARKED, 2, key, mark.key, ...args);
         return typeof cursor === 'string' ? cursor : undefined;
       });
     },
@@ -236,7 +229,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): RedisEventLo
 }
 
 /** The trimming arguments of XADD: approximate (`~`), so Redis trims whole nodes, cheaply. */
-function trimmingOf(retention: LogRetention): (string | number)[] {
+function trimmingOf(
+  retention: LogRetention,
+): [strategy: string, approximately: '~', threshold: string | number] {
   return 'events' in retention
     ? ['MAXLEN', '~', retention.events]
     : ['MINID', '~', `${Date.now() - retention.seconds * 1000}-0`];
