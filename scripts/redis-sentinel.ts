@@ -14,6 +14,9 @@
  * await redis.restartNode(killed.port);    // comes back, and the Sentinels make it a replica
  * await redis.stop();
  * ```
+ *
+ * As a command, `node scripts/redis-sentinel.ts` starts one (one replica, no passwords), prints the
+ * facade's settings for it as JSON and runs until SIGINT or SIGTERM.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -393,4 +396,14 @@ async function sentinelsSeeAll(
     if (Date.now() > deadline) throw new Error('the Sentinels did not discover the whole topology in time');
     await sleep(100);
   }
+}
+
+if (import.meta.main) {
+  const topology = await startRedisSentinel();
+  process.stdout.write(`${JSON.stringify(topology.env())}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await topology.stop();
 }
