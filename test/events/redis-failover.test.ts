@@ -19,6 +19,9 @@ import { startStack, type Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { useRedisSentinel } from '../support/redis-sentinel.ts';
 
+/** A test of a failover or a restart: processes die and start, and the platform's retries back off. */
+const FAILOVER_TEST_TIMEOUT_MS = 120_000;
+
 const PASSWORD = `data-${generateWebhookSecret().slice(-12)}`;
 const SENTINEL_PASSWORD = `sentinel-${generateWebhookSecret().slice(-12)}`;
 const redis = useRedisSentinel({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
@@ -81,114 +84,129 @@ type Received = { data: { events: { eventId: string; cursor: string } }[] };
 const eventIds = (received: Received): string[] => received.data.map((data) => data.events.eventId);
 
 describe('webhooks on a Redis that fails over', () => {
-  test('a webhook answered 200 just before the primary is killed reaches subscribers after the promotion, once', async () => {
-    const live = await subscribeOnSecond();
-    const before = globexCapabilityChanged();
-    expect((await postSignedEvent(first.webhookUrl, secret, before)).status).toBe(200);
-    await waitFor(() => eventIds(live).length === 1, 'the event before');
-    const cursorBefore = live.data[0]!.events.cursor;
+  test(
+    'a webhook answered 200 just before the primary is killed reaches subscribers after the promotion, once',
+    async () => {
+      const live = await subscribeOnSecond();
+      const before = globexCapabilityChanged();
+      expect((await postSignedEvent(first.webhookUrl, secret, before)).status).toBe(200);
+      await waitFor(() => eventIds(live).length === 1, 'the event before');
+      const cursorBefore = live.data[0]!.events.cursor;
 
-    const event = globexCapabilityChanged();
-    // The replica applies and acknowledges nothing for 400 ms, and what it received by then is
-    // dropped if the primary dies first: an answer given before it acknowledges is a promise broken.
-    await redis.holdReplicaAcks(400);
-    const posted = Date.now();
-    const answer = await postSignedEvent(first.webhookUrl, secret, event);
-    const answeredAfterMs = Date.now() - posted;
-    const killed = await redis.killPrimary();
-    expect(answer).toMatchObject({ status: 200, body: { eventId: event.id, duplicate: false } });
+      const event = globexCapabilityChanged();
+      // The replica applies and acknowledges nothing for 400 ms, and what it received by then is
+      // dropped if the primary dies first: an answer given before it acknowledges is a promise broken.
+      await redis.holdReplicaAcks(400);
+      const posted = Date.now();
+      const answer = await postSignedEvent(first.webhookUrl, secret, event);
+      const answeredAfterMs = Date.now() - posted;
+      const killed = await redis.killPrimary();
+      expect(answer).toMatchObject({ status: 200, body: { eventId: event.id, duplicate: false } });
 
-    await redis.waitForPromotion(killed);
-    await redis.restartNode(killed.port);
-    // A marker after the failover: once it arrives, a second copy of the event would have too.
-    const marker = globexCapabilityChanged();
-    await deliverUntilAcknowledged(marker);
-    // A subscriber resuming after the promotion reads the promoted primary's log.
-    const resumed = await subscribeOnSecond(cursorBefore);
-    await waitFor(
-      () => eventIds(live).includes(marker.id) && eventIds(resumed).includes(marker.id),
-      'the marker, live and resumed',
-      20_000,
-    );
-    expect(eventIds(resumed)).toEqual([event.id, marker.id]);
-    expect(eventIds(live)).toEqual([before.id, event.id, marker.id]);
-    // Acknowledged only once the replica held it: after the pause.
-    expect(answeredAfterMs).toBeGreaterThanOrEqual(350);
-    live.stop();
-    resumed.stop();
-  });
+      await redis.waitForPromotion(killed);
+      await redis.restartNode(killed.port);
+      // A marker after the failover: once it arrives, a second copy of the event would have too.
+      const marker = globexCapabilityChanged();
+      await deliverUntilAcknowledged(marker);
+      // A subscriber resuming after the promotion reads the promoted primary's log.
+      const resumed = await subscribeOnSecond(cursorBefore);
+      await waitFor(
+        () => eventIds(live).includes(marker.id) && eventIds(resumed).includes(marker.id),
+        'the marker, live and resumed',
+        20_000,
+      );
+      expect(eventIds(resumed)).toEqual([event.id, marker.id]);
+      expect(eventIds(live)).toEqual([before.id, event.id, marker.id]);
+      // Acknowledged only once the replica held it: after the pause.
+      expect(answeredAfterMs).toBeGreaterThanOrEqual(350);
+      live.stop();
+      resumed.stop();
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
 
-  test('with the replica unable to acknowledge, 503; the retry once it recovers, 200 and one delivery', async () => {
-    const received = await subscribeOnSecond();
-    const event = globexCapabilityChanged();
-    await redis.holdReplicaAcks(1_600);
-    const refused = await postSignedEvent(first.webhookUrl, secret, event);
-    expect(refused).toMatchObject({ status: 503, body: { title: 'Event not yet durable' } });
-    // Held back from subscribers too while no replica holds it.
-    expect(eventIds(received)).toEqual([]);
+  test(
+    'with the replica unable to acknowledge, 503; the retry once it recovers, 200 and one delivery',
+    async () => {
+      const received = await subscribeOnSecond();
+      const event = globexCapabilityChanged();
+      await redis.holdReplicaAcks(1_600);
+      const refused = await postSignedEvent(first.webhookUrl, secret, event);
+      expect(refused).toMatchObject({ status: 503, body: { title: 'Event not yet durable' } });
+      // Held back from subscribers too while no replica holds it.
+      expect(eventIds(received)).toEqual([]);
 
-    await waitFor(() => eventIds(received).length === 1, 'the event once the replica holds it', 10_000);
-    // The platform's retry finds it appended and held: acknowledged, not appended again.
-    expect(await postSignedEvent(first.webhookUrl, secret, event)).toMatchObject({
-      status: 200,
-      body: { eventId: event.id, duplicate: true },
-    });
-    const marker = globexCapabilityChanged();
-    expect((await postSignedEvent(first.webhookUrl, secret, marker)).status).toBe(200);
-    await waitFor(() => eventIds(received).includes(marker.id), 'the marker');
-    expect(eventIds(received)).toEqual([event.id, marker.id]);
-    received.stop();
-  });
+      await waitFor(() => eventIds(received).length === 1, 'the event once the replica holds it', 10_000);
+      // The platform's retry finds it appended and held: acknowledged, not appended again.
+      expect(await postSignedEvent(first.webhookUrl, secret, event)).toMatchObject({
+        status: 200,
+        body: { eventId: event.id, duplicate: true },
+      });
+      const marker = globexCapabilityChanged();
+      expect((await postSignedEvent(first.webhookUrl, secret, marker)).status).toBe(200);
+      await waitFor(() => eventIds(received).includes(marker.id), 'the marker');
+      expect(eventIds(received)).toEqual([event.id, marker.id]);
+      received.stop();
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
 
-  test('subscribers keep their streams through a failover: events before, during and after, each once', async () => {
-    const subscription = `subscription {
+  test(
+    'subscribers keep their streams through a failover: events before, during and after, each once',
+    async () => {
+      const subscription = `subscription {
       accountChanged(customerId: "cus_ada", accountId: "acc_ada_polygon") { eventId }
     }`;
-    const onFirst = first.connect().subscribe(subscription);
-    await first.subscriptionsStarted(1);
-    const onSecond = second.connect().subscribe(subscription);
-    startedOnSecond += 1;
-    await second.subscriptionsStarted(startedOnSecond);
-    const topUp = async (): Promise<void> => {
-      const response = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_ada_polygon/topup', {
-        body: { amount: '1.00', currency: 'USDC' },
-      });
-      expect(response.status).toBe(200);
-    };
-    const ids = (received: { data: { accountChanged: { eventId: string } }[] }): string[] =>
-      received.data.map((data) => data.accountChanged.eventId);
-
-    for (let index = 0; index < 3; index += 1) await topUp();
-    await waitFor(() => ids(onSecond).length === 3, 'the events before the failover');
-    const killed = await redis.killPrimary();
-    // During: the platform's deliveries are refused or unanswered until a primary takes them.
-    for (let index = 0; index < 3; index += 1) await topUp();
-    await redis.waitForPromotion(killed);
-    await redis.restartNode(killed.port);
-    for (let index = 0; index < 3; index += 1) await topUp();
-
-    /** The ids of the events the emulator sent (its own record of every attempt). */
-    const sent = async (): Promise<string[]> => {
-      const deliveries = (await (
-        await fetch(`${stack.emulatorUrl}/_emulator/webhook-deliveries`)
-      ).json()) as {
-        data: { eventId: string; eventType: string }[];
+      const onFirst = first.connect().subscribe(subscription);
+      await first.subscriptionsStarted(1);
+      const onSecond = second.connect().subscribe(subscription);
+      startedOnSecond += 1;
+      await second.subscriptionsStarted(startedOnSecond);
+      const topUp = async (): Promise<void> => {
+        const response = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_ada_polygon/topup', {
+          body: { amount: '1.00', currency: 'USDC' },
+        });
+        expect(response.status).toBe(200);
       };
-      const topUps = deliveries.data.filter((delivery) => delivery.eventType === 'account.updated');
-      return [...new Set(topUps.map((delivery) => delivery.eventId))];
-    };
-    await waitFor(() => ids(onFirst).length >= 9 && ids(onSecond).length >= 9, 'all nine events', 40_000);
-    const marker = adaPolygonAccountUpdated();
-    await deliverUntilAcknowledged(marker);
-    await waitFor(() => ids(onSecond).includes(marker.id) && ids(onFirst).includes(marker.id), 'the marker');
-    const expected = [...(await sent()), marker.id].sort();
-    expect(expected).toHaveLength(10);
-    // Each once (a retried delivery may be appended after a later event: the log's order is theirs).
-    expect([...ids(onFirst)].sort()).toEqual(expected);
-    expect(ids(onSecond)).toEqual(ids(onFirst));
-    onFirst.stop();
-    onSecond.stop();
-  });
+      const ids = (received: { data: { accountChanged: { eventId: string } }[] }): string[] =>
+        received.data.map((data) => data.accountChanged.eventId);
+
+      for (let index = 0; index < 3; index += 1) await topUp();
+      await waitFor(() => ids(onSecond).length === 3, 'the events before the failover');
+      const killed = await redis.killPrimary();
+      // During: the platform's deliveries are refused or unanswered until a primary takes them.
+      for (let index = 0; index < 3; index += 1) await topUp();
+      await redis.waitForPromotion(killed);
+      await redis.restartNode(killed.port);
+      for (let index = 0; index < 3; index += 1) await topUp();
+
+      /** The ids of the events the emulator sent (its own record of every attempt). */
+      const sent = async (): Promise<string[]> => {
+        const deliveries = (await (
+          await fetch(`${stack.emulatorUrl}/_emulator/webhook-deliveries`)
+        ).json()) as {
+          data: { eventId: string; eventType: string }[];
+        };
+        const topUps = deliveries.data.filter((delivery) => delivery.eventType === 'account.updated');
+        return [...new Set(topUps.map((delivery) => delivery.eventId))];
+      };
+      await waitFor(() => ids(onFirst).length >= 9 && ids(onSecond).length >= 9, 'all nine events', 40_000);
+      const marker = adaPolygonAccountUpdated();
+      await deliverUntilAcknowledged(marker);
+      await waitFor(
+        () => ids(onSecond).includes(marker.id) && ids(onFirst).includes(marker.id),
+        'the marker',
+      );
+      const expected = [...(await sent()), marker.id].sort();
+      expect(expected).toHaveLength(10);
+      // Each once (a retried delivery may be appended after a later event: the log's order is theirs).
+      expect([...ids(onFirst)].sort()).toEqual(expected);
+      expect(ids(onSecond)).toEqual(ids(onFirst));
+      onFirst.stop();
+      onSecond.stop();
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
 
   test('no password of the Redis nodes or the Sentinels reaches a log line', () => {
     const lines = [...first.logs(), ...second.logs()];
@@ -241,40 +259,44 @@ describe('rate limits on a Redis that fails over', () => {
     return { statuses, slowestMs };
   }
 
-  test('during the failover each replica counts alone, with the whole budget and no wait; then they share counts again', async () => {
-    const [a, b] = limited.facades as [RunningFacade, RunningFacade];
-    // Shared through Redis: two on each replica spend the budget of four.
-    expect((await operations(a, 'globex', 2)).statuses).toEqual([200, 200]);
-    expect((await operations(b, 'globex', 2)).statuses).toEqual([200, 200]);
-    expect((await operations(a, 'globex', 1)).statuses).toEqual([429]);
-    const rateLimitConnections = await connectionsNamed('facade-rate-limits');
+  test(
+    'during the failover each replica counts alone, with the whole budget and no wait; then they share counts again',
+    async () => {
+      const [a, b] = limited.facades as [RunningFacade, RunningFacade];
+      // Shared through Redis: two on each replica spend the budget of four.
+      expect((await operations(a, 'globex', 2)).statuses).toEqual([200, 200]);
+      expect((await operations(b, 'globex', 2)).statuses).toEqual([200, 200]);
+      expect((await operations(a, 'globex', 1)).statuses).toEqual([429]);
+      const rateLimitConnections = await connectionsNamed('facade-rate-limits');
 
-    const killed = await redis.killPrimary();
-    // No primary: each replica counts in its own memory, from nothing, with the same budget. The
-    // gate stays shut past it (at most one budget per replica, never unlimited), and no operation
-    // waits for Redis (the rate limits' 500 ms at most).
-    const duringA = await operations(a, 'globex', 5);
-    const duringB = await operations(b, 'globex', 5);
-    expect(duringA.statuses).toEqual([200, 200, 200, 200, 429]);
-    expect(duringB.statuses).toEqual([200, 200, 200, 200, 429]);
-    expect(Math.max(duringA.slowestMs, duringB.slowestMs)).toBeLessThan(1_000);
-    expect(a.logs().some((line) => line.includes('rate limits counted in memory'))).toBe(true);
+      const killed = await redis.killPrimary();
+      // No primary: each replica counts in its own memory, from nothing, with the same budget. The
+      // gate stays shut past it (at most one budget per replica, never unlimited), and no operation
+      // waits for Redis (the rate limits' 500 ms at most).
+      const duringA = await operations(a, 'globex', 5);
+      const duringB = await operations(b, 'globex', 5);
+      expect(duringA.statuses).toEqual([200, 200, 200, 200, 429]);
+      expect(duringB.statuses).toEqual([200, 200, 200, 200, 429]);
+      expect(Math.max(duringA.slowestMs, duringB.slowestMs)).toBeLessThan(1_000);
+      expect(a.logs().some((line) => line.includes('rate limits counted in memory'))).toBe(true);
 
-    await redis.waitForPromotion(killed);
-    await redis.heal();
-    // Shared again once every replica's rate-limit connection found the promoted primary: another
-    // caller's budget is one across both replicas.
-    let connected = 0;
-    await waitFor(
-      () => connected === rateLimitConnections,
-      'the rate limits back on Redis',
-      10_000,
-      async () => {
-        connected = await connectionsNamed('facade-rate-limits');
-      },
-    );
-    expect((await operations(a, 'acme', 2)).statuses).toEqual([200, 200]);
-    expect((await operations(b, 'acme', 2)).statuses).toEqual([200, 200]);
-    expect((await operations(a, 'acme', 1)).statuses).toEqual([429]);
-  });
+      await redis.waitForPromotion(killed);
+      await redis.heal();
+      // Shared again once every replica's rate-limit connection found the promoted primary: another
+      // caller's budget is one across both replicas.
+      let connected = 0;
+      await waitFor(
+        () => connected === rateLimitConnections,
+        'the rate limits back on Redis',
+        10_000,
+        async () => {
+          connected = await connectionsNamed('facade-rate-limits');
+        },
+      );
+      expect((await operations(a, 'acme', 2)).statuses).toEqual([200, 200]);
+      expect((await operations(b, 'acme', 2)).statuses).toEqual([200, 200]);
+      expect((await operations(a, 'acme', 1)).statuses).toEqual([429]);
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
 });

@@ -15,6 +15,9 @@ import { globexCapabilityChanged, postSignedEvent } from '../support/harness/eve
 import { startStack, type Stack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
+/** Redis is stopped and started twice, and the facade reconnects each time. */
+const RESTART_TEST_TIMEOUT_MS = 60_000;
+
 const secret = generateWebhookSecret();
 const dir = mkdtempSync(join(tmpdir(), 'redis-aof-'));
 let redis: RedisServer;
@@ -64,37 +67,41 @@ async function restartRedis(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
 }
 
 describe('the event log on a Redis restarted from its AOF', () => {
-  test('the log and its cursors survive a restart and a crash; a subscriber keeps its stream', async () => {
-    const live = stack.connect().subscribe(SUBSCRIPTION);
-    await stack.subscriptionsStarted(1);
-    const [first, second, third, fourth] = [
-      globexCapabilityChanged(),
-      globexCapabilityChanged(),
-      globexCapabilityChanged(),
-      globexCapabilityChanged(),
-    ];
-    await deliver(first);
-    await deliver(second);
-    await waitFor(() => eventIds(live).length === 2, 'the events before the restart');
-    const cursorOfFirst = live.data[0]!.events.cursor;
+  test(
+    'the log and its cursors survive a restart and a crash; a subscriber keeps its stream',
+    async () => {
+      const live = stack.connect().subscribe(SUBSCRIPTION);
+      await stack.subscriptionsStarted(1);
+      const [first, second, third, fourth] = [
+        globexCapabilityChanged(),
+        globexCapabilityChanged(),
+        globexCapabilityChanged(),
+        globexCapabilityChanged(),
+      ];
+      await deliver(first);
+      await deliver(second);
+      await waitFor(() => eventIds(live).length === 2, 'the events before the restart');
+      const cursorOfFirst = live.data[0]!.events.cursor;
 
-    await restartRedis('SIGTERM');
-    await deliver(third);
-    await waitFor(() => eventIds(live).length === 3, 'the event after the restart');
-    // `everysec`: a crash loses at most the last second of writes; past it, nothing.
-    await sleep(1_200);
-    await restartRedis('SIGKILL');
-    await deliver(fourth);
-    await waitFor(() => eventIds(live).length === 4, 'the event after the crash');
+      await restartRedis('SIGTERM');
+      await deliver(third);
+      await waitFor(() => eventIds(live).length === 3, 'the event after the restart');
+      // `everysec`: a crash loses at most the last second of writes; past it, nothing.
+      await sleep(1_200);
+      await restartRedis('SIGKILL');
+      await deliver(fourth);
+      await waitFor(() => eventIds(live).length === 4, 'the event after the crash');
 
-    // A subscriber resuming from a cursor handed out before both reads the log from before them.
-    const resumed = stack.connect().subscribe(SUBSCRIPTION, { after: cursorOfFirst });
-    await waitFor(() => eventIds(resumed).length >= 3 || resumed.errors.length > 0, 'the resumed replay');
-    const ids = [first.id, second.id, third.id, fourth.id];
-    expect(eventIds(resumed)).toEqual(ids.slice(1));
-    expect(resumed.errors).toEqual([]);
-    expect(eventIds(live)).toEqual(ids);
-    live.stop();
-    resumed.stop();
-  });
+      // A subscriber resuming from a cursor handed out before both reads the log from before them.
+      const resumed = stack.connect().subscribe(SUBSCRIPTION, { after: cursorOfFirst });
+      await waitFor(() => eventIds(resumed).length >= 3 || resumed.errors.length > 0, 'the resumed replay');
+      const ids = [first.id, second.id, third.id, fourth.id];
+      expect(eventIds(resumed)).toEqual(ids.slice(1));
+      expect(resumed.errors).toEqual([]);
+      expect(eventIds(live)).toEqual(ids);
+      live.stop();
+      resumed.stop();
+    },
+    RESTART_TEST_TIMEOUT_MS,
+  );
 });
