@@ -116,11 +116,8 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     ...(options.environment === undefined ? {} : { environment: options.environment }),
   });
   const { tracer } = options;
-  const { log, dedup, publisher, redis, closeRedis, reconcileState } = createEventStores(
-    config,
-    logger,
-    tracer,
-  );
+  const stores = createEventStores(config, logger, tracer);
+  const { log, dedup, publisher, redis, closeRedis, reconcileState } = stores;
   const reconciler =
     config.reconcile.intervalSeconds > 0
       ? createReconciler({
@@ -144,16 +141,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   // of this process hears it (this listener is the log's first). `start` waits for it.
   const invalidations = cache === undefined ? undefined : listenForInvalidations(log, cache, logger, redis);
   // Writes through this replica reach the others' caches through Redis, event or no event.
-  const sharedWrites =
-    cache === undefined || redis === undefined || config.redis === undefined
-      ? undefined
-      : shareWriteInvalidations({
-          cache,
-          redis: config.redis,
-          keyPrefix: config.redisKeyPrefix,
-          publisher: redis,
-          logger,
-        });
+  const sharedWrites = shareWritesThroughRedis(config, cache, redis, logger);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   const live = createLiveSessions({
@@ -259,6 +247,18 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       redis === undefined ? Promise.resolve(undefined) : pingRedis(redis, timeoutMs),
   };
   return runtime;
+}
+
+/** {@link shareWriteInvalidations} when the pipeline has a response cache and Redis; else nothing to share. */
+function shareWritesThroughRedis(
+  config: EventsConfig,
+  cache: UpstreamClient['cache'],
+  redis: Redis | undefined,
+  logger: Logger,
+): ReturnType<typeof shareWriteInvalidations> | undefined {
+  if (cache === undefined || redis === undefined || config.redis === undefined) return undefined;
+  const { redisKeyPrefix: keyPrefix } = config;
+  return shareWriteInvalidations({ cache, redis: config.redis, keyPrefix, publisher: redis, logger });
 }
 
 /** `observer`, with delivery spans opened where the metrics hear of deliveries (tracing on). */
