@@ -1,7 +1,8 @@
 /**
  * A throw-away Redis for the tests and the benchmarks: Debian's `redis-server` on a free loopback
- * port, without persistence, ready once it answers PING. One way of starting it, so the test run's
- * Redis, a test's own and a benchmark's behave alike.
+ * port, without persistence unless asked for (AOF `everysec` in a folder of the caller's), ready
+ * once it answers PING. One way of starting it, so the test run's Redis, a test's own and a
+ * benchmark's behave alike. (A primary with replicas and Sentinels: `redis-sentinel.ts`.)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -17,6 +18,17 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
+/** Options of {@link startRedisServer}. */
+export interface RedisServerOptions {
+  /**
+   * Keep the data in this folder with AOF `everysec` (`appendonly yes`), as production does: a
+   * restart with the same folder (and port) finds it again. Default: no persistence.
+   */
+  appendOnlyDir?: string;
+  /** The port; default a free one (a restart passes the port it had). */
+  port?: number;
+}
+
 /** Ports tried: a free port found now may be taken before redis-server binds it. */
 const START_ATTEMPTS = 5;
 const READY_TIMEOUT_MS = 10_000;
@@ -26,13 +38,17 @@ const READY_TIMEOUT_MS = 10_000;
  *
  * @throws the spawn error (ENOENT when redis-server is not installed), or why it never became ready.
  */
-export async function startRedisServer(): Promise<RedisServer> {
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   let lastError: unknown;
+  const persistence =
+    options.appendOnlyDir === undefined
+      ? ['--appendonly', 'no']
+      : ['--dir', options.appendOnlyDir, '--appendonly', 'yes', '--appendfsync', 'everysec'];
   for (let attempt = 1; attempt <= START_ATTEMPTS; attempt += 1) {
-    const port = await findFreePort();
+    const port = options.port ?? (await findFreePort());
     const child = spawn(
       'redis-server',
-      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', ...persistence],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     // Set by the child's 'error' event; read through a function, as it changes behind awaits.
@@ -93,7 +109,8 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
-async function findFreePort(): Promise<number> {
+/** A loopback port free now (another process may take it before it is bound). */
+export async function findFreePort(): Promise<number> {
   const probe = createServer();
   probe.listen(0, '127.0.0.1');
   await once(probe, 'listening');

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian's packages the tests need, each installed only where its command is missing: redis-server;
+# Debian's packages the tests need, each installed only where its command is missing: redis-server
+# (also the Sentinels of the failover tests, as `redis-server <conf> --sentinel`: no redis-sentinel package);
 # chromium (the browser tests drive /usr/bin/chromium, or CHROMIUM_PATH, and skip, saying so, without
 # one); curl, jq and iproute2's `ip` for the documents' commands (test/operations/docs-commands.test.ts);
 # kubectl, which renders deploy/kubernetes for its schema validation (kubernetes-manifests.test.ts).

@@ -1,6 +1,6 @@
 /**
  * The door of an app, built from its configuration: the authenticator of `AUTH_*`, the rate limits
- * of `RATE_LIMIT_*` (shared through Redis when `REDIS_URL` is set), the trusted documents of
+ * of `RATE_LIMIT_*` (shared through Redis when one is configured), the trusted documents of
  * `TRUSTED_DOCUMENTS` and the query limits of `QUERY_MAX_*`. `createApp` asks here, so no access
  * rule is assembled in the app itself.
  */
@@ -44,8 +44,8 @@ export async function createConfiguredDoor(
   const { logger } = parts;
   // Rate limits are shared by every replica through Redis when there is one.
   const redis =
-    config.events.redisUrl !== undefined && config.edge.rateLimits.enabled
-      ? openRedisConnection(config.events.redisUrl, 'rate-limits', logger)
+    config.events.redis !== undefined && config.edge.rateLimits.enabled
+      ? openRedisConnection(config.events.redis, 'rate-limits', logger)
       : undefined;
   // Counting starts shared: until the connection is ready each replica would count alone.
   if (redis !== undefined) await whenRedisReady(redis);

@@ -4,6 +4,7 @@
  * no message ever contains a secret or a Redis URL (it may hold a password).
  */
 import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
+import { readRedisConfig, type RedisConfig } from '../redis-config.ts';
 import { DEFAULT_SUBSCRIBER_QUEUE_LIMIT } from './delivery/subscriber-queue.ts';
 import { DEFAULT_LOG_RETENTION, parseLogRetention, type LogRetention } from './log/event-log.ts';
 import { DEFAULT_DEAD_LETTERS_MAX } from './receiving/dead-letters.ts';
@@ -80,8 +81,15 @@ export interface ReconcileConfig {
 
 export interface EventsConfig {
   webhooks: WebhooksConfig;
-  /** `REDIS_URL`: when set, fan-out and de-duplication go through Redis, shared by every replica. */
+  /** `REDIS_URL` as given: one Redis (undefined with Sentinel; {@link redis} says where Redis is). */
   redisUrl: string | undefined;
+  /**
+   * The facade's Redis (`REDIS_URL`, or `REDIS_SENTINELS` and `REDIS_SENTINEL_MASTER`, with
+   * `REDIS_PASSWORD`, `REDIS_SENTINEL_PASSWORD`, `REDIS_MIN_REPLICAS_ACK`,
+   * `REDIS_REPLICA_ACK_TIMEOUT_MS`): when set, the event log, de-duplication, reconciliation, rate
+   * limits and invalidations go through it, shared by every replica. Undefined: all in memory.
+   */
+  redis: RedisConfig | undefined;
   /** Prefix of every Redis key and channel (`REDIS_KEY_PREFIX`), so deployments can share a Redis. */
   redisKeyPrefix: string;
   /** Events one subscriber may let wait before it is ended (`SUBSCRIPTION_QUEUE_LIMIT`); see docs/events.md. */
@@ -179,7 +187,7 @@ export function readEventsConfig(env: Env, report: ReportProblem): EventsConfig 
         100_000,
       ),
     },
-    redisUrl: readRedisUrl(reader.trimmed('REDIS_URL'), report),
+    ...readRedis(reader, report),
     redisKeyPrefix: reader.trimmed('REDIS_KEY_PREFIX') ?? EVENTS_CONFIG_DEFAULTS.REDIS_KEY_PREFIX,
     logRetention: readLogRetention(reader.trimmed('EVENT_LOG_RETENTION'), report),
     reconcile: {
@@ -273,6 +281,11 @@ function readSecrets(name: string, env: Env, report: (name: string, problem: str
     return [];
   }
   return secrets;
+}
+
+function readRedis(reader: EnvReader, report: ReportProblem): Pick<EventsConfig, 'redisUrl' | 'redis'> {
+  const redisUrl = readRedisUrl(reader.trimmed('REDIS_URL'), report);
+  return { redisUrl, redis: readRedisConfig(reader, redisUrl) };
 }
 
 function readRedisUrl(

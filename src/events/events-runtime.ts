@@ -1,6 +1,6 @@
 /**
  * The event pipeline of one facade process, assembled from configuration: the webhook route, the
- * event log and de-duplication store (memory, or Redis when `REDIS_URL` is set), the live sessions
+ * event log and de-duplication store (memory, or Redis when one is configured), the live sessions
  * every live transport delivers through (src/edge/ admits their callers and operations), the
  * reconciler of missed webhooks, registration of the webhook endpoint at start, and the shutdown
  * order.
@@ -18,26 +18,16 @@ import { createUpstreamContext } from '../upstream/context.ts';
 import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
 import { createLiveQueries } from './delivery/live-queries.ts';
+import { createEventStores } from './event-stores.ts';
 import { listenForInvalidations, shareWriteInvalidations } from './invalidation.ts';
 import { WEBHOOK_PATH, type EventsConfig } from './config.ts';
 import type { EventTracer } from './event-tracing.ts';
 import { cursorCodec } from './log/cursor-codec.ts';
-import type { EventLog, LogStats } from './log/event-log.ts';
-import { createMemoryEventLog } from './log/memory-event-log.ts';
-import { createRedisEventLog } from './log/redis-event-log.ts';
+import type { LogStats } from './log/event-log.ts';
 import type { PlatformEnvironment } from './event-types.ts';
 import { createReconciler } from './reconcile/reconciler.ts';
-import {
-  createMemoryReconcileState,
-  createRedisReconcileState,
-  type ReconcileState,
-} from './reconcile/reconcile-state.ts';
-import type { EventDeduplicator } from './dedup/event-dedup.ts';
 import { SUBSCRIBED_EVENT_KINDS } from './receiving/event-kinds.ts';
 import { createLiveSessions, type LiveSessions } from './delivery/live-sessions.ts';
-import { createMemoryEventDeduplicator } from './dedup/memory-event-dedup.ts';
-import { openRedisConnection } from '../redis.ts';
-import { createRedisEventDeduplicator } from './dedup/redis-event-dedup.ts';
 import { registerWebhookEndpoint } from './receiving/register-webhook-endpoint.ts';
 import { webhookRouterOptions } from './receiving/webhook-route-options.ts';
 import { createUpstreamWebhookEndpointsApi } from './receiving/upstream-webhook-endpoints.ts';
@@ -112,7 +102,7 @@ export interface EventsRuntime {
   close(): Promise<void>;
   /** The event log's length and this replica's lag behind its head, per environment (metrics). */
   logStats(): Promise<(LogStats & { environment: PlatformEnvironment })[]>;
-  /** Whether Redis answers PING (within `timeoutMs`); undefined when `REDIS_URL` is not set. */
+  /** Whether Redis answers PING (within `timeoutMs`); undefined without Redis. */
   checkRedis(timeoutMs?: number): Promise<RedisCheck | undefined>;
 }
 
@@ -129,13 +119,15 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     ...(options.environment === undefined ? {} : { environment: options.environment }),
   });
   const { tracer } = options;
-  const { log, dedup, redis, closeRedis, reconcileState } = createStores(config, logger, tracer);
+  const stores = createEventStores(config, logger, tracer);
+  const { log, dedup, publisher, redis, closeRedis, reconcileState } = stores;
   const deadLetters = createDeadLetterRecord(redis, config, options.environment);
   const reconciler =
     config.reconcile.intervalSeconds > 0
       ? createReconciler({
           log,
           dedup,
+          publisher,
           state: reconcileState,
           upstreamClient,
           apiKey: options.defaultApiKey,
@@ -153,16 +145,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   // of this process hears it (this listener is the log's first). `start` waits for it.
   const invalidations = cache === undefined ? undefined : listenForInvalidations(log, cache, logger, redis);
   // Writes through this replica reach the others' caches through Redis, event or no event.
-  const sharedWrites =
-    cache === undefined || redis === undefined || config.redisUrl === undefined
-      ? undefined
-      : shareWriteInvalidations({
-          cache,
-          redisUrl: config.redisUrl,
-          keyPrefix: config.redisKeyPrefix,
-          publisher: redis,
-          logger,
-        });
+  const sharedWrites = shareWritesThroughRedis(config, cache, redis, logger);
   let secrets: readonly string[] = config.webhooks.secrets;
   let webhooks: WebhookRouter | undefined;
   const live = createLiveSessions({
@@ -225,7 +208,15 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
     attach(host) {
       if (webhooks !== undefined) throw new Error('the event pipeline is attached already');
       webhooks = createWebhookRouter(
-        webhookRouterOptions(options, { secrets: () => secrets, dedup, log, logger, cache, deadLetters }),
+        webhookRouterOptions(options, {
+          secrets: () => secrets,
+          dedup,
+          log,
+          publisher,
+          logger,
+          cache,
+          deadLetters,
+        }),
       );
       host.routes.use(webhookPath, webhooks.router);
     },
@@ -271,6 +262,18 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   return runtime;
 }
 
+/** {@link shareWriteInvalidations} when the pipeline has a response cache and Redis; else nothing to share. */
+function shareWritesThroughRedis(
+  config: EventsConfig,
+  cache: UpstreamClient['cache'],
+  redis: Redis | undefined,
+  logger: Logger,
+): ReturnType<typeof shareWriteInvalidations> | undefined {
+  if (cache === undefined || redis === undefined || config.redis === undefined) return undefined;
+  const { redisKeyPrefix: keyPrefix } = config;
+  return shareWriteInvalidations({ cache, redis: config.redis, keyPrefix, publisher: redis, logger });
+}
+
 /** `observer`, with delivery spans opened where the metrics hear of deliveries (tracing on). */
 function tracedLiveObserver(
   observer: LiveObserver | undefined,
@@ -303,56 +306,4 @@ async function pingRedis(redis: Redis, timeoutMs: number): Promise<RedisCheck> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function createStores(
-  config: EventsConfig,
-  logger: Logger,
-  tracer: EventTracer | undefined,
-): {
-  log: EventLog;
-  dedup: EventDeduplicator;
-  reconcileState: ReconcileState;
-  redis?: Redis;
-  closeRedis?: () => Promise<void>;
-} {
-  const retentionMs = config.webhooks.dedupRetentionSeconds * 1000;
-  const retention = config.logRetention;
-  if (config.redisUrl === undefined) {
-    return {
-      log: createMemoryEventLog({
-        retention,
-        keyPrefix: config.redisKeyPrefix,
-        logger,
-        ...(tracer === undefined ? {} : { tracer }),
-      }),
-      dedup: createMemoryEventDeduplicator({ retentionMs }),
-      reconcileState: createMemoryReconcileState(),
-    };
-  }
-  // One connection for appends, log reads and de-duplication; each environment's blocking XREAD
-  // gets one of its own (opened by the log, closed by it).
-  const { redisUrl } = config;
-  const client = openRedisConnection(redisUrl, 'events', logger);
-  return {
-    redis: client,
-    log: createRedisEventLog({
-      client,
-      openReader: (environment) => openRedisConnection(redisUrl, `log-reader-${environment}`, logger),
-      keyPrefix: config.redisKeyPrefix,
-      retention,
-      logger,
-      ...(tracer === undefined ? {} : { tracer }),
-    }),
-    dedup: createRedisEventDeduplicator({ client, keyPrefix: config.redisKeyPrefix, retentionMs }),
-    reconcileState: createRedisReconcileState({
-      client,
-      keyPrefix: config.redisKeyPrefix,
-      // A replica vouches for its watched customers for a few intervals; it refreshes every one.
-      watchTtlMs: () => Math.max(3 * config.reconcile.intervalSeconds * 1000, 30_000),
-    }),
-    closeRedis: async () => {
-      await client.quit().catch(() => undefined);
-    },
-  };
 }

@@ -10,7 +10,8 @@ import { COLLECTION_OF_RESOURCE_TYPE, type CustomerCollection } from '../records
 import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
 import type { ResponseCache, StaleReads } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
-import { openRedisConnection, whenRedisReady } from '../redis.ts';
+import { closeRedisConnection, openRedisConnection, whenRedisReady } from '../redis.ts';
+import type { RedisConfig } from '../redis-config.ts';
 import type { PlatformEnvironment, PlatformEvent } from './event-types.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
@@ -125,7 +126,8 @@ const COLLECTIONS = new Set<string>(Object.values(COLLECTION_OF_RESOURCE_TYPE));
 /** Options of {@link shareWriteInvalidations}. */
 export interface SharedWriteInvalidationsOptions {
   cache: ResponseCache;
-  redisUrl: string;
+  /** The facade's Redis: the listener opens a connection of its own there. */
+  redis: RedisConfig;
   /** `REDIS_KEY_PREFIX`: the channel is `<prefix>cache:writes`. */
   keyPrefix: string;
   /** A connection that may PUBLISH (the event log's). */
@@ -147,7 +149,7 @@ export function shareWriteInvalidations(options: SharedWriteInvalidationsOptions
   const channel = `${options.keyPrefix}cache:writes`;
   // Its own messages come back too; it has dropped what they name already.
   const origin = randomUUID();
-  const listener = openRedisConnection(options.redisUrl, 'cache-invalidations', logger);
+  const listener = openRedisConnection(options.redis, 'cache-invalidations', logger);
   let closed = false;
   const subscribe = (): void => {
     listener.subscribe(channel).catch((error: unknown) => {
@@ -174,7 +176,7 @@ export function shareWriteInvalidations(options: SharedWriteInvalidationsOptions
   return {
     async close() {
       closed = true;
-      await listener.quit().catch(() => listener.disconnect());
+      await closeRedisConnection(listener);
     },
   };
 }

@@ -98,3 +98,93 @@ describe('readEventsConfig', () => {
     expect(text).not.toContain('hunter2');
   });
 });
+
+describe('the Redis settings', () => {
+  const SENTINELS = { REDIS_SENTINELS: '10.0.0.1:26379, sentinel-b.redis:26380,[fd00::3]:26381' };
+
+  test('one Redis by URL waits for no replica unless told; the Sentinels for one by default', () => {
+    expect(read({ REDIS_URL: 'redis://:pw@127.0.0.1:6390/2' }).config.redis).toEqual({
+      target: { url: 'redis://:pw@127.0.0.1:6390/2' },
+      password: undefined,
+      sentinelPassword: undefined,
+      acks: { replicas: 0, timeoutMs: 1_000 },
+    });
+    const { config, problems } = read({
+      ...SENTINELS,
+      REDIS_SENTINEL_MASTER: 'facade',
+      REDIS_PASSWORD: ' data pass ',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-pass',
+    });
+    expect(problems).toEqual([]);
+    expect(config.redisUrl).toBeUndefined();
+    expect(config.redis).toEqual({
+      target: {
+        sentinels: [
+          { host: '10.0.0.1', port: 26379 },
+          { host: 'sentinel-b.redis', port: 26380 },
+          { host: 'fd00::3', port: 26381 },
+        ],
+        masterName: 'facade',
+      },
+      // A password is taken as it is, spaces included.
+      password: ' data pass ',
+      sentinelPassword: 'sentinel-pass',
+      acks: { replicas: 1, timeoutMs: 1_000 },
+    });
+    expect(
+      read({
+        ...SENTINELS,
+        REDIS_SENTINEL_MASTER: 'facade',
+        REDIS_MIN_REPLICAS_ACK: '0',
+        REDIS_REPLICA_ACK_TIMEOUT_MS: '250',
+      }).config.redis?.acks,
+    ).toEqual({ replicas: 0, timeoutMs: 250 });
+    expect(
+      read({ REDIS_URL: 'redis://127.0.0.1:6390', REDIS_MIN_REPLICAS_ACK: '2' }).config.redis?.acks,
+    ).toEqual({
+      replicas: 2,
+      timeoutMs: 1_000,
+    });
+    expect(read({}).config.redis).toBeUndefined();
+  });
+
+  test('refuses what cannot be meant, naming the variable and never a password', () => {
+    const cases: [Record<string, string>, string][] = [
+      [SENTINELS, 'REDIS_SENTINEL_MASTER: must be set with REDIS_SENTINELS and REDIS_SENTINEL_MASTER both'],
+      [{ REDIS_SENTINEL_MASTER: 'facade' }, 'REDIS_SENTINELS: must be set with REDIS_SENTINELS'],
+      [
+        { ...SENTINELS, REDIS_SENTINEL_MASTER: 'facade', REDIS_URL: 'redis://:secret-in-url@h:6379' },
+        'REDIS_URL: must not be set with REDIS_SENTINELS',
+      ],
+      [
+        { REDIS_URL: 'redis://:secret-in-url@h:6379', REDIS_PASSWORD: 'secret-pass' },
+        'REDIS_PASSWORD: REDIS_URL holds a password already',
+      ],
+      [
+        { REDIS_URL: 'redis://h:6379', REDIS_SENTINEL_PASSWORD: 'secret-pass' },
+        'REDIS_SENTINEL_PASSWORD: is only used',
+      ],
+      [{ REDIS_PASSWORD: 'secret-pass' }, 'REDIS_PASSWORD: needs REDIS_URL or REDIS_SENTINELS'],
+      [{ REDIS_MIN_REPLICAS_ACK: '1' }, 'REDIS_MIN_REPLICAS_ACK: needs REDIS_URL or REDIS_SENTINELS'],
+      [{ REDIS_SENTINELS: 'h:0', REDIS_SENTINEL_MASTER: 'm' }, 'REDIS_SENTINELS: must be host:port entries'],
+      [
+        { REDIS_SENTINELS: 'h:1,:2', REDIS_SENTINEL_MASTER: 'm' },
+        'REDIS_SENTINELS: must be host:port entries',
+      ],
+      [
+        { REDIS_URL: 'redis://h', REDIS_MIN_REPLICAS_ACK: '-1' },
+        'REDIS_MIN_REPLICAS_ACK: must be an integer',
+      ],
+      [
+        { REDIS_URL: 'redis://h', REDIS_REPLICA_ACK_TIMEOUT_MS: '60000' },
+        'REDIS_REPLICA_ACK_TIMEOUT_MS: must be an integer',
+      ],
+    ];
+    for (const [env, problem] of cases) {
+      const { problems } = read(env);
+      expect(problems, JSON.stringify(env)).toHaveLength(1);
+      expect(problems[0], JSON.stringify(env)).toContain(problem);
+      expect(problems[0]).not.toMatch(/secret-(pass|in-url)/);
+    }
+  });
+});

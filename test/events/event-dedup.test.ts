@@ -1,9 +1,15 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { EventDeduplicator, EventDeduplicatorOptions } from '../../src/events/dedup/event-dedup.ts';
 import { createMemoryEventDeduplicator } from '../../src/events/dedup/memory-event-dedup.ts';
 import { createRedisEventDeduplicator } from '../../src/events/dedup/redis-event-dedup.ts';
+import { closeRedisConnection, openRedisConnection } from '../../src/redis.ts';
+import { createLogger } from '../../src/logger.ts';
 import { connectRedis, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { startRedisServer } from '../../scripts/redis-server.ts';
 import { waitFor } from '../support/harness/wait.ts';
 
 type Factory = (options?: EventDeduplicatorOptions) => EventDeduplicator;
@@ -106,6 +112,42 @@ describe('redis event de-duplication across replicas', () => {
     const ttlMs = await redis.pttl(`${keyPrefix}webhook-event:evt_1`);
     expect(ttlMs).toBeGreaterThan(23 * 60 * 60 * 1000);
     expect(ttlMs).toBeLessThanOrEqual(24 * 60 * 60 * 1000);
+  });
+});
+
+describe('redis event de-duplication through a Redis restart', () => {
+  test('a claim whose release could not reach Redis is released once Redis is back, not left to expire', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dedup-aof-'));
+    let server = await startRedisServer({ appendOnlyDir: dir });
+    const logger = createLogger({ level: 'silent' });
+    const client = openRedisConnection(server.url, 'dedup', logger);
+    const otherClient = openRedisConnection(server.url, 'other-replica', logger);
+    const keyPrefix = uniqueRedisPrefix();
+    const dedup = createRedisEventDeduplicator({ client, keyPrefix });
+    const other = createRedisEventDeduplicator({ client: otherClient, keyPrefix });
+    try {
+      expect(await dedup.claim('evt_cut')).toBe('claimed');
+      // The publication failed and so does its release: Redis is away (its data kept on disk).
+      await server.stop();
+      await expect(dedup.release('evt_cut')).rejects.toThrow();
+      server = await startRedisServer({ appendOnlyDir: dir, port: server.port });
+      // The platform's retry, on any replica, finds the event free again within moments (the
+      // claim itself would hold 30 s).
+      let claim = '';
+      await waitFor(
+        () => claim === 'claimed',
+        `the claim released after the restart (last answer: ${claim})`,
+        10_000,
+        async () => {
+          claim = await other.claim('evt_cut');
+        },
+      );
+    } finally {
+      await dedup.close();
+      await Promise.all([closeRedisConnection(client), closeRedisConnection(otherClient)]);
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

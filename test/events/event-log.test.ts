@@ -185,6 +185,79 @@ describe('the Redis event log', () => {
     subscription.stop();
   });
 
+  test('a reader past the head of the log it reconnects to (one that lost its tail) reads on from that head', async () => {
+    const keyPrefix = uniqueRedisPrefix();
+    const key = `${keyPrefix}events:log:sandbox`;
+    const readerName = `log-reader-${keyPrefix}`;
+    const url = requireRedisUrl();
+    const lines: string[] = [];
+    const watched = createLogger({ level: 'warn', write: (line) => lines.push(line) });
+    const client = openRedisConnection(url, 'events', watched);
+    const log = createRedisEventLog({
+      client,
+      openReader: () => openRedisConnection(url, readerName, watched),
+      keyPrefix,
+      logger: watched,
+      blockMs: 300,
+    });
+    const admin = connectRedis();
+    cleanups.push(async () => {
+      await log.close();
+      await client.quit();
+      await admin.quit();
+    });
+    const message = (): string => JSON.stringify(makeEvent());
+    await admin.xadd(key, '5-1', 'm', message());
+    const received: string[] = [];
+    await log.subscribe('sandbox', ({ cursor }) => received.push(cursor));
+    await admin.xadd(key, '9-1', 'm', message());
+    await waitFor(() => received.length === 1, 'the event after the subscription');
+
+    // The log comes back without its last event, as a promoted replica that lacked it or a Redis
+    // restarted from an AOF that had not written it: its head (5-1) is before the reader (9-1).
+    await admin.del(key);
+    await admin.xadd(key, '5-1', 'm', message());
+    expect(await killClientsNamed(admin, `facade-${readerName}`)).toBe(1);
+    await waitFor(
+      () => lines.some((line) => line.includes('ends before this replica')),
+      'the reader to find the head behind it',
+    );
+    // The next id that log gives is below the old position (its clock, or the same millisecond).
+    await admin.xadd(key, '7-1', 'm', message());
+    await waitFor(() => received.length === 2, 'the event appended after the reconnection', 5_000);
+    expect(received).toEqual(['9-1', '7-1']);
+    expect(lines.join('\n')).toContain('"position":"9-1","head":"5-1"');
+  });
+
+  test.each([[{ events: 2 }], [{ seconds: 60 }]] as const)(
+    'appendMarked appends while the claim holds, marking the event seen with its cursor in the same step (retention %j)',
+    async (retention) => {
+      const keyPrefix = uniqueRedisPrefix();
+      const url = requireRedisUrl();
+      const client = openRedisConnection(url, 'events', logger);
+      const log = createRedisEventLog({ client, openReader: () => client, keyPrefix, logger, retention });
+      const admin = connectRedis();
+      cleanups.push(async () => {
+        await log.close();
+        await client.quit();
+        await admin.quit();
+      });
+      const mark = (token: string) => ({ key: `${keyPrefix}webhook-event:evt`, token, ttlMs: 60_000 });
+      await admin.set(mark('t').key, 'claim-of-this-delivery', 'PX', 30_000);
+
+      // Another delivery's token: the claim is not this one's, nothing is appended or marked.
+      expect(await log.appendMarked(makeEvent(), mark('claim-of-another'))).toBeUndefined();
+      expect(await admin.xlen(`${keyPrefix}events:log:sandbox`)).toBe(0);
+      const cursor = await log.appendMarked(makeEvent(), mark('claim-of-this-delivery'));
+      expect(cursor).toMatch(/^\d+-\d+$/);
+      expect(await admin.get(mark('t').key)).toBe(`seen ${cursor!}`);
+      expect(await admin.pttl(mark('t').key)).toBeGreaterThan(30_000);
+      // Sent again (a lost answer): the claim is now the mark, so nothing is appended twice.
+      expect(await log.appendMarked(makeEvent(), mark('claim-of-this-delivery'))).toBeUndefined();
+      expect(await admin.xlen(`${keyPrefix}events:log:sandbox`)).toBe(1);
+    },
+  );
+
   test('reports its length and this replica lagging behind the head', async () => {
     const log = redisLog();
     await log.subscribe('sandbox', () => undefined);

@@ -402,12 +402,12 @@ describe('traces', () => {
       receipt!.spanId,
     ]);
 
-    // The Redis PUBLISH that carried it is the publish span's child.
+    // The Redis script that appended it (and marked it seen) is the publish span's child.
     expect(
       receiptTrace
         .filter((span) => span.parentSpanId === publish!.spanId)
         .map((span) => [span.scope, span.name]),
-    ).toEqual([['@opentelemetry/instrumentation-ioredis', 'xadd']]);
+    ).toEqual([['@opentelemetry/instrumentation-ioredis', 'eval']]);
 
     const [delivery, ...otherDeliveries] = ofEvent('deliver event');
     expect(otherDeliveries).toEqual([]);

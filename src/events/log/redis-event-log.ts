@@ -1,17 +1,18 @@
 /**
  * The event log in Redis Streams, shared by every replica: one stream per environment, appended
  * once per event (`XADD`, trimmed to the retention), read by each replica from its own position
- * with a blocking `XREAD` on a connection of its own.
+ * with a blocking `XREAD` on a connection of its own, and handed to the listeners once the replicas
+ * hold it (`REDIS_MIN_REPLICAS_ACK`).
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.ts';
+import type { ReplicaAckPolicy } from '../../redis-config.ts';
 import type { EventTracer } from '../event-tracing.ts';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import {
   appendedAt,
   compareCursors,
   DEFAULT_LOG_RETENTION,
-  fromLogMessage,
   LOG_START,
   toLogMessage,
   type EventLog,
@@ -20,6 +21,14 @@ import {
   type LogRetention,
 } from './event-log.ts';
 import { createLogListeners } from './log-listeners.ts';
+import {
+  createReadLoop,
+  streamInfoOf,
+  toLoggedEvent,
+  toStreamInfo,
+  type Reader,
+  type StreamInfo,
+} from './redis-log-reader.ts';
 
 /** Options of {@link createRedisEventLog}. */
 export interface RedisEventLogOptions {
@@ -38,86 +47,76 @@ export interface RedisEventLogOptions {
   tracer?: EventTracer;
   /** How long one XREAD waits for an event before asking again. Default 5 s. */
   blockMs?: number;
+  /**
+   * The connection appends are made on (`appendMarked`, `append`), so that a `WAIT` on it covers
+   * them; default `client`. Not closed here.
+   */
+  appender?: Redis;
+  /**
+   * How many replicas must hold an event before this replica's listeners hear it (and a replay
+   * reads it), as a webhook is acknowledged only then: a failover cannot take back an event a
+   * subscriber saw. Default none to wait for.
+   */
+  acks?: ReplicaAckPolicy;
 }
 
-/** Events read by one XREAD at most: a replica catching up reads in batches of this size. */
-const READ_BATCH = 500;
-
-/** Pause before reading again after a failed read (the connection reconnects meanwhile). */
-const RETRY_DELAY_MS = 250;
-
-/** What the log reader of one environment on this replica holds. */
-interface Reader {
-  connection: Redis;
-  /** The cursor of the last event read (and handed to the listeners). */
-  position: string;
+/** A claim of the de-duplication store the append turns into "seen" in the same step. */
+export interface SeenMark {
+  /** The event id's key in the store. */
+  key: string;
+  /** What the key holds while this delivery's claim lasts. */
+  token: string;
+  /** How long the key then keeps the event seen. */
+  ttlMs: number;
 }
 
-/** Part of `XINFO STREAM`'s answer, by name. */
-interface StreamInfo {
-  length: number;
-  /** Every event ever appended, trimmed or not (Redis 7). */
-  entriesAdded: number;
-  lastGeneratedId: string;
-  firstEntryId: string | undefined;
+/** An {@link EventLog} in Redis Streams, with the append that is also the de-duplication's "seen". */
+export interface RedisEventLog extends EventLog {
+  /**
+   * Appends `event` and turns `mark`'s claim into "seen <cursor>" as one atomic step (one script:
+   * its effects reach replicas and the AOF as one transaction), but only while the claim is still
+   * `mark.token`. Resolves with the cursor, or undefined when the claim is gone (expired and taken
+   * by another delivery, or lost in a failover): then nothing was appended. A promoted replica or a
+   * restart from the AOF therefore never holds the mark without the event.
+   */
+  appendMarked(event: PlatformEvent, mark: SeenMark): Promise<string | undefined>;
+  /** The connection appends are made on (a `WAIT` there covers them). */
+  readonly appender: Redis;
 }
+
+// Appends only while the claim is this delivery's, and marks the event seen with its cursor in the
+// same step. KEYS: stream, claim. ARGV: token, seen ttl, message, trimming strategy and threshold.
+const APPEND_MARKED = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return false end
+local id = redis.call('XADD', KEYS[1], ARGV[4], '~', ARGV[5], '*', 'm', ARGV[3])
+redis.call('SET', KEYS[2], 'seen ' .. id, 'PX', ARGV[2])
+return id`;
 
 /**
  * An {@link EventLog} over Redis Streams.
  *
  * Each replica reads each environment's stream from its own position, so a replica whose Redis
- * connection drops for a while reads on from where it stopped once it is back: its subscribers
- * receive what they missed, in order, once. Nothing is acknowledged to Redis (no consumer group):
- * every replica reads every event, and the position is the replica's alone.
+ * connection drops for a while (a partition, a failover) reads on from where it stopped once it is
+ * back: its subscribers receive what they missed, in order, once. Nothing is acknowledged to Redis
+ * (no consumer group): every replica reads every event, and the position is the replica's alone.
  */
-export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
+export function createRedisEventLog(options: RedisEventLogOptions): RedisEventLog {
   const { client, logger, tracer } = options;
+  const appender = options.appender ?? client;
   const prefix = options.keyPrefix ?? 'facade:';
   const retention = options.retention ?? DEFAULT_LOG_RETENTION;
-  const blockMs = options.blockMs ?? 5_000;
   const keyOf = (environment: PlatformEnvironment): string => `${prefix}events:log:${environment}`;
   const listeners = createLogListeners(logger);
   const readers = new Map<PlatformEnvironment, Promise<Reader>>();
+  const durableReads = (options.acks?.replicas ?? 0) > 0;
   let closed = false;
   // Read through a function: the read loop must see a `close()` that happened while it awaited.
-  const isClosed = (): boolean => closed;
-
-  const readLoop = async (environment: PlatformEnvironment, reader: Reader): Promise<void> => {
-    let lastLogged = 0;
-    while (!isClosed()) {
-      try {
-        const reply = await reader.connection.xread(
-          'COUNT',
-          READ_BATCH,
-          'BLOCK',
-          blockMs,
-          'STREAMS',
-          keyOf(environment),
-          reader.position,
-        );
-        for (const [, entries] of reply ?? []) {
-          for (const [cursor, fields] of entries) {
-            // The position moves past a malformed entry too: reading it again would not mend it.
-            reader.position = cursor;
-            const logged = toLoggedEvent(cursor, fields, environment, logger);
-            if (logged !== undefined) listeners.deliver(environment, logged);
-          }
-        }
-      } catch (error) {
-        if (isClosed()) return;
-        // One line every few seconds while Redis is away; the loop reads on from its position.
-        if (Date.now() - lastLogged > 5_000) {
-          lastLogged = Date.now();
-          logger.warn('reading the event log failed; reading on from the last position', {
-            environment,
-            position: reader.position,
-            error: error instanceof Error ? error.message : String(error),
-          });
-        }
-        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
-      }
-    }
-  };
+  const readLoop = createReadLoop({
+    ...options,
+    keyOf,
+    deliver: (environment, logged) => listeners.deliver(environment, logged),
+    isClosed: () => closed,
+    channel: `${prefix}events:durable-reads`,
+  });
 
   /** Starts reading `environment`'s stream from its head now, once per process. */
   const readerOf = (environment: PlatformEnvironment): Promise<Reader> => {
@@ -128,7 +127,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
         const started: Reader = {
           connection: options.openReader(environment),
           position: info?.lastGeneratedId ?? LOG_START,
+          dropped: 0,
         };
+        started.connection.on('close', () => (started.dropped += 1));
         void readLoop(environment, started);
         return started;
       })();
@@ -141,22 +142,35 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     return reader;
   };
 
+  /** Appends `event` through `command` (given its stream key and message), traced when tracing is on. */
+  const appendWith = async <T>(
+    event: PlatformEvent,
+    command: (key: string, message: string) => Promise<T>,
+  ): Promise<T> => {
+    if (closed) throw new Error('the event log is closed');
+    const key = keyOf(event.environment);
+    const write = (carried: LoggedEvent['published']): Promise<T> =>
+      command(key, toLogMessage(event, carried));
+    return tracer === undefined ? write(undefined) : tracer.publish(event, key, write);
+  };
+
   return {
+    appender,
     async append(event) {
-      if (closed) throw new Error('the event log is closed');
-      const key = keyOf(event.environment);
-      const write = async (carried: LoggedEvent['published']): Promise<string> => {
-        const cursor = await client.xadd(
-          key,
-          ...trimmingOf(retention),
-          '*',
-          'm',
-          toLogMessage(event, carried),
-        );
+      return appendWith(event, async (key, message) => {
+        const cursor = await appender.xadd(key, ...trimmingOf(retention), '*', 'm', message);
         if (cursor === null) throw new Error('XADD appended nothing');
         return cursor;
-      };
-      return tracer === undefined ? write(undefined) : tracer.publish(event, key, write);
+      });
+    },
+
+    async appendMarked(event, mark) {
+      return appendWith(event, async (key, message) => {
+        const [strategy, , threshold] = trimmingOf(retention);
+        const args = [mark.token, mark.ttlMs, message, strategy, threshold];
+        const cursor = await appender.eval(APPEND_MARKED, 2, key, mark.key, ...args);
+        return typeof cursor === 'string' ? cursor : undefined;
+      });
     },
 
     async subscribe(environment, onEvent) {
@@ -166,11 +180,14 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     },
 
     async readAfter(environment, after, count): Promise<LogRead> {
+      // With replicas to wait for, a replay reads no further than this replica's reader has
+      // delivered (what they hold); the live listeners hear the rest once they do.
+      const reader = durableReads ? await readers.get(environment)?.catch(() => undefined) : undefined;
       // One transaction: the range and what was trimmed are seen at the same instant.
       const replies = await client
         .multi()
         .call('XINFO', 'STREAM', keyOf(environment))
-        .xrange(keyOf(environment), `(${after}`, '+', 'COUNT', count)
+        .xrange(keyOf(environment), `(${after}`, reader?.position ?? '+', 'COUNT', count)
         .exec();
       const [infoReply, rangeReply] = replies ?? [];
       const infoError = infoReply?.[0];
@@ -212,21 +229,12 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
 }
 
 /** The trimming arguments of XADD: approximate (`~`), so Redis trims whole nodes, cheaply. */
-function trimmingOf(retention: LogRetention): (string | number)[] {
+function trimmingOf(
+  retention: LogRetention,
+): [strategy: string, approximately: '~', threshold: string | number] {
   return 'events' in retention
     ? ['MAXLEN', '~', retention.events]
     : ['MINID', '~', `${Date.now() - retention.seconds * 1000}-0`];
-}
-
-/** What XINFO STREAM says of the stream at `key`; undefined when nothing was ever appended. */
-async function streamInfoOf(client: Redis, key: string): Promise<StreamInfo | undefined> {
-  try {
-    return toStreamInfo((await client.call('XINFO', 'STREAM', key)) as unknown[]);
-  } catch (error) {
-    // No stream yet: nothing was ever appended in this environment.
-    if (error instanceof Error && /no such key/i.test(error.message)) return undefined;
-    throw error;
-  }
 }
 
 /**
@@ -241,39 +249,4 @@ function isExpired(after: string, info: StreamInfo | undefined): boolean {
   if (compareCursors(after, head) > 0) return true;
   if (info === undefined || info.entriesAdded <= info.length) return false;
   return compareCursors(after, info.firstEntryId ?? head) < 0;
-}
-
-function asString(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** Reads `XINFO STREAM`'s flat name/value answer. */
-function toStreamInfo(reply: unknown[]): StreamInfo {
-  const fields = new Map<string, unknown>();
-  for (let index = 0; index + 1 < reply.length; index += 2)
-    fields.set(String(reply[index]), reply[index + 1]);
-  const firstEntry = fields.get('first-entry');
-  return {
-    length: Number(fields.get('length') ?? 0),
-    entriesAdded: Number(fields.get('entries-added') ?? fields.get('length') ?? 0),
-    lastGeneratedId: asString(fields.get('last-generated-id')) ?? LOG_START,
-    firstEntryId: Array.isArray(firstEntry) ? asString(firstEntry[0]) : undefined,
-  };
-}
-
-/** The event of one stream entry (`m` holds the message), or undefined (logged) when malformed. */
-function toLoggedEvent(
-  cursor: string,
-  fields: string[],
-  environment: PlatformEnvironment,
-  logger: Logger,
-): LoggedEvent | undefined {
-  const message = fields[fields.indexOf('m') + 1];
-  const read =
-    fields.indexOf('m') % 2 === 0 && message !== undefined
-      ? fromLogMessage(cursor, message, environment)
-      : { ok: false as const, reason: 'no message field' };
-  if (read.ok) return read.logged;
-  logger.warn('dropped a malformed entry of the event log', { environment, cursor, reason: read.reason });
-  return undefined;
 }

@@ -42,6 +42,8 @@ export type WebhookRefusalReason =
   | 'in_flight'
   /** The event log did not take the event; the upstream's retry publishes it. */
   | 'not_published'
+  /** The event log holds the event, too few of its replicas do yet; the retry is acknowledged once they do. */
+  | 'not_durable'
   /** A failure of ours, outside every check. */
   | 'failed';
 
@@ -160,6 +162,15 @@ export const WEBHOOK_ANSWERS: Readonly<Record<WebhookRefusalReason, WebhookAnswe
     status: 503,
     title: 'Event not recorded',
     detail: 'the event can never be processed and could not be recorded as such; retry later',
+    retryAfterSeconds: 1,
+    counted: false,
+    close: 'never',
+  },
+  not_durable: {
+    outcome: 'unavailable',
+    status: 503,
+    title: 'Event not yet durable',
+    detail: 'the event is held, but not yet by enough replicas of the event log; retry later',
     retryAfterSeconds: 1,
     counted: false,
     close: 'never',

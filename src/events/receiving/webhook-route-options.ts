@@ -26,16 +26,17 @@ export interface WebhookRouteWiring {
 /** The webhook route's options: the configured limits, and what it tells the rest of the facade. */
 export function webhookRouterOptions(
   options: WebhookRouteWiring,
-  parts: Pick<WebhookRouterOptions, 'secrets' | 'dedup' | 'log' | 'logger' | 'deadLetters'> & {
+  parts: Pick<WebhookRouterOptions, 'secrets' | 'dedup' | 'log' | 'publisher' | 'logger' | 'deadLetters'> & {
     cache: UpstreamClient['cache'];
   },
 ): WebhookRouterOptions {
   const { config, lifecycle, tracer } = options;
-  const { secrets, dedup, log, logger, cache, deadLetters } = parts;
+  const { secrets, dedup, log, publisher, logger, cache, deadLetters } = parts;
   return {
     secrets,
     dedup,
     log,
+    ...(publisher === undefined ? {} : { publisher }),
     logger,
     deadLetters,
     ...(options.onDeadLetter === undefined ? {} : { onDeadLetter: options.onDeadLetter }),

@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { EventDeduplicator } from '../dedup/event-dedup.ts';
+import { createEventPublisher, type EventPublisher, type Publication } from '../dedup/publish-once.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
@@ -69,6 +70,12 @@ export interface WebhookRouterOptions {
   dedup: EventDeduplicator;
   /** Where a verified, new event is appended; the delivery is acknowledged once it holds it. */
   log: Pick<EventLog, 'append'>;
+  /**
+   * How a new event is claimed and published once, durably (dedup/publish-once.ts): with Redis,
+   * the append and its mark in one step, acknowledged once the replicas hold them. Default:
+   * `dedup`'s claim, `log`'s append, `dedup`'s confirmation.
+   */
+  publisher?: EventPublisher;
   logger: Logger;
   /** Largest accepted body; a larger one is answered 413 unread. Default 64 KiB. */
   maxBodyBytes?: number;
@@ -122,6 +129,8 @@ export interface WebhookRouter {
 /** What the checks of the route read: the parts of webhook-checks.ts's, and all the route's options. */
 interface RouteContext extends CheckContext {
   readonly options: WebhookRouterOptions;
+  /** Claims, appends and confirms each event once, durable before it is acknowledged. */
+  readonly publisher: EventPublisher;
 }
 
 /**
@@ -152,9 +161,15 @@ const CHECKS = checkChain<RouteContext, Arrival>()
    * 202, before anything claims, appends or reads anything for it.
    */
   .then('envelope', checkEnvelope)
-  /** Published before: 200 with `duplicate: true`; being published by a concurrent delivery: 409. */
+  /**
+   * Published before: 200 with `duplicate: true` once the replicas hold it (503 until they do);
+   * being published by a concurrent delivery: 409.
+   */
   .then('first_delivery', checkFirstDelivery)
-  /** The event log does not take it: 503, and the upstream's retry publishes it later. */
+  /**
+   * The event log does not take it, or fewer replicas than `REDIS_MIN_REPLICAS_ACK` hold it in
+   * time: 503, and the upstream's retry publishes it (or finds it published) later.
+   */
   .then('append', appendEvent);
 
 /** The names of the checks of a delivery, in the order they run (see `CHECKS` in webhook-route.ts). */
@@ -186,6 +201,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): WebhookRoute
     options.deadLetters ?? createMemoryDeadLetters({ maxPerEnvironment: DEFAULT_DEAD_LETTERS_MAX });
   const context: RouteContext = {
     options,
+    publisher: options.publisher ?? createEventPublisher({ dedup: options.dedup, log: options.log, logger }),
     accepting: () => accepting,
     bodyReader,
     refusals,
@@ -268,33 +284,43 @@ async function checkFirstDelivery(
   delivery: ReceivedEvent,
 ): Promise<Checked<ReceivedEvent>> {
   const { event } = delivery;
-  const claim = await context.options.dedup.claim(event.id);
+  const claim = await context.publisher.claim(event.id);
   if (claim === 'seen') return refusedWith({ reason: 'duplicate', eventId: event.id });
+  if (claim === 'seen_unconfirmed') return notDurable(context, event);
   return claim === 'in_flight' ? refusedWith({ reason: 'in_flight' }) : passes(delivery);
 }
 
 async function appendEvent(context: RouteContext, delivery: ReceivedEvent): Promise<Checked<ReceivedEvent>> {
-  const { dedup, log, logger } = context.options;
+  const { logger } = context.options;
   const { event } = delivery;
   context.options.beforePublish?.(event);
+  let publication: Publication;
   try {
-    await log.append(event);
+    publication = await context.publisher.publish(event);
   } catch (error) {
-    await dedup.release(event.id).catch(() => undefined);
     logger.error('could not publish a webhook event; the upstream will retry', {
       eventId: event.id,
       error: String(error),
     });
     return refusedWith({ reason: 'not_published' });
   }
-  // Published: from here the delivery is acknowledged whatever happens, or a retry after the
-  // claim expired would publish the event a second time.
-  await dedup.confirm(event.id).catch((error: unknown) => {
-    logger.error('published an event but could not record it as seen', {
+  if (!publication.published) {
+    logger.warn("a webhook event's claim was gone before its append; the upstream will retry", {
       eventId: event.id,
-      error: String(error),
     });
-  });
+    return refusedWith({ reason: 'not_published' });
+  }
   context.options.onPublished?.(event);
-  return passes(delivery);
+  return publication.durable ? passes(delivery) : notDurable(context, event);
+}
+
+/** The event is in the log, not yet on enough replicas: 503, the retry finds it published. */
+function notDurable(context: RouteContext, event: PlatformEvent): Checked<ReceivedEvent> {
+  context.options.logger.warn(
+    'a webhook event is not yet held by enough Redis replicas; the upstream will retry',
+    {
+      eventId: event.id,
+    },
+  );
+  return refusedWith({ reason: 'not_durable' });
 }

@@ -15,6 +15,7 @@ import { getCustomer } from '../../upstream/customers.ts';
 import type { KeyEnvironments } from '../../upstream/key-environments.ts';
 import type { ListedRecord, Page, PageParams } from '../../upstream/types.ts';
 import type { EventDeduplicator } from '../dedup/event-dedup.ts';
+import { createEventPublisher, type EventPublisher } from '../dedup/publish-once.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import type { ReconcileState } from './reconcile-state.ts';
@@ -69,6 +70,11 @@ const MAX_BEHIND_MS = 60 * 60 * 1000;
 export interface ReconcilerOptions {
   log: EventLog;
   dedup: EventDeduplicator;
+  /**
+   * How a recovered change is appended once, as webhooks are (dedup/publish-once.ts). Default:
+   * `dedup`'s claim, `log`'s append, `dedup`'s confirmation.
+   */
+  publisher?: EventPublisher;
   state: ReconcileState;
   upstreamClient: UpstreamClient;
   /** The facade's own key: the reconciler reads with it, so it reconciles that key's environment. */
@@ -98,7 +104,8 @@ export interface Reconciler {
 }
 
 export function createReconciler(options: ReconcilerOptions): Reconciler {
-  const { log, dedup, state, logger } = options;
+  const { log, state, logger } = options;
+  const publisher = options.publisher ?? createEventPublisher({ dedup: options.dedup, log, logger });
   const now = options.now ?? Date.now;
   const intervalMs = options.intervalSeconds * 1000;
   const graceMs = options.graceSeconds * 1000;
@@ -112,17 +119,14 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     return probe.outcome === 'ready' ? probe.discovery.environment : undefined;
   };
 
-  /** Appends `event` once across replicas and runs: claimed, appended, confirmed, as webhooks are. */
+  /**
+   * Appends `event` once across replicas and runs: claimed, appended and marked seen, as webhooks
+   * are. One the replicas do not hold yet is appended all the same: the next run finds it seen.
+   */
   const appendOnce = async (event: PlatformEvent): Promise<boolean> => {
-    if ((await dedup.claim(event.id)) !== 'claimed') return false;
-    try {
-      await log.append(event);
-    } catch (error) {
-      await dedup.release(event.id).catch(() => undefined);
-      throw error;
-    }
-    await dedup.confirm(event.id).catch(() => undefined);
-    return true;
+    if ((await publisher.claim(event.id)) !== 'claimed') return false;
+    const publication = await publisher.publish(event);
+    return publication.published;
   };
 
   const run = async (): Promise<number | undefined> => {

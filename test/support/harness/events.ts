@@ -91,6 +91,17 @@ export function adaPolygonAccountUpdated(): PlatformEvent {
   });
 }
 
+/** `capability.status_changed` of the demo customer globex's ACH capability, in the sandbox, now. */
+export function globexCapabilityChanged(): PlatformEvent {
+  return upstreamEvent({
+    type: 'capability.status_changed',
+    environment: 'sandbox',
+    customerId: 'cus_globex',
+    resourceType: 'capability',
+    resourceId: 'cap_globex_ach',
+  });
+}
+
 /**
  * Creates an officer named Test `lastName` for `customerId` at the emulator (which sends its
  * `related_party.created` webhook), and returns the new party's id.
