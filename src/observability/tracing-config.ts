@@ -1,8 +1,9 @@
 /**
- * Whether tracing is asked for, read from the standard OpenTelemetry variables alone. It imports
- * nothing, so `scripts/start.ts` and `src/config.ts` can ask it without loading any of
- * OpenTelemetry: with tracing off, not one OpenTelemetry module is imported or constructed (the
- * instrumentations patch modules as soon as they are built, and that alone costs throughput).
+ * What the standard OpenTelemetry variables ask for, read without OpenTelemetry: whether tracing is
+ * on, which sampler, where spans go. It imports nothing, so `scripts/start.ts` and `src/config.ts`
+ * can ask it without loading any of OpenTelemetry: with tracing off, not one OpenTelemetry module is
+ * imported or constructed (the instrumentations patch modules as soon as they are built, and that
+ * alone costs throughput). `tracing-entry.ts` builds the SDK from these readings.
  */
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -14,17 +15,92 @@ type Env = Readonly<Record<string, string | undefined>>;
  */
 export function tracingRequested(env: Env): boolean {
   if (value(env.OTEL_SDK_DISABLED)?.toLowerCase() === 'true') return false;
-  const exporters = value(env.OTEL_TRACES_EXPORTER)
-    ?.split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name !== '');
-  if (exporters !== undefined && exporters.length > 0) {
-    return !exporters.includes('none');
-  }
+  const exporters = exporterNames(env);
+  if (exporters !== undefined) return !exporters.includes('none');
   return (
     value(env.OTEL_EXPORTER_OTLP_ENDPOINT) !== undefined ||
     value(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) !== undefined
   );
+}
+
+/** The exporters a process with tracing on sends spans to: `OTEL_TRACES_EXPORTER`, `otlp` if unset. */
+export type TraceExporterName = 'otlp' | 'console';
+
+/** How OTLP spans travel: OTLP over HTTP, as protobuf (the standard default) or JSON. */
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+const TRACE_EXPORTERS: readonly string[] = ['otlp', 'console'] satisfies TraceExporterName[];
+const OTLP_PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'] satisfies OtlpProtocol[];
+
+/** Where spans go once tracing is on (see {@link traceExportProblem} for names it cannot honour). */
+export interface TraceExport {
+  readonly exporters: readonly TraceExporterName[];
+  /** `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. */
+  readonly protocol: OtlpProtocol;
+}
+
+/**
+ * What the trace exporter variables ask for that this facade cannot do, as the line that refuses
+ * the start, or undefined. Traces leave by OTLP over HTTP or to the console only: no gRPC exporter
+ * and no Zipkin one is installed (docs/architecture.md, "Dependencies"), and a collector's gRPC port
+ * would silently receive nothing, so a process asked for one refuses to start instead.
+ */
+export function traceExportProblem(env: Env): string | undefined {
+  const unknown = (exporterNames(env) ?? []).filter((name) => !TRACE_EXPORTERS.includes(name));
+  if (unknown.length > 0) {
+    return `OTEL_TRACES_EXPORTER may name otlp, console or none; got ${JSON.stringify(unknown.join(','))}.`;
+  }
+  const [name, protocol] = protocolSetting(env);
+  if (protocol !== undefined && !OTLP_PROTOCOLS.includes(protocol)) {
+    return (
+      `${name} must be http/protobuf or http/json: traces are exported by OTLP over HTTP ` +
+      `(a collector's port 4318, not its gRPC port 4317); got ${JSON.stringify(protocol)}.`
+    );
+  }
+  return undefined;
+}
+
+/** Where spans go; call it once {@link traceExportProblem} found nothing to refuse. */
+export function traceExport(env: Env): TraceExport {
+  const names = exporterNames(env) ?? ['otlp'];
+  return {
+    exporters: names.filter((name): name is TraceExporterName => TRACE_EXPORTERS.includes(name)),
+    protocol: (protocolSetting(env)[1] as OtlpProtocol | undefined) ?? 'http/protobuf',
+  };
+}
+
+/** `OTEL_TRACES_EXPORTER`'s names, trimmed, lower-cased, each once; undefined when it names none. */
+function exporterNames(env: Env): string[] | undefined {
+  const names = value(env.OTEL_TRACES_EXPORTER)
+    ?.split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
+  return names === undefined || names.length === 0 ? undefined : [...new Set(names)];
+}
+
+/** The OTLP protocol variable that decides (the traces one first) and its value, if either is set. */
+function protocolSetting(env: Env): [name: string, protocol: string | undefined] {
+  const traces = value(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL);
+  if (traces !== undefined) return ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', traces];
+  return ['OTEL_EXPORTER_OTLP_PROTOCOL', value(env.OTEL_EXPORTER_OTLP_PROTOCOL)];
+}
+
+/**
+ * The batch span processor's settings from `OTEL_BSP_*` (the SDK's defaults where a variable is
+ * unset, or not a number above 0).
+ */
+export function batchSettings(env: Env): {
+  maxQueueSize?: number;
+  scheduledDelayMillis?: number;
+  exportTimeoutMillis?: number;
+  maxExportBatchSize?: number;
+} {
+  return {
+    maxQueueSize: positiveNumber(env.OTEL_BSP_MAX_QUEUE_SIZE),
+    scheduledDelayMillis: positiveNumber(env.OTEL_BSP_SCHEDULE_DELAY),
+    exportTimeoutMillis: positiveNumber(env.OTEL_BSP_EXPORT_TIMEOUT),
+    maxExportBatchSize: positiveNumber(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE),
+  };
 }
 
 /**
@@ -42,19 +118,9 @@ export function tracingRequested(env: Env): boolean {
 export type TraceSampling = 'never' | 'caller-sampled' | 'roots';
 
 export function traceSampling(env: Env): TraceSampling {
-  const sampler = samplerName(env);
-  switch (sampler) {
-    case 'always_off':
-      return 'never';
-    case 'parentbased_always_off':
-      return 'caller-sampled';
-    case 'traceidratio':
-      return samplerRatio(env) === 0 ? 'never' : 'roots';
-    case 'parentbased_traceidratio':
-      return samplerRatio(env) === 0 ? 'caller-sampled' : 'roots';
-    default:
-      return 'roots';
-  }
+  const { parentBased, root } = samplerChoice(env);
+  if (root !== 'always_off' && root !== 0) return 'roots';
+  return parentBased ? 'caller-sampled' : 'never';
 }
 
 /**
@@ -63,14 +129,36 @@ export function traceSampling(env: Env): TraceSampling {
  * sampler that samples nothing; `always_on` and a non-zero `traceidratio` decide afresh per span.
  */
 export function unsampledParentsStayUnsampled(env: Env): boolean {
-  const sampler = samplerName(env);
-  return traceSampling(env) === 'never' || (sampler !== 'always_on' && sampler !== 'traceidratio');
+  return traceSampling(env) === 'never' || samplerChoice(env).parentBased;
 }
 
-/** `OTEL_TRACES_SAMPLER` as the SDK takes it: blank is unset, and otherwise compared untrimmed. */
-function samplerName(env: Env): string | undefined {
+/**
+ * The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name, read as the OpenTelemetry
+ * SDK reads them: whether a parent's decision is followed, and what decides a root (always, never,
+ * or a ratio of trace ids). Unset, blank or a name it does not know (names are compared exactly,
+ * untrimmed): the default, `parentbased_always_on`.
+ */
+export interface SamplerChoice {
+  readonly parentBased: boolean;
+  readonly root: 'always_on' | 'always_off' | number;
+}
+
+export function samplerChoice(env: Env): SamplerChoice {
   const raw = env.OTEL_TRACES_SAMPLER;
-  return raw === undefined || raw.trim() === '' ? undefined : raw;
+  switch (raw === undefined || raw.trim() === '' ? undefined : raw) {
+    case 'always_on':
+      return { parentBased: false, root: 'always_on' };
+    case 'always_off':
+      return { parentBased: false, root: 'always_off' };
+    case 'parentbased_always_off':
+      return { parentBased: true, root: 'always_off' };
+    case 'traceidratio':
+      return { parentBased: false, root: samplerRatio(env) };
+    case 'parentbased_traceidratio':
+      return { parentBased: true, root: samplerRatio(env) };
+    default:
+      return { parentBased: true, root: 'always_on' };
+  }
 }
 
 /** `OTEL_TRACES_SAMPLER_ARG` as the SDK takes it: 1 when blank, not a number or outside [0, 1]. */
@@ -94,4 +182,10 @@ export function tracingStarted(): boolean {
 function value(raw: string | undefined): string | undefined {
   const trimmed = raw?.trim();
   return trimmed === undefined || trimmed === '' ? undefined : trimmed;
+}
+
+/** A number above 0, or undefined (unset, blank, not a number, 0 or less). */
+function positiveNumber(raw: string | undefined): number | undefined {
+  const number = Number(value(raw) ?? Number.NaN);
+  return number > 0 ? number : undefined;
 }

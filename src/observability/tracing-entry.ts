@@ -19,13 +19,32 @@
  *   graphql only the SDK's shared invalid one.
  * - `roots` (the default, or any ratio above 0): every instrumentation on every request.
  *
+ * The SDK is assembled here from its parts (a tracer provider, a batch span processor, the OTLP/HTTP
+ * exporters, the resource, the context manager, the W3C propagators), not from
+ * `@opentelemetry/sdk-node`, which would also install gRPC, Zipkin, metric and log exporters this
+ * facade never uses (docs/architecture.md, "Dependencies"). It reads the standard variables the way
+ * that SDK does (`tracing-config.ts`); an exporter or protocol it cannot honour (gRPC, Zipkin)
+ * refuses the start with one line on stderr, as a bad setting does.
+ *
  * What the spans may carry: no header value (no header capture is configured), no URL with ids
  * (the facade's own upstream spans carry route templates; undici spans are made only for other
  * outgoing requests, such as fetching the issuer's keys), no Redis arguments, no GraphQL values.
  */
 import type { IncomingMessage } from 'node:http';
 import { UPSTREAM_USER_AGENT } from '../upstream/user-agent.ts';
-import { traceSampling, tracingRequested, TRACING_STARTED, type TraceSampling } from './tracing-config.ts';
+import {
+  batchSettings,
+  samplerChoice,
+  traceExport,
+  traceExportProblem,
+  traceSampling,
+  tracingRequested,
+  TRACING_STARTED,
+  type TraceSampling,
+} from './tracing-config.ts';
+
+/** The service name spans carry unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` names one. */
+const DEFAULT_SERVICE_NAME = 'platform-graphql-facade';
 
 /** No header value in a span: the attributes the HTTP instrumentation reads from headers, unset. */
 const HEADER_DERIVED_ATTRIBUTES = {
@@ -41,7 +60,14 @@ const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** A W3C `traceparent` (any version) whose flags say sampled. */
 const SAMPLED_TRACEPARENT = /^\s*[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]([13579bdf])/i;
 
-if (tracingRequested(process.env)) await startTracing(traceSampling(process.env));
+if (tracingRequested(process.env)) {
+  const problem = traceExportProblem(process.env);
+  if (problem !== undefined) {
+    process.stderr.write(`${problem}\n`);
+    process.exit(1);
+  }
+  await startTracing(traceSampling(process.env));
+}
 
 async function startTracing(sampling: TraceSampling): Promise<void> {
   // Without the others (sampling `never`), no loader hook either: express and ioredis stay as they are.
@@ -50,10 +76,19 @@ async function startTracing(sampling: TraceSampling): Promise<void> {
     register({ include: ['express', 'ioredis'] });
   }
 
-  const [{ NodeSDK }, { HttpInstrumentation }] = await Promise.all([
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/instrumentation-http'),
-  ]);
+  const [api, { AsyncLocalStorageContextManager }, core, { TracerProvider }, { HttpInstrumentation }] =
+    await Promise.all([
+      import('@opentelemetry/api'),
+      import('@opentelemetry/context-async-hooks'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/sdk-trace'),
+      import('@opentelemetry/instrumentation-http'),
+    ]);
+  // The SDK's own warnings (a failed export) on stderr, when OTEL_LOG_LEVEL asks for them.
+  const logLevel = process.env.OTEL_LOG_LEVEL?.trim();
+  if (logLevel) {
+    api.diag.setLogger(new api.DiagConsoleLogger(), { logLevel: core.diagLogLevelFromString(logLevel) });
+  }
 
   /** Whether a request can never be recorded, so the HTTP instrumentation leaves it alone. */
   const ignoredRequest = (request: IncomingMessage): boolean => {
@@ -65,29 +100,95 @@ async function startTracing(sampling: TraceSampling): Promise<void> {
     return traceparent === undefined || !SAMPLED_TRACEPARENT.test(traceparent);
   };
 
-  const sdk = new NodeSDK({
-    // OTEL_SERVICE_NAME, when set, names the service; this is only the default.
-    ...(process.env.OTEL_SERVICE_NAME?.trim() ? {} : { serviceName: 'platform-graphql-facade' }),
-    // Traces only: metrics are Prometheus on /metrics and logs are JSON lines. Without these the SDK
-    // builds OTLP metric and log exporters from the environment (and a metric exporter's shutdown
-    // hangs for seconds).
-    metricReaders: [],
-    logRecordProcessors: [],
-    instrumentations: [
-      new HttpInstrumentation({
-        ignoreIncomingRequestHook: ignoredRequest,
-        // Attributes the instrumentation would copy from request headers (User-Agent, Host,
-        // X-Forwarded-For): undefined drops them.
-        startIncomingSpanHook: () => HEADER_DERIVED_ATTRIBUTES,
-        // Nothing here sends requests through node:http; undici's are traced below.
-        disableOutgoingRequestInstrumentation: true,
-      }),
-      // Nothing ever recorded: the others would make non-recording spans and nothing else.
-      ...(sampling === 'never' ? [] : await otherInstrumentations(sampling)),
-    ],
-  });
-  sdk.start();
+  // Built, an instrumentation is enabled: it patches its module as that loads.
+  const instrumentations = [
+    new HttpInstrumentation({
+      ignoreIncomingRequestHook: ignoredRequest,
+      // Attributes the instrumentation would copy from request headers (User-Agent, Host,
+      // X-Forwarded-For): undefined drops them.
+      startIncomingSpanHook: () => HEADER_DERIVED_ATTRIBUTES,
+      // Nothing here sends requests through node:http; undici's are traced below.
+      disableOutgoingRequestInstrumentation: true,
+    }),
+    // Nothing ever recorded: the others would make non-recording spans and nothing else.
+    ...(sampling === 'never' ? [] : await otherInstrumentations(sampling)),
+  ];
+
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  api.propagation.setGlobalPropagator(
+    new core.CompositePropagator({
+      propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()],
+    }),
+  );
+  // Traces only: metrics are Prometheus on /metrics and logs are JSON lines.
+  const [sampler, spanProcessors, resource] = await Promise.all([
+    samplerFromEnvironment(),
+    spanProcessorsFromEnvironment(),
+    resourceFromEnvironment(),
+  ]);
+  const provider = new TracerProvider({ resource, sampler, spanProcessors });
+  api.trace.setGlobalTracerProvider(provider);
+  // What the SDK's `registerInstrumentations` does for traces: each makes its spans with this provider.
+  for (const instrumentation of instrumentations) instrumentation.setTracerProvider(provider);
   (globalThis as Record<symbol, unknown>)[TRACING_STARTED] = true;
+}
+
+/** The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name (`samplerChoice`). */
+async function samplerFromEnvironment() {
+  const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } =
+    await import('@opentelemetry/sdk-trace');
+  const { parentBased, root: decides } = samplerChoice(process.env);
+  const root =
+    decides === 'always_on'
+      ? new AlwaysOnSampler()
+      : decides === 'always_off'
+        ? new AlwaysOffSampler()
+        : new TraceIdRatioBasedSampler(decides);
+  return parentBased ? new ParentBasedSampler({ root }) : root;
+}
+
+/**
+ * One processor per exporter `OTEL_TRACES_EXPORTER` names: OTLP over HTTP in batches
+ * (`OTEL_BSP_*`; the exporter reads `OTEL_EXPORTER_OTLP_*` itself: endpoint, headers, timeout,
+ * compression), the console span by span.
+ */
+async function spanProcessorsFromEnvironment() {
+  const { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor } =
+    await import('@opentelemetry/sdk-trace');
+  const { exporters, protocol } = traceExport(process.env);
+  return Promise.all(
+    exporters.map(async (name) => {
+      if (name === 'console') return new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() });
+      const { OTLPTraceExporter } = await (protocol === 'http/json'
+        ? import('@opentelemetry/exporter-trace-otlp-http')
+        : import('@opentelemetry/exporter-trace-otlp-proto'));
+      return new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batchSettings(process.env) });
+    }),
+  );
+}
+
+/**
+ * What every span says of the process: the SDK's defaults, this service's name, the host, the OS,
+ * the process and an instance id (the detectors the Node SDK runs by default), then
+ * `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME`, the latter winning.
+ */
+async function resourceFromEnvironment() {
+  const resources = await import('@opentelemetry/resources');
+  return resources
+    .defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': DEFAULT_SERVICE_NAME }))
+    .merge(
+      resources.detectResources({
+        detectors: [
+          resources.hostDetector,
+          resources.osDetector,
+          resources.processDetector,
+          resources.serviceInstanceIdDetector,
+          resources.resourceAttributesEnvDetector,
+          resources.serviceNameEnvDetector,
+        ],
+      }),
+    );
 }
 
 /** The instrumentations beyond HTTP, for a sampler that can record something. */
