@@ -1,7 +1,8 @@
 /**
- * Hive Gateway's configuration for compose.yaml (mounted as /gateway/gateway.config.ts into the
- * official image, ghcr.io/graphql-hive/gateway) and for its scripted twin
- * (scripts/compose-twin.ts), which runs the same configuration with the gateway runtime in process.
+ * Hive Gateway's configuration for compose.yaml and deploy/kubernetes (mounted as
+ * /gateway/gateway.config.ts into the official image, ghcr.io/graphql-hive/gateway), for its
+ * scripted twin (scripts/compose-twin.ts, which runs the `hive-gateway` CLI with it) and for the
+ * tests that run the gateway runtime in process. deploy/gateway.config.ts links to this file.
  *
  * At the edge, before any subgraph is called, it refuses:
  * - a request without a valid access token of `AUTH_ISSUER` for `AUTH_AUDIENCE` (401), with the
@@ -17,9 +18,19 @@
  *
  * It forwards what the facade reads from a caller, which verifies the token itself too: its
  * request id (so upstream correlation ids tie back to the client's request), the bearer token
- * verified here (wherever the caller put it) and a server-side caller's own upstream key; and it
- * appends the address it saw to `X-Forwarded-For`, which the facade believes one hop deep
- * (`TRUST_PROXY=1`), so its per-address budgets count the clients rather than the gateway.
+ * verified here (wherever the caller put it) and a server-side caller's own upstream key; and the
+ * client's address as the one entry of `X-Forwarded-For`, which the facade believes one hop deep
+ * (`TRUST_PROXY=1`), so its per-address budgets count the clients rather than the gateway: the
+ * address it saw, or with `GATEWAY_TRUST_PROXY=<n>` proxies in front of it (an Ingress) the one
+ * they appended, n hops back (what a client wrote there itself is never passed on).
+ *
+ * Its own identity, for inline traces (`ftv1`, docs/federation.md): with `GATEWAY_CLIENT_ID` and
+ * `GATEWAY_CLIENT_SECRET`, it gets a token of its own from the issuer (client credentials, at the
+ * issuer's `token_endpoint` or `GATEWAY_TOKEN_URL`, renewed before it expires) and sends it to the
+ * facade beside the caller's, as `X-Gateway-Authorization`; with `GATEWAY_INLINE_TRACES=true` it also
+ * asks for a trace (`apollo-federation-include-trace: ftv1`). The facade traces only a request whose
+ * gateway token holds the `gateway` role; neither header is ever taken from a client. With
+ * `GATEWAY_METRICS=true` it serves Prometheus metrics on `/metrics`.
  * Subscriptions, whichever transport the client used (graphql-ws or server-sent events), go to the
  * facade over graphql-ws (`@graphql-mesh/transport-ws`, which the image ships) on its `/graphql`
  * path, with that token and key as connection params: the facade applies the caller's scope and
@@ -88,6 +99,14 @@ export interface EdgeOptions {
   jwksUrl?: string;
   /** `GATEWAY_MAX_COST`: the highest estimated cost of an accepted operation. */
   maxCost?: number;
+  /** `GATEWAY_TRUST_PROXY`: proxies in front of the gateway whose `X-Forwarded-For` entry is believed. */
+  trustProxy?: number;
+  /** `GATEWAY_METRICS`: Prometheus metrics on `/metrics`. */
+  metrics?: boolean;
+  /** The gateway's own client at the issuer (`GATEWAY_CLIENT_ID`, `GATEWAY_CLIENT_SECRET`). */
+  client?: { id: string; secret: string; tokenUrl?: string };
+  /** `GATEWAY_INLINE_TRACES`: ask the facade for inline traces (needs {@link client}). */
+  inlineTraces?: boolean;
 }
 
 /** The gateway's configuration: the runtime's options and the CLI's `jwt` option. */
@@ -104,18 +123,30 @@ export function edgeOptionsFromEnv(env: NodeJS.ProcessEnv): EdgeOptions {
   };
   const jwksUrl = given('AUTH_JWKS_URL');
   const maxCost = Number(given('GATEWAY_MAX_COST'));
+  const trustProxy = Number(given('GATEWAY_TRUST_PROXY') ?? 0);
+  const clientId = given('GATEWAY_CLIENT_ID');
+  const clientSecret = given('GATEWAY_CLIENT_SECRET');
+  const tokenUrl = given('GATEWAY_TOKEN_URL');
   return {
     issuer: given('AUTH_ISSUER'),
     audience: given('AUTH_AUDIENCE'),
     ...(jwksUrl === undefined ? {} : { jwksUrl }),
     ...(Number.isFinite(maxCost) && maxCost > 0 ? { maxCost } : {}),
+    ...(Number.isInteger(trustProxy) && trustProxy > 0 ? { trustProxy } : {}),
+    metrics: given('GATEWAY_METRICS') === 'true',
+    ...(clientId === undefined || clientSecret === undefined
+      ? {}
+      : { client: { id: clientId, secret: clientSecret, ...(tokenUrl === undefined ? {} : { tokenUrl }) } }),
+    inlineTraces: given('GATEWAY_INLINE_TRACES') === 'true',
   };
 }
 
 /** The gateway's configuration for `edge`. */
 export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
+  const ownToken = edge.client === undefined ? undefined : createOwnTokenSource(edge, edge.client);
   return {
     deferStream: true,
+    ...(edge.metrics === true ? { prometheus: { metrics: true, endpoint: '/metrics' } } : {}),
     jwt: {
       // Where the facade reads it too: graphql-ws's `connection_init` payload first (browsers
       // cannot set headers on a WebSocket), then the `Authorization` header of the request (over
@@ -174,7 +205,7 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
       },
     },
     propagateHeaders: {
-      fromClientToSubgraphs({ request, context }) {
+      async fromClientToSubgraphs({ request, context, subgraphName }) {
         const headers: Record<string, string> = {};
         for (const name of FORWARDED_HEADERS) {
           const value = request.headers.get(name);
@@ -186,13 +217,113 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
         if (verified !== undefined) headers.authorization = `Bearer ${verified.token.value}`;
         const seen = (context as { req?: { socket?: { remoteAddress?: string } } }).req?.socket
           ?.remoteAddress;
-        if (seen !== undefined) {
-          const earlier = request.headers.get('x-forwarded-for');
-          headers['x-forwarded-for'] = earlier === null ? seen : `${earlier}, ${seen}`;
+        const client = clientAddress(request.headers.get('x-forwarded-for'), seen, edge.trustProxy ?? 0);
+        if (client !== undefined) headers['x-forwarded-for'] = client;
+        if (subgraphName === FACADE_SUBGRAPH && ownToken !== undefined) {
+          // Set here, never passed on from a client (FORWARDED_HEADERS names neither).
+          const token = await ownToken();
+          if (token !== undefined) headers[GATEWAY_AUTHORIZATION_HEADER] = `Bearer ${token}`;
+          if (token !== undefined && edge.inlineTraces === true) headers[INCLUDE_TRACE_HEADER] = 'ftv1';
         }
         return headers;
       },
     },
+  };
+}
+
+/** The facade's subgraph name in the supergraph (scripts/compose-supergraph.ts). */
+const FACADE_SUBGRAPH = 'platform';
+
+/** The header the gateway's own token goes in, beside the caller's `Authorization` (the facade reads it). */
+export const GATEWAY_AUTHORIZATION_HEADER = 'x-gateway-authorization';
+
+/** The header a federation gateway asks a subgraph for an inline trace with. */
+const INCLUDE_TRACE_HEADER = 'apollo-federation-include-trace';
+
+/**
+ * The client's address: `trustProxy` hops back along `X-Forwarded-For` and the address the gateway
+ * saw, as the facade reads `TRUST_PROXY`; the address seen when there are fewer entries.
+ */
+export function clientAddress(
+  forwardedFor: string | null,
+  seen: string | undefined,
+  trustProxy: number,
+): string | undefined {
+  if (seen === undefined) return undefined;
+  const hops = [
+    ...(forwardedFor ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
+    seen,
+  ];
+  return hops[Math.max(0, hops.length - 1 - trustProxy)];
+}
+
+/** How long before its expiry the gateway's own token is renewed. */
+const OWN_TOKEN_RENEW_BEFORE_MS = 60_000;
+
+/** How long after a failed attempt the gateway asks the issuer for its own token again. */
+const OWN_TOKEN_RETRY_MS = 10_000;
+
+/**
+ * The gateway's own access token (client credentials), fetched on first use and again shortly
+ * before it expires, one request at a time. Undefined while the issuer cannot give one: the caller's
+ * request goes on without it (no trace), and the issuer is asked again after a pause.
+ */
+function createOwnTokenSource(
+  edge: EdgeOptions,
+  client: NonNullable<EdgeOptions['client']>,
+): () => Promise<string | undefined> {
+  let current: { token: string; renewAt: number } | undefined;
+  let fetching: Promise<void> | undefined;
+  let failedAt = -Infinity;
+  const tokenEndpoint = async (): Promise<string> => {
+    if (client.tokenUrl !== undefined) return client.tokenUrl;
+    if (edge.issuer === undefined) throw new Error('AUTH_ISSUER is not set: no issuer to ask');
+    const response = await fetch(`${edge.issuer}/.well-known/openid-configuration`, {
+      signal: AbortSignal.timeout(KEY_SET_TIMEOUT_MS),
+    });
+    const { token_endpoint: endpoint } = (await response.json()) as { token_endpoint?: unknown };
+    if (!response.ok || typeof endpoint !== 'string') throw new Error('the issuer names no token endpoint');
+    return endpoint;
+  };
+  const fetchToken = async (): Promise<void> => {
+    const response = await fetch(await tokenEndpoint(), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`,
+      },
+      body: 'grant_type=client_credentials',
+      signal: AbortSignal.timeout(KEY_SET_TIMEOUT_MS),
+    });
+    const body = (await response.json()) as { access_token?: unknown; expires_in?: unknown };
+    if (!response.ok || typeof body.access_token !== 'string') {
+      throw new Error(`the issuer answered ${response.status} to the gateway's client credentials`);
+    }
+    const lifetimeMs = typeof body.expires_in === 'number' ? body.expires_in * 1000 : 300_000;
+    current = {
+      token: body.access_token,
+      renewAt: Date.now() + Math.max(lifetimeMs - OWN_TOKEN_RENEW_BEFORE_MS, lifetimeMs / 2),
+    };
+  };
+  return async () => {
+    const now = Date.now();
+    if ((current === undefined || now >= current.renewAt) && now - failedAt >= OWN_TOKEN_RETRY_MS) {
+      fetching ??= fetchToken()
+        .catch((error: unknown) => {
+          failedAt = Date.now();
+          // Never the secret: the message names the issuer's answer at most.
+          console.warn(
+            `gateway: no token of its own, requests go on without it: ${(error as Error).message}`,
+          );
+        })
+        .finally(() => (fetching = undefined));
+      // A token still valid serves while its successor is fetched; none yet waits for it.
+      if (current === undefined) await fetching;
+    }
+    return current?.token;
   };
 }
 

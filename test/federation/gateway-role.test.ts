@@ -32,7 +32,11 @@ beforeEach(async () => {
   await emulator.resetUpstreamCalls();
 });
 
-async function ask(query: string, gatewayAuthorization: string | undefined, headers = ASK_FOR_TRACE) {
+async function ask(
+  query: string,
+  gatewayAuthorization: string | undefined,
+  headers: Record<string, string> = ASK_FOR_TRACE,
+) {
   const answer = await facade.query<Record<string, { displayName: string } | null>>(query, undefined, {
     ...(await bearer('acme')),
     ...headers,
