@@ -6,21 +6,13 @@
  * at Hive Gateway with `deferStream`). A field renamed or removed in the schema fails here, naming
  * the document and the line, rather than in a reader's client.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { composeServices } from '@apollo/composition';
 import { extendSchema, parse, Source, validate, type GraphQLSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { loadRepositorySubgraphs } from '../../scripts/compose-supergraph.ts';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const DOCUMENTS = [
-  'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`),
-  'examples/web/README.md',
-];
+import { DOCUMENTS, ROOT } from './documents.ts';
 
 /** The directives the shipped endpoints accept beyond the API schema's own. */
 const SERVED_DIRECTIVES = /* GraphQL */ `
