@@ -27,7 +27,7 @@
  * BENCH_ROLLING_EVENT_INTERVAL_MS (250), BENCH_ROLLING_QUERY_RATE (20 a second),
  * BENCH_ROLLING_QUERY_CONCURRENCY (4), BENCH_ROLLING_PRESTOP_MS
  * (2000), BENCH_ROLLING_WEBHOOKS (`service`, or `compose`: facade-a registers itself as compose.yaml
- * has it), REDIS_URL (default: a throw-away redis-server).
+ * has it). The twin starts compose.yaml's own Redis (a primary, a replica, three Sentinels).
  */
 import { once } from 'node:events';
 import { loadavg } from 'node:os';
@@ -37,7 +37,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient as createWsClient } from 'graphql-ws';
 import { createClient as createSseClient } from 'graphql-sse';
 import { REPLICAS, startComposeTwin, type ComposeTwin, type TwinOptions } from '../scripts/compose-twin.ts';
-import { startRedisServer } from '../scripts/redis-server.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 
 const ACCOUNT_ID = 'acc_globex_eth';
@@ -59,9 +58,6 @@ export interface RollingRestartOptions {
    * replica. `compose`: compose.yaml's, facade-a registering itself at each start.
    */
   webhooks: 'service' | 'compose';
-  redisUrl: string;
-  /** Keeps runs sharing a Redis apart (default the twin's, by process). */
-  redisKeyPrefix?: string;
   /** Progress lines; default nothing. */
   log?: (line: string) => void;
   /** How the twin starts its processes, and how long each may take to answer (the twin's defaults). */
@@ -221,8 +217,6 @@ export async function measureRollingRestart(options: RollingRestartOptions): Pro
   const terminating = new Set<string>();
   try {
     twin = await startComposeTwin({
-      redisUrl: options.redisUrl,
-      ...(options.redisKeyPrefix === undefined ? {} : { redisKeyPrefix: options.redisKeyPrefix }),
       platformPort: service.port,
       ...(options.spawn === undefined ? {} : { spawn: options.spawn }),
       ...(options.readyWithinMs === undefined ? {} : { readyWithinMs: options.readyWithinMs }),
@@ -569,29 +563,23 @@ export async function measureRollingRestart(options: RollingRestartOptions): Pro
 
 async function main(): Promise<void> {
   const loadBefore = loadavg();
-  const ownRedis = process.env.REDIS_URL ? undefined : await startRedisServer();
-  try {
-    const settings = {
-      subscribers: positiveIntegerFromEnv('BENCH_ROLLING_SUBSCRIBERS', 200),
-      rounds: positiveIntegerFromEnv('BENCH_ROLLING_ROUNDS', 1),
-      eventIntervalMs: positiveIntegerFromEnv('BENCH_ROLLING_EVENT_INTERVAL_MS', 250),
-      queryRate: positiveIntegerFromEnv('BENCH_ROLLING_QUERY_RATE', 20),
-      queryConcurrency: positiveIntegerFromEnv('BENCH_ROLLING_QUERY_CONCURRENCY', 4),
-      preStopMs: positiveIntegerFromEnv('BENCH_ROLLING_PRESTOP_MS', 2_000),
-      webhooks: process.env.BENCH_ROLLING_WEBHOOKS === 'compose' ? 'compose' : 'service',
-      redisUrl: process.env.REDIS_URL ?? ownRedis!.url,
-    } as const;
-    const report = await measureRollingRestart({
-      ...settings,
-      log: (line) => process.stdout.write(`${line}\n`),
-    });
-    process.stdout.write(
-      `${JSON.stringify({ settings: { ...settings, redisUrl: undefined }, ...report, loadAverage: { before: loadBefore, after: loadavg() } }, null, 2)}\n`,
-    );
-    if (report.missed > 0 || report.duplicates > 0 || report.queries.failed > 0) process.exitCode = 1;
-  } finally {
-    await ownRedis?.stop();
-  }
+  const settings = {
+    subscribers: positiveIntegerFromEnv('BENCH_ROLLING_SUBSCRIBERS', 200),
+    rounds: positiveIntegerFromEnv('BENCH_ROLLING_ROUNDS', 1),
+    eventIntervalMs: positiveIntegerFromEnv('BENCH_ROLLING_EVENT_INTERVAL_MS', 250),
+    queryRate: positiveIntegerFromEnv('BENCH_ROLLING_QUERY_RATE', 20),
+    queryConcurrency: positiveIntegerFromEnv('BENCH_ROLLING_QUERY_CONCURRENCY', 4),
+    preStopMs: positiveIntegerFromEnv('BENCH_ROLLING_PRESTOP_MS', 2_000),
+    webhooks: process.env.BENCH_ROLLING_WEBHOOKS === 'compose' ? 'compose' : 'service',
+  } as const;
+  const report = await measureRollingRestart({
+    ...settings,
+    log: (line) => process.stdout.write(`${line}\n`),
+  });
+  process.stdout.write(
+    `${JSON.stringify({ settings, ...report, loadAverage: { before: loadBefore, after: loadavg() } }, null, 2)}\n`,
+  );
+  if (report.missed > 0 || report.duplicates > 0 || report.queries.failed > 0) process.exitCode = 1;
 }
 
 if (import.meta.main) await main();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the facade's image (the Dockerfile's `runtime` stage) as `platform-graphql-facade`, the name
-# compose.yaml runs, with whichever builder the machine has:
+# Builds the facade's image (the Dockerfile's `runtime` stage) as `platform-graphql-facade:<version>`
+# (package.json's `version`, the tag compose.yaml and deploy/kubernetes/kustomization.yaml run) and
+# `platform-graphql-facade:latest`, with whichever builder the machine has:
 #
 #   docker   when its daemon answers (`docker info`): BuildKit, which the Dockerfile's npm cache
 #            mounts need (Docker 23 and later build with it by default);
@@ -16,16 +17,31 @@
 # npm and tar; the root file system is kept in IMAGE_BASE_DIR and reused by the next run.
 #
 # Usage: scripts/build-image.sh            (or `npm run image:build`)
-# Variables: IMAGE_NAME (platform-graphql-facade), IMAGE_BUILDER (docker|podman|buildah: skip the
+#        scripts/build-image.sh --print-tags   the references a build tags, one a line; builds nothing
+# Variables: IMAGE_NAME (platform-graphql-facade), IMAGE_TAG (package.json's version), IMAGE_BUILDER (docker|podman|buildah: skip the
 # detection), IMAGE_STAND_IN_BASE (1: make the stand-in base if missing), IMAGE_BASE_DIR
 # (/var/tmp/node24-bookworm-slim), IMAGE_NODE_VERSION (the Node of the stand-in: 24.x from npm),
 # DEBIAN_MIRROR (http://deb.debian.org/debian), BUILDAH_STORAGE_DRIVER (podman/buildah's storage
 # driver, e.g. vfs where overlay is not permitted; default: theirs), BUILDAH_ISOLATION (e.g.
 # chroot where the runtime cannot create cgroups; default: theirs).
+#
+# podman and buildah give a build's RUN steps the host's own hard limit of open files (`ulimit -Hn`):
+# their default (1048576) cannot be set where raising a limit is not permitted, and a lower one
+# made `npm ci` fail with EMFILE.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 image="${IMAGE_NAME:-platform-graphql-facade}"
+# The version a release carries, so the tag names what was built; deploy/kubernetes and compose.yaml
+# ask for the same (test/operations/image-tag.test.ts keeps them equal).
+version="$(sed -n 's/^  "version": "\([^"]*\)",$/\1/p' package.json | head -n 1)"
+[[ -n "$version" ]] || { printf 'build-image: package.json has no version\n' >&2; exit 1; }
+tag="${IMAGE_TAG:-$version}"
+tags=("$image:$tag" "$image:latest")
+if [[ "${1:-}" == --print-tags ]]; then
+  printf '%s\n' "${tags[@]}"
+  exit 0
+fi
 base='docker.io/library/node:24-bookworm-slim'
 base_dir="${IMAGE_BASE_DIR:-/var/tmp/node24-bookworm-slim}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
@@ -54,6 +70,11 @@ storage=()
 [[ -n "${BUILDAH_STORAGE_DRIVER:-}" ]] && storage=(--storage-driver "$BUILDAH_STORAGE_DRIVER")
 isolation=()
 [[ -n "${BUILDAH_ISOLATION:-}" ]] && isolation=(--isolation "$BUILDAH_ISOLATION")
+ulimits=()
+open_files="$(ulimit -Hn)"
+[[ "$open_files" =~ ^[0-9]+$ ]] && ulimits=(--ulimit "nofile=$open_files:$open_files")
+tag_arguments=()
+for reference in "${tags[@]}"; do tag_arguments+=(--tag "$reference"); done
 
 has_base() {
   case "$builder" in
@@ -136,29 +157,29 @@ if ! has_base; then
   fi
 fi
 
-say "building $image with $builder"
+say "building ${tags[*]} with $builder"
 started=$(date +%s)
 case "$builder" in
   docker)
-    DOCKER_BUILDKIT=1 docker build --target runtime --tag "$image" .
+    DOCKER_BUILDKIT=1 docker build --target runtime "${tag_arguments[@]}" .
     ;;
   podman)
-    podman "${storage[@]}" build --pull=never --network host "${isolation[@]}" --format docker \
-      --target runtime --tag "$image" .
+    podman "${storage[@]}" build --pull=never --network host "${isolation[@]}" "${ulimits[@]}" \
+      --format docker --target runtime "${tag_arguments[@]}" .
     ;;
   buildah)
-    buildah "${storage[@]}" build --pull=never --network host "${isolation[@]}" --format docker \
-      --target runtime --tag "$image" .
+    buildah "${storage[@]}" build --pull=never --network host "${isolation[@]}" "${ulimits[@]}" \
+      --format docker --target runtime "${tag_arguments[@]}" .
     ;;
   *) fail "unknown IMAGE_BUILDER $builder (docker, podman or buildah)." ;;
 esac
 # A builder stopped by a signal can exit 0: the image itself says whether the build finished.
 case "$builder" in
-  docker) docker image inspect "$image" >/dev/null ;;
-  podman) podman "${storage[@]}" image exists "$image" ;;
-  buildah) buildah "${storage[@]}" inspect --type image "$image" >/dev/null ;;
-esac || fail "the build ended without an image $image."
-say "built $image in $(($(date +%s) - started)) s"
+  docker) docker image inspect "${tags[0]}" >/dev/null ;;
+  podman) podman "${storage[@]}" image exists "${tags[0]}" ;;
+  buildah) buildah "${storage[@]}" inspect --type image "${tags[0]}" >/dev/null ;;
+esac || fail "the build ended without an image ${tags[0]}."
+say "built ${tags[*]} in $(($(date +%s) - started)) s"
 case "$builder" in
   docker) docker image ls "$image" ;;
   *) podman "${storage[@]}" image ls "$image" ;;

@@ -20,6 +20,7 @@ import type { OperationRecorder } from '../edge/operation-record.ts';
 import { doorHooks } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
+import { createGatewayCredentialCheck } from '../auth/gateway-credential.ts';
 import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
 import { jsonStatusHooks } from './json-status-plugin.ts';
 import { noStoreHooks } from './no-store-plugin.ts';
@@ -79,8 +80,8 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         httpServer: options.httpServer,
         stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
       }),
-      // Field timings (`ftv1`) for a gateway-role token that asks, never for any caller's header.
-      createGatewayInlineTracePlugin(),
+      // Field timings (`ftv1`) for a gateway that asks, never for any caller's header.
+      createGatewayInlineTracePlugin(createGatewayCredentialCheck(config.auth)),
       // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
       ApolloServerPluginCacheControlDisabled(),
       config.landingPage

@@ -3,6 +3,11 @@
  * upstream probe (the source of `apiStatus`) with the facade's own key (each environment's, with a
  * key per environment), so a replica whose upstream is unreachable or whose key is refused leaves
  * the load balancer.
+ *
+ * With a key per environment a replica is ready while at least one environment's upstream takes its
+ * key: a refused key is the same on every replica (they share the Secret), so taking replicas out
+ * for it would cut off the other environment's callers and bring nothing to the one whose key is
+ * refused. `/readyz?environment=<name>` answers for one environment alone (monitors, alerts).
  */
 import type { RequestHandler } from 'express';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -38,37 +43,6 @@ export interface ReadinessOptions {
   now?: () => number;
 }
 
-/**
- * `GET /readyz`: 200 when the upstream probe succeeds (and Redis answers, when configured), else
- * 503 with the reason. A replica without its Redis would take webhooks it cannot fan out.
- */
-export function handleReadiness(options: ReadinessOptions): RequestHandler {
-  // Anyone may ask, without a token: probes that arrive while a probe is under way share its
-  // answer, and so do those that arrive within `cacheMs` after it, so a flood of them costs the
-  // upstream one call per `cacheMs`, not one call each.
-  const cacheMs = options.cacheMs ?? 0;
-  const now = options.now ?? (() => performance.now());
-  interface Entry {
-    answer: Promise<Readiness>;
-    settledAt: number | undefined;
-  }
-  let current: Entry | undefined;
-  const isFresh = (entry: Entry): boolean =>
-    entry.settledAt === undefined || now() - entry.settledAt < cacheMs;
-  return async (_req, res) => {
-    let entry = current;
-    if (entry === undefined || !isFresh(entry)) {
-      const started: Entry = { answer: Promise.resolve({ status: 503, body: {} }), settledAt: undefined };
-      started.answer = checkReadiness(options, res.locals.requestId as string | undefined).finally(() => {
-        started.settledAt = now();
-      });
-      entry = current = started;
-    }
-    const { status, body } = await entry.answer;
-    res.status(status).json(body);
-  };
-}
-
 /** The upstream client and the facade's own key of one environment. */
 export interface EnvironmentReadiness {
   readonly environment: PlatformEnvironment;
@@ -76,14 +50,77 @@ export interface EnvironmentReadiness {
   readonly apiKey: UpstreamKey;
 }
 
-interface Readiness {
-  status: 200 | 503;
-  body: object;
-}
-
 /** What the answer says of one upstream (one environment's, with a key per environment). */
 type UpstreamState =
   { reachable: true; environment: string | null | undefined } | { reachable: boolean; reason: string };
+
+type RedisState = { reachable: boolean; reason?: string };
+
+/** One check of every upstream (and Redis), which every answer within `cacheMs` is made from. */
+interface Checked {
+  /** One entry per upstream asked: its environment (undefined with one key) and its state. */
+  readonly upstreams: readonly {
+    readonly environment: PlatformEnvironment | undefined;
+    readonly state: UpstreamState;
+    readonly ready: boolean;
+  }[];
+  readonly redis: RedisState | undefined;
+}
+
+interface Readiness {
+  status: 200 | 404 | 503;
+  body: object;
+}
+
+/**
+ * `GET /readyz`: 200 when the upstream probe succeeds (and Redis answers, when configured), else
+ * 503 with the reason. A replica without its Redis would take webhooks it cannot fan out. With a key
+ * per environment: 200 while at least one environment is ready (`status: "degraded"` when not all
+ * are), and `?environment=<name>` answers for that one alone (404 for a name the facade holds no
+ * key for).
+ */
+export function handleReadiness(options: ReadinessOptions): RequestHandler {
+  // Anyone may ask, without a token: probes that arrive while a check is under way share it, and so
+  // do those that arrive within `cacheMs` after it, whichever environment they ask about, so a flood
+  // of them costs the upstream one call per environment per `cacheMs`, not one call each.
+  const cacheMs = options.cacheMs ?? 0;
+  const now = options.now ?? (() => performance.now());
+  const configured = new Set<string>(options.environments?.map(({ environment }) => environment) ?? []);
+  interface Entry {
+    checked: Promise<Checked>;
+    settledAt: number | undefined;
+  }
+  let current: Entry | undefined;
+  const isFresh = (entry: Entry): boolean =>
+    entry.settledAt === undefined || now() - entry.settledAt < cacheMs;
+  return async (req, res) => {
+    const asked = req.query.environment;
+    if (asked !== undefined && (typeof asked !== 'string' || !configured.has(asked))) {
+      // Decided before any probe: a name the facade does not serve costs the upstream nothing.
+      res.status(404).json({ status: 'unknown_environment', environments: [...configured] });
+      return;
+    }
+    let entry = current;
+    if (entry === undefined || !isFresh(entry)) {
+      const started: Entry = {
+        checked: Promise.resolve({ upstreams: [], redis: undefined }),
+        settledAt: undefined,
+      };
+      started.checked = check(options, res.locals.requestId as string | undefined).finally(() => {
+        started.settledAt = now();
+      });
+      entry = current = started;
+    }
+    const checked = await entry.checked;
+    const { status, body } =
+      asked !== undefined
+        ? environmentAnswer(checked, asked as PlatformEnvironment)
+        : options.environments !== undefined
+          ? environmentsAnswer(checked)
+          : singleAnswer(checked);
+    res.status(status).json(body);
+  };
+}
 
 /** One probe with the facade's own key: fast, and adding no retry load to a struggling upstream. */
 async function probeOnce(
@@ -109,60 +146,77 @@ function stateOf(probe: UpstreamProbe): { state: UpstreamState; reason?: string 
 }
 
 /**
- * With a key per environment: every environment's upstream is asked with its key, at once (one
- * call each per answer), and the replica is ready only when each accepts its key.
+ * Every upstream asked at once (each environment's with its key, one call each) and Redis pinged;
+ * one `not ready` line per upstream or Redis that is not.
  */
-async function checkEnvironmentsReadiness(
-  options: ReadinessOptions,
-  environments: readonly EnvironmentReadiness[],
-  requestId: string | undefined,
-): Promise<Readiness> {
+async function check(options: ReadinessOptions, requestId: string | undefined): Promise<Checked> {
   const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
-  const probes = await Promise.all(
-    environments.map(async ({ environment, client, apiKey }) => ({
-      environment,
-      ...(await probeOnce(client, apiKey, requestId)),
-    })),
+  const asked: {
+    environment: PlatformEnvironment | undefined;
+    client: UpstreamClient;
+    apiKey: UpstreamKey;
+  }[] = options.environments?.map((environment) => ({ ...environment })) ?? [
+    { environment: undefined, client: options.client, apiKey: options.apiKey },
+  ];
+  const upstreams = await Promise.all(
+    asked.map(async ({ environment, client, apiKey }) => {
+      const { probe, requestId: probeRequestId } = await probeOnce(client, apiKey, requestId);
+      const { state, reason } = stateOf(probe);
+      if (reason !== undefined) {
+        options.logger.warn('not ready', {
+          ...(environment === undefined ? {} : { environment }),
+          reason,
+          requestId: probeRequestId,
+        });
+      }
+      return { environment, state, ready: reason === undefined };
+    }),
   );
   const redis = await redisCheck;
-  const redisPart = redis === undefined ? {} : { redis };
-  const states: Partial<Record<PlatformEnvironment, UpstreamState>> = {};
-  let ready = true;
-  for (const { environment, probe, requestId: probeRequestId } of probes) {
-    const { state, reason } = stateOf(probe);
-    states[environment] = state;
-    if (reason !== undefined) {
-      ready = false;
-      options.logger.warn('not ready', { environment, reason, requestId: probeRequestId });
-    }
-  }
   if (redis !== undefined && !redis.reachable) {
-    ready = false;
     options.logger.warn('not ready', { reason: `redis_${redis.reason ?? 'unreachable'}`, requestId });
   }
-  return ready
-    ? { status: 200, body: { status: 'ready', environments: states, ...redisPart } }
-    : { status: 503, body: { status: 'unavailable', environments: states, ...redisPart } };
+  return { upstreams, redis };
 }
 
-async function checkReadiness(options: ReadinessOptions, requestId: string | undefined): Promise<Readiness> {
-  if (options.environments !== undefined)
-    return checkEnvironmentsReadiness(options, options.environments, requestId);
-  const redisCheck = options.checkRedis?.() ?? Promise.resolve(undefined);
-  const { probe, requestId: probeRequestId } = await probeOnce(options.client, options.apiKey, requestId);
-  const redis = await redisCheck;
-  const redisPart = redis === undefined ? {} : { redis };
-  const { state: upstream, reason } = stateOf(probe);
-  if (reason !== undefined) {
-    options.logger.warn('not ready', { reason, requestId: probeRequestId });
-    return { status: 503, body: { status: 'unavailable', upstream, ...redisPart } };
+/** The `redis` member of an answer (none without `REDIS_URL`), and whether it lets the replica serve. */
+function redisPart(checked: Checked): { part: { redis?: RedisState }; ok: boolean } {
+  return checked.redis === undefined
+    ? { part: {}, ok: true }
+    : { part: { redis: checked.redis }, ok: checked.redis.reachable };
+}
+
+/** With `UPSTREAM_API_KEY` alone: ready when the upstream takes the key and Redis answers. */
+function singleAnswer(checked: Checked): Readiness {
+  const [{ state: upstream, ready }] = checked.upstreams as [Checked['upstreams'][number]];
+  const redis = redisPart(checked);
+  return ready && redis.ok
+    ? { status: 200, body: { status: 'ready', upstream, ...redis.part } }
+    : { status: 503, body: { status: 'unavailable', upstream, ...redis.part } };
+}
+
+/**
+ * With a key per environment: ready while Redis answers and at least one environment's upstream
+ * takes its key (`degraded` when not all do), so one environment's revoked key never takes the
+ * replicas, and with them the other environment, out of the load balancer.
+ */
+function environmentsAnswer(checked: Checked): Readiness {
+  const environments: Partial<Record<PlatformEnvironment, UpstreamState>> = {};
+  for (const { environment, state } of checked.upstreams) environments[environment!] = state;
+  const readyCount = checked.upstreams.filter(({ ready }) => ready).length;
+  const redis = redisPart(checked);
+  if (!redis.ok || readyCount === 0) {
+    return { status: 503, body: { status: 'unavailable', environments, ...redis.part } };
   }
-  if (redis !== undefined && !redis.reachable) {
-    options.logger.warn('not ready', {
-      reason: `redis_${redis.reason ?? 'unreachable'}`,
-      requestId: probeRequestId,
-    });
-    return { status: 503, body: { status: 'unavailable', upstream, redis } };
-  }
-  return { status: 200, body: { status: 'ready', upstream, ...redisPart } };
+  const status = readyCount === checked.upstreams.length ? 'ready' : 'degraded';
+  return { status: 200, body: { status, environments, ...redis.part } };
+}
+
+/** `?environment=<name>`: that environment's upstream and Redis alone. */
+function environmentAnswer(checked: Checked, environment: PlatformEnvironment): Readiness {
+  const { state: upstream, ready } = checked.upstreams.find((asked) => asked.environment === environment)!;
+  const redis = redisPart(checked);
+  return ready && redis.ok
+    ? { status: 200, body: { status: 'ready', environment, upstream, ...redis.part } }
+    : { status: 503, body: { status: 'unavailable', environment, upstream, ...redis.part } };
 }

@@ -18,6 +18,7 @@ import {
   SUPPORT_NOTES_SUBGRAPH_NAME,
 } from '../../scripts/compose-supergraph.ts';
 import { ASSUMED_LIST_SIZE, DEFAULT_MAX_COST } from '../../deploy/gateway.config.ts';
+import { GATEWAY_AUTHORIZATION_HEADER } from '../../src/auth/gateway-credential.ts';
 import { DEFAULT_AUDIENCE, startDevIssuer } from '../../dev-issuer/index.ts';
 import { useStack } from '../support/harness/stack.ts';
 
@@ -168,8 +169,28 @@ describe('router.yaml', () => {
       { propagate: { named: 'x-request-id' } },
     ]);
     expect(router.headers.subgraphs).toEqual({
-      [FACADE_SUBGRAPH_NAME]: { request: [{ propagate: { named: 'x-api-key' } }] },
+      [FACADE_SUBGRAPH_NAME]: {
+        request: [
+          { propagate: { named: 'x-api-key' } },
+          { insert: { name: GATEWAY_AUTHORIZATION_HEADER, value: 'Bearer ${env.GATEWAY_TOKEN:-none}' } },
+        ],
+      },
     });
+  });
+
+  it("sends the router's own gateway-role token to the facade, never a client's, and no token when unset", () => {
+    const insert = (env: Record<string, string>) =>
+      expandLikeTheRouter(router, env).headers.subgraphs[FACADE_SUBGRAPH_NAME].request[1].insert.value;
+    expect(insert({ GATEWAY_TOKEN: 'eyJ.router.token' })).toBe('Bearer eyJ.router.token');
+    // "none" is no token the facade accepts: no trace, nothing else changes.
+    expect(insert({})).toBe('Bearer none');
+    const propagated = [
+      ...router.headers.all.request,
+      ...router.headers.subgraphs[FACADE_SUBGRAPH_NAME].request,
+    ]
+      .map((rule: { propagate?: { named: string } }) => rule.propagate?.named)
+      .filter(Boolean);
+    expect(propagated).not.toContain(GATEWAY_AUTHORIZATION_HEADER);
   });
 
   it("shows subgraph errors, which carry the facade's codes and problems", () => {

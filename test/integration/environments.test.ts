@@ -907,14 +907,15 @@ describe('readiness of every environment', () => {
     await both?.close();
   });
 
-  const readiness = async () => {
-    const response = await fetch(`${both.facadeUrl}/readyz`);
+  const readiness = async (environment?: string) => {
+    const query = environment === undefined ? '' : `?environment=${encodeURIComponent(environment)}`;
+    const response = await fetch(`${both.facadeUrl}/readyz${query}`);
     const text = await response.text();
     for (const key of [SANDBOX_KEY, LIVE_KEY]) expect(text).not.toContain(key);
     return { status: response.status, body: JSON.parse(text) as unknown };
   };
 
-  test('ready when each environment’s upstream takes its key, asked once with each; 503 naming the one whose key is revoked', async () => {
+  test('ready when each environment’s upstream takes its key, asked once with each; still ready, degraded, when live’s key is revoked, and the sandbox keeps serving', async () => {
     await both.resetUpstreamCalls();
     expect(await readiness()).toEqual({
       status: 200,
@@ -934,10 +935,11 @@ describe('readiness of every environment', () => {
 
     await revokeEmulatorKey(both.emulatorUrl, LIVE_KEY);
     await both.resetUpstreamCalls();
+    // The key is the same on every replica: taking them out would cut off the sandbox for nothing.
     expect(await readiness()).toEqual({
-      status: 503,
+      status: 200,
       body: {
-        status: 'unavailable',
+        status: 'degraded',
         environments: {
           sandbox: { reachable: true, environment: 'sandbox' },
           // The upstream answered, refusing the key: reachable, as `apiStatus` means it.
@@ -947,6 +949,58 @@ describe('readiness of every environment', () => {
     });
     // Still one call with each key: the revoked one is asked, and refused, once.
     expect((await both.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 2 });
+    expect(await readiness('live')).toEqual({
+      status: 503,
+      body: {
+        status: 'unavailable',
+        environment: 'live',
+        upstream: { reachable: true, reason: 'unauthorized' },
+      },
+    });
+    expect(await readiness('sandbox')).toEqual({
+      status: 200,
+      body: {
+        status: 'ready',
+        environment: 'sandbox',
+        upstream: { reachable: true, environment: 'sandbox' },
+      },
+    });
+    const sandboxCaller = await fetch(both.graphqlUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${await tokenOf('sandbox-ops')}`,
+      },
+      body: JSON.stringify({ query: '{ customer(id: "cus_acme") { id } }' }),
+    });
+    expect(await sandboxCaller.json()).toEqual({ data: { customer: { id: 'cus_acme' } } });
+  });
+
+  test('answers 503 only when no environment takes its key', async () => {
+    await revokeEmulatorKey(both.emulatorUrl, SANDBOX_KEY);
+    expect(await readiness()).toEqual({
+      status: 503,
+      body: {
+        status: 'unavailable',
+        environments: {
+          sandbox: { reachable: true, reason: 'unauthorized' },
+          live: { reachable: true, reason: 'unauthorized' },
+        },
+      },
+    });
+  });
+
+  test('refuses an environment it holds no key for, before any upstream call', async () => {
+    await both.resetUpstreamCalls();
+    for (const asked of ['production', 'SANDBOX', '']) {
+      expect(await readiness(asked)).toEqual({
+        status: 404,
+        body: { status: 'unknown_environment', environments: ['sandbox', 'live'] },
+      });
+    }
+    const repeated = await fetch(`${both.facadeUrl}/readyz?environment=sandbox&environment=live`);
+    expect(repeated.status).toBe(404);
+    expect((await both.upstreamCalls()).total).toBe(0);
   });
 });
 

@@ -24,20 +24,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stopProcess, useProcesses } from '../support/processes.ts';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const DOCUMENTS = [
-  'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`),
-  'examples/web/README.md',
-];
+import { DOCUMENTS, ROOT } from './documents.ts';
 
 /** Longest a block may run, or a server take to be ready. */
 const BLOCK_TIMEOUT_SECONDS = 150;
