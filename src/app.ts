@@ -14,7 +14,7 @@ import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { connectionOf, httpDoor } from './edge/http.ts';
 import { createLiveWing, type LiveWing } from './edge/live.ts';
 import { multipartSubscriptions } from './edge/multipart.ts';
-import { createOperationRecorder, type OperationRecorder } from './edge/operation-record.ts';
+import { createOperationRecorder, type OperationRecorder } from './observability/operation-record.ts';
 import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';

@@ -15,7 +15,7 @@ import type { GraphContext } from '../graph/context.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
 import type { AdmittedOperation, Connection, Door, OperationRequest, TransportRules } from './door.ts';
-import type { OperationRecorder, RecordedOperation } from './operation-record.ts';
+import type { OperationRecorder, RecordedOperation } from '../observability/operation-record.ts';
 import { graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 export interface LiveConnectionsOptions {

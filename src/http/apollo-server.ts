@@ -16,7 +16,7 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
 import type { Door } from '../edge/door.ts';
-import type { OperationRecorder } from '../edge/operation-record.ts';
+import type { OperationRecorder } from '../observability/operation-record.ts';
 import { doorHooks } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
