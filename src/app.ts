@@ -11,7 +11,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
 import { graphQLWebSocket } from './edge/graphql-ws.ts';
-import { connectionOf, httpDoor } from './edge/http.ts';
+import { httpTransport, type HttpExecutor } from './edge/http.ts';
 import { createLiveWing, type LiveWing } from './edge/live.ts';
 import { multipartSubscriptions } from './edge/multipart.ts';
 import { createOperationRecorder, type OperationRecorder } from './observability/operation-record.ts';
@@ -21,10 +21,11 @@ import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-
 import type { EventsRuntimeOptions } from './events/events-runtime.ts';
 import { createEnvironmentStacks } from './environments.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
-import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
 import { createAnswerCache } from './graph/answer-cache.ts';
+import { createAdmittedOperations } from './http/admitted-operation.ts';
 import { createApolloServer } from './http/apollo-server.ts';
+import { createPersistedQueries, type PersistedQueries } from './http/persisted-queries.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import { createExplorerRoutes, prepareExplorer } from './http/explorer.ts';
@@ -124,21 +125,23 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     }),
     memoryRelease,
   );
+  // The door's admission of each HTTP request, handed to Apollo's hooks; Apollo's persisted
+  // queries, which the door reads too.
+  const admitted = createAdmittedOperations();
+  const persistedQueries = createPersistedQueries();
   const apollo = await createApolloServer({
     config,
     schema: parts.schema,
     httpServer,
     door,
+    admitted,
+    persistedQueries,
     logger,
     record,
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     formatError: parts.formatError,
     answers: parts.answers,
-    plugins: [
-      ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
-      ...observability.plugins,
-      events.apolloPlugin,
-    ],
+    plugins: [...observability.plugins, events.apolloPlugin],
   });
   const createContext = createOperationContexts({
     upstreamOf: (environment) => environments.of(environment),
@@ -173,10 +176,12 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   let shuttingDown = false;
   mountRoutes(app, config, parts, {
     live,
+    persistedQueries,
     graphQLHandler: createGraphQLHandler(apollo, {
-      context: async ({ req, res }) =>
+      admit: admitted.admit,
+      context: async ({ req, res, admission }) =>
         createContext({
-          connection: connectionOf(res),
+          connection: admission.connection,
           requestId: res.locals.requestId as string,
           facadeRequestId: res.locals.facadeRequestId as string,
           callerRequestId: res.locals.callerRequestId as string | undefined,
@@ -365,7 +370,8 @@ function mountRoutes(
   { hostAllowList, logger, events, explorerRoutes, edge, environments }: AppParts,
   served: {
     live: LiveWing;
-    graphQLHandler: express.RequestHandler;
+    persistedQueries: PersistedQueries;
+    graphQLHandler: HttpExecutor;
     addressOf: (req: express.Request) => string;
     isShuttingDown: () => boolean;
   },
@@ -404,8 +410,13 @@ function mountRoutes(
   app.use(served.live.routes);
   app.use(
     '/graphql',
-    httpDoor({ door: edge.door, addressOf: served.addressOf, landingPage: config.landingPage }),
-    served.graphQLHandler,
+    httpTransport({
+      door: edge.door,
+      execute: served.graphQLHandler,
+      addressOf: served.addressOf,
+      landingPage: config.landingPage,
+      persistedQuery: served.persistedQueries.textOf,
+    }),
   );
   const routes = express.Router();
   events.attach({ routes });

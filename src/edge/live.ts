@@ -18,7 +18,7 @@ import {
 } from 'graphql';
 import type { LiveSessions } from '../events/delivery/live-sessions.ts';
 import type { Logger } from '../logger.ts';
-import type { Door, TransportRules } from './door.ts';
+import type { Door, TransportDoor, TransportRules } from './door/door.ts';
 import {
   createLiveConnections,
   type LiveConnections,
@@ -44,7 +44,8 @@ export type LiveExecute = (
 
 /** What every live transport is given when it is attached: the same parts for each. */
 export interface LiveTransportParts {
-  door: Door;
+  /** The door's part a transport's adapter uses: origins and connections. */
+  door: TransportDoor;
   schema: GraphQLSchema;
   /** What every live transport executes (a subscription, or a `query @live`). */
   execute: LiveExecute;
@@ -104,8 +105,10 @@ export interface LiveTransportStats {
 /** Parts the wing shares between its transports. */
 export interface LiveWingOptions
   extends
-    Pick<LiveConnectionsOptions, 'door' | 'schema' | 'record' | 'createContext'>,
-    Omit<LiveTransportParts, 'connections' | 'routes'> {
+    Pick<LiveConnectionsOptions, 'schema' | 'record' | 'createContext'>,
+    Omit<LiveTransportParts, 'door' | 'connections' | 'routes'> {
+  /** The door: each transport's adapter gets its part, and the live connections theirs. */
+  door: Door;
   live: LiveSessions;
   /** The live transports, in the order they are mounted. */
   transports: readonly LiveTransport[];

@@ -20,7 +20,7 @@
 import type { Request, Response, Router } from 'express';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
-import type { OperationRequest, TransportRules } from './door.ts';
+import type { OperationRequest, TransportRules } from './door/door.ts';
 import { sendRefusal } from './http.ts';
 import type {
   AttachedLiveTransport,
