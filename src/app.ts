@@ -163,6 +163,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
       ? [config.upstream.apiKey]
       : Object.values(environmentKeys).map((key) => key.apiKey);
   const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
+  for (const warning of config.warnings) logger.warn(warning);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
     listenHost: config.host,

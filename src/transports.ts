@@ -8,11 +8,9 @@ import type http from 'node:http';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import type { ConfiguredDoor } from './edge/configured-door.ts';
-import { graphQLWebSocket } from './edge/graphql-ws.ts';
 import { httpTransport } from './edge/http.ts';
 import { createLiveWing, type LiveWing } from './edge/live.ts';
-import { multipartSubscriptions } from './edge/multipart.ts';
-import { serverSentEvents } from './edge/sse.ts';
+import { LIVE_TRANSPORTS } from './edge/live-transports.ts';
 import type { EnvironmentStacks } from './environments.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
 import type { AnswerCache } from './graph/answer-cache.ts';
@@ -83,15 +81,13 @@ export async function createTransports(
     shutdown,
   });
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
-  const { stalledWriteTimeoutMs } = config.events;
-  // Every live transport, one kind: graphql-ws upgrades `/graphql`, a request to `/graphql` whose
-  // Accept asks for multipart subscriptions is streamed there, and SSE streams `/graphql/stream`.
+  // Every live transport, one kind, each with the limits of its wire.
   const live = createLiveWing({
-    transports: [
-      graphQLWebSocket({ ...config.events.webSocket, stalledWriteTimeoutMs }),
-      serverSentEvents({ stalledWriteTimeoutMs }),
-      multipartSubscriptions({ stalledWriteTimeoutMs }),
-    ],
+    transports: LIVE_TRANSPORTS,
+    limits: {
+      webSocket: config.events.webSocket,
+      stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs,
+    },
     door: edge.door,
     schema,
     execute: subscribeWithEventContexts,
@@ -124,6 +120,7 @@ export async function createTransports(
     addressOf,
     landingPage: config.landingPage,
     persistedQuery: executor.persistedQuery,
+    live: LIVE_TRANSPORTS.map((transport) => transport.rules.connects),
   });
   return { live, apollo: executor.apollo, graphQLOverHttp };
 }

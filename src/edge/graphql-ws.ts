@@ -32,6 +32,12 @@ import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse, type Refus
 const GRAPHQL_WS_TRANSPORT = liveTransportRules(
   'graphql-ws',
   'Queries and mutations are served over HTTP (POST /graphql); graphql-ws serves subscriptions only, and queries marked @live.',
+  {
+    protocol: 'the graphql-ws protocol (WebSocket)',
+    does: 'connect a graphql-ws client (WebSocket)',
+    path: '/graphql',
+    wire: 'websocket',
+  },
 );
 
 /** How long a client has to answer the server's close frame before its socket is cut. */
@@ -46,9 +52,14 @@ type GraphQLWebSocketLimits = WebSocketLimits & LiveWriteLimits;
  * graphql-ws as a live transport, with its own limits (message size, operations per connection,
  * `connection_init` wait, keep-alive pings) and the stalled-write deadline.
  */
-export function graphQLWebSocket(limits: GraphQLWebSocketLimits): LiveTransport {
-  return { rules: GRAPHQL_WS_TRANSPORT, attach: (parts) => attachGraphQLWebSocket(parts, limits) };
-}
+export const GRAPHQL_WS: LiveTransport = {
+  rules: GRAPHQL_WS_TRANSPORT,
+  attach: (parts) =>
+    attachGraphQLWebSocket(parts, {
+      ...parts.limits.webSocket,
+      stalledWriteTimeoutMs: parts.limits.stalledWriteTimeoutMs,
+    }),
+};
 
 function attachGraphQLWebSocket(
   options: LiveTransportParts,

@@ -14,15 +14,20 @@ import type { Request, RequestHandler, Response } from 'express';
 import { rateLimitHeaders } from './client-budgets.ts';
 import type { RequestAdmission, TransportDoor, TransportRules } from './door/door.ts';
 import { readHttpRequest, withListedQuery } from './http-request.ts';
+import { howToReachAny, type HowToConnect } from './live.ts';
 import { httpAnswerOf, isRefusal, type Refusal } from './refusal.ts';
 
-/** HTTP serves queries and mutations; subscriptions go over the live transports. */
-const HTTP_TRANSPORT: TransportRules = {
-  name: 'http',
-  serves: new Set([OperationTypeNode.QUERY, OperationTypeNode.MUTATION]),
-  elsewhere:
-    "Subscriptions are not served by POST /graphql with Accept: application/json: connect a graphql-ws client (WebSocket) to /graphql, POST the subscription to /graphql with Accept: multipart/mixed;subscriptionSpec=1.0 (Apollo Client's HttpLink does), or to /graphql/stream with Accept: text/event-stream (Server-Sent Events).",
-};
+/**
+ * HTTP serves queries and mutations; a subscription is told where each live transport is, as each
+ * says it: the refusal names every one of `live`, and a new one by construction.
+ */
+function httpTransportRules(live: readonly HowToConnect[]): TransportRules {
+  return {
+    name: 'http',
+    serves: new Set([OperationTypeNode.QUERY, OperationTypeNode.MUTATION]),
+    elsewhere: `Subscriptions are not served by POST /graphql with Accept: application/json: ${howToReachAny(live)}.`,
+  };
+}
 
 /**
  * What executes an HTTP request the door let in and writes its answer: the operation admitted, the
@@ -40,11 +45,14 @@ export interface HttpTransportOptions {
   landingPage: boolean;
   /** The text the executor's cache of automatic persisted queries holds for a hash. */
   persistedQuery: (sha256Hash: string) => string | undefined;
+  /** How a client reaches each live transport, named to one that sends a subscription. */
+  live: readonly HowToConnect[];
 }
 
 /** The handler of `/graphql` over HTTP: mount after CORS and the JSON body parser. */
 export function httpTransport(options: HttpTransportOptions): RequestHandler {
   const { door } = options;
+  const rules = httpTransportRules(options.live);
   return async (req, res, next) => {
     try {
       const admission = await door.admitRequest(
@@ -55,7 +63,7 @@ export function httpTransport(options: HttpTransportOptions): RequestHandler {
           // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
           onQuota: (quota) => res.set(rateLimitHeaders(quota)),
         },
-        HTTP_TRANSPORT,
+        rules,
       );
       if (isRefusal(admission)) {
         sendRefusal(res, admission);

@@ -39,7 +39,7 @@ import { trustedQueryOf, type TrustedDocumentOptions } from './trusted.ts';
 /** Options of {@link createDoor}. */
 export interface DoorOptions extends ConnectOptions, TrustedDocumentOptions, OperationCheckOptions {
   schema: GraphQLSchema;
-  /** `RATE_LIMIT_SUBSCRIPTIONS`: long-lived operations one caller may run at once; none when absent. */
+  /** `RATE_LIMIT_LIVE_OPERATIONS`: long-lived operations one caller may run at once; none when absent. */
   maxOperationsPerCaller?: number | undefined;
   /** `QUERY_MAX_*`: the parser's token limit, the validation limits and the one cost measure. */
   queryLimits: QueryLimits;

@@ -40,7 +40,7 @@ const ADMISSION_ORDER = [
    * its key's environment. Once per connection.
    */
   { step: 'connect', on: 'every' },
-  /** The caller's running-operation cap (`RATE_LIMIT_SUBSCRIPTIONS`), over every live transport. */
+  /** The caller's running-operation cap (`RATE_LIMIT_LIVE_OPERATIONS`), over every live transport. */
   { step: 'hold', on: 'live' },
   /** The credential still holds (its `exp`, with the verifier's clock tolerance); asked again after every wait. */
   { step: 'credential-current', on: 'live' },
