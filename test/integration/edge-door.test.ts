@@ -7,7 +7,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { generateKeyPair, SignJWT } from 'jose';
 import WsClient from 'ws';
 import type { HowToConnect, LiveTransport } from '../../src/edge/live.ts';
@@ -404,6 +404,11 @@ describe('every admission refusal, over HTTP and every live transport', () => {
 
   test('warm-up: the facade key’s environment is learnt once', async () => {
     await warmUp(stack);
+    await stack.resetUpstreamCalls();
+    await warmUp(stack);
+    // A second live connection of the same key asks the upstream nothing about the key again (the
+    // probe, `GET /v3/capabilities`), so each case below counts only its own calls.
+    expect((await stack.upstreamCalls()).byRoute['GET /v3/capabilities'] ?? 0).toBe(0);
   });
 
   test.each(admissionCases)('$refusal', async (refusal) => {
@@ -430,10 +435,8 @@ describe('budget and trusted-document refusals, over HTTP and over graphql-ws', 
     },
   });
   let manifestStack: Stack | undefined;
-
-  test('warm-up', async () => {
-    await warmUp(budgets);
-  });
+  // The facade key's environment learnt first, so a refused subscription below counts no probe.
+  beforeAll(() => warmUp(budgets));
 
   test('over the operation budget: 429 over HTTP, RATE_LIMITED over graphql-ws, nothing upstream', async () => {
     const globex = await as('globex');
