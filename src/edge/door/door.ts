@@ -12,7 +12,7 @@
  * {@link EventCallPools}, and an executor that words a refused document itself (Apollo Server over
  * HTTP) the {@link ExecutorDoor}.
  */
-import type { DocumentNode, OperationDefinitionNode, ValidationRule } from 'graphql';
+import type { DocumentNode, OperationDefinitionNode, OperationTypeNode, ValidationRule } from 'graphql';
 import type { Credentials } from '../../auth/authenticate.ts';
 import type { Caller } from '../../auth/caller.ts';
 import type { PlatformEnvironment } from '../../events/event-types.ts';
@@ -21,9 +21,6 @@ import type { CallBudget } from '../../upstream/call-budget.ts';
 import type { QuotaState } from '../client-budgets.ts';
 import type { Refusal } from '../refusal.ts';
 import type { TrustedDocumentRequest } from '../trusted-documents.ts';
-import type { TransportRules } from './operation-checks.ts';
-
-export type { TransportRules } from './operation-checks.ts';
 
 /**
  * The door's steps, in the one order every transport takes them. `on`: which connections take the
@@ -77,6 +74,16 @@ export function admissionStepsOf(kind: ConnectRequest['kind']): DoorStep[] {
   return ADMISSION_ORDER.flatMap((entry) =>
     entry.step !== 'execute' && (entry.on === 'every' || kind === 'live') ? [entry.step] : [],
   );
+}
+
+/** What a transport serves, and how to say so to a client that sent something else. */
+export interface TransportRules {
+  /** For logs and metrics: `http`, `graphql-ws`, `sse`, `multipart`. */
+  readonly name: string;
+  /** The operation types the transport runs; any other is refused as `wrong-transport`. */
+  readonly serves: ReadonlySet<OperationTypeNode>;
+  /** The message of that refusal: where the operation should go instead. */
+  readonly elsewhere: string;
 }
 
 /** Who is on the other side of a request or a connection, once the door let it in. */

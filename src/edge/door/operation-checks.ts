@@ -23,7 +23,7 @@ import { mayReadServiceSdl, SERVICE_SDL_FORBIDDEN } from '../../graph/service-sd
 import { isLiveQuery } from '../../live-directive.ts';
 import { isRefusal, refuse, type Refusal } from '../refusal.ts';
 import { schemaReachOf } from './documents.ts';
-import type { AdmittedOperation, OperationRequest } from './door.ts';
+import type { AdmittedOperation, OperationRequest, TransportRules } from './door.ts';
 
 /** What the step is built from (the door's options). */
 export interface OperationCheckOptions {
@@ -89,16 +89,6 @@ function checkServiceReader(
   if (caller === undefined)
     return refuse('unauthenticated', 'Reading the schema needs a service credential.');
   return mayReadServiceSdl(caller) ? undefined : refuse('forbidden', SERVICE_SDL_FORBIDDEN);
-}
-
-/** What a transport serves, and how to say so to a client that sent something else. */
-export interface TransportRules {
-  /** For logs and metrics: `http`, `graphql-ws`, `sse`. */
-  readonly name: string;
-  /** The operation types the transport runs; any other is refused as `wrong-transport`. */
-  readonly serves: ReadonlySet<OperationTypeNode>;
-  /** The message of that refusal: where the operation should go instead. */
-  readonly elsewhere: string;
 }
 
 /**
