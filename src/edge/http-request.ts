@@ -17,11 +17,11 @@ export type HttpAsk = Pick<RequestToAdmit, 'request' | 'ownQuery' | 'page'>;
  * Reads `req`. `persistedQuery(hash)` is the text Apollo's cache of automatic persisted queries
  * holds for a hash, which a request naming only the hash runs.
  */
-export function readHttpRequest(
+export async function readHttpRequest(
   req: Request,
   landingPage: boolean,
-  persistedQuery: (sha256Hash: string) => string | undefined,
-): HttpAsk {
+  persistedQuery: (sha256Hash: string) => Promise<string | undefined>,
+): Promise<HttpAsk> {
   const body: unknown = req.body;
   const fromUrl = req.method === 'GET';
   const params = searchParamsOf(req.url);
@@ -38,7 +38,8 @@ export function readHttpRequest(
     return { request: req.method === 'POST' && Array.isArray(body) ? {} : undefined, ownQuery, page };
   }
   const hash = persistedHashOf(read.extensions);
-  const stored = typeof read.query === 'string' || hash === undefined ? undefined : persistedQuery(hash);
+  const stored =
+    typeof read.query === 'string' || hash === undefined ? undefined : await persistedQuery(hash);
   return { request: stored === undefined ? read : { ...read, persistedQuery: stored }, ownQuery, page };
 }
 

@@ -44,7 +44,7 @@ export interface HttpTransportOptions {
   /** Serve the landing page to an anonymous browser (it holds no data; Sandbox then asks for a token). */
   landingPage: boolean;
   /** The text the executor's cache of automatic persisted queries holds for a hash. */
-  persistedQuery: (sha256Hash: string) => string | undefined;
+  persistedQuery: (sha256Hash: string) => Promise<string | undefined>;
   /** How a client reaches each live transport, named to one that sends a subscription. */
   live: readonly HowToConnect[];
 }
@@ -59,7 +59,7 @@ export function httpTransport(options: HttpTransportOptions): RequestHandler {
         {
           credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
           address: options.addressOf(req),
-          ...readHttpRequest(req, options.landingPage, options.persistedQuery),
+          ...(await readHttpRequest(req, options.landingPage, options.persistedQuery)),
           // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
           onQuota: (quota) => res.set(rateLimitHeaders(quota)),
         },

@@ -28,7 +28,6 @@ import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
 import { jsonStatusHooks } from './json-status-plugin.ts';
 import { noStoreHooks } from './no-store-plugin.ts';
 import { operationRecordHooks } from './operation-record-plugin.ts';
-import type { PersistedQueries } from './persisted-queries.ts';
 import { createRequestHooksPlugin } from './request-hooks.ts';
 import { answerCacheHooks } from './answer-cache-plugin.ts';
 import type { AnswerCache } from '../graph/answer-cache.ts';
@@ -41,8 +40,6 @@ export interface ApolloServerOptions {
   door: ExecutorDoor;
   /** The door's admissions, handed to Apollo's hooks. */
   admitted: AdmittedOperations;
-  /** Where Apollo keeps automatic persisted queries (the door reads them there too). */
-  persistedQueries: PersistedQueries;
   logger: Logger;
   /** The one operation recorder of every transport: each operation's line, metrics and lifecycle. */
   record: OperationRecorder;
@@ -83,7 +80,6 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
     documentStore: null,
     validationRules: [...door.validationRules],
     parseOptions: door.parseOptions,
-    persistedQueries: { cache: options.persistedQueries.cache },
     includeStacktraceInErrorResponses: development,
     formatError: (formatted, error) => options.formatError(formatted, error),
     plugins: [
