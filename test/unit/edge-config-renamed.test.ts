@@ -23,31 +23,34 @@ function read(env: Record<string, string>) {
     (name, problem) => problems.push(`${name}: ${problem}`),
     (warning) => warnings.push(warning),
   );
-  return { limits: config.rateLimits, problems, warnings };
+  const limits = config.rateLimits;
+  return {
+    limits,
+    read: { connects: limits.wsConnects, operations: limits.subscriptions },
+    problems,
+    warnings,
+  };
 }
 
 describe('the live budgets’ names', () => {
   test('the new names are read, with no warning', () => {
-    const { limits, problems, warnings } = read({
-      RATE_LIMIT_LIVE_CONNECTS: '7',
-      RATE_LIMIT_LIVE_OPERATIONS: '9',
+    expect(read({ RATE_LIMIT_LIVE_CONNECTS: '7', RATE_LIMIT_LIVE_OPERATIONS: '9' })).toMatchObject({
+      read: { connects: 7, operations: 9 },
+      problems: [],
+      warnings: [],
     });
-    expect({ connects: limits.wsConnects, operations: limits.subscriptions }).toEqual({
-      connects: 7,
-      operations: 9,
-    });
-    expect({ problems, warnings }).toEqual({ problems: [], warnings: [] });
   });
 
   test('the old names are still read, each with a warning naming the new one', () => {
-    const { limits, problems, warnings } = read({
+    const {
+      read: values,
+      problems,
+      warnings,
+    } = read({
       RATE_LIMIT_WS_CONNECTS: '7',
       RATE_LIMIT_SUBSCRIPTIONS: '9',
     });
-    expect({ connects: limits.wsConnects, operations: limits.subscriptions }).toEqual({
-      connects: 7,
-      operations: 9,
-    });
+    expect(values).toEqual({ connects: 7, operations: 9 });
     expect(problems).toEqual([]);
     expect(warnings).toEqual([
       'RATE_LIMIT_WS_CONNECTS is the old name of RATE_LIMIT_LIVE_CONNECTS: it is read, but set RATE_LIMIT_LIVE_CONNECTS instead',
