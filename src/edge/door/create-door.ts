@@ -100,8 +100,10 @@ export function createDoor(options: DoorOptions): Door {
   ): Promise<StepRefusal | undefined> => {
     const order = admissionStepsOf(admission.kind);
     for (const step of order.slice(order.indexOf(after) + 1, order.indexOf(last) + 1)) {
+      // `connect` makes the connection every later step reads: it runs before, on its own.
+      if (step === 'connect') continue;
       options.onStep?.(step);
-      const refusal = await steps[step as Exclude<DoorStep, 'connect'>](admission);
+      const refusal = await steps[step](admission);
       if (refusal === undefined) continue;
       admission.release?.();
       // A document refused by the operation checks is valid: an executor may word the refusal from it.
