@@ -1,45 +1,39 @@
 /**
- * Builds the app without listening: express 5 and one http.Server, the door (src/edge/) with its
- * adapters mounted at `/graphql` (HTTP through Apollo Server, graphql-ws on the same port), the
- * webhook route, `/healthz` and `/readyz`. Parts are built elsewhere; no access rule is written
- * here. Tests build it in process; main.ts listens.
+ * Builds the app without listening, in one pass, each part from parts already built: the parts that
+ * know nothing of routes (logger, metrics, schema, the upstream environments with their event
+ * pipelines, the door), then every transport (`transports.ts`: HTTP's adapter of the door with
+ * Apollo Server as its executor on `/graphql`, and the live wing's graphql-ws on the same path, SSE
+ * on `/graphql/stream` and Apollo's multipart protocol on `/graphql`), then the gauges that read
+ * them, then express 5's routes on one http.Server (the webhook route, `/healthz`, `/readyz`;
+ * `/metrics` on a port of its own). No access rule is written here. Tests build it in process;
+ * main.ts listens.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { createConfiguredDoor } from './edge/configured-door.ts';
-import { graphQLWebSocket } from './edge/graphql-ws.ts';
-import { connectionOf, httpDoor } from './edge/http.ts';
-import { createLiveWing, type LiveWing } from './edge/live.ts';
-import { multipartSubscriptions } from './edge/multipart.ts';
-import { createOperationRecorder, type OperationRecorder } from './edge/operation-record.ts';
-import { serverSentEvents } from './edge/sse.ts';
 import { createFormatError } from './errors/format-error.ts';
-import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
-import type { EventsRuntimeOptions } from './events/events-runtime.ts';
 import { createEnvironmentStacks } from './environments.ts';
-import { createOperationContexts } from './graph/operation-context.ts';
-import { createServiceSdlAccessPlugin } from './graph/service-sdl-access.ts';
 import { createSchema } from './graph/schema.ts';
+import { createTransports, type Transports } from './transports.ts';
 import { createAnswerCache } from './graph/answer-cache.ts';
-import { createApolloServer } from './http/apollo-server.ts';
 import { clientAddress } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import { createExplorerRoutes, prepareExplorer } from './http/explorer.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
-import { createGraphQLHandler } from './http/graphql-handler.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
 import { frameProtection } from './http/frame-protection.ts';
 import { createHostAllowList } from './http/host-allow-list.ts';
+import { closeConnectionsWhileShuttingDown, listenOn } from './http/listen.ts';
 import { serverTimeoutOptions } from './http/server-timeouts.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
-import { createMemoryRelease, type MemoryRelease } from './observability/memory-release.ts';
-import type { LiveTransportNumbers, Metrics } from './observability/metrics.ts';
+import { createMemoryRelease } from './observability/memory-release.ts';
+import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
+import { eventMetrics } from './observability/work-observers.ts';
 import { DEAD_LETTERS_PATH, deadLetterListing } from './events/receiving/dead-letter-listing.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
@@ -99,15 +93,10 @@ export interface App {
  */
 const MAX_BODY = '64kb';
 
-/** Builds the app (Apollo Server is started, nothing listens yet). */
+/** Builds the app (Apollo Server is started, nothing listens yet), each part from parts built before it. */
 export async function createApp(config: Config, deps: AppDependencies = {}): Promise<App> {
-  // The gauges read the live wing at each scrape, once it is built below.
-  const parts = await createAppParts(config, deps, () => live.stats());
-  const { logger, lifecycle, observability, environments, edge, events, tracing } = parts;
-  const { memoryRelease } = parts;
-  const { metrics } = observability;
-  const { door } = edge;
-
+  const parts = await createAppParts(config, deps);
+  const { logger, lifecycle, observability, environments, edge, events, memoryRelease, answers } = parts;
   const app = express();
   app.disable('x-powered-by');
   const httpServer = http.createServer(serverTimeoutOptions(config.serverTimeouts), app);
@@ -115,86 +104,26 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
-  // One recorder for every transport: each operation's `graphql operation` line, metrics and lifecycle.
-  const record = touchingOnEachOperation(
-    createOperationRecorder({
-      logger,
-      metrics,
-      lifecycle,
-      bindsEnvironments: environments.bindsEnvironments,
-    }),
-    memoryRelease,
+  const transports = await createTransports(config, parts, httpServer, shutdown.signal);
+  // The gauges read, at each scrape, the parts that hold their numbers: every one is built by now.
+  observability.watch({
+    live: () => transports.live.stats(),
+    eventLog: () => events.logStats(),
+    responseCache: () => environments.cacheStats(),
+    answerCache: () => answers?.stats(),
+  });
+  observability.serveOperatorRoute(
+    DEAD_LETTERS_PATH,
+    deadLetterListing({ list: (limit) => events.deadLetters.list(limit) }),
   );
-  const apollo = await createApolloServer({
-    config,
-    schema: parts.schema,
-    httpServer,
-    door,
-    logger,
-    record,
-    isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
-    formatError: parts.formatError,
-    answers: parts.answers,
-    plugins: [
-      ...(config.introspection === 'off' ? [createServiceSdlAccessPlugin()] : []),
-      ...observability.plugins,
-      events.apolloPlugin,
-    ],
-  });
-  const createContext = createOperationContexts({
-    upstreamOf: (environment) => environments.of(environment),
-    bindsEnvironments: environments.bindsEnvironments,
-    operationTimeoutMs: config.operationTimeoutMs,
-    shutdown: shutdown.signal,
-  });
-  const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
-  // Every live transport, one kind: graphql-ws upgrades `/graphql`, SSE streams `/graphql/stream`,
-  // and a request to `/graphql` whose Accept asks for multipart subscriptions is streamed there.
-  const live = createLiveWing({
-    transports: [
-      graphQLWebSocket({
-        ...config.events.webSocket,
-        stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs,
-      }),
-      serverSentEvents({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
-      multipartSubscriptions({ stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs }),
-    ],
-    door,
-    schema: parts.schema,
-    execute: subscribeWithEventContexts,
-    cursorOf,
-    live: events.live,
-    record,
-    createContext,
-    httpServer,
-    addressOf,
-    formatError: parts.formatError,
-    logger,
-  });
   let shuttingDown = false;
-  mountRoutes(app, config, parts, {
-    live,
-    graphQLHandler: createGraphQLHandler(apollo, {
-      context: async ({ req, res }) =>
-        createContext({
-          connection: connectionOf(res),
-          requestId: res.locals.requestId as string,
-          facadeRequestId: res.locals.facadeRequestId as string,
-          callerRequestId: res.locals.callerRequestId as string | undefined,
-          // `Cache-Control: no-cache` on the request: this operation reads through the response cache.
-          readThrough: /(?:^|[\s,])no-cache(?:$|[\s,=])/i.test(req.headers['cache-control'] ?? ''),
-          recordAnswerSources: parts.answers !== undefined,
-        }),
-    }),
-    addressOf,
-    isShuttingDown: () => shuttingDown,
-  });
+  mountRoutes(app, config, parts, { ...transports, isShuttingDown: () => shuttingDown });
   parts.hostAllowList.guardUpgrades(httpServer);
 
   let closing: Promise<void> | undefined;
   return {
     logger,
-    metrics,
+    metrics: observability.metrics,
     // The first environment's (the one with one key).
     responseCache: environments.all[0]!.client.cache,
     lifecycle,
@@ -210,33 +139,8 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
       return { ...listening, metricsUrl };
     },
     close() {
-      closing ??= (async () => {
-        shuttingDown = true;
-        memoryRelease.close();
-        for (const stack of environments.all) stack.key.close();
-        const cutOff = setTimeout(
-          () => shutdown.abort(new OperationCancellation('shutdown')),
-          config.shutdownDrainMs,
-        );
-        try {
-          // Live transports first: webhooks stop, every subscriber's queue ends, the subscriptions
-          // complete and the sockets close with 1001. The HTTP drain ends every socket without a
-          // request in flight, upgraded ones included.
-          await events.drain();
-          await live.drain();
-          // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
-          // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
-          await apollo.stop();
-        } finally {
-          clearTimeout(cutOff);
-        }
-        await events.close();
-        await edge.close();
-        await observability.close();
-        await Promise.all(environments.all.map((stack) => stack.client.close()));
-        // The last operations' spans leave before the process exits.
-        await tracing?.flush().catch((error: unknown) => logger.warn('exporting traces failed', { error }));
-      })();
+      shuttingDown = true;
+      closing ??= closeApp(config, parts, transports, shutdown);
       return closing;
     },
   };
@@ -246,25 +150,16 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
 type AppParts = Awaited<ReturnType<typeof createAppParts>>;
 
 /**
- * The parts that know nothing of routes: tracing and the logger, the Host allow-list, the
- * lifecycle, metrics and the audit trail, the upstream client and the facade's own key, the schema
- * and its error formatting, the door, and the events runtime. `liveStats` is read at each scrape.
+ * The parts that know nothing of routes, each from those before it: the explorer's build, tracing
+ * and the logger, the Host allow-list, the lifecycle, metrics and the audit trail, the memory
+ * release, the schema and its error formatting, the answer cache, the upstream environments with
+ * their event pipelines, and the door.
  */
-async function createAppParts(
-  config: Config,
-  deps: AppDependencies,
-  liveStats: () => readonly LiveTransportNumbers[],
-) {
+async function createAppParts(config: Config, deps: AppDependencies) {
   // First: the explorer's build is made where missing or stale (a fresh clone), or refused where it
   // cannot be, before anything starts.
   if (config.explorer === 'graphiql') await prepareExplorer();
   const explorerRoutes = createExplorerRoutes(config.explorer);
-  // Whole answers of repeated HTTP queries, served while the response cache holds what they read.
-  const cache = config.upstream.cache;
-  const answers =
-    cache?.enabled === true && cache.answersMaxBytes > 0
-      ? createAnswerCache({ maxBytes: cache.answersMaxBytes })
-      : undefined;
   // Every key the facade has held is redacted from its own lines: a rotation adds the new one.
   // With a key per environment, `config.upstream.apiKey` is the first environment's: listed once.
   const environmentKeys = config.upstream.environmentKeys;
@@ -273,6 +168,7 @@ async function createAppParts(
       ? [config.upstream.apiKey]
       : Object.values(environmentKeys).map((key) => key.apiKey);
   const { tracing, logger } = await createTracingAndLogger(config, deps.logger, redactedKeys);
+  for (const warning of config.warnings) logger.warn(warning);
   // Refused before anything else, on every port and on WebSocket upgrades (DNS rebinding).
   const hostAllowList = createHostAllowList({
     listenHost: config.host,
@@ -288,14 +184,7 @@ async function createAppParts(
       deps.auditLogger ?? createLogger({ level: 'info', redact: redactedKeys }).child({ log: 'audit' }),
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     ...(tracing === undefined ? {} : { traceId: () => tracing.traceId() }),
-    live: liveStats,
-    eventLog: () => events.logStats(),
     hostCheck: hostAllowList.middleware,
-    responseCache: () => environments.cacheStats(),
-    answerCache: () => answers?.stats(),
-    operatorRoutes: {
-      [DEAD_LETTERS_PATH]: deadLetterListing({ list: (limit) => events.deadLetters.list(limit) }),
-    },
   });
   const { metrics } = observability;
   // One memory-reducing collection when the process turns idle after its memory grew: every
@@ -311,6 +200,12 @@ async function createAppParts(
   metrics.memoryReleaseArmed.set(memoryRelease.armed ? 1 : 0);
   const schema = deps.schema ?? createSchema();
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
+  // Whole answers of repeated HTTP queries, served while the response cache holds what they read.
+  const cache = config.upstream.cache;
+  const answers =
+    cache?.enabled === true && cache.answersMaxBytes > 0
+      ? createAnswerCache({ maxBytes: cache.answersMaxBytes })
+      : undefined;
   // The key, upstream client and event pipeline of each environment (one with UPSTREAM_API_KEY).
   const environments = createEnvironmentStacks({
     config,
@@ -339,7 +234,6 @@ async function createAppParts(
       if (lifecycle.observed('admissionStep')) lifecycle.emit('admissionStep', { step });
     },
   });
-  const events = environments.events;
   return {
     explorerRoutes,
     tracing,
@@ -347,14 +241,50 @@ async function createAppParts(
     hostAllowList,
     lifecycle,
     observability,
+    memoryRelease,
     schema,
     formatError,
-    environments,
-    edge,
-    events,
     answers,
-    memoryRelease,
+    environments,
+    events: environments.events,
+    edge,
   };
+}
+
+/**
+ * Stops the app: the memory release and the key watches, the live transports (webhooks stop, every
+ * subscriber's queue ends), HTTP's drain within the window, then every connection and exporter.
+ */
+async function closeApp(
+  config: Config,
+  { memoryRelease, environments, events, edge, observability, tracing, logger }: AppParts,
+  { live, apollo }: Transports,
+  shutdown: AbortController,
+): Promise<void> {
+  memoryRelease.close();
+  for (const stack of environments.all) stack.key.close();
+  const cutOff = setTimeout(
+    () => shutdown.abort(new OperationCancellation('shutdown')),
+    config.shutdownDrainMs,
+  );
+  try {
+    // Live transports first: webhooks stop, every subscriber's queue ends, the subscriptions
+    // complete and the sockets close with 1001. The HTTP drain ends every socket without a
+    // request in flight, upgraded ones included.
+    await events.drain();
+    await live.drain();
+    // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
+    // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
+    await apollo.stop();
+  } finally {
+    clearTimeout(cutOff);
+  }
+  await events.close();
+  await edge.close();
+  await observability.close();
+  await Promise.all(environments.all.map((stack) => stack.client.close()));
+  // The last operations' spans leave before the process exits.
+  await tracing?.flush().catch((error: unknown) => logger.warn('exporting traces failed', { error }));
 }
 
 /**
@@ -366,13 +296,8 @@ async function createAppParts(
 function mountRoutes(
   app: express.Express,
   config: Config,
-  { hostAllowList, logger, events, explorerRoutes, edge, environments }: AppParts,
-  served: {
-    live: LiveWing;
-    graphQLHandler: express.RequestHandler;
-    addressOf: (req: express.Request) => string;
-    isShuttingDown: () => boolean;
-  },
+  { hostAllowList, logger, events, explorerRoutes, environments }: AppParts,
+  served: Pick<Transports, 'live' | 'graphQLOverHttp'> & { isShuttingDown: () => boolean },
 ): void {
   app.use(closeConnectionsWhileShuttingDown(served.isShuttingDown));
   app.use(hostAllowList.middleware, frameProtection());
@@ -406,93 +331,12 @@ function mountRoutes(
   );
   // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
   app.use(served.live.routes);
-  app.use(
-    '/graphql',
-    httpDoor({ door: edge.door, addressOf: served.addressOf, landingPage: config.landingPage }),
-    served.graphQLHandler,
-  );
+  app.use('/graphql', served.graphQLOverHttp);
   const routes = express.Router();
   events.attach({ routes });
   app.use(routes);
   app.use(handleNotFound());
   app.use(handleHttpError(logger));
-}
-
-/**
- * From the start of a shutdown every answer closes its connection: a client's kept-alive
- * connection (a gateway's, a load balancer's, a browser's) ends cleanly after a response instead
- * of being cut when the server closes it, so the client's next request opens one to a replica that
- * stays. Answers begun before (an SSE stream the drain completes) end their connection too.
- */
-function closeConnectionsWhileShuttingDown(isShuttingDown: () => boolean): express.RequestHandler {
-  return (req, res, next) => {
-    if (isShuttingDown()) res.setHeader('Connection', 'close');
-    else
-      res.once('finish', () => {
-        if (isShuttingDown()) req.socket.end();
-      });
-    next();
-  };
-}
-
-/**
- * What the events runtime tells the metrics: deliveries, latencies, overflows, replays,
- * reconciliations; each delivery is work for the memory release.
- */
-function eventMetrics(
-  metrics: Metrics,
-  memoryRelease: MemoryRelease,
-): Pick<
-  EventsRuntimeOptions,
-  'onWebhookDelivery' | 'onDeadLetter' | 'liveObserver' | 'onReconciled' | 'onReconcileFailed'
-> {
-  return {
-    // A pipeline has an environment only with a key per environment: one environment's series unchanged.
-    onWebhookDelivery: (outcome, environment) =>
-      metrics.webhookDeliveries.inc({ outcome, ...(environment === undefined ? {} : { environment }) }),
-    onDeadLetter: ({ environment, reason }) => metrics.webhookDeadLetters.inc({ environment, reason }),
-    liveObserver: {
-      // Streams opening, deliveries and live queries' executions are waited on: no memory release under them.
-      ...(memoryRelease.armed ? { working: () => memoryRelease.working() } : {}),
-      delivered: (event) => {
-        memoryRelease.touch();
-        metrics.eventDeliveryLatency.observe(Math.max(0, (Date.now() - Date.parse(event.occurredAt)) / 1000));
-      },
-      overflowed: () => metrics.subscriberQueueOverflows.inc(),
-      replayed: () => metrics.eventsReplayed.inc(),
-    },
-    onReconciled: (count) => metrics.eventsReconciled.inc(count),
-    onReconcileFailed: () => metrics.eventsReconcileFailures.inc(),
-  };
-}
-
-/**
- * `recorder`, telling `memoryRelease` of every operation started or ended on every transport; the
- * recorder itself when the release cannot run.
- */
-function touchingOnEachOperation(
-  recorder: OperationRecorder,
-  memoryRelease: MemoryRelease,
-): OperationRecorder {
-  if (!memoryRelease.armed) return recorder;
-  return {
-    httpStarted(requestId, operationName) {
-      memoryRelease.touch();
-      recorder.httpStarted(requestId, operationName);
-    },
-    httpCompleted(operation) {
-      memoryRelease.touch();
-      recorder.httpCompleted(operation);
-    },
-    started(operation) {
-      memoryRelease.touch();
-      recorder.started(operation);
-    },
-    completed(operation, errorCodes, startedAt, listened) {
-      memoryRelease.touch();
-      recorder.completed(operation, errorCodes, startedAt, listened);
-    },
-  };
 }
 
 /**
@@ -524,25 +368,4 @@ async function createTracingAndLogger(config: Config, given: Logger | undefined,
     );
   }
   return { tracing, logger };
-}
-
-/** Listens on `port` and `host`; resolves with the base URL (no path) and the bound port. */
-function listenOn(
-  httpServer: http.Server,
-  port: number,
-  host: string,
-): Promise<{ url: string; port: number }> {
-  return new Promise((resolve, reject) => {
-    httpServer.once('error', reject);
-    httpServer.listen(port, host, () => {
-      httpServer.off('error', reject);
-      const bound = (httpServer.address() as AddressInfo).port;
-      resolve({ url: `http://${formatHost(host)}:${bound}`, port: bound });
-    });
-  });
-}
-
-function formatHost(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return 'localhost';
-  return host.includes(':') ? `[${host}]` : host;
 }

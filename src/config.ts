@@ -83,6 +83,8 @@ export interface Config {
    * (`MEMORY_RELEASE_*`; src/observability/memory-release.ts). Needs node's `--expose-gc`.
    */
   memoryRelease: MemoryReleaseConfig;
+  /** What the start logs as a warning: a setting read under its old name. */
+  warnings: readonly string[];
 }
 
 /** Whether OpenTelemetry traces are exported; the OTEL_* variables tune the rest. */
@@ -164,6 +166,7 @@ export const CONFIG_DEFAULTS = {
  */
 export function loadConfig(env: Env = process.env): Config {
   const reader = new EnvReader(env);
+  const warnings: string[] = [];
   const config: Config = {
     port: reader.integer('PORT', CONFIG_DEFAULTS.PORT, 0, 65_535),
     host: reader.string('HOST', CONFIG_DEFAULTS.HOST),
@@ -243,7 +246,11 @@ export function loadConfig(env: Env = process.env): Config {
     outage: readOutageConfig(reader),
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
-    edge: readEdgeConfig(env, (name, problem) => reader.report(name, problem)),
+    edge: readEdgeConfig(
+      env,
+      (name, problem) => reader.report(name, problem),
+      (warning) => warnings.push(warning),
+    ),
     metrics: {
       port: reader.integer('METRICS_PORT', CONFIG_DEFAULTS.METRICS_PORT, 0, 65_535),
       maxOperationNames: reader.integer(
@@ -254,6 +261,7 @@ export function loadConfig(env: Env = process.env): Config {
       ),
     },
     tracing: { enabled: tracingRequested(env) },
+    warnings,
     allowedHosts: (reader.trimmed('ALLOWED_HOSTS') ?? '')
       .split(',')
       .map((name) => name.trim())

@@ -1,6 +1,6 @@
 /**
  * The `@live` directive as a document carries it: what makes a query a live query. Both the door
- * (`edge/operation-checks.ts`, which admits a live query where subscriptions go) and the event
+ * (`edge/door/operation-checks.ts`, which admits a live query where subscriptions go) and the event
  * pipeline (`events/delivery/`, which runs it again when an answer it read is made stale) must
  * recognise it the same way, so it sits here, below both, reading nothing but graphql-js.
  */

@@ -13,8 +13,8 @@ export interface RateLimitsConfig {
   /** `RATE_LIMIT_WINDOW_SECONDS`: the length of one counting window. */
   windowSeconds: number;
   /**
-   * `RATE_LIMIT_REQUESTS`: GraphQL operations per window per caller, over HTTP and graphql-ws alike
-   * (a subscribe message spends from this budget, so moving queries to a WebSocket buys nothing).
+   * `RATE_LIMIT_REQUESTS`: GraphQL operations per window per caller, over HTTP and every live
+   * transport alike (a subscription spends from this budget, so moving queries buys nothing).
    */
   requests: number;
   /**
@@ -24,12 +24,16 @@ export interface RateLimitsConfig {
   byClient?: ClientBudgets;
   /** `RATE_LIMIT_FAILED_AUTH`: failed authentications per window per client address. */
   failedAuth: number;
-  /** `RATE_LIMIT_WS_CONNECTS`: WebSocket connection attempts per window per caller or address. */
+  /**
+   * `RATE_LIMIT_LIVE_CONNECTS` (once `RATE_LIMIT_WS_CONNECTS`, the field's name): connections per
+   * window per authenticated caller, over every live transport together.
+   */
   wsConnects: number;
   /**
-   * `RATE_LIMIT_SUBSCRIPTIONS`: graphql-ws operations one caller may have running at once on one
-   * replica. Each subscription that hears an event costs a queue, an execution and a message, so
-   * without a cap a caller could multiply the work of every event by subscribing again and again.
+   * `RATE_LIMIT_LIVE_OPERATIONS` (once `RATE_LIMIT_SUBSCRIPTIONS`, the field's name): operations
+   * one caller may have running at once on one replica, over every live transport together. Each
+   * subscription that hears an event costs a queue, an execution and a message, so without a cap a
+   * caller could multiply the work of every event by subscribing again and again.
    */
   subscriptions: number;
 }
@@ -67,18 +71,43 @@ export const EDGE_CONFIG_DEFAULTS = {
   RATE_LIMIT_REQUESTS: 600,
   // Enough for a client retrying with an expired token; far too few to guess one.
   RATE_LIMIT_FAILED_AUTH: 20,
-  RATE_LIMIT_WS_CONNECTS: 60,
+  RATE_LIMIT_LIVE_CONNECTS: 60,
   // A subscription per resource kind for a few dozen customers; an operator listens with `events`.
-  RATE_LIMIT_SUBSCRIPTIONS: 200,
+  RATE_LIMIT_LIVE_OPERATIONS: 200,
   TRUSTED_DOCUMENTS_MODE: 'enforce',
 } as const;
 
 /**
- * Reads the edge variables from `env`, calling `report(name, problem)` once per bad variable and
- * using the default for it, so the caller can list every problem together.
+ * Settings that hold for every live transport, once named after graphql-ws: the old name is still
+ * read when the new one is not set, with a warning at start.
  */
-export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
+const RENAMED_SETTINGS = {
+  RATE_LIMIT_LIVE_CONNECTS: 'RATE_LIMIT_WS_CONNECTS',
+  RATE_LIMIT_LIVE_OPERATIONS: 'RATE_LIMIT_SUBSCRIPTIONS',
+} as const;
+
+/**
+ * Reads the edge variables from `env`, calling `report(name, problem)` once per bad variable and
+ * using the default for it, so the caller can list every problem together, and `warn(message)`
+ * once per setting given under its old name.
+ */
+export function readEdgeConfig(
+  env: Env,
+  report: ReportProblem,
+  warn: (message: string) => void = () => undefined,
+): EdgeConfig {
   const reader = new EnvReader(env, report);
+  /** The name `setting` is given under: its old one only when the new one is unset. */
+  const named = (setting: keyof typeof RENAMED_SETTINGS): string => {
+    const old = RENAMED_SETTINGS[setting];
+    if (reader.trimmed(old) === undefined) return setting;
+    if (reader.trimmed(setting) !== undefined) {
+      reader.report(old, `is the old name of ${setting}, which is set too: set ${setting} alone`);
+      return setting;
+    }
+    warn(`${old} is the old name of ${setting}: it is read, but set ${setting} instead`);
+    return old;
+  };
   return {
     corsOrigins: readCorsOrigins(reader),
     corsAllowedHeaders: readCorsAllowedHeaders(reader),
@@ -105,14 +134,14 @@ export function readEdgeConfig(env: Env, report: ReportProblem): EdgeConfig {
         1_000_000,
       ),
       wsConnects: reader.integer(
-        'RATE_LIMIT_WS_CONNECTS',
-        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_WS_CONNECTS,
+        named('RATE_LIMIT_LIVE_CONNECTS'),
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_LIVE_CONNECTS,
         1,
         1_000_000,
       ),
       subscriptions: reader.integer(
-        'RATE_LIMIT_SUBSCRIPTIONS',
-        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_SUBSCRIPTIONS,
+        named('RATE_LIMIT_LIVE_OPERATIONS'),
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_LIVE_OPERATIONS,
         1,
         1_000_000,
       ),

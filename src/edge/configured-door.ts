@@ -14,7 +14,8 @@ import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { configuredEnvironments } from '../upstream/environment-keys.ts';
-import { createDoor, type Door, type DoorOptions } from './door.ts';
+import { createDoor, type DoorOptions } from './door/create-door.ts';
+import type { Door } from './door/door.ts';
 import { createRateLimits } from './rate-limits.ts';
 import { createReloadableTrustedDocuments, type ReloadableTrustedDocuments } from './trusted-documents.ts';
 

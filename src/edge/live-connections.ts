@@ -1,8 +1,8 @@
 /**
  * What every live transport (graphql-ws, Server-Sent Events ...) does with a connection once the
  * door has let its caller in, so an adapter only translates its wire: the caller's subscriber and
- * the end of the connection when the token expires; then, per operation, the door's admission (the
- * caller's running-operation cap, every check of `admit`, and the token and the connection asked
+ * the end of the connection when the token expires; then, per operation, the door's admission (its
+ * `admit`: the caller's running-operation hold and every step after it; the token and the connection asked
  * again after each wait), the execution arguments with a context whose call budget is the
  * document's own and the caller's one pool per event, and the same record (log line, metrics,
  * lifecycle) for an operation that runs and for one refused.
@@ -14,12 +14,20 @@ import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
-import type { AdmittedOperation, Connection, Door, OperationRequest, TransportRules } from './door.ts';
-import type { OperationRecorder, RecordedOperation } from './operation-record.ts';
+import type {
+  AdmittedOperation,
+  Connection,
+  EventCallPools,
+  LiveDoor,
+  OperationRequest,
+  TransportRules,
+} from './door/door.ts';
+import type { OperationRecorder, RecordedOperation } from '../observability/operation-record.ts';
 import { graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 export interface LiveConnectionsOptions {
-  door: Door;
+  /** The door's parts for live operations: their admission, the token's expiry, each event's pool. */
+  door: LiveDoor & EventCallPools;
   schema: GraphQLSchema;
   live: LiveSessions;
   record: OperationRecorder;
@@ -122,14 +130,14 @@ export function createLiveConnections(
               : refuse('connection-closing', 'The connection is closing: nothing more runs on it.');
           const early = closing();
           if (early !== undefined) return refused(early);
-          const release = door.holdOperation(connection, transport);
-          if (isRefusal(release)) return refused(release);
-          const admitted = await door.admit(connection, request, transport);
+          const admission = await door.admit(connection, request, transport);
+          if (isRefusal(admission)) return refused(admission);
           // Asked again after the wait: the transport may have closed, or the token expired, meanwhile.
-          const refusal = isRefusal(admitted) ? admitted : (closing() ?? door.checkCurrent(connection));
-          if (refusal !== undefined || isRefusal(admitted)) {
+          const refusal = closing() ?? door.checkCurrent(connection);
+          const { operation: admitted, release } = admission;
+          if (refusal !== undefined) {
             release();
-            return refused(refusal ?? refuse('connection-closing', 'The connection is closing.'));
+            return refused(refusal);
           }
           holds.set(id, release);
           return startOperation(operations, key, admitted, resumeAfter, () => {

@@ -1,11 +1,13 @@
 /**
- * The live wing of the door: the one set of live transports (graphql-ws, GraphQL over SSE ...).
+ * The live wing of the door: the one set of live transports (graphql-ws, Apollo's multipart
+ * protocol, GraphQL over SSE ...).
  * A live transport is a kind, `{ rules, attach }`: its rules say what it serves and how it is named
- * (in refusals, logs and metrics); `attach` mounts it with the same parts as every other (the door,
- * the schema, its own {@link LiveConnections}, the client's address, the error formatting, a
- * logger, the http.Server and the routes under `/graphql`). The wing counts every transport's
- * connections and subscriptions (labelled by transport) and drains them all at shutdown, so the
- * next transport is one more entry in the list, not one more copy in createApp.
+ * (in refusals, logs and metrics) and how a client reaches it; `attach` mounts it with the same
+ * parts as every other (the door, the schema, its own {@link LiveConnections}, the client's
+ * address, the error formatting, a logger, the limits, the http.Server and the routes under
+ * `/graphql`). The wing counts every transport's connections and subscriptions (labelled by
+ * transport) and drains them all at shutdown, so the next transport is one more entry in the list
+ * (`live-transports.ts`), not one more copy in createApp.
  */
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import express, { type Router } from 'express';
@@ -16,9 +18,10 @@ import {
   type GraphQLFormattedError,
   type GraphQLSchema,
 } from 'graphql';
+import type { WebSocketLimits } from '../events/config.ts';
 import type { LiveSessions } from '../events/delivery/live-sessions.ts';
 import type { Logger } from '../logger.ts';
-import type { Door, TransportRules } from './door.ts';
+import type { Door, TransportDoor, TransportRules } from './door/door.ts';
 import {
   createLiveConnections,
   type LiveConnections,
@@ -26,11 +29,55 @@ import {
 } from './live-connections.ts';
 
 /**
+ * How a client reaches a live transport, as the transport says it: every text that names the live
+ * transports (HTTP's refusal of a subscription, the `Subscription` type's description, the docs)
+ * is built from it or checked against it, and a test builds each transport's client from it.
+ */
+export interface HowToConnect {
+  /** The protocol as prose names it: `the graphql-ws protocol (WebSocket)`. */
+  readonly protocol: string;
+  /** What a client does to open it: `connect a graphql-ws client (WebSocket)`, `POST the subscription`. */
+  readonly does: string;
+  /** Where, on the facade's own port. */
+  readonly path: string;
+  /** The `Accept` a request must carry to be taken, for a transport over HTTP requests. */
+  readonly accept?: string;
+  /** A word on who speaks it: `Apollo Client's HttpLink does`. */
+  readonly note?: string;
+  /** The wire: a WebSocket, or one streamed HTTP response per subscription. */
+  readonly wire: 'websocket' | 'http-stream';
+}
+
+/** The rules of a live transport, and how a client reaches it. */
+export interface LiveTransportRules extends TransportRules {
+  readonly connects: HowToConnect;
+}
+
+/**
  * The rules of a live transport: it serves subscriptions (and so queries marked `@live`, which
  * the door admits as one); `elsewhere` tells a client that sent anything else where it goes.
  */
-export function liveTransportRules(name: string, elsewhere: string): TransportRules {
-  return { name, serves: new Set([OperationTypeNode.SUBSCRIPTION]), elsewhere };
+export function liveTransportRules(
+  name: string,
+  elsewhere: string,
+  connects: HowToConnect,
+): LiveTransportRules {
+  return { name, serves: new Set([OperationTypeNode.SUBSCRIPTION]), elsewhere, connects };
+}
+
+/**
+ * Where a client reaches any of `transports`, as one sentence's alternatives: "connect … to
+ * /graphql, POST the subscription to /graphql with Accept: … (…), or to /graphql/stream with …"
+ * (a way that begins as the one before it does not say its verb again).
+ */
+export function howToReachAny(transports: readonly HowToConnect[]): string {
+  const ways = transports.map((how, index) => {
+    const verb = index > 0 && transports[index - 1]?.does === how.does ? '' : `${how.does} `;
+    const accept = how.accept === undefined ? '' : ` with Accept: ${how.accept}`;
+    return `${verb}to ${how.path}${accept}${how.note === undefined ? '' : ` (${how.note})`}`;
+  });
+  const last = ways.pop();
+  return ways.length === 0 ? (last ?? '') : `${ways.join(', ')}, or ${last ?? ''}`;
 }
 
 /**
@@ -42,9 +89,16 @@ export type LiveExecute = (
   args: ExecutionArgs,
 ) => Promise<AsyncGenerator<ExecutionResult> | AsyncIterableIterator<ExecutionResult> | ExecutionResult>;
 
+/** What every live transport's wire is held to: its own limits and the stalled-write deadline. */
+export interface LiveTransportLimits extends LiveWriteLimits {
+  /** graphql-ws's limits (`GRAPHQL_WS_*`). */
+  readonly webSocket: WebSocketLimits;
+}
+
 /** What every live transport is given when it is attached: the same parts for each. */
 export interface LiveTransportParts {
-  door: Door;
+  /** The door's part a transport's adapter uses: origins and connections. */
+  door: TransportDoor;
   schema: GraphQLSchema;
   /** What every live transport executes (a subscription, or a `query @live`). */
   execute: LiveExecute;
@@ -65,6 +119,8 @@ export interface LiveTransportParts {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** A logger naming the transport. */
   logger: Logger;
+  /** The limits of every live transport's wire (each reads its own). */
+  limits: LiveTransportLimits;
 }
 
 /** What every live transport's writes are held to, whatever its wire. */
@@ -90,7 +146,7 @@ export interface AttachedLiveTransport {
 
 /** One kind of live transport. */
 export interface LiveTransport {
-  readonly rules: TransportRules;
+  readonly rules: LiveTransportRules;
   attach(parts: LiveTransportParts): AttachedLiveTransport;
 }
 
@@ -104,8 +160,10 @@ export interface LiveTransportStats {
 /** Parts the wing shares between its transports. */
 export interface LiveWingOptions
   extends
-    Pick<LiveConnectionsOptions, 'door' | 'schema' | 'record' | 'createContext'>,
-    Omit<LiveTransportParts, 'connections' | 'routes'> {
+    Pick<LiveConnectionsOptions, 'schema' | 'record' | 'createContext'>,
+    Omit<LiveTransportParts, 'door' | 'connections' | 'routes'> {
+  /** The door: each transport's adapter gets its part, and the live connections theirs. */
+  door: Door;
   live: LiveSessions;
   /** The live transports, in the order they are mounted. */
   transports: readonly LiveTransport[];
@@ -139,6 +197,7 @@ export function createLiveWing(options: LiveWingOptions): LiveWing {
       addressOf: options.addressOf,
       formatError: options.formatError,
       logger: options.logger.child({ component: transport.rules.name }),
+      limits: options.limits,
     });
     return { transport, connections, endpoint };
   });

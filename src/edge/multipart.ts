@@ -20,17 +20,23 @@
  * JSON body (as over SSE), and a subscription refused as it starts (another customer, a cursor
  * refused) is answered `200` with its `errors` as `application/json`, as a query's would be.
  */
-import { liveTransportRules, type LiveTransport, type LiveWriteLimits } from './live.ts';
+import { liveTransportRules, type LiveTransport } from './live.ts';
 import { streamedLiveTransport, type FormattedResult, type StreamFraming } from './streamed-response.ts';
 
 /** The multipart protocol serves subscriptions; a query or mutation is refused with `wrong-transport`. */
 const MULTIPART_TRANSPORT = liveTransportRules(
   'multipart',
   'Queries and mutations are served over HTTP (POST /graphql with Accept: application/json); Accept: multipart/mixed;subscriptionSpec=1.0 asks for subscriptions only, and queries marked @live.',
+  {
+    protocol: "Apollo's multipart protocol",
+    does: 'POST the subscription',
+    // The path it shares with HTTP's queries and graphql-ws: the `Accept` header chooses.
+    path: '/graphql',
+    accept: 'multipart/mixed;subscriptionSpec=1.0',
+    note: "Apollo Client's HttpLink does",
+    wire: 'http-stream',
+  },
 );
-
-/** The path it shares with HTTP's queries and graphql-ws: the `Accept` header chooses. */
-const MULTIPART_PATH = '/graphql';
 
 /** Apollo Router's heartbeat interval, which Apollo's clients are written against. */
 const HEARTBEAT_MS = 5_000;
@@ -93,22 +99,17 @@ export function acceptsMultipartSubscriptions(accept: string | undefined): boole
 }
 
 /** Apollo's multipart HTTP subscriptions as a live transport. */
-export function multipartSubscriptions(limits: LiveWriteLimits): LiveTransport {
-  return streamedLiveTransport(
-    {
-      rules: MULTIPART_TRANSPORT,
-      framing: MULTIPART_FRAMING,
-      mount(routes, serve) {
-        routes.use(MULTIPART_PATH, (req, res, next) => {
-          const chosen =
-            req.path === '/' &&
-            (req.method === 'POST' || req.method === 'GET') &&
-            acceptsMultipartSubscriptions(req.get('accept'));
-          if (chosen) serve(req, res, next);
-          else next();
-        });
-      },
-    },
-    limits,
-  );
-}
+export const MULTIPART_SUBSCRIPTIONS: LiveTransport = streamedLiveTransport({
+  rules: MULTIPART_TRANSPORT,
+  framing: MULTIPART_FRAMING,
+  mount(routes, serve) {
+    routes.use(MULTIPART_TRANSPORT.connects.path, (req, res, next) => {
+      const chosen =
+        req.path === '/' &&
+        (req.method === 'POST' || req.method === 'GET') &&
+        acceptsMultipartSubscriptions(req.get('accept'));
+      if (chosen) serve(req, res, next);
+      else next();
+    });
+  },
+});

@@ -32,7 +32,8 @@ import type { RateLimitsConfig } from './config.ts';
  * - `subscribe`: the same budget as `request` (kept as a name for the metrics' `bucket` label).
  * - `failed-auth`: a failed authentication, per client address. Only failing attempts spend it and
  *   only failing attempts are refused by it: a credential that verifies is never refused for it.
- * - `ws-connect`: a connection of a long-lived transport (graphql-ws), per authenticated caller.
+ * - `ws-connect`: a connection of any live transport, per authenticated caller (the name kept for
+ *   the metrics' `bucket` label).
  */
 export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect';
 

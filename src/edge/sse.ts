@@ -9,17 +9,22 @@
  * the event log where it stopped, without the document declaring `$after`. SSE serves
  * subscriptions and live queries (`query @live`) only.
  */
-import { liveTransportRules, type LiveTransport, type LiveWriteLimits } from './live.ts';
+import { liveTransportRules, type LiveTransport } from './live.ts';
 import { streamedLiveTransport, type StreamFraming } from './streamed-response.ts';
 
 /** SSE serves subscriptions; a query or mutation is refused with `wrong-transport`. */
 const SSE_TRANSPORT = liveTransportRules(
   'sse',
   'Queries and mutations are served over HTTP (POST /graphql); GraphQL over SSE serves subscriptions only, and queries marked @live.',
+  {
+    protocol: 'Server-Sent Events',
+    does: 'POST the subscription',
+    path: '/graphql/stream',
+    accept: 'text/event-stream',
+    note: 'Server-Sent Events',
+    wire: 'http-stream',
+  },
 );
-
-/** Where the transport is mounted. */
-const SSE_PATH = '/graphql/stream';
 
 /** The framing of graphql-sse's distinct connections mode. */
 const SSE_FRAMING: StreamFraming = {
@@ -43,29 +48,24 @@ const SSE_FRAMING: StreamFraming = {
 };
 
 /** GraphQL over SSE as a live transport. */
-export function serverSentEvents(limits: LiveWriteLimits): LiveTransport {
-  return streamedLiveTransport(
-    {
-      rules: SSE_TRANSPORT,
-      framing: SSE_FRAMING,
-      mount(routes, serve) {
-        routes.use(SSE_PATH, (req, res, next) => {
-          if (req.get('accept') === 'text/event-stream') {
-            serve(req, res, next);
-            return;
-          }
-          res.status(406).json({
-            errors: [
-              {
-                message:
-                  'GraphQL over SSE is served in distinct connections mode: send one subscription per request with "Accept: text/event-stream".',
-                extensions: { code: 'BAD_REQUEST' },
-              },
-            ],
-          });
-        });
-      },
-    },
-    limits,
-  );
-}
+export const SERVER_SENT_EVENTS: LiveTransport = streamedLiveTransport({
+  rules: SSE_TRANSPORT,
+  framing: SSE_FRAMING,
+  mount(routes, serve) {
+    routes.use(SSE_TRANSPORT.connects.path, (req, res, next) => {
+      if (req.get('accept') === SSE_TRANSPORT.connects.accept) {
+        serve(req, res, next);
+        return;
+      }
+      res.status(406).json({
+        errors: [
+          {
+            message:
+              'GraphQL over SSE is served in distinct connections mode: send one subscription per request with "Accept: text/event-stream".',
+            extensions: { code: 'BAD_REQUEST' },
+          },
+        ],
+      });
+    });
+  },
+});

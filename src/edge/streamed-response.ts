@@ -20,11 +20,12 @@
 import type { Request, Response, Router } from 'express';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
-import type { OperationRequest, TransportRules } from './door.ts';
+import type { OperationRequest } from './door/door.ts';
 import { sendRefusal } from './http.ts';
 import type {
   AttachedLiveTransport,
   LiveExecute,
+  LiveTransportRules,
   LiveTransport,
   LiveTransportParts,
   LiveWriteLimits,
@@ -70,7 +71,7 @@ export interface StreamFraming {
 
 /** A live transport over one streamed HTTP response. */
 export interface StreamedTransport {
-  readonly rules: TransportRules;
+  readonly rules: LiveTransportRules;
   readonly framing: StreamFraming;
   /**
    * Routes the requests this transport takes to `serve` (a refusal the transport makes of its own,
@@ -80,8 +81,8 @@ export interface StreamedTransport {
 }
 
 /** A streamed transport as a kind of the live wing. */
-export function streamedLiveTransport(transport: StreamedTransport, limits: LiveWriteLimits): LiveTransport {
-  return { rules: transport.rules, attach: (parts) => attachStreamed(parts, transport, limits) };
+export function streamedLiveTransport(transport: StreamedTransport): LiveTransport {
+  return { rules: transport.rules, attach: (parts) => attachStreamed(parts, transport, parts.limits) };
 }
 
 function attachStreamed(

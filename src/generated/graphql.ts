@@ -2129,11 +2129,12 @@ export type StatusReasonActor =
   | 'provider';
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2174,11 +2175,12 @@ export type Subscription = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2196,11 +2198,12 @@ export type SubscriptionAccountChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2217,11 +2220,12 @@ export type SubscriptionCapabilityChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2238,11 +2242,12 @@ export type SubscriptionCustomerChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2258,11 +2263,12 @@ export type SubscriptionDocumentChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2280,11 +2286,12 @@ export type SubscriptionEventsArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2301,11 +2308,12 @@ export type SubscriptionRelatedPartyChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *
@@ -2322,11 +2330,12 @@ export type SubscriptionRuleChangedArgs = {
 
 
 /**
- * Live changes, over the graphql-ws protocol (WebSocket) at `/graphql`, or over Server-Sent Events
- * at `/graphql/stream` (`POST` with `Accept: text/event-stream`), on the same port as HTTP. Both
- * authenticate like HTTP: a bearer token (`Authorization`, in graphql-ws's `connectionParams` or on
- * the request), or a caller's own platform key where the facade allows one; a request with neither
- * is refused, never served on the facade's own key. A subscriber receives only what its credentials
+ * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
+ * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
+ * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
+ * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
  * subscriber's credentials when the event arrives, so nested fields can be selected as in a query.
  *

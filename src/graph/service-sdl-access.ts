@@ -5,44 +5,13 @@
  * roles hold `schema-reader` (that role alone reaches no customer data), or an operator's. Without
  * a token the answer is 401, with another caller's 403. With introspection on (the default, or
  * `public`), `_service` stays readable as before, anonymously within the strictest limits
- * (src/edge/anonymous-service-limits.ts).
+ * (src/edge/anonymous-service-limits.ts). The door applies it, over every transport, among its
+ * operation checks (src/edge/door/operation-checks.ts).
  */
-import type { ApolloServerPlugin } from '@apollo/server';
-import { GraphQLError, Kind, visit, type DocumentNode } from 'graphql';
+import { Kind, visit, type DocumentNode } from 'graphql';
 
 /** The role of a service credential that may read the SDL and nothing more. */
 const SCHEMA_READER_ROLE = 'schema-reader';
-
-/** What the plugin reads from the context: the caller, absent for an anonymous request. */
-export interface ServiceSdlContext {
-  readonly caller?: { readonly operator: boolean; readonly roles: readonly string[] } | undefined;
-}
-
-/** Refuses `_service` to callers without the operator or schema-reader role; add it when introspection is off. */
-export function createServiceSdlAccessPlugin<
-  TContext extends ServiceSdlContext,
->(): ApolloServerPlugin<TContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ document, contextValue }) {
-          if (!selectsService(document)) return;
-          const caller = contextValue.caller;
-          if (caller === undefined) {
-            throw new GraphQLError('Reading the schema needs a service credential.', {
-              extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },
-            });
-          }
-          if (!mayReadServiceSdl(caller)) {
-            throw new GraphQLError(SERVICE_SDL_FORBIDDEN, {
-              extensions: { code: 'FORBIDDEN', http: { status: 403 } },
-            });
-          }
-        },
-      };
-    },
-  };
-}
 
 /** What a caller without either role is told. */
 export const SERVICE_SDL_FORBIDDEN = 'Reading the schema needs the schema-reader or operator role.';

@@ -1,8 +1,9 @@
 /**
  * Serves a repeated HTTP query from the answer cache (`src/graph/answer-cache.ts`) and keeps what a
- * query's execution answered. It runs once the door's hooks have admitted the operation (Apollo
- * calls `responseForOperation` after `didResolveOperation`), so a held answer is served only to an
- * operation the door let through with every check and budget of a fresh one; and before execution,
+ * query's execution answered. It runs only for an operation the door admitted (Apollo calls
+ * `responseForOperation` after `didResolveOperation`, where a refused one is thrown), so a held
+ * answer is served only to an operation the door let through with every check and budget of a
+ * fresh one; and before execution,
  * which a held answer skips with the loaders and the upstream context's reads.
  *
  * Left to execution every time: mutations, `@live` queries, a request with `Cache-Control:

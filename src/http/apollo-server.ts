@@ -1,9 +1,12 @@
 /**
  * Apollo Server as the facade runs it over HTTP: the executor behind the HTTP adapter of the door
- * (src/edge/http.ts). It parses with the door's token limit, validates with the door's rules, and
- * runs the door's hooks once the operation is known; every operation goes to the one operation
- * recorder of every transport (the facade's own hooks run as one plugin, `request-hooks.ts`); the
- * other plugins trace and audit, and drain the server on shutdown.
+ * (src/edge/http.ts), which admits every operation before Apollo reads it. Apollo runs the
+ * document the door admitted (it parses and validates only to word a document the door refused,
+ * with the door's token limit and rules), and its hooks are the one place of what HTTP alone does
+ * with an operation's answer (`no-store`, `extensions.cost`, the JSON status of GraphQL over HTTP,
+ * the record through the one operation recorder of every transport, whole answers kept and
+ * served), run as one plugin (`request-hooks.ts`); the other plugins trace and audit, and drain
+ * the server on shutdown.
  */
 import type http from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
@@ -15,12 +18,13 @@ import {
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
-import type { Door } from '../edge/door.ts';
-import type { OperationRecorder } from '../edge/operation-record.ts';
-import { doorHooks } from '../edge/http.ts';
+import type { ExecutorDoor } from '../edge/door/door.ts';
+import type { OperationRecorder } from '../observability/operation-record.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
 import { createGatewayCredentialCheck } from '../auth/gateway-credential.ts';
+import type { AdmittedOperations } from './admitted-operation.ts';
+import { costExtensionHooks } from './cost-extension.ts';
 import { createGatewayInlineTracePlugin } from './gateway-inline-trace.ts';
 import { jsonStatusHooks } from './json-status-plugin.ts';
 import { noStoreHooks } from './no-store-plugin.ts';
@@ -34,7 +38,10 @@ export interface ApolloServerOptions {
   config: Config;
   schema: GraphQLSchema;
   httpServer: http.Server;
-  door: Door;
+  /** The door's parser options and rules, with which Apollo words a document the door refused. */
+  door: ExecutorDoor;
+  /** The door's admissions, handed to Apollo's hooks. */
+  admitted: AdmittedOperations;
   logger: Logger;
   /** The one operation recorder of every transport: each operation's line, metrics and lifecycle. */
   record: OperationRecorder;
@@ -69,8 +76,10 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
     // The process owns SIGINT/SIGTERM (src/main.ts): Apollo's own handler would stop the server
     // under our ordered shutdown and re-raise the signal, so the process would die before exit 0.
     stopOnTerminationSignals: false,
-    // Apollo parses and validates HTTP operations itself (keeping parsed documents), with the door's
-    // token limit and rules; the door's plugin runs the rest of its checks.
+    // The door parsed and validated every document Apollo runs and hands it over (`admitted`): no
+    // store of Apollo's own. Apollo parses only a document the door refused, to word it, with the
+    // door's token limit and rules.
+    documentStore: null,
     validationRules: [...door.validationRules],
     parseOptions: door.parseOptions,
     includeStacktraceInErrorResponses: development,
@@ -90,7 +99,8 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
       // The facade's own hooks as one listener, in this order: Apollo adds promises per plugin per stage.
       createRequestHooksPlugin<GraphContext>([
         noStoreHooks,
-        doorHooks(door, { maxCost: config.queryLimits.maxCost }),
+        options.admitted.hooks,
+        costExtensionHooks(config.queryLimits.maxCost),
         jsonStatusHooks,
         operationRecordHooks(options.record, options.logger, (query) => options.isTrustedDocument(query)),
         // `extensions.stale` on an answer holding reads served stale in an upstream outage.

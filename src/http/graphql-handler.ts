@@ -1,5 +1,7 @@
 /**
- * Apollo Server on express, doing per request only what a GraphQL answer needs.
+ * Apollo Server on express as the HTTP door's executor: it runs the request the door admitted (the
+ * admission registered for Apollo's hooks, `admitted-operation.ts`) and writes its answer, doing
+ * per request only what a GraphQL answer needs.
  *
  * It does what `expressMiddleware` of `@as-integrations/express5` does (same request handed to
  * Apollo, same status, headers and body back), without two costs paid on every operation: the
@@ -8,21 +10,25 @@
  * revalidates (answers are `no-store`). Here the query string is cut from the URL and the body is
  * written as it is, with its length.
  */
-import { HeaderMap, type ApolloServer, type BaseContext } from '@apollo/server';
-import type { Request, RequestHandler, Response } from 'express';
+import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
+import type { Request, Response } from 'express';
+import type { RequestAdmission } from '../edge/door/door.ts';
+import type { HttpExecutor } from '../edge/http.ts';
 
 export interface GraphQLHandlerOptions<TContext extends BaseContext> {
   /** Builds the context of one operation; throwing answers the request with Apollo's error. */
-  context: (args: { req: Request; res: Response }) => Promise<TContext>;
+  context: (args: { req: Request; res: Response; admission: RequestAdmission }) => Promise<TContext>;
+  /** Hands the door's admission of the request to Apollo's hooks. */
+  admit(request: HTTPGraphQLRequest, admission: RequestAdmission): void;
 }
 
-/** The express handler serving `server` (started) on the path it is mounted at. */
+/** The executor running `server` (started) for the requests the door admitted at the path it serves. */
 export function createGraphQLHandler<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
   options: GraphQLHandlerOptions<TContext>,
-): RequestHandler {
+): HttpExecutor {
   server.assertStarted('createGraphQLHandler()');
-  return async (req, res) => {
+  return async (req, res, admission) => {
     if (!('body' in req)) {
       res
         .status(500)
@@ -34,14 +40,16 @@ export function createGraphQLHandler<TContext extends BaseContext>(
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
     }
+    const httpGraphQLRequest: HTTPGraphQLRequest = {
+      method: req.method.toUpperCase(),
+      headers,
+      search: searchOf(req.url),
+      body: req.body,
+    };
+    options.admit(httpGraphQLRequest, admission);
     const answer = await server.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: {
-        method: req.method.toUpperCase(),
-        headers,
-        search: searchOf(req.url),
-        body: req.body,
-      },
-      context: () => options.context({ req, res }),
+      httpGraphQLRequest,
+      context: () => options.context({ req, res, admission }),
     });
     for (const [name, value] of answer.headers) res.setHeader(name, value);
     res.statusCode = answer.status ?? 200;

@@ -1,12 +1,12 @@
 /**
- * Hands each HTTP operation to the one operation recorder (src/edge/operation-record.ts), which
+ * Hands each HTTP operation to the one operation recorder (src/observability/operation-record.ts), which
  * writes its `graphql operation` line, counts its metrics and tells the lifecycle, as it does for
  * every live transport: Apollo Server stays HTTP's executor, and its hooks only gather what the
  * record needs (name, type, status, error codes, loader and upstream counts, the door's estimate).
  * It also logs the real cause of every error the client only sees masked. Never logs variables,
  * headers or keys.
  */
-import type { OperationRecorder } from '../edge/operation-record.ts';
+import type { OperationRecorder } from '../observability/operation-record.ts';
 import { isUnexpectedError, toGraphQLError } from '../errors/to-graphql-error.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';

@@ -2,17 +2,18 @@
  * The facade's own hooks into Apollo Server's request pipeline, run as one plugin. Apollo calls
  * every plugin's listener at every stage of every request (`Promise.all` over the listeners, and
  * `responseForOperation` one listener after the other), so each plugin adds its promises per stage
- * whether it has a hook there or not. The facade's parts (the door's checks, `no-store`, the JSON
- * status, the operation record, the answer cache) keep their hooks apart, in their own files, as plain functions that
- * wait on nothing; this plugin gives Apollo one listener that calls them in line, in the order they
- * are listed, with the outcome Apollo's own `Promise.all` gave: every part runs, and the first part
- * that throws decides the error.
+ * whether it has a hook there or not. The facade's parts (the door's admitted operation, `no-store`,
+ * `extensions.cost`, the JSON status, the operation record, the answer cache) keep their hooks
+ * apart, in their own files, as plain functions that wait on nothing; this plugin gives Apollo one
+ * listener that calls them in line, in the order they are listed, with the outcome Apollo's own
+ * `Promise.all` gave: every part runs, and the first part that throws decides the error.
  */
 import type {
   ApolloServerPlugin,
   GraphQLRequestContext,
   GraphQLRequestContextDidEncounterErrors,
   GraphQLRequestContextDidResolveOperation,
+  GraphQLRequestContextDidResolveSource,
   GraphQLRequestContextParsingDidStart,
   GraphQLRequestContextResponseForOperation,
   GraphQLRequestContextValidationDidStart,
@@ -23,6 +24,8 @@ import type {
 
 /** One part's hooks for one request; none returns a promise. */
 export interface RequestHooks<TContext extends object> {
+  /** The text to run is known (a persisted query's included); throw to run nothing. */
+  didResolveSource?(requestContext: GraphQLRequestContextDidResolveSource<TContext>): void;
   parsingDidStart?(requestContext: GraphQLRequestContextParsingDidStart<TContext>): void;
   validationDidStart?(requestContext: GraphQLRequestContextValidationDidStart<TContext>): void;
   /** Throw to refuse the operation (as a plugin's `didResolveOperation` may). */
@@ -61,6 +64,9 @@ function listenerOf<TContext extends object>(
   hooks: readonly RequestHooks<TContext>[],
 ): GraphQLRequestListener<TContext> {
   return {
+    async didResolveSource(requestContext) {
+      runEach(hooks, (each) => each.didResolveSource?.(requestContext));
+    },
     async parsingDidStart(requestContext) {
       runEach(hooks, (each) => each.parsingDidStart?.(requestContext));
     },

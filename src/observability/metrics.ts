@@ -33,16 +33,23 @@ export interface LiveTransportNumbers {
 export interface MetricsOptions {
   /** Distinct operation names kept as labels; later new names count as `other`. */
   maxOperationNames: number;
-  /** Live numbers read at each scrape, per live transport (open connections, running subscriptions). */
-  live?: () => readonly LiveTransportNumbers[];
-  /** The event log read at each scrape: its length and this replica's lag, per environment. */
-  eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
-  /** The upstream response cache's counts, read at each scrape; undefined while it is off. */
-  responseCache?: () => ResponseCacheStats | undefined;
-  /** The answer cache's counts (whole answers of repeated queries), read at each scrape. */
-  answerCache?: () => AnswerCacheStats | undefined;
   /** Collect Node's process metrics (CPU, memory, event loop, GC). Default true. */
   processMetrics?: boolean;
+}
+
+/**
+ * What the gauges read at each scrape from the parts that hold the numbers (registered with
+ * {@link watchScrapeSources} once those parts are built).
+ */
+export interface ScrapeSources {
+  /** Live numbers per live transport (open connections, running subscriptions). */
+  live?: () => readonly LiveTransportNumbers[];
+  /** The event log: its length and this replica's lag, per environment. */
+  eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
+  /** The upstream response cache's counts; undefined while it is off. */
+  responseCache?: () => ResponseCacheStats | undefined;
+  /** The answer cache's counts (whole answers of repeated queries). */
+  answerCache?: () => AnswerCacheStats | undefined;
 }
 
 export interface Metrics {
@@ -210,10 +217,16 @@ export function createMetrics(options: MetricsOptions): Metrics {
     handler: () => exposition(registry),
   };
 
-  if (options.responseCache !== undefined) registerResponseCacheMetrics(options.responseCache, registers);
-  if (options.answerCache !== undefined) registerAnswerCacheMetrics(options.answerCache, registers);
-  if (options.live !== undefined) {
-    const live = options.live;
+  return metrics;
+}
+
+/** Registers the gauges that read `sources` at each scrape in `metrics`' registry. Once per app. */
+export function watchScrapeSources(metrics: Metrics, sources: ScrapeSources): void {
+  const registers = [metrics.registry];
+  if (sources.responseCache !== undefined) registerResponseCacheMetrics(sources.responseCache, registers);
+  if (sources.answerCache !== undefined) registerAnswerCacheMetrics(sources.answerCache, registers);
+  if (sources.live !== undefined) {
+    const live = sources.live;
     const ofTransport = (name: string) => live().find((numbers) => numbers.transport === name);
     new Gauge({
       name: 'facade_live_connections',
@@ -253,8 +266,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       },
     });
   }
-  if (options.eventLog !== undefined) registerEventLogMetrics(options.eventLog, registers);
-  return metrics;
+  if (sources.eventLog !== undefined) registerEventLogMetrics(sources.eventLog, registers);
 }
 
 /** What the idle-time memory release tells (src/observability/memory-release.ts). */
@@ -371,7 +383,7 @@ function createUpstreamMetrics(
 
 /** The event log's length and this replica's lag, per environment, read once per scrape. */
 function registerEventLogMetrics(
-  eventLog: NonNullable<MetricsOptions['eventLog']>,
+  eventLog: NonNullable<ScrapeSources['eventLog']>,
   registers: Registry[],
 ): void {
   // One read of the log per scrape feeds both gauges.

@@ -12,9 +12,7 @@ import type { MetricsConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
-import { createMetrics, type LiveTransportNumbers, type Metrics } from './metrics.ts';
-import type { AnswerCacheStats } from '../graph/answer-cache.ts';
-import type { ResponseCacheStats } from '../upstream/response-cache.ts';
+import { createMetrics, watchScrapeSources, type Metrics, type ScrapeSources } from './metrics.ts';
 
 /** The path metrics are served at, on whichever port. */
 const METRICS_PATH = '/metrics';
@@ -27,21 +25,8 @@ export interface ObservabilityOptions {
   metrics?: Metrics;
   /** The current trace id, when tracing is on (audit lines carry it). */
   traceId?: () => string | undefined;
-  /** Each live transport's open connections and running subscriptions, read at each scrape. */
-  live: () => readonly LiveTransportNumbers[];
-  /** The event log's length and this replica's lag, read at each scrape. */
-  eventLog?: () => Promise<{ environment: string; length: number; lagSeconds: number }[]>;
   /** Refuses a request to the metrics server whose Host is not allowed (DNS rebinding); see app.ts. */
   hostCheck?: RequestHandler;
-  /** The upstream response cache's counts, read at each scrape; undefined when it is off. */
-  responseCache?: () => ResponseCacheStats | undefined;
-  /** The answer cache's counts, read at each scrape; undefined when it is off. */
-  answerCache?: () => AnswerCacheStats | undefined;
-  /**
-   * GET routes served beside `/metrics`, on this port only, by path: what only operators read (the
-   * parked webhook events, docs/operations.md).
-   */
-  operatorRoutes?: Readonly<Record<string, RequestHandler>>;
 }
 
 export interface Observability {
@@ -50,27 +35,30 @@ export interface Observability {
   /** Metrics and the audit trail, for `createUpstreamClient({ observer })`. */
   readonly upstreamObserver: UpstreamObserver;
   readonly plugins: ApolloServerPlugin<AuditableContext>[];
+  /**
+   * Reads `sources` at each scrape (the live transports, the event log, the caches), once the parts
+   * that hold those numbers are built: the metrics come first, since those parts count through them.
+   */
+  watch(sources: ScrapeSources): void;
+  /**
+   * Serves a GET route beside `/metrics`, on this port only: what only operators read (the parked
+   * webhook events, docs/operations.md), given once the part that holds it is built.
+   */
+  serveOperatorRoute(path: string, handler: RequestHandler): void;
   /** Starts the metrics server on its own port (`METRICS_PORT`); resolves with its base URL. */
   listen(host: string): Promise<string>;
   close(): Promise<void>;
 }
 
 export function createObservability(options: ObservabilityOptions): Observability {
-  const metrics =
-    options.metrics ??
-    createMetrics({
-      maxOperationNames: options.config.maxOperationNames,
-      live: options.live,
-      ...(options.eventLog === undefined ? {} : { eventLog: options.eventLog }),
-      ...(options.responseCache === undefined ? {} : { responseCache: options.responseCache }),
-      ...(options.answerCache === undefined ? {} : { answerCache: options.answerCache }),
-    });
+  const metrics = options.metrics ?? createMetrics({ maxOperationNames: options.config.maxOperationNames });
   const audit = createAuditTrail({
     logger: options.auditLogger,
     ...(options.traceId === undefined ? {} : { traceId: options.traceId }),
   });
   const observers = [metrics.upstreamObserver, audit.upstreamObserver];
   let server: http.Server | undefined;
+  const operatorRoutes = new Map<string, RequestHandler>();
 
   return {
     metrics,
@@ -87,13 +75,16 @@ export function createObservability(options: ObservabilityOptions): Observabilit
       },
     },
     plugins: [audit.plugin],
+    watch: (sources) => watchScrapeSources(metrics, sources),
+    serveOperatorRoute: (path, handler) => {
+      operatorRoutes.set(path, handler);
+    },
     async listen(host) {
       const metricsApp = express();
       metricsApp.disable('x-powered-by');
       if (options.hostCheck !== undefined) metricsApp.use(options.hostCheck);
       metricsApp.get(METRICS_PATH, metrics.handler());
-      for (const [path, handler] of Object.entries(options.operatorRoutes ?? {}))
-        metricsApp.get(path, handler);
+      for (const [path, handler] of operatorRoutes) metricsApp.get(path, handler);
       metricsApp.use((_request, response) => {
         response.status(404).json({ error: 'not found' });
       });

@@ -1,12 +1,13 @@
 /**
- * One admission order: every transport (HTTP, graphql-ws, SSE, multipart) takes the door's steps
- * as src/edge/door.ts declares them (`ADMISSION_ORDER`), HTTP included, where Apollo Server parses
- * and validates with the door's options. Each step reports itself through `app.lifecycle` (`admissionStep`); each transport's
- * record is pinned to the declared list, and a document over a parse or a validation limit reads
- * the same over HTTP (Apollo's parser and rules) as over SSE (the door's own).
+ * One admission order, one executor of it: every transport (HTTP, graphql-ws, SSE, multipart)
+ * takes the door's steps as src/edge/door/door.ts declares them (`ADMISSION_ORDER`), run by the
+ * door itself, HTTP included (Apollo Server executes what the door admitted, and words a refused
+ * document with the door's options). Each step reports itself through `app.lifecycle`
+ * (`admissionStep`); each transport's record is pinned to the declared list, and a document over a
+ * parse or a validation limit reads the same over HTTP (Apollo's words) as over SSE (the door's own).
  */
 import { describe, expect, test } from 'vitest';
-import { admissionStepsOf } from '../../src/edge/door.ts';
+import { admissionStepsOf } from '../../src/edge/door/door.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { tokenFor } from '../support/tokens.ts';
 

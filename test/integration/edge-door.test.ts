@@ -1,14 +1,17 @@
 /**
- * One door, three transports: every refusal sent over HTTP, over graphql-ws and over Server-Sent
- * Events, each answered as the refusal table (src/edge/refusal.ts) says, and none of them reaching
- * the upstream.
+ * One door, every transport: every refusal sent over HTTP and over each live transport of
+ * `LIVE_TRANSPORTS` (graphql-ws, Apollo's multipart protocol, Server-Sent Events, and the next one
+ * by construction: its client is built from how it says a client reaches it), each answered as the
+ * refusal table (src/edge/refusal.ts) says, and none of them reaching the upstream.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { generateKeyPair, SignJWT } from 'jose';
 import WsClient from 'ws';
+import type { HowToConnect, LiveTransport } from '../../src/edge/live.ts';
+import { LIVE_TRANSPORTS } from '../../src/edge/live-transports.ts';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { waitFor } from '../support/harness/wait.ts';
@@ -108,29 +111,49 @@ async function subscribeRefused(
 }
 
 /**
- * A subscription the door refuses over Server-Sent Events (`/graphql/stream`): the status and the
- * first error's code, from the refusal's HTTP answer or, if a stream was opened, its first message.
+ * A subscription the door refuses over a live transport of streamed HTTP responses (SSE at
+ * `/graphql/stream`, multipart at `/graphql`), sent as `how` says a client does: the status and
+ * the first error's code, from the refusal's HTTP answer or, if a stream was opened, its first
+ * message (an SSE event's data, a multipart part's payload).
  */
 async function streamRefused(
   stack: Stack,
+  how: HowToConnect,
   credentials: Credentials,
   query: string,
   variables?: Record<string, unknown>,
 ): Promise<HttpAnswer> {
   const abort = new AbortController();
-  const response = await fetch(`${stack.facadeUrl}/graphql/stream`, {
+  const response = await fetch(`${stack.facadeUrl}${how.path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...lowerCased(credentials) },
+    headers: {
+      'content-type': 'application/json',
+      accept: how.accept ?? 'application/json',
+      ...lowerCased(credentials),
+    },
     body: JSON.stringify({ query, variables }),
     signal: abort.signal,
   });
   const text = await response.text();
   abort.abort();
-  const json = (response.headers.get('content-type') ?? '').startsWith('text/event-stream')
+  const contentType = response.headers.get('content-type') ?? '';
+  const json = contentType.startsWith('text/event-stream')
     ? (/^data: ?(.*)$/m.exec(text)?.[1] ?? '{}')
-    : text;
+    : contentType.startsWith('multipart/mixed')
+      ? firstMultipartMessage(text)
+      : text;
   const body = JSON.parse(json) as { errors?: { extensions?: { code?: string } }[] };
   return { status: response.status, code: body.errors?.[0]?.extensions?.code };
+}
+
+/** The first part of a multipart stream that is no heartbeat, as `{ errors }`. */
+function firstMultipartMessage(text: string): string {
+  for (const match of text.matchAll(/\r\n\r\n(\{.*\})\r\n/g)) {
+    const part = JSON.parse(match[1]!) as { payload?: { errors?: unknown } | null; errors?: unknown };
+    if (part.errors !== undefined) return JSON.stringify({ errors: part.errors });
+    if (part.payload !== undefined && part.payload !== null) return JSON.stringify(part.payload);
+  }
+  return '{}';
 }
 
 /** A browser page of another origin asking first (the preflight) to reach `path`. */
@@ -155,87 +178,113 @@ async function warmUp(stack: Stack): Promise<void> {
   await stack.subscriptionsCompleted(1);
 }
 
+/** What every live transport is sent for a case: who, and the subscription. */
+interface LiveAsk {
+  as(): Promise<Credentials>;
+  query: string;
+  variables?: Record<string, unknown>;
+}
+
 interface RefusalCase {
   refusal: string;
   http(stack: Stack): Promise<HttpAnswer>;
-  ws(stack: Stack): Promise<WsAnswer>;
-  sse(stack: Stack): Promise<HttpAnswer>;
-  /** SSE answers a refusal as HTTP does, unless `sse` says otherwise. */
-  expected: { http: HttpAnswer; ws: WsAnswer; sse?: HttpAnswer };
+  /** What each live transport is sent, or a browser page of another origin reaching it. */
+  live: LiveAsk | 'a page of another origin';
+  /**
+   * A transport over WebSocket answers as `ws` says (a close: the connection is refused, so no
+   * operation is sent); one over streamed HTTP responses answers as HTTP does, unless `stream` says
+   * otherwise.
+   */
+  expected: { http: HttpAnswer; ws: WsAnswer; stream?: HttpAnswer };
+}
+
+const nobody = async (): Promise<Credentials> => ({});
+const badToken = async (): Promise<Credentials> => ({ Authorization: 'Bearer not.a.token' });
+const acme = () => as('acme');
+
+/** The answer of `transport` to `refusal`, from a client built from how the transport says it is reached. */
+async function liveAnswer(
+  stack: Stack,
+  transport: LiveTransport,
+  { live, expected }: RefusalCase,
+): Promise<WsAnswer | HttpAnswer> {
+  const how = transport.rules.connects;
+  if (how.wire === 'http-stream') {
+    if (live === 'a page of another origin') return preflightRefused(stack, how.path);
+    return streamRefused(stack, how, await live.as(), live.query, live.variables);
+  }
+  // A WebSocket speaks a protocol of its own: a new one needs its client here (the harness has graphql-ws's).
+  if (transport.rules.name !== 'graphql-ws' || how.path !== '/graphql') {
+    throw new Error(`no client for the WebSocket transport ${transport.rules.name} in this test`);
+  }
+  if (live === 'a page of another origin') return upgradeRefused(stack);
+  return 'close' in expected.ws
+    ? connectRefused(stack, await live.as())
+    : subscribeRefused(stack, await live.as(), live.query, live.variables);
+}
+
+/** A WebSocket upgrade from a browser page of another origin: the upgrade's status and code. */
+function upgradeRefused(stack: Stack): Promise<WsAnswer> {
+  return new Promise<WsAnswer>((resolve, reject) => {
+    const socket = new WsClient(stack.graphqlUrl.replace(/^http/, 'ws'), 'graphql-transport-ws', {
+      origin: 'https://evil.example.net',
+    });
+    socket.once('unexpected-response', (_request, response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      response.on('end', () => {
+        const body = JSON.parse(text) as { errors: { extensions: { code: string } }[] };
+        resolve({ upgrade: response.statusCode ?? 0, code: body.errors[0]?.extensions.code });
+      });
+    });
+    socket.once('open', () => reject(new Error('the upgrade was accepted')));
+    socket.once('error', () => {});
+  });
 }
 
 const admissionCases: RefusalCase[] = [
   {
     refusal: 'no token',
     http: (stack) => post(stack, {}, CUSTOMER),
-    ws: (stack) => connectRefused(stack, {}),
-    sse: (stack) => streamRefused(stack, {}, WATCH),
+    live: { as: nobody, query: WATCH },
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     refusal: 'a bad token',
-    http: (stack) => post(stack, { Authorization: 'Bearer not.a.token' }, CUSTOMER),
-    ws: (stack) => connectRefused(stack, { Authorization: 'Bearer not.a.token' }),
-    sse: (stack) => streamRefused(stack, { Authorization: 'Bearer not.a.token' }, WATCH),
+    http: async (stack) => post(stack, await badToken(), CUSTOMER),
+    live: { as: badToken, query: WATCH },
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     refusal: 'an expired token',
     http: async (stack) => post(stack, await expiredToken(), CUSTOMER),
-    ws: async (stack) => connectRefused(stack, await expiredToken()),
-    sse: async (stack) => streamRefused(stack, await expiredToken(), WATCH),
+    live: { as: expiredToken, query: WATCH },
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     refusal: 'a token of the issuer for another audience',
     http: async (stack) => post(stack, await otherAudienceToken(), CUSTOMER),
-    ws: async (stack) => connectRefused(stack, await otherAudienceToken()),
-    sse: async (stack) => streamRefused(stack, await otherAudienceToken(), WATCH),
+    live: { as: otherAudienceToken, query: WATCH },
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     // The roles a caller would want (operator, gateway) in a token the issuer never signed.
     refusal: 'a token with every role, signed by a key of its own under the issuer’s key id',
     http: async (stack) => post(stack, await forgedPowerfulToken(), CUSTOMER),
-    ws: async (stack) => connectRefused(stack, await forgedPowerfulToken()),
-    sse: async (stack) => streamRefused(stack, await forgedPowerfulToken(), WATCH),
+    live: { as: forgedPowerfulToken, query: WATCH },
     expected: { http: { status: 401, code: 'UNAUTHENTICATED' }, ws: { close: 4401 } },
   },
   {
     refusal: 'a page of another origin',
     // The browser asks first (a JSON POST is not a simple request); the answer stops it there.
-    http: async (stack) => {
-      const response = await fetch(stack.graphqlUrl, {
-        method: 'OPTIONS',
-        headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' },
-      });
-      const body = (await response.json()) as { errors: { extensions: { code: string } }[] };
-      return { status: response.status, code: body.errors[0]?.extensions.code };
-    },
-    ws: (stack) =>
-      new Promise<WsAnswer>((resolve, reject) => {
-        const socket = new WsClient(stack.graphqlUrl.replace(/^http/, 'ws'), 'graphql-transport-ws', {
-          origin: 'https://evil.example.net',
-        });
-        socket.once('unexpected-response', (_request, response) => {
-          let text = '';
-          response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-          response.on('end', () => {
-            const body = JSON.parse(text) as { errors: { extensions: { code: string } }[] };
-            resolve({ upgrade: response.statusCode ?? 0, code: body.errors[0]?.extensions.code });
-          });
-        });
-        socket.once('open', () => reject(new Error('the upgrade was accepted')));
-        socket.once('error', () => {});
-      }),
-    sse: (stack) => preflightRefused(stack, '/graphql/stream'),
+    http: (stack) => preflightRefused(stack, '/graphql'),
+    live: 'a page of another origin',
     expected: { http: { status: 403, code: 'FORBIDDEN' }, ws: { upgrade: 403, code: 'FORBIDDEN' } },
   },
   {
     refusal: 'the other transport’s operation type',
-    http: async (stack) => post(stack, await as('acme'), WATCH),
-    ws: async (stack) => subscribeRefused(stack, await as('acme'), CUSTOMER),
-    sse: async (stack) => streamRefused(stack, await as('acme'), CUSTOMER),
+    http: async (stack) => post(stack, await acme(), WATCH),
+    live: { as: acme, query: CUSTOMER },
     expected: { http: { status: 400, code: 'BAD_REQUEST' }, ws: { error: 'BAD_REQUEST' } },
   },
   {
@@ -243,21 +292,14 @@ const admissionCases: RefusalCase[] = [
     http: async (stack) =>
       post(
         stack,
-        await as('acme'),
+        await acme(),
         '{ customer(id: "cus_acme") { accounts { nodes { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } } }',
       ),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
+    live: {
+      as: acme,
+      query:
         'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } }',
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts { nodes { customer { accounts { nodes { id } } } } } } } } }',
-      ),
+    },
     expected: {
       http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
       ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
@@ -265,19 +307,12 @@ const admissionCases: RefusalCase[] = [
   },
   {
     refusal: 'too costly',
-    http: async (stack) => post(stack, await as('acme'), '{ customers(first: 60) { nodes { id } } }'),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
+    http: async (stack) => post(stack, await acme(), '{ customers(first: 60) { nodes { id } } }'),
+    live: {
+      as: acme,
+      query:
         'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: 60) { nodes { id } } } } } }',
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        'subscription { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: 60) { nodes { id } } } } } }',
-      ),
+    },
     expected: {
       http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
       ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
@@ -286,21 +321,13 @@ const admissionCases: RefusalCase[] = [
   {
     refusal: 'too costly once the variables are known',
     http: async (stack) =>
-      post(stack, await as('acme'), 'query($n: Int) { customers(first: $n) { nodes { id } } }', { n: 60 }),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
+      post(stack, await acme(), 'query($n: Int) { customers(first: $n) { nodes { id } } }', { n: 60 }),
+    live: {
+      as: acme,
+      query:
         'subscription($n: Int) { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: $n) { nodes { id } } } } } }',
-        { n: 60 },
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        'subscription($n: Int) { accountChanged(customerId: "cus_acme") { account { customer { accounts(first: $n) { nodes { id } } } } } }',
-        { n: 60 },
-      ),
+      variables: { n: 60 },
+    },
     expected: {
       http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
       ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
@@ -309,23 +336,11 @@ const admissionCases: RefusalCase[] = [
   {
     refusal: 'too many aliases',
     http: async (stack) =>
-      post(
-        stack,
-        await as('acme'),
-        `{ ${Array.from({ length: 16 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
-      ),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
-        `subscription { accountChanged(customerId: "cus_acme") { ${Array.from({ length: 16 }, (_, i) => `a${i}: accountId`).join(' ')} } }`,
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        `subscription { accountChanged(customerId: "cus_acme") { ${Array.from({ length: 16 }, (_, i) => `a${i}: accountId`).join(' ')} } }`,
-      ),
+      post(stack, await acme(), `{ ${Array.from({ length: 16 }, (_, i) => `a${i}: __typename`).join(' ')} }`),
+    live: {
+      as: acme,
+      query: `subscription { accountChanged(customerId: "cus_acme") { ${Array.from({ length: 16 }, (_, i) => `a${i}: accountId`).join(' ')} } }`,
+    },
     expected: {
       http: { status: 400, code: 'GRAPHQL_VALIDATION_FAILED' },
       ws: { error: 'GRAPHQL_VALIDATION_FAILED' },
@@ -333,105 +348,80 @@ const admissionCases: RefusalCase[] = [
   },
   {
     refusal: 'too many tokens',
-    http: async (stack) => post(stack, await as('acme'), `{ ${'__typename '.repeat(120)}}`),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
-        `subscription { accountChanged(customerId: "cus_acme") { ${'accountId '.repeat(120)}} }`,
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        `subscription { accountChanged(customerId: "cus_acme") { ${'accountId '.repeat(120)}} }`,
-      ),
+    http: async (stack) => post(stack, await acme(), `{ ${'__typename '.repeat(120)}}`),
+    live: {
+      as: acme,
+      query: `subscription { accountChanged(customerId: "cus_acme") { ${'accountId '.repeat(120)}} }`,
+    },
     expected: { http: { status: 400, code: 'GRAPHQL_PARSE_FAILED' }, ws: { error: 'GRAPHQL_PARSE_FAILED' } },
   },
   {
     refusal: 'a malformed input string',
     http: async (stack) =>
-      post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', { id: '\udfffcus' }),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
-        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
-        { id: '\udfffcus' },
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
-        { id: '\udfffcus' },
-      ),
+      post(stack, await acme(), 'query($id: ID!) { customer(id: $id) { id } }', { id: '\udfffcus' }),
+    live: {
+      as: acme,
+      query: 'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+      variables: { id: '\udfffcus' },
+    },
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
   },
   {
-    // Refused by the door before execution over both, never an INTERNAL_SERVER_ERROR of the facade.
+    // Refused by the door before execution over every transport, never an INTERNAL_SERVER_ERROR of the facade.
     refusal: 'a variable its type cannot hold',
     http: async (stack) =>
-      post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', { id: { a: 1 } }),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
-        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
-        { id: { a: 1 } },
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
-        { id: { a: 1 } },
-      ),
+      post(stack, await acme(), 'query($id: ID!) { customer(id: $id) { id } }', { id: { a: 1 } }),
+    live: {
+      as: acme,
+      query: 'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+      variables: { id: { a: 1 } },
+    },
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
   },
   {
     // Refused by the scope before anything shared is touched: no queue, no cursor judged, no watch.
     refusal: 'another customer’s id (a subscription with a cursor far ahead of the log)',
-    http: async (stack) => post(stack, await as('acme'), '{ customer(id: "cus_globex") { id } }'),
-    ws: async (stack) => subscribeRefused(stack, await as('acme'), ANOTHER_AHEAD),
-    sse: async (stack) => streamRefused(stack, await as('acme'), ANOTHER_AHEAD),
+    http: async (stack) => post(stack, await acme(), '{ customer(id: "cus_globex") { id } }'),
+    live: { as: acme, query: ANOTHER_AHEAD },
     expected: { http: { status: 200, code: 'NOT_FOUND' }, ws: { error: 'NOT_FOUND' } },
   },
   {
     refusal: 'a required variable left out',
-    http: async (stack) => post(stack, await as('acme'), 'query($id: ID!) { customer(id: $id) { id } }', {}),
-    ws: async (stack) =>
-      subscribeRefused(
-        stack,
-        await as('acme'),
-        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
-        {},
-      ),
-    sse: async (stack) =>
-      streamRefused(
-        stack,
-        await as('acme'),
-        'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
-        {},
-      ),
+    http: async (stack) => post(stack, await acme(), 'query($id: ID!) { customer(id: $id) { id } }', {}),
+    live: {
+      as: acme,
+      query: 'subscription($id: ID!) { accountChanged(customerId: $id) { accountId } }',
+      variables: {},
+    },
     expected: { http: { status: 400, code: 'BAD_USER_INPUT' }, ws: { error: 'BAD_USER_INPUT' } },
   },
 ];
 
-describe('every admission refusal, over HTTP, graphql-ws and SSE', () => {
+describe('every admission refusal, over HTTP and every live transport', () => {
   const stack = useStack({
     env: { CORS_ORIGINS: ALLOWED_ORIGIN, QUERY_MAX_COST: '50', QUERY_MAX_TOKENS: '100' },
   });
 
   test('warm-up: the facade key’s environment is learnt once', async () => {
     await warmUp(stack);
+    await stack.resetUpstreamCalls();
+    await warmUp(stack);
+    // A second live connection of the same key asks the upstream nothing about the key again (the
+    // probe, `GET /v3/capabilities`), so each case below counts only its own calls.
+    expect((await stack.upstreamCalls()).byRoute['GET /v3/capabilities'] ?? 0).toBe(0);
   });
 
   test.each(admissionCases)('$refusal', async (refusal) => {
     await stack.resetUpstreamCalls();
     expect(await refusal.http(stack)).toEqual(refusal.expected.http);
-    expect(await refusal.ws(stack)).toEqual(refusal.expected.ws);
-    expect(await refusal.sse(stack)).toEqual(refusal.expected.sse ?? refusal.expected.http);
+    for (const transport of LIVE_TRANSPORTS) {
+      const { wire } = transport.rules.connects;
+      const expected =
+        wire === 'websocket' ? refusal.expected.ws : (refusal.expected.stream ?? refusal.expected.http);
+      expect({ [transport.rules.name]: await liveAnswer(stack, transport, refusal) }).toEqual({
+        [transport.rules.name]: expected,
+      });
+    }
     expect((await stack.upstreamCalls()).total).toBe(0);
   });
 });
@@ -445,10 +435,8 @@ describe('budget and trusted-document refusals, over HTTP and over graphql-ws', 
     },
   });
   let manifestStack: Stack | undefined;
-
-  test('warm-up', async () => {
-    await warmUp(budgets);
-  });
+  // The facade key's environment learnt first, so a refused subscription below counts no probe.
+  beforeAll(() => warmUp(budgets));
 
   test('over the operation budget: 429 over HTTP, RATE_LIMITED over graphql-ws, nothing upstream', async () => {
     const globex = await as('globex');

@@ -2,16 +2,17 @@
  * The one operation recorder of every transport: it alone writes the `graphql operation` log line,
  * counts the operation metrics and tells the app's lifecycle, for HTTP (Apollo Server stays its
  * executor; its hooks hand each operation here through src/http/operation-record-plugin.ts) and for
- * every live transport (graphql-ws, SSE and any later one, through live-connections.ts), with the
- * transport named. Refusals are recorded too, as Apollo records an operation refused at validation.
+ * every live transport (graphql-ws, SSE and any later one, through src/edge/live-connections.ts),
+ * with the transport named. It lives with the metrics and the lifecycle it writes, so neither
+ * transport reaches back into the other's folder to record. Refusals are recorded too, as Apollo records an operation refused at validation.
  * Nothing is built for the lifecycle while nobody listens to it.
  */
 import type { GraphQLFormattedError } from 'graphql';
 import type { LoaderStats } from '../loaders/fan-out-loader.ts';
 import type { Logger } from '../logger.ts';
-import type { LifecycleEmitter, OperationOutcome } from '../observability/lifecycle.ts';
-import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from '../observability/metrics.ts';
-import type { OperationNameSource } from '../observability/operation-labels.ts';
+import type { LifecycleEmitter, OperationOutcome } from './lifecycle.ts';
+import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from './metrics.ts';
+import type { OperationNameSource } from './operation-labels.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
 
 /** One operation, as the record names it. */

@@ -1,0 +1,205 @@
+/**
+ * The door's `connect` step and the budgets it and the operation budget spend: who is calling (the
+ * credential verified, a failing one spending its address's budget), whether an anonymous request
+ * may go on, and for a live connection its scope, its connection budget and its key's environment;
+ * then how long the credential holds.
+ */
+import type { Authenticator } from '../../auth/authenticate.ts';
+import type { Caller } from '../../auth/caller.ts';
+import type { PlatformEnvironment } from '../../events/event-types.ts';
+import type { Logger } from '../../logger.ts';
+import { boundEnvironment } from '../../upstream/environment-keys.ts';
+import type { UpstreamProbe } from '../../upstream/probe.ts';
+import { isAnonymousDocument } from '../anonymous-documents.ts';
+import type { QuotaState } from '../client-budgets.ts';
+import type { RateBucket, RateKey, RateLimits } from '../rate-limits.ts';
+import { rateLimited, refuse, type Refusal } from '../refusal.ts';
+import type { Connection, ConnectRequest } from './door.ts';
+
+/** The same message whatever was wrong with a credential, so it helps no forger. */
+const UNAUTHENTICATED_MESSAGE =
+  'Authentication required: send a valid access token as "Authorization: Bearer <token>".';
+
+/** What the `connect` step is built from (the door's options). */
+export interface ConnectOptions {
+  authenticator: Authenticator;
+  rateLimits: RateLimits;
+  /** `INTROSPECTION=public`: anonymous callers may introspect. */
+  publicIntrospection: boolean;
+  /** The upstream environment of a key (the facade's own when undefined), remembered per key. */
+  environmentOf(
+    apiKey: string | undefined,
+    environment: PlatformEnvironment | undefined,
+  ): Promise<UpstreamProbe>;
+  /** The environments the facade holds a key of its own for; absent with `UPSTREAM_API_KEY` alone. */
+  environments?: readonly PlatformEnvironment[] | undefined;
+  /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
+  onRateLimited?(bucket: RateBucket): void;
+}
+
+/** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
+export interface DoorBudgets {
+  /** The caller's key (the address's when anonymous), in its environment. */
+  callerKey(connection: Connection): RateKey;
+  /** A verified caller's key in `environment`. */
+  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): RateKey;
+  /** The operations budget of `connection`: its client's, when that has one of its own. */
+  operationsKey(connection: Connection): RateKey;
+  spend(
+    bucket: RateBucket,
+    key: RateKey,
+    onQuota?: (quota: QuotaState) => void,
+  ): Promise<Refusal | undefined>;
+  /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
+  failed(address: string): Promise<Refusal>;
+  /** Whether the address may still fail (so it may have a caller's key checked upstream). */
+  mayFail(address: string): Promise<boolean>;
+}
+
+export function createDoorBudgets(
+  options: Pick<ConnectOptions, 'rateLimits' | 'onRateLimited' | 'environments'>,
+): DoorBudgets {
+  const { rateLimits } = options;
+  const addressKey = (address: string): RateKey => `ip:${address}`;
+  // With a key per environment, every budget is the caller's in its environment: a sandbox
+  // caller's traffic is never charged to the same subject's or client's live budget.
+  const inEnvironment = (environment: PlatformEnvironment | undefined): string =>
+    options.environments === undefined || environment === undefined ? '' : `${environment}:`;
+  const subjectKey: DoorBudgets['subjectKey'] = (caller, environment) =>
+    `sub:${inEnvironment(environment)}${caller.subject}`;
+  const callerKey = (connection: Connection): RateKey =>
+    connection.caller === undefined
+      ? addressKey(connection.address)
+      : subjectKey(connection.caller, connection.environment);
+  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) => {
+    const decision = await rateLimits.consume(bucket, key);
+    if (decision.allowed) {
+      if (decision.quota !== undefined) onQuota?.(decision.quota);
+      return undefined;
+    }
+    options.onRateLimited?.(bucket);
+    return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
+  };
+  return {
+    callerKey,
+    subjectKey,
+    operationsKey(connection) {
+      const clientId = connection.caller?.clientId;
+      return clientId !== undefined && rateLimits.hasClientBudget(clientId)
+        ? `client:${inEnvironment(connection.environment)}${clientId}`
+        : callerKey(connection);
+    },
+    spend,
+    failed: async (address) =>
+      (await spend('failed-auth', addressKey(address))) ??
+      refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE),
+    mayFail: async (address) => (await rateLimits.check('failed-auth', addressKey(address))).allowed,
+  };
+}
+
+/**
+ * Who is this (the `connect` step): the credential verified, a failing one spending the address's
+ * budget; a live connection must act for some customer, spends its caller's connection budget and
+ * learns its key's environment.
+ */
+export async function connectCaller(
+  options: ConnectOptions,
+  budgets: DoorBudgets,
+  logger: Logger,
+  { credentials, address, kind }: ConnectRequest,
+): Promise<Connection | Refusal> {
+  const authentication = await options.authenticator.authenticate(credentials, {
+    // A caller's own key costs an upstream check: an address that has failed too often pays
+    // with a refusal instead (a bearer token is checked locally and never asks).
+    mayCheckApiKey: () => budgets.mayFail(address),
+  });
+  switch (authentication.outcome) {
+    case 'unavailable':
+      logger.warn('could not check a credential: the issuer keys or the upstream are unavailable');
+      return refuse(
+        'credentials-unavailable',
+        'The access token cannot be checked right now; try again shortly.',
+        {
+          retryAfterSeconds: 5,
+        },
+      );
+    case 'invalid':
+      logger.debug('refused a credential', { reason: authentication.reason });
+      return budgets.failed(address);
+    case 'anonymous':
+      // A long-lived connection without a credential is a failing attempt like a bad one.
+      if (kind === 'live') return budgets.failed(address);
+      return { caller: undefined, apiKey: undefined, address };
+    case 'authenticated':
+      break;
+  }
+  const { caller, apiKey } = authentication;
+  const bound =
+    options.environments === undefined
+      ? undefined
+      : boundEnvironment(caller.environment, options.environments);
+  if (options.environments !== undefined && bound === undefined) {
+    return refuse('forbidden', noEnvironmentMessage(caller.environment, options.environments));
+  }
+  if (kind === 'request')
+    return { caller, apiKey, address, ...(bound === undefined ? {} : { environment: bound }) };
+  if (!caller.operator && caller.scope.kind === 'customers' && caller.scope.customerIds.size === 0) {
+    return refuse('forbidden', 'This caller may act for no customer: there is nothing to hear.');
+  }
+  const limited = await budgets.spend('ws-connect', budgets.subjectKey(caller, bound));
+  if (limited !== undefined) return limited;
+  const probe = await options.environmentOf(apiKey, bound);
+  if (probe.outcome === 'refused') {
+    return probe.problem.status === 401
+      ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
+      : refuse('forbidden', 'The upstream refuses this key.');
+  }
+  if (probe.outcome !== 'ready') {
+    logger.warn('could not learn the upstream environment of a live connection', { outcome: probe.outcome });
+    return refuse('credentials-unavailable', 'The upstream cannot be reached now; try again shortly.', {
+      retryAfterSeconds: 5,
+    });
+  }
+  return { caller, apiKey, address, environment: probe.discovery.environment };
+}
+
+/**
+ * The rule for anonymous requests, part of `connect`: one without a credential goes on only for the
+ * landing page (which holds no data) or a document an anonymous caller may run (`_service`, or
+ * introspection when it is public), decided before anything is parsed with the schema.
+ */
+export function refuseAnonymous(
+  connection: Connection,
+  ask: { page?: boolean; ownQuery?: unknown },
+  publicIntrospection: boolean,
+): Refusal | undefined {
+  if (connection.caller !== undefined || ask.page === true) return undefined;
+  if (isAnonymousDocument(ask.ownQuery, publicIntrospection)) return undefined;
+  return refuse('unauthenticated', UNAUTHENTICATED_MESSAGE);
+}
+
+/** How long a connection's credential holds: its `exp` with the verifier's clock tolerance. */
+export function createExpiry(clockToleranceSeconds: number, now: () => number) {
+  const toleranceMs = clockToleranceSeconds * 1000;
+  const expiresAt = (connection: Connection): number | undefined => {
+    const exp = connection.caller?.expiresAt;
+    return exp === undefined ? undefined : exp + toleranceMs;
+  };
+  const checkCurrent = (connection: Connection): Refusal | undefined => {
+    const at = expiresAt(connection);
+    if (at === undefined || now() < at) return undefined;
+    return refuse('credentials-expired', 'The access token has expired: connect again with a fresh one.');
+  };
+  return { expiresAt, checkCurrent };
+}
+
+/** Why a valid token is refused where every caller must be in one of `configured`. */
+function noEnvironmentMessage(
+  claimed: PlatformEnvironment | undefined,
+  configured: readonly PlatformEnvironment[],
+): string {
+  const served = configured.join(' or ');
+  return claimed === undefined
+    ? `This token names no upstream environment: its environment claim must be ${served}.`
+    : `This facade serves no ${claimed} environment: the token's environment claim must be ${served}.`;
+}

@@ -1,0 +1,125 @@
+/**
+ * What the graphql-ws adapter (`graphql-ws.ts`) does to a socket and reads from one, apart from
+ * the protocol: a close answered by a refusal, the cut of a socket whose client ignores the close
+ * frame or stops reading, the credentials a connection presents, and the drain at shutdown.
+ */
+import type { IncomingMessage } from 'node:http';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import type { WebSocket, WebSocketServer } from 'ws';
+import type { Credentials } from '../auth/authenticate.ts';
+import type { LiveConnections } from './live-connections.ts';
+import { closeOf, refuse, type Refusal } from './refusal.ts';
+
+/** How long a client has to answer the server's close frame before its socket is cut. */
+const CLOSE_GRACE_MS = 2_000;
+
+/** Closes `socket` as the refusal table says (the reason names the wait, if any). */
+export function closeWith(socket: WebSocket, refusal: Refusal): void {
+  const { code, reason } = closeOf(refusal);
+  socket.close(code, reason);
+}
+
+/** Holds `socket` to the cuts of every socket: a close grace, and the stalled-write deadline. */
+export function cutWhenGone(socket: WebSocket, stalledWriteTimeoutMs: number): void {
+  cutAfterCloseGrace(socket);
+  cutWhenStalled(socket, stalledWriteTimeoutMs);
+}
+
+/**
+ * Stops taking connections; once the open ones' subscriptions completed (the events runtime ends
+ * every subscriber's queue) or `timeoutMs` passed, closes them with 1001, then cuts those whose
+ * clients do not answer the close, and waits for graphql-ws to let go of them.
+ */
+export async function drainSockets(
+  wsServer: WebSocketServer,
+  dispose: () => unknown,
+  connections: LiveConnections,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  wsServer.close();
+  await connections.emptied(deadline - Date.now());
+  // graphql-ws sends `complete` right after its onComplete hook; let those writes go out first.
+  await nextTurn();
+  for (const client of wsServer.clients) closeWith(client, refuse('shutting-down', 'Shutting down.'));
+  // Rejects only when the server had closed already (no socket was open): nothing to wait for.
+  const disposed = Promise.resolve(dispose()).catch(() => undefined);
+  const timeout = new AbortController();
+  const timedOut = sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timeout.signal });
+  await Promise.race([disposed, timedOut.catch(() => undefined)]);
+  timeout.abort();
+  for (const client of wsServer.clients) client.terminate();
+  await disposed;
+}
+
+/**
+ * Whoever closes a socket (graphql-ws or this adapter), `ws` would keep it CLOSING for 30 s while a
+ * client ignores the close frame; it is cut after {@link CLOSE_GRACE_MS} instead.
+ */
+function cutAfterCloseGrace(socket: WebSocket): void {
+  const close = socket.close.bind(socket);
+  socket.close = (code?: number, reason?: string | Buffer) => {
+    close(code, reason);
+    const cut = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
+    cut.unref();
+    socket.once('close', () => clearTimeout(cut));
+  };
+}
+
+/**
+ * A socket that takes no write for `stalledMs` while one waits has stopped reading: it is cut, so
+ * it holds neither its socket nor its subscription slots while its queue's overflow notice could
+ * never reach it anyway. graphql-ws waits for each write's callback (the socket took it) before it
+ * pulls the next result; the deadline runs from the oldest write still waiting, and starts again
+ * whenever the socket takes one. One timer per socket, re-armed, not one per message.
+ */
+function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
+  const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
+  let waiting = 0;
+  let stalled: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    clearTimeout(stalled);
+    stalled = undefined;
+  };
+  socket.once('close', stop);
+  socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
+    waiting += 1;
+    // A socket no longer open answers the write with an error at once: nothing to wait for.
+    if (socket.readyState === socket.OPEN) stalled ??= setTimeout(() => socket.terminate(), stalledMs);
+    send(data, (error) => {
+      waiting -= 1;
+      if (waiting > 0) stalled?.refresh();
+      else stop();
+      callback?.(error);
+    });
+  }) as WebSocket['send'];
+}
+
+/**
+ * What a connection presents: `Authorization` (or `authorization`) in the `connection_init`
+ * payload, else the upgrade request's header; and a caller's own key the same way (`X-API-Key`,
+ * `x-api-key` or `apiKey`). A value that is not a string counts as a wrong credential, never as none.
+ */
+export function credentialsOf(
+  params: Record<string, unknown> | undefined,
+  request: IncomingMessage,
+): Credentials {
+  return {
+    authorization: paramOf(params, ['Authorization', 'authorization']) ?? headerOf(request, 'authorization'),
+    apiKey: paramOf(params, ['X-API-Key', 'x-api-key', 'apiKey']) ?? headerOf(request, 'x-api-key'),
+  };
+}
+
+function paramOf(params: Record<string, unknown> | undefined, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const value = params?.[name];
+    if (typeof value === 'string') return value;
+    if (value !== undefined && value !== null) return 'invalid';
+  }
+  return undefined;
+}
+
+function headerOf(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
