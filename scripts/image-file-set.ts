@@ -407,10 +407,7 @@ export async function assembleImageFileSet(options: AssembleOptions = {}): Promi
   const runtime = readRuntimeStage(stages);
   const user = imageUserOf(runtime);
   const root = mkdtempSync(path.join(traversableBase(user), 'image-runtime-'));
-  const remove = (): void => {
-    spawnSync('chmod', ['-R', 'u+w', root]);
-    rmSync(root, { recursive: true, force: true });
-  };
+  const remove = (): void => removeTree(root);
   try {
     chmodSync(root, 0o755);
     const appDir = path.join(root, runtime.workdir);
@@ -427,42 +424,66 @@ export async function assembleImageFileSet(options: AssembleOptions = {}): Promi
     }
     // The image's node inside the tree, not reached through the checkout (which may sit where the
     // image's user cannot go). A clone of the file where the file system allows one.
-    const nodeDir = path.join(root, IMAGE_NODE_DIR);
-    mkdirSync(nodeDir, { recursive: true });
-    const node = path.join(nodeDir, 'node');
+    const node = path.join(root, IMAGE_NODE_DIR, 'node');
+    mkdirSync(path.dirname(node), { recursive: true });
     copyFileSync(NODE, node, fsConstants.COPYFILE_FICLONE);
     chmodSync(node, 0o755);
     if (process.getuid?.() !== 0) spawnSync('chmod', ['-R', 'a-w', appDir]);
-    const environment = (deployment: Record<string, string>): Record<string, string> => ({
-      // The image's environment only: its PATH (the image's node first), its home, its ENV.
-      PATH: `${nodeDir}:/usr/local/bin:/usr/bin:/bin`,
-      HOME: '/home/node',
-      ...runtime.env,
-      ...deployment,
-    });
-    const nodeCommand = (args: string[], deployment: Record<string, string>): ImageCommand => ({
-      file: node,
-      args,
-      options: { cwd: appDir, env: environment(deployment), ...user },
-    });
-    return {
-      stages,
-      runtime,
-      root,
-      appDir,
-      node,
-      user,
-      command(deployment) {
-        const [program, ...args] = runtime.command;
-        if (program !== 'node')
-          throw new Error(`CMD runs ${String(program)}: only the image's node is known here`);
-        return nodeCommand(args, deployment);
-      },
-      nodeCommand,
-      remove,
-    };
+    return fileSetAt(root, context);
   } catch (error) {
     remove();
     throw error;
   }
+}
+
+/** Deletes a tree made by {@link assembleImageFileSet}, read-only parts included. */
+function removeTree(root: string): void {
+  spawnSync('chmod', ['-R', 'u+w', root]);
+  rmSync(root, { recursive: true, force: true });
+}
+
+/**
+ * The file set {@link assembleImageFileSet} made at `root` earlier (in another process: a program
+ * that assembles outside a network namespace and runs inside it), read again from the context's
+ * Dockerfile.
+ *
+ * @throws when `root` holds no assembled WORKDIR or no image `node`.
+ */
+export function fileSetAt(root: string, context = CHECKOUT): ImageFileSet {
+  const stages = readStages(readFileSync(path.join(context, 'Dockerfile'), 'utf8'));
+  const runtime = readRuntimeStage(stages);
+  const user = imageUserOf(runtime);
+  const appDir = path.join(root, runtime.workdir);
+  const nodeDir = path.join(root, IMAGE_NODE_DIR);
+  const node = path.join(nodeDir, 'node');
+  if (!existsSync(path.join(appDir, 'package.json')) || !existsSync(node))
+    throw new Error(`${root} holds no assembled image file set`);
+  const environment = (deployment: Record<string, string>): Record<string, string> => ({
+    // The image's environment only: its PATH (the image's node first), its home, its ENV.
+    PATH: `${nodeDir}:/usr/local/bin:/usr/bin:/bin`,
+    HOME: '/home/node',
+    ...runtime.env,
+    ...deployment,
+  });
+  const nodeCommand = (args: string[], deployment: Record<string, string>): ImageCommand => ({
+    file: node,
+    args,
+    options: { cwd: appDir, env: environment(deployment), ...user },
+  });
+  return {
+    stages,
+    runtime,
+    root,
+    appDir,
+    node,
+    user,
+    command(deployment) {
+      const [program, ...args] = runtime.command;
+      if (program !== 'node')
+        throw new Error(`CMD runs ${String(program)}: only the image's node is known here`);
+      return nodeCommand(args, deployment);
+    },
+    nodeCommand,
+    remove: () => removeTree(root),
+  };
 }
