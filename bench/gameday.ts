@@ -190,6 +190,7 @@ async function main(): Promise<number> {
   try {
     return await runInNamespaces(fileSet);
   } finally {
+    log("removing the image's file set");
     fileSet.remove();
   }
 }

@@ -10,7 +10,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { addEmulatorKey, revokeEmulatorKey } from '../../scripts/key-rotation.ts';
 import { GAMEDAY_DOCUMENTS } from './load-protocol.ts';
 import { shippedTrustedDocuments } from './shipped.ts';
-import { FACADE_KEYS, type Environment, type Topology } from './topology.ts';
+import {
+  CRASH_RESTART_DELAY_MS,
+  FACADE_KEYS,
+  type Environment,
+  type Pod,
+  type Topology,
+} from './topology.ts';
 
 export interface FaultContext {
   topology: Topology;
@@ -27,9 +33,6 @@ export interface Fault {
   inject(context: FaultContext): Promise<void>;
 }
 
-/** How long the kubelet waits before it starts a crashed container again (its first restart). */
-const CRASH_RESTART_DELAY_MS = 1_000;
-
 /** `PUT /_emulator/faults` (or `DELETE` with `undefined`). */
 async function upstreamFaults(emulatorUrl: string, faults: unknown): Promise<void> {
   const response = await fetch(`${emulatorUrl}/_emulator/faults`, {
@@ -44,8 +47,9 @@ async function upstreamFaults(emulatorUrl: string, faults: unknown): Promise<voi
 /** How many lines `message` each running replica has logged. */
 function countsOf(topology: Topology, message: string): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const replica of topology.replicas()) {
-    if (replica.child?.running() === true) counts.set(replica.name, replica.child.messages.get(message) ?? 0);
+  for (const replica of topology.replicas) {
+    const child = replica.child();
+    if (child?.running() === true) counts.set(replica.name, child.messages.get(message) ?? 0);
   }
   return counts;
 }
@@ -81,29 +85,33 @@ async function installKey(
   return everyReplicaLogs(context.topology, message, before);
 }
 
+/** Each pod in turn: terminated as the kubelet does it, started again, ready before the next. */
+async function rollingRestartOf(pods: readonly Pod[], note: (line: string) => void): Promise<void> {
+  for (const pod of pods) {
+    const { drainMs, exit } = await pod.terminate();
+    const readyMs = await pod.start();
+    note(
+      `${pod.name}: exited ${String(exit)} ${drainMs} ms after SIGTERM, ready ${readyMs} ms after its start`,
+    );
+  }
+}
+
 const replicaKill: Fault = {
   name: 'replica-kill',
-  what: '`kill -9` of facade-2; the kubelet starts it again after 1 s',
+  what: '`kill -9` of a facade replica; the kubelet starts it again after 1 s',
   async inject({ topology, note }) {
-    await topology.killReplica('facade-2');
+    const replica = topology.replicas[1]!;
+    await replica.kill();
     await sleep(CRASH_RESTART_DELAY_MS);
-    const readyMs = await topology.startReplica('facade-2');
-    note(`facade-2 killed; restarted, in the Service's endpoints ${readyMs} ms after its start`);
+    const readyMs = await replica.start();
+    note(`${replica.name} killed; restarted, in the Service's endpoints ${readyMs} ms after its start`);
   },
 };
 
 const rollingRestart: Fault = {
   name: 'rolling-restart',
   what: 'each replica in turn: out of the endpoints, preStop, SIGTERM, drained, started, ready',
-  async inject({ topology, note }) {
-    for (const { name } of topology.replicas()) {
-      const { drainMs, exit } = await topology.terminateReplica(name);
-      const readyMs = await topology.startReplica(name);
-      note(
-        `${name}: exited ${String(exit)} ${drainMs} ms after SIGTERM, ready ${readyMs} ms after its start`,
-      );
-    }
-  },
+  inject: ({ topology, note }) => rollingRestartOf(topology.replicas, note),
 };
 
 const redisFailover: Fault = {
@@ -219,11 +227,8 @@ const trustedDocuments: Fault = {
 
 const gatewayRestart: Fault = {
   name: 'gateway-restart',
-  what: 'SIGTERM to the Hive Gateway CLI, then the same command again',
-  async inject({ topology, note }) {
-    const { downMs } = await topology.restartGateway();
-    note(`gateway answered /readiness again ${downMs} ms after its SIGTERM`);
-  },
+  what: 'each Hive Gateway CLI in turn: out of its Service, preStop, SIGTERM, started again, ready',
+  inject: ({ topology, note }) => rollingRestartOf(topology.gateways, note),
 };
 
 /** Every fault, in the order of the full schedule. */

@@ -52,13 +52,17 @@ export interface PhaseRow {
   operations: number;
   writes: PhaseWrites & { doubled: number; lostWrites: number };
   p99: { during: number; after: number };
-  /** From the injection to the end of the last failed operation or subscription outage (ms); null if none. */
+  /** From the injection to the end of the last failed operation (ms); null if none failed. */
   recoveredMs: number | null;
-  /** Subscriptions that ended and were made again, by why they ended. */
-  resumed: Record<string, number>;
+  /** The slowest failed operation (ms): how long a caller waited to be told. */
+  slowestFailureMs: number | null;
+  /** Subscriptions that ended, by why they ended. */
+  ended: Record<string, number>;
+  /** The longest time a subscriber went without a subscription, from an end to the next start (ms). */
+  longestGapMs: number;
   /** Subscribers still without a subscription at the phase's end. */
   unresumed: number;
-  /** Which subscriber missed or repeated which events (at most 20 rows each). */
+  /** Which subscribers missed or repeated which events, those alike on one line. */
   details: { lost: string[]; duplicated: string[] };
 }
 
@@ -94,7 +98,12 @@ export function analysePhase(
   const accountSubscribers = load.subscribers.filter((subscriber) => subscriber.transport !== 'live-query');
   const lost = { deliveries: 0, subscribers: 0, notDelivered: 0 };
   const duplicated = { deliveries: 0, subscribers: 0 };
-  const details = { lost: [] as string[], duplicated: [] as string[] };
+  // Subscribers that missed (or repeated) the same events are one line: `ids: what`.
+  const lostGroups = new Map<string, string[]>();
+  const duplicatedGroups = new Map<string, string[]>();
+  const group = (groups: Map<string, string[]>, what: string, id: string): void => {
+    groups.set(what, [...(groups.get(what) ?? []), id]);
+  };
   for (const subscriber of accountSubscribers) {
     const receipts = receiptsOf(subscriber);
     const expected = inPhase.filter((event) => event.environment === subscriber.environment);
@@ -104,25 +113,30 @@ export function analysePhase(
     lost.notDelivered += missed.filter((event) => event.state !== 'delivered').length;
     if (missed.length > 0) {
       lost.subscribers += 1;
-      if (details.lost.length < 20)
-        details.lost.push(
-          `${subscriber.id}: ${missed.length} (${missed
-            .slice(0, 6)
-            .map((event) => `${event.eventId} [${event.answers.join(' ')}]`)
-            .join(', ')}${missed.length > 6 ? ', ...' : ''})`,
-        );
+      group(
+        lostGroups,
+        `${missed.length} events (${missed
+          .slice(0, 4)
+          .map(
+            (event) =>
+              `${event.eventId} sent ${new Date(event.sentAt).toISOString().slice(11, 23)}, answered ${event.answers.join(' ')}`,
+          )
+          .join('; ')}${missed.length > 4 ? '; ...' : ''})`,
+        subscriber.id,
+      );
     }
     const extra = repeated.reduce((sum, event) => sum + (receipts.get(event.eventId) ?? 0) - 1, 0);
     duplicated.deliveries += extra;
     if (extra > 0) {
       duplicated.subscribers += 1;
-      if (details.duplicated.length < 20)
-        details.duplicated.push(
-          `${subscriber.id}: ${extra} (${repeated
-            .slice(0, 6)
-            .map((event) => `${event.eventId} x${receipts.get(event.eventId) ?? 0}`)
-            .join(', ')})`,
-        );
+      group(
+        duplicatedGroups,
+        `${extra} repeats (${repeated
+          .slice(0, 4)
+          .map((event) => `${event.eventId} x${receipts.get(event.eventId) ?? 0}`)
+          .join(', ')}${repeated.length > 4 ? ', ...' : ''})`,
+        subscriber.id,
+      );
     }
   }
   const unknown = accountSubscribers.reduce(
@@ -136,24 +150,30 @@ export function analysePhase(
 
   const operations = load.operations.filter(([, , at]) => at >= phase.startedAt && at < phase.endedAt);
   const failures: Record<string, number> = {};
-  let lastTrouble: number | null = null;
+  let lastFailure: number | null = null;
+  let slowestFailureMs: number | null = null;
   for (const [kind, environment, at, latencyMs, failure] of operations) {
     if (failure === null) continue;
     count(failures, `${kind} ${environment}: ${failure}`);
-    lastTrouble = Math.max(lastTrouble ?? 0, at + latencyMs);
+    lastFailure = Math.max(lastFailure ?? 0, at + latencyMs);
+    slowestFailureMs = Math.max(slowestFailureMs ?? 0, latencyMs);
   }
-  const resumed: Record<string, number> = {};
+  const ended: Record<string, number> = {};
   let unresumed = 0;
+  let longestGapMs = 0;
   for (const subscriber of load.subscribers) {
     subscriber.sessions.forEach((session, index) => {
       if (session.ended === undefined || session.ended < phase.startedAt || session.ended >= phase.endedAt)
         return;
-      count(resumed, `${subscriber.transport}: ${session.ending ?? '?'}`);
+      count(ended, `${subscriber.transport}: ${session.ending ?? '?'}`);
       const back = subscriber.sessions.slice(index + 1).find((next) => next.started !== undefined)?.started;
       if (back === undefined || back >= phase.endedAt) unresumed += 1;
-      else lastTrouble = Math.max(lastTrouble ?? 0, back);
+      longestGapMs = Math.max(longestGapMs, Math.min(back ?? phase.endedAt, phase.endedAt) - session.ended);
     });
   }
+  const grouped = (groups: Map<string, string[]>): string[] =>
+    [...groups].map(([what, ids]) => `${ids.length} subscribers (${ids.join(', ')}) each: ${what}`);
+  const details = { lost: grouped(lostGroups), duplicated: grouped(duplicatedGroups) };
   const { writes } = phase;
   return {
     name: phase.name,
@@ -178,8 +198,10 @@ export function analysePhase(
       during: p99Of(operations.filter(([, , at]) => at < phase.restoredAt)),
       after: p99Of(operations.filter(([, , at]) => at >= phase.restoredAt)),
     },
-    recoveredMs: lastTrouble === null ? null : Math.max(0, lastTrouble - phase.startedAt),
-    resumed,
+    recoveredMs: lastFailure === null ? null : Math.max(0, lastFailure - phase.startedAt),
+    slowestFailureMs,
+    ended,
+    longestGapMs,
     unresumed,
     details,
   };
@@ -204,12 +226,12 @@ export function tableOf(rows: readonly PhaseRow[]): string {
     'failed operations (of all)',
     'top-ups acknowledged / applied / doubled / unresolved',
     'p99 ms during / after',
-    'recovered after (s)',
-    'subscriptions resumed (not yet)',
+    'last failure after (s)',
+    'subscriptions ended / longest gap (s)',
   ];
   const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
   for (const row of rows) {
-    const resumed = Object.values(row.resumed).reduce((sum, value) => sum + value, 0);
+    const ended = Object.values(row.ended).reduce((sum, value) => sum + value, 0);
     const failed = Object.values(row.failures).reduce((sum, value) => sum + value, 0);
     lines.push(
       `| ${[
@@ -222,7 +244,7 @@ export function tableOf(rows: readonly PhaseRow[]): string {
         `${row.writes.acknowledged} / ${row.writes.applied} / ${row.writes.doubled} / ${row.writes.unresolved}`,
         `${ms(row.p99.during)} / ${ms(row.p99.after)}`,
         row.recoveredMs === null ? '-' : (row.recoveredMs / 1000).toFixed(1),
-        `${resumed} (${row.unresumed})`,
+        `${ended} / ${(row.longestGapMs / 1000).toFixed(1)}${row.unresumed > 0 ? ` (${row.unresumed} not resumed)` : ''}`,
       ].join(' | ')} |`,
     );
   }
@@ -237,8 +259,11 @@ export function detailsOf(rows: readonly PhaseRow[], phases: readonly PhaseRecor
     out.push(
       `- **${row.name}**: ${phase.what}.${phase.notes.length > 0 ? ` ${phase.notes.join('; ')}.` : ''}`,
     );
-    if (Object.keys(row.failures).length > 0) out.push(`  - failed operations: ${listed(row.failures, 12)}`);
-    if (Object.keys(row.resumed).length > 0) out.push(`  - subscriptions ended: ${listed(row.resumed, 8)}`);
+    if (Object.keys(row.failures).length > 0)
+      out.push(
+        `  - failed operations: ${listed(row.failures, 12)}; the slowest failure took ${String(row.slowestFailureMs)} ms`,
+      );
+    if (Object.keys(row.ended).length > 0) out.push(`  - subscriptions ended: ${listed(row.ended, 8)}`);
     if (row.lost.notDelivered > 0)
       out.push(
         `  - ${row.lost.notDelivered} of the lost deliveries are of events the platform never got a 2xx for`,
@@ -247,8 +272,13 @@ export function detailsOf(rows: readonly PhaseRow[], phases: readonly PhaseRecor
       out.push(`  - ${row.unknown} receipts of events the emulator never sent to the facade`);
     if (row.writes.lostWrites > 0)
       out.push(`  - ${row.writes.lostWrites} acknowledged top-ups not in the ledger`);
-    for (const line of row.details.lost) out.push(`  - lost: ${line}`);
-    for (const line of row.details.duplicated) out.push(`  - duplicated: ${line}`);
+    for (const [kind, lines] of [
+      ['lost', row.details.lost],
+      ['duplicated', row.details.duplicated],
+    ] as const) {
+      for (const line of lines.slice(0, 8)) out.push(`  - ${kind}: ${line}`);
+      if (lines.length > 8) out.push(`  - ${kind}: ${lines.length - 8} more groups (the JSON file has them)`);
+    }
     const logged = Object.entries(phase.logged).flatMap(([process, messages]) =>
       Object.entries(messages).map(([message, times]) => `${process} ${times}× ${message}`),
     );

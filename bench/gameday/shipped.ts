@@ -6,9 +6,9 @@
  * environment (compose.yaml's `gateway` service; its configuration is deploy/gateway.config.ts,
  * which the CLI reads from deploy/).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { readComposeFile } from '../../scripts/compose-twin.ts';
 import type { ReadinessProbe } from './service.ts';
 
@@ -58,19 +58,17 @@ type Container = {
   lifecycle?: { preStop?: { exec?: { command?: string[] } } };
 };
 
-/** The facade's Deployment, as far as the game day runs it (Kubernetes' defaults where it says nothing). */
-export function shippedDeployment(): ShippedDeployment {
-  const documents = readFileSync(join(KUBERNETES_DIR, 'facade-deployment.yaml'), 'utf8');
-  const deployment = parse(documents) as {
-    spec: {
-      template: {
-        spec: { terminationGracePeriodSeconds?: number; containers: Container[] };
-      };
-    };
-  };
-  const pod = deployment.spec.template.spec;
+type PodSpec = { terminationGracePeriodSeconds?: number; containers: (Container & { image?: string })[] };
+type Deployment = {
+  kind?: string;
+  metadata?: { name?: string };
+  spec?: { replicas?: number; template?: { spec?: PodSpec } };
+};
+
+/** What a Deployment's first container says, with Kubernetes' defaults where it says nothing. */
+function deploymentOf(pod: PodSpec): ShippedDeployment {
   const container = pod.containers[0];
-  if (container === undefined) throw new Error('facade-deployment.yaml has no container');
+  if (container === undefined) throw new Error('a Deployment has no container');
   const readiness = container.readinessProbe;
   const preStop = container.lifecycle?.preStop?.exec?.command ?? [];
   const sleepSeconds = preStop[0] === 'sleep' ? Number(preStop[1]) : 0;
@@ -86,6 +84,51 @@ export function shippedDeployment(): ShippedDeployment {
     secretVariables: (container.env ?? [])
       .filter((variable) => variable.valueFrom?.secretKeyRef !== undefined)
       .map((variable) => variable.name),
+  };
+}
+
+/** The facade's Deployment, as far as the game day runs it. */
+export function shippedDeployment(): ShippedDeployment {
+  const deployment = parse(
+    readFileSync(join(KUBERNETES_DIR, 'facade-deployment.yaml'), 'utf8'),
+  ) as Deployment;
+  const pod = deployment.spec?.template?.spec;
+  if (pod === undefined) throw new Error('facade-deployment.yaml has no pod template');
+  return deploymentOf(pod);
+}
+
+/** How many gateways run when the base ships no gateway Deployment: one restarts while the other serves. */
+export const DEFAULT_GATEWAY_REPLICAS = 2;
+
+/**
+ * The gateway's Deployment, when deploy/kubernetes/ ships one (a Deployment whose container runs
+ * the Hive Gateway image); otherwise {@link DEFAULT_GATEWAY_REPLICAS} gateways probed on
+ * `/readiness` and stopped as the facade's Deployment stops its replicas.
+ */
+export function shippedGatewayDeployment(): ShippedDeployment & { replicas: number; shipped: boolean } {
+  for (const file of readdirSync(KUBERNETES_DIR).filter((name) => /\.ya?ml$/.test(name))) {
+    for (const document of parseAllDocuments(readFileSync(join(KUBERNETES_DIR, file), 'utf8'))) {
+      const deployment = document.toJS() as Deployment | null;
+      const pod = deployment?.spec?.template?.spec;
+      if (deployment?.kind !== 'Deployment' || pod === undefined) continue;
+      if (!pod.containers.some((container) => container.image?.includes('graphql-hive/gateway') === true))
+        continue;
+      const shipped = deploymentOf(pod);
+      return {
+        ...shipped,
+        probe: { ...shipped.probe, path: pod.containers[0]?.readinessProbe?.httpGet?.path ?? '/readiness' },
+        replicas: deployment.spec?.replicas ?? DEFAULT_GATEWAY_REPLICAS,
+        shipped: true,
+      };
+    }
+  }
+  const facade = shippedDeployment();
+  return {
+    ...facade,
+    probe: { ...facade.probe, path: '/readiness' },
+    secretVariables: [],
+    replicas: DEFAULT_GATEWAY_REPLICAS,
+    shipped: false,
   };
 }
 

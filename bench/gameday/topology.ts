@@ -10,11 +10,13 @@
  *   from a mounted Secret file (`UPSTREAM_API_KEY_<ENV>_FILE`, rotated by a symlink swap as the
  *   kubelet does) and the signing secret of the webhook endpoint registered once per environment
  *   at the Service (`WEBHOOK_SECRETS_<ENV>`);
- * - the Service in front of them (service.ts), probing `/readyz` as the Deployment does;
- * - the supergraph, composed by `npm run supergraph` with the Service as the facade's URL;
- * - the Hive Gateway CLI over it, with deploy/gateway.config.ts and compose.yaml's environment.
+ * - the facade Service in front of them (service.ts), probing as the Deployment declares;
+ * - the supergraph, composed by `npm run supergraph` with the facade Service as the facade's URL;
+ * - the Hive Gateway CLI over it, with deploy/gateway.config.ts and compose.yaml's environment: as
+ *   many as the base's gateway Deployment runs (two when it ships none), behind a Service of their
+ *   own probing `/readiness`.
  *
- * The methods are what faults need: kill, stop and start a replica or the gateway, signal the
+ * The methods are what faults need: kill, stop and start a replica or a gateway, signal the
  * replicas, read what each process logged.
  */
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -22,7 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDevIssuer, type DevIssuer } from '../../dev-issuer/index.ts';
 import { mountedSecret, type MountedSecret } from '../../scripts/key-rotation.ts';
-import type { ImageFileSet } from '../../scripts/image-file-set.ts';
+import type { ImageCommand, ImageFileSet } from '../../scripts/image-file-set.ts';
 import { findFreePort } from '../processes.ts';
 import { answers, waitReady, type Child, type Children, type SpawnRequest } from './children.ts';
 import { startRedisTopology, type RedisTopology, type RedisVariant } from './redis-topology.ts';
@@ -31,6 +33,7 @@ import {
   GATEWAY_CONFIG_DIR,
   ROOT,
   shippedDeployment,
+  shippedGatewayDeployment,
   shippedGatewayEnvironment,
   shippedSettings,
   shippedTrustedDocuments,
@@ -41,14 +44,14 @@ import {
 export const ENVIRONMENTS = ['sandbox', 'live'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
-/** The emulator's keys the replicas start with (emulator/README.md). */
-export const FACADE_KEYS: Record<Environment, { key: string; identity: string }> = {
+/** The emulator's keys the replicas start with (emulator/README.md), and their identities. */
+export const FACADE_KEYS: Readonly<Record<Environment, { key: string; identity: string }>> = {
   sandbox: { key: 'sk_sandbox_emulator', identity: 'sandbox-read-write' },
   live: { key: 'sk_live_emulator', identity: 'live-read-write' },
 };
 
 /** The platform's own writers (events that do not come from the facade), an identity each. */
-export const PRODUCER_KEYS: Record<Environment, { key: string; identity: string }> = {
+export const PRODUCER_KEYS: Readonly<Record<Environment, { key: string; identity: string }>> = {
   sandbox: { key: 'sk_sandbox_gameday_producer', identity: 'gameday-producer-sandbox' },
   live: { key: 'sk_live_gameday_producer', identity: 'gameday-producer-live' },
 };
@@ -57,13 +60,10 @@ export const PRODUCER_KEYS: Record<Environment, { key: string; identity: string 
 export const LEDGER_KEY = 'sk_sandbox_emulator_readonly';
 
 /** What each environment's callers may read: one customer each (the tokens' customer ids claim). */
-export const CUSTOMERS: Record<Environment, { customerId: string; accountId: string }> = {
+export const CUSTOMERS: Readonly<Record<Environment, { customerId: string; accountId: string }>> = {
   sandbox: { customerId: 'cus_globex', accountId: 'acc_globex_eth' },
   live: { customerId: 'cus_live_northwind', accountId: 'acc_live_northwind_eth' },
 };
-
-export const REPLICA_NAMES = ['facade-1', 'facade-2', 'facade-3'] as const;
-export type ReplicaName = (typeof REPLICA_NAMES)[number];
 
 /** Budgets sized for the game day's load: its two identities stand for hundreds of clients. */
 const LOAD_BUDGETS = {
@@ -72,12 +72,66 @@ const LOAD_BUDGETS = {
   RATE_LIMIT_SUBSCRIPTIONS: '1000000',
 };
 
-interface Replica {
-  name: ReplicaName;
-  port: number;
-  metricsPort: number;
-  child: Child | undefined;
+/** How long the kubelet waits before it starts a crashed container again (its first restart). */
+export const CRASH_RESTART_DELAY_MS = 1_000;
+
+/** A process behind a Service, started, stopped and started again on the same port. */
+export interface Pod {
+  readonly name: string;
+  readonly port: number;
+  child(): Child | undefined;
+  /** Starts it; resolves once it is in the Service's endpoints, with how long that took. */
+  start(): Promise<number>;
+  /** `kill -9` of its process group; resolves once it has exited. */
+  kill(): Promise<void>;
+  /** As the kubelet terminates a pod: out of the endpoints, preStop, SIGTERM, SIGKILL after the grace. */
+  terminate(): Promise<{ drainMs: number; exit: number | string }>;
 }
+
+/** A {@link Pod} of `service` whose process `command()` gives, through `spawn`. */
+function podOf(
+  name: string,
+  port: number,
+  service: Service,
+  deployment: ShippedDeployment,
+  spawn: (request: SpawnRequest) => Child,
+  children: Children,
+  command: () => Omit<SpawnRequest, 'name'>,
+): Pod {
+  let current: Child | undefined;
+  service.add(name, port);
+  return {
+    name,
+    port,
+    child: () => current,
+    async start() {
+      const started = Date.now();
+      const child = spawn({ name, ...command() });
+      current = child;
+      // The kubelet: a running container is probed; an exited one leaves the endpoints at once.
+      service.markServing(name, true);
+      void child.exited.then(() => {
+        if (current === child) service.markServing(name, false);
+      });
+      await service.waitReady(name);
+      return Date.now() - started;
+    },
+    async kill() {
+      if (current !== undefined) await children.kill(current);
+    },
+    async terminate() {
+      if (current === undefined) throw new Error(`${name} is not running`);
+      service.markServing(name, false);
+      await sleep(deployment.preStopMs);
+      const signalled = Date.now();
+      await children.stop(current, deployment.graceMs);
+      return { drainMs: Date.now() - signalled, exit: await current.exited };
+    },
+  };
+}
+
+/** What a spawn of an image's command is. */
+const imageSpawn = (command: ImageCommand): Omit<SpawnRequest, 'name'> => command;
 
 export interface TopologyOptions {
   children: Children;
@@ -94,10 +148,11 @@ export interface TopologyOptions {
 export interface Topology {
   readonly issuer: DevIssuer;
   readonly emulatorUrl: string;
+  /** The facade Service: the replicas' endpoints. */
   readonly service: Service;
+  /** The gateway Service's GraphQL endpoint. */
   readonly gatewayUrl: string;
   readonly redis: RedisTopology;
-  readonly deployment: ShippedDeployment;
   /** Each environment's mounted key file. */
   readonly secrets: Record<Environment, MountedSecret>;
   /** The key each environment's file holds now (a rotation changes it). */
@@ -106,20 +161,11 @@ export interface Topology {
   readonly trustedDocumentsPath: string;
   /** Each environment's webhook endpoint at the emulator. */
   readonly webhookEndpoints: Record<Environment, string>;
-  /** The environment of every replica (the latest start's), PATH and HOME aside. */
-  replicaEnvironment(): Record<string, string>;
-  replicas(): readonly { name: ReplicaName; child: Child | undefined; port: number }[];
-  /** `kill -9` of a replica's process group; resolves once it has exited. */
-  killReplica(name: ReplicaName): Promise<void>;
-  /** Termination as the kubelet does it: out of the endpoints, preStop, SIGTERM, SIGKILL after the grace. */
-  terminateReplica(name: ReplicaName): Promise<{ drainMs: number; exit: number | string }>;
-  /** Starts a stopped replica again (same ports); resolves once it is in the Service's endpoints. */
-  startReplica(name: ReplicaName): Promise<number>;
+  readonly replicas: readonly Pod[];
+  readonly gateways: readonly Pod[];
   /** Sends `signal` to every running replica. */
   signalReplicas(signal: NodeJS.Signals): void;
-  /** SIGTERM to the gateway, then the same command again; resolves once it answers /readiness. */
-  restartGateway(): Promise<{ downMs: number }>;
-  /** Every process's JSON log lines counted by `level: msg`, by process name. */
+  /** Every process's JSON log lines counted by `level: msg`, by process name, across its restarts. */
   messages(): Record<string, Record<string, number>>;
   close(): Promise<void>;
 }
@@ -158,14 +204,139 @@ async function addIdentity(
   if (response.status !== 201) throw new Error(`adding ${identity} answered ${response.status}`);
 }
 
+/** The upstream, from the image as compose.yaml runs it (`npm run emulator`: node emulator/main.ts). */
+async function startEmulator(
+  fileSet: ImageFileSet,
+  spawn: (request: SpawnRequest) => Child,
+): Promise<string> {
+  const port = await findFreePort();
+  const url = `http://127.0.0.1:${port}`;
+  const emulator = spawn({
+    name: 'emulator',
+    ...imageSpawn(
+      fileSet.nodeCommand(['emulator/main.ts'], {
+        EMULATOR_HOST: '127.0.0.1',
+        EMULATOR_PORT: String(port),
+        EMULATOR_DATA: 'demo',
+      }),
+    ),
+  });
+  await waitReady(emulator, () => answers(`${url}/_emulator/health`, 200), 'the emulator');
+  for (const environment of ENVIRONMENTS) await addIdentity(url, environment, PRODUCER_KEYS[environment]);
+  return url;
+}
+
+/** Per environment: the webhook endpoint registered at the Service, and the mounted key file. */
+async function environmentSecrets(
+  emulatorUrl: string,
+  serviceUrl: string,
+  user: { uid: number; gid: number } | undefined,
+): Promise<{
+  endpoints: Record<Environment, { id: string; secret: string }>;
+  secrets: Record<Environment, MountedSecret>;
+}> {
+  const endpoints = {} as Record<Environment, { id: string; secret: string }>;
+  const secrets = {} as Record<Environment, MountedSecret>;
+  for (const environment of ENVIRONMENTS) {
+    // Registered once, at the Service, with the secret given to every replica (the Kubernetes
+    // base's way: a retried delivery lands on whichever replica is ready).
+    endpoints[environment] = await registerWebhookEndpoint(
+      emulatorUrl,
+      FACADE_KEYS[environment].key,
+      `${serviceUrl}/webhooks/platform/${environment}`,
+    );
+    const secret = mountedSecret(`${FACADE_KEYS[environment].key}\n`);
+    chmodSync(secret.dir, 0o700);
+    if (user !== undefined) chownSync(secret.dir, user.uid, user.gid);
+    secrets[environment] = secret;
+  }
+  return { endpoints, secrets };
+}
+
+/** `npm run supergraph` with the facade Service as the facade's URL; the file it wrote. */
+async function composeSupergraph(
+  dir: string,
+  serviceUrl: string,
+  spawn: (request: SpawnRequest) => Child,
+): Promise<string> {
+  const out = join(dir, 'supergraph.graphql');
+  const composer = spawn({
+    name: 'supergraph',
+    file: 'npm',
+    args: [
+      'run',
+      '--silent',
+      'supergraph',
+      '--',
+      '--out',
+      out,
+      '--facade-url',
+      `${serviceUrl}/graphql`,
+      // The example subgraph is not part of the game day: its fields are never asked for.
+      '--support-notes-url',
+      `http://127.0.0.1:${await findFreePort()}/graphql`,
+    ],
+    options: {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}` },
+    },
+  });
+  if ((await composer.exited) !== 0)
+    throw new Error(`npm run supergraph failed:\n${composer.lines().join('\n')}`);
+  return out;
+}
+
+/** The gateways: the CLI as the official image runs it, with compose.yaml's environment rewritten. */
+async function startGateways(
+  options: TopologyOptions,
+  spawn: (request: SpawnRequest) => Child,
+  supergraphPath: string,
+  issuerUrl: string,
+): Promise<{ service: Service; pods: Pod[] }> {
+  const deployment = shippedGatewayDeployment();
+  const service = await startService(deployment.probe);
+  const environment = Object.fromEntries(
+    Object.entries(shippedGatewayEnvironment()).map(([name, value]) => [
+      name,
+      value.replace(/^https?:\/\/dev-issuer:\d+$/, issuerUrl),
+    ]),
+  );
+  const pods: Pod[] = [];
+  for (let index = 1; index <= deployment.replicas; index += 1) {
+    const port = await findFreePort();
+    pods.push(
+      podOf(`gateway-${index}`, port, service, deployment, spawn, options.children, () => ({
+        file: process.execPath,
+        args: [
+          join(ROOT, 'node_modules/@graphql-hive/gateway/dist/bin.js'),
+          'supergraph',
+          supergraphPath,
+          '--host',
+          '127.0.0.1',
+          '--port',
+          String(port),
+        ],
+        options: {
+          cwd: GATEWAY_CONFIG_DIR,
+          env: {
+            PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+            HOME: process.env.HOME ?? options.dir,
+            ...environment,
+          },
+        },
+      })),
+    );
+  }
+  await Promise.all(pods.map((pod) => pod.start()));
+  options.log(
+    `${pods.length} gateways behind ${service.url}${deployment.shipped ? '' : ' (no gateway Deployment shipped: two, probed on /readiness)'}`,
+  );
+  return { service, pods };
+}
+
 /** Starts the whole topology; on failure, what was started is left to `children.stopAll()`. */
 export async function startTopology(options: TopologyOptions): Promise<Topology> {
   const { children, fileSet, dir, log } = options;
-  const user = fileSet.user;
-  const giveToImageUser = (path: string): void => {
-    if (user !== undefined) chownSync(path, user.uid, user.gid);
-  };
-  const deployment = shippedDeployment();
   // Every process of the topology ever started, for the log counts of a name across its restarts.
   const started: Child[] = [];
   const spawn = (request: SpawnRequest): Child => {
@@ -173,7 +344,6 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     started.push(child);
     return child;
   };
-
   const issuer = await startDevIssuer({
     accessTokenTtlSeconds: 6 * 3600,
     clients: ENVIRONMENTS.map((environment) => ({
@@ -184,22 +354,10 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       environment,
     })),
   });
-  let service: Service | undefined;
+  const services: Service[] = [];
   try {
-    // The upstream, from the image as compose.yaml runs it (`npm run emulator`: node emulator/main.ts).
-    const emulatorPort = await findFreePort();
-    const emulatorUrl = `http://127.0.0.1:${emulatorPort}`;
-    const emulatorCommand = fileSet.nodeCommand(['emulator/main.ts'], {
-      EMULATOR_HOST: '127.0.0.1',
-      EMULATOR_PORT: String(emulatorPort),
-      EMULATOR_DATA: 'demo',
-    });
-    const emulator = spawn({ name: 'emulator', ...emulatorCommand });
-    await waitReady(emulator, () => answers(`${emulatorUrl}/_emulator/health`, 200), 'the emulator');
-    for (const environment of ENVIRONMENTS)
-      await addIdentity(emulatorUrl, environment, PRODUCER_KEYS[environment]);
+    const emulatorUrl = await startEmulator(fileSet, spawn);
     log(`emulator ${emulatorUrl}`);
-
     const redis = await startRedisTopology(options.redis, {
       dir: join(dir, 'redis'),
       children,
@@ -207,32 +365,15 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     });
     log(`redis: ${await redis.describe()}`);
 
-    service = await startService(deployment.probe);
-    const webhookEndpoints = {} as Record<Environment, string>;
-    const webhookSecrets = {} as Record<Environment, string>;
-    const secrets = {} as Record<Environment, MountedSecret>;
-    for (const environment of ENVIRONMENTS) {
-      // Registered once, at the Service, with the secret given to every replica (the Kubernetes
-      // base's way: a retried delivery lands on whichever replica is ready).
-      const endpoint = await registerWebhookEndpoint(
-        emulatorUrl,
-        FACADE_KEYS[environment].key,
-        `${service.url}/webhooks/platform/${environment}`,
-      );
-      webhookEndpoints[environment] = endpoint.id;
-      webhookSecrets[environment] = endpoint.secret;
-      const secret = mountedSecret(`${FACADE_KEYS[environment].key}\n`);
-      chmodSync(secret.dir, 0o700);
-      giveToImageUser(secret.dir);
-      secrets[environment] = secret;
-    }
-    const trustedDocumentsDir = join(dir, 'trusted-documents');
-    mkdirSync(trustedDocumentsDir, { recursive: true });
-    const trustedDocumentsPath = join(trustedDocumentsDir, 'trusted-documents.json');
+    const deployment = shippedDeployment();
+    const service = await startService(deployment.probe);
+    services.push(service);
+    const { endpoints, secrets } = await environmentSecrets(emulatorUrl, service.url, fileSet.user);
+    const trustedDocumentsPath = join(dir, 'trusted-documents', 'trusted-documents.json');
+    mkdirSync(join(dir, 'trusted-documents'), { recursive: true });
     writeFileSync(trustedDocumentsPath, JSON.stringify(shippedTrustedDocuments(), null, 2));
 
-    const settings = shippedSettings();
-    delete settings.REDIS_URL;
+    const { REDIS_URL: _shippedRedis, ...settings } = shippedSettings();
     const replicaEnvironment = (): Record<string, string> => ({
       ...settings,
       // Loopback: the replicas are reached through the Service on this machine only.
@@ -240,157 +381,55 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       UPSTREAM_BASE_URL: emulatorUrl,
       AUTH_ISSUER: issuer.issuer,
       AUTH_AUDIENCE: issuer.audience,
-      WEBHOOK_PUBLIC_URL: `${service!.url}/webhooks/platform`,
+      WEBHOOK_PUBLIC_URL: `${service.url}/webhooks/platform`,
       TRUSTED_DOCUMENTS: trustedDocumentsPath,
       ...redis.facadeEnv(),
       UPSTREAM_API_KEY_SANDBOX_FILE: secrets.sandbox.file,
       UPSTREAM_API_KEY_LIVE_FILE: secrets.live.file,
-      WEBHOOK_SECRETS_SANDBOX: webhookSecrets.sandbox,
-      WEBHOOK_SECRETS_LIVE: webhookSecrets.live,
+      WEBHOOK_SECRETS_SANDBOX: endpoints.sandbox.secret,
+      WEBHOOK_SECRETS_LIVE: endpoints.live.secret,
       ...LOAD_BUDGETS,
     });
-
-    const replicas: Replica[] = [];
-    for (const name of REPLICA_NAMES) {
-      const replica = {
-        name,
-        port: await findFreePort(),
-        metricsPort: await findFreePort(),
-        child: undefined,
-      };
-      replicas.push(replica);
-      service.add(name, replica.port);
+    const replicas: Pod[] = [];
+    for (const name of ['facade-1', 'facade-2', 'facade-3']) {
+      const port = await findFreePort();
+      const metricsPort = await findFreePort();
+      replicas.push(
+        podOf(name, port, service, deployment, spawn, children, () =>
+          imageSpawn(
+            fileSet.command({
+              ...replicaEnvironment(),
+              PORT: String(port),
+              METRICS_PORT: String(metricsPort),
+            }),
+          ),
+        ),
+      );
     }
-    const replicaOf = (name: ReplicaName): Replica => replicas.find((replica) => replica.name === name)!;
-    const start = async (replica: Replica): Promise<number> => {
-      const started = Date.now();
-      const command = fileSet.command({
-        ...replicaEnvironment(),
-        PORT: String(replica.port),
-        METRICS_PORT: String(replica.metricsPort),
-      });
-      const child = spawn({ name: replica.name, ...command });
-      replica.child = child;
-      // The kubelet: a running container is probed; an exited one leaves the endpoints at once.
-      service!.markServing(replica.name, true);
-      void child.exited.then(() => {
-        if (replica.child === child) service!.markServing(replica.name, false);
-      });
-      await service!.waitReady(replica.name);
-      return Date.now() - started;
-    };
-    await Promise.all(replicas.map(start));
+    await Promise.all(replicas.map((replica) => replica.start()));
     log(`replicas ready behind the Service ${service.url}: ${service.ready().join(', ')}`);
 
-    // The supergraph, composed by `npm run supergraph` with the Service as the facade's URL.
-    const supergraphPath = join(dir, 'supergraph.graphql');
-    const composer = children.spawn({
-      name: 'supergraph',
-      file: 'npm',
-      args: [
-        'run',
-        '--silent',
-        'supergraph',
-        '--',
-        '--out',
-        supergraphPath,
-        '--facade-url',
-        `${service.url}/graphql`,
-        '--support-notes-url',
-        `http://127.0.0.1:${await findFreePort()}/graphql`,
-      ],
-      options: {
-        cwd: ROOT,
-        env: { ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}` },
-      },
-    });
-    const composed = await composer.exited;
-    if (composed !== 0) throw new Error(`npm run supergraph failed:\n${composer.lines().join('\n')}`);
-
-    // The gateway CLI, as the official image runs it, with compose.yaml's environment.
-    const gatewayPort = await findFreePort();
-    const rewrite = (value: string): string =>
-      value
-        .replace(/^https?:\/\/dev-issuer:\d+$/, issuer.issuer)
-        .replace(/^https?:\/\/platform:\d+/, service!.url);
-    const gatewayEnvironment = Object.fromEntries(
-      Object.entries(shippedGatewayEnvironment()).map(([name, value]) => [name, rewrite(value)]),
-    );
-    let gateway: Child | undefined;
-    const startGateway = async (): Promise<void> => {
-      gateway = spawn({
-        name: 'gateway',
-        file: process.execPath,
-        args: [
-          join(ROOT, 'node_modules/@graphql-hive/gateway/dist/bin.js'),
-          'supergraph',
-          supergraphPath,
-          '--host',
-          '127.0.0.1',
-          '--port',
-          String(gatewayPort),
-        ],
-        options: {
-          cwd: GATEWAY_CONFIG_DIR,
-          env: {
-            PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
-            HOME: process.env.HOME ?? dir,
-            ...gatewayEnvironment,
-          },
-        },
-      });
-      await waitReady(
-        gateway,
-        () => answers(`http://127.0.0.1:${gatewayPort}/readiness`, 200),
-        'hive-gateway /readiness',
-      );
-    };
-    await startGateway();
-    log(`gateway http://127.0.0.1:${gatewayPort}/graphql`);
-
-    const stop = async (replica: Replica, how: 'kill' | 'term'): Promise<number | string> => {
-      const child = replica.child;
-      if (child === undefined) throw new Error(`${replica.name} is not running`);
-      if (how === 'kill') await children.kill(child);
-      else await children.stop(child, deployment.graceMs);
-      return child.exited;
-    };
+    const supergraphPath = await composeSupergraph(dir, service.url, spawn);
+    const gateways = await startGateways(options, spawn, supergraphPath, issuer.issuer);
+    services.push(gateways.service);
     return {
       issuer,
       emulatorUrl,
       service,
-      gatewayUrl: `http://127.0.0.1:${gatewayPort}/graphql`,
+      gatewayUrl: `${gateways.service.url}/graphql`,
       redis,
-      deployment,
       secrets,
       keys: { sandbox: FACADE_KEYS.sandbox.key, live: FACADE_KEYS.live.key },
       trustedDocumentsPath,
-      webhookEndpoints,
-      replicaEnvironment,
-      replicas: () => replicas,
-      async killReplica(name) {
-        await stop(replicaOf(name), 'kill');
-      },
-      async terminateReplica(name) {
-        const replica = replicaOf(name);
-        service!.markServing(name, false);
-        await sleep(deployment.preStopMs);
-        const signalled = Date.now();
-        const exit = await stop(replica, 'term');
-        return { drainMs: Date.now() - signalled, exit };
-      },
-      startReplica: (name) => start(replicaOf(name)),
+      webhookEndpoints: { sandbox: endpoints.sandbox.id, live: endpoints.live.id },
+      replicas,
+      gateways: gateways.pods,
       signalReplicas(signal) {
         for (const replica of replicas) {
-          const pid = replica.child?.running() === true ? replica.child.process.pid : undefined;
-          if (pid !== undefined) process.kill(pid, signal);
+          const child = replica.child();
+          if (child?.running() === true && child.process.pid !== undefined)
+            process.kill(child.process.pid, signal);
         }
-      },
-      async restartGateway() {
-        const stopped = Date.now();
-        if (gateway !== undefined) await children.stop(gateway, 30_000);
-        await startGateway();
-        return { downMs: Date.now() - stopped };
       },
       messages() {
         const all: Record<string, Record<string, number>> = {};
@@ -401,12 +440,12 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
         return all;
       },
       async close() {
-        await service?.close();
+        await Promise.all(services.map((each) => each.close()));
         await issuer.close();
       },
     };
   } catch (error) {
-    await service?.close();
+    await Promise.all(services.map((each) => each.close()));
     await issuer.close();
     throw error;
   }
