@@ -60,6 +60,29 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * What a line counts as: a JSON log line as `level: msg`; another line that speaks of an error or a
+ * warning (the gateway's, Redis's) as `text: <its words>`, numbers, ids and times blanked so that
+ * lines alike count together; undefined for the rest.
+ */
+function messageKey(line: string): string | undefined {
+  if (line.startsWith('{')) {
+    try {
+      const entry = JSON.parse(line) as { level?: unknown; msg?: unknown };
+      return `${String(entry.level)}: ${String(entry.msg)}`;
+    } catch {
+      // Not a JSON log line.
+    }
+  }
+  if (!/\b(err(or)?|warn(ing)?|fail(ed|ure)?)\b/i.test(line)) return undefined;
+  // Colour codes out, then anything that differs from one line to the next alike.
+  const words = line
+    .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
+    .replace(/[0-9a-f]{8,}|\d+([.:]\d+)*/gi, '#')
+    .slice(0, 160);
+  return `text: ${words}`;
+}
+
 /** A table of the run's processes. */
 export function createChildren(): Children {
   const started = new Set<Child>();
@@ -87,15 +110,8 @@ export function createChildren(): Children {
         const at = Date.now();
         kept.push(line);
         if (kept.length > KEPT_LINES) kept.splice(0, kept.length - KEPT_LINES);
-        if (line.startsWith('{')) {
-          try {
-            const entry = JSON.parse(line) as { level?: unknown; msg?: unknown };
-            const key = `${String(entry.level)}: ${String(entry.msg)}`;
-            messages.set(key, (messages.get(key) ?? 0) + 1);
-          } catch {
-            // Not a JSON log line.
-          }
-        }
+        const key = messageKey(line);
+        if (key !== undefined) messages.set(key, (messages.get(key) ?? 0) + 1);
         request.onLine?.(line, at);
       };
       createInterface({ input: child.stdout }).on('line', read);

@@ -105,7 +105,7 @@ function loggedBetween(
   for (const [process, messages] of Object.entries(after)) {
     for (const [message, times] of Object.entries(messages)) {
       const more = times - (before[process]?.[message] ?? 0);
-      if (more > 0 && /^(warn|error|fatal):/.test(message)) (logged[process] ??= {})[message] = more;
+      if (more > 0 && /^(warn|error|fatal|text):/.test(message)) (logged[process] ??= {})[message] = more;
     }
   }
   return logged;
@@ -279,6 +279,8 @@ export async function runGameday(
     const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
     const base = join(options.outDir, `gameday-${commit}-${stamp}`);
     writeFileSync(`${base}.md`, text);
+    // Every operation, every subscription and every event each subscriber received: the evidence.
+    writeFileSync(`${base}.load.json`, JSON.stringify(report));
     writeFileSync(
       `${base}.json`,
       JSON.stringify(
@@ -287,7 +289,7 @@ export async function runGameday(
         2,
       ),
     );
-    return { text, written: [`${base}.md`, `${base}.json`] };
+    return { text, written: [`${base}.md`, `${base}.json`, `${base}.load.json`] };
   } finally {
     record.stop();
     load.send({ op: 'close' });
