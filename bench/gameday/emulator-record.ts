@@ -8,19 +8,8 @@
  *   were applied.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DeliveryAttempt } from '../../emulator/webhooks/types.ts';
 import type { Environment } from './topology.ts';
-
-/** One attempt as the emulator records it. */
-interface DeliveryAttempt {
-  endpointId: string;
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  status?: number;
-  error?: string;
-  at: string;
-  outcome: 'delivered' | 'failed' | 'gave_up';
-}
 
 /** An event the emulator sent to one of the facade's endpoints, across its attempts. */
 export interface SentEvent {

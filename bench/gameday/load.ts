@@ -10,6 +10,7 @@
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'graphql-ws';
+import { STREAMED_TRANSPORTS } from '../lib/streamed-transports.ts';
 import {
   LIVE_QUERY_DOCUMENT,
   LIVE_QUERY_READ_DOCUMENT,
@@ -290,16 +291,6 @@ function openGraphqlWs(
   });
 }
 
-/** The streamed transports' paths, what they accept, and where one message ends. */
-const STREAMS = {
-  sse: { path: '/graphql/stream', accept: 'text/event-stream', separator: '\n\n' },
-  multipart: {
-    path: '/graphql',
-    accept: 'multipart/mixed;boundary=graphql;subscriptionSpec=1.0,application/json;q=0.9',
-    separator: '\r\n--graphql',
-  },
-} as const;
-
 /** A streamed message read: a result, the stream's own end, or nothing (a heartbeat). */
 function readMessage(kind: 'sse' | 'multipart', message: string): Result | 'complete' | undefined {
   if (kind === 'sse') {
@@ -323,7 +314,7 @@ function openStreamed(
   subscriber: Subscriber,
   session: SessionRecord,
 ): Promise<string> {
-  const { path, accept, separator } = STREAMS[kind];
+  const { path, accept, separator } = STREAMED_TRANSPORTS[kind];
   return new Promise((resolve) => {
     let settled = false;
     let completed = false;

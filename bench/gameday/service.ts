@@ -6,9 +6,8 @@
  * kubelet knows both without probing), and joins after one successful probe. Connections already
  * open stay with their endpoint until one side closes them, as through kube-proxy's NAT.
  */
-import { once } from 'node:events';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startTcpBalancer } from '../lib/tcp-balancer.ts';
 
 /** The Deployment's readiness probe (deploy/kubernetes/facade-deployment.yaml). */
 export interface ReadinessProbe {
@@ -48,7 +47,6 @@ export interface Service {
 /** Starts the Service on a free loopback port, probing each replica with `probe`. */
 export async function startService(probe: ReadinessProbe): Promise<Service> {
   const endpoints = new Map<string, Endpoint & { failures: number }>();
-  const sockets = new Set<Socket>();
   const emptySpans: { from: number; to: number | undefined }[] = [];
   let stopped = false;
   let next = 0;
@@ -62,29 +60,11 @@ export async function startService(probe: ReadinessProbe): Promise<Service> {
     if (!empty && open !== undefined && open.to === undefined) open.to = Date.now();
   };
 
-  const server = createServer((client) => {
+  const balancer = await startTcpBalancer(() => {
     const names = readyNames();
-    if (names.length === 0) {
-      client.destroy();
-      return;
-    }
-    const target = endpoints.get(names[next++ % names.length]!)!;
-    const backend = connect(target.port, '127.0.0.1');
-    sockets.add(client);
-    sockets.add(backend);
-    // A side's FIN reaches the other after everything it sent; a reset resets the other side.
-    const reset = (): void => {
-      client.destroy();
-      backend.destroy();
-    };
-    client.on('error', reset).on('close', () => sockets.delete(client));
-    backend.on('error', reset).on('close', () => sockets.delete(backend));
-    client.pipe(backend);
-    backend.pipe(client);
+    return names.length === 0 ? undefined : endpoints.get(names[next++ % names.length]!)!.port;
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as AddressInfo).port;
+  const port = balancer.port;
 
   const probeOnce = async (endpoint: Endpoint): Promise<boolean> => {
     try {
@@ -144,8 +124,7 @@ export async function startService(probe: ReadinessProbe): Promise<Service> {
     emptySpans,
     async close() {
       stopped = true;
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await balancer.close();
     },
   };
 }
