@@ -223,6 +223,15 @@ export async function runGameday(
       for (const line of notes) log(`  ${line}`);
       await sleep(options.durationMs);
       const writes = await closeWrites();
+      // New connections find no one while a Service has no ready endpoint: say so for every phase.
+      for (const [name, service] of [
+        ['facade', topology.service],
+        ['gateway', topology.gatewayService],
+      ] as const) {
+        const emptyMs = service.emptyWithin(phaseStart, Date.now());
+        if (emptyMs > 0)
+          notes.push(`the ${name} Service had no ready endpoint for ${(emptyMs / 1000).toFixed(1)} s`);
+      }
       phases.push({
         name: fault.name,
         what: fault.what,

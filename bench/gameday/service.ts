@@ -41,6 +41,8 @@ export interface Service {
   waitReady(name: string, timeoutMs?: number): Promise<void>;
   /** Wall-clock spans during which no endpoint was ready. */
   readonly emptySpans: { from: number; to: number | undefined }[];
+  /** How long, between `from` and `to`, no endpoint was ready (ms). */
+  emptyWithin(from: number, to: number): number;
   close(): Promise<void>;
 }
 
@@ -122,6 +124,11 @@ export async function startService(probe: ReadinessProbe): Promise<Service> {
       }
     },
     emptySpans,
+    emptyWithin: (from, to) =>
+      emptySpans.reduce(
+        (sum, span) => sum + Math.max(0, Math.min(to, span.to ?? to) - Math.max(from, span.from)),
+        0,
+      ),
     async close() {
       stopped = true;
       await balancer.close();

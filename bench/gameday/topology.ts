@@ -150,6 +150,8 @@ export interface Topology {
   readonly emulatorUrl: string;
   /** The facade Service: the replicas' endpoints. */
   readonly service: Service;
+  /** The gateways' Service. */
+  readonly gatewayService: Service;
   /** The gateway Service's GraphQL endpoint. */
   readonly gatewayUrl: string;
   readonly redis: RedisTopology;
@@ -416,6 +418,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       issuer,
       emulatorUrl,
       service,
+      gatewayService: gateways.service,
       gatewayUrl: `${gateways.service.url}/graphql`,
       redis,
       secrets,
