@@ -72,6 +72,13 @@ const LOAD_BUDGETS = {
   RATE_LIMIT_SUBSCRIPTIONS: '1000000',
 };
 
+/** The gateways' own client at the issuer, given to them where their Deployment takes one from a Secret. */
+const GATEWAY_CLIENT = {
+  clientId: 'gameday-gateway',
+  clientSecret: 'gameday-gateway-secret',
+  roles: ['gateway'],
+};
+
 /** How long the kubelet waits before it starts a crashed container again (its first restart). */
 export const CRASH_RESTART_DELAY_MS = 1_000;
 
@@ -303,6 +310,12 @@ async function startGateways(
       value.replace(/^https?:\/\/dev-issuer:\d+$/, issuerUrl),
     ]),
   );
+  // The gateway's own identity (the `gateway` role its requests to the facade carry), where its
+  // Deployment takes one from a Secret.
+  if (deployment.secretVariables.includes('GATEWAY_CLIENT_ID')) {
+    environment.GATEWAY_CLIENT_ID = GATEWAY_CLIENT.clientId;
+    environment.GATEWAY_CLIENT_SECRET = GATEWAY_CLIENT.clientSecret;
+  }
   const pods: Pod[] = [];
   for (let index = 1; index <= deployment.replicas; index += 1) {
     const port = await findFreePort();
@@ -348,13 +361,16 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
   };
   const issuer = await startDevIssuer({
     accessTokenTtlSeconds: 6 * 3600,
-    clients: ENVIRONMENTS.map((environment) => ({
-      clientId: `gameday-${environment}`,
-      clientSecret: `gameday-${environment}-secret`,
-      roles: [],
-      customerIds: [CUSTOMERS[environment].customerId],
-      environment,
-    })),
+    clients: [
+      ...ENVIRONMENTS.map((environment) => ({
+        clientId: `gameday-${environment}`,
+        clientSecret: `gameday-${environment}-secret`,
+        roles: [],
+        customerIds: [CUSTOMERS[environment].customerId],
+        environment,
+      })),
+      GATEWAY_CLIENT,
+    ],
   });
   const services: Service[] = [];
   try {
@@ -375,7 +391,11 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     mkdirSync(join(dir, 'trusted-documents'), { recursive: true });
     writeFileSync(trustedDocumentsPath, JSON.stringify(shippedTrustedDocuments(), null, 2));
 
-    const { REDIS_URL: _shippedRedis, ...settings } = shippedSettings();
+    // How the replicas reach Redis is the topology's to say (`redis.facadeEnv()`), not the shipped
+    // addresses': every connection variable of the base is left out (REDIS_KEY_PREFIX stays).
+    const settings = Object.fromEntries(
+      Object.entries(shippedSettings()).filter(([name]) => !/^REDIS_(?!KEY_PREFIX$)/.test(name)),
+    );
     const replicaEnvironment = (): Record<string, string> => ({
       ...settings,
       // Loopback: the replicas are reached through the Service on this machine only.
