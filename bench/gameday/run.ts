@@ -153,6 +153,66 @@ async function finalSettle(record: EmulatorRecord, log: (line: string) => void):
   await record.refresh();
 }
 
+/** The baseline, then each fault in turn with the settle time after it; one record per phase. */
+async function runPhases(
+  topology: Topology,
+  options: GamedayOptions,
+  closeWrites: () => Promise<PhaseWrites>,
+  log: (line: string) => void,
+): Promise<PhaseRecord[]> {
+  const phases: PhaseRecord[] = [];
+  const schedule = [
+    { name: 'baseline', what: 'no fault: the load alone', inject: () => Promise.resolve() },
+    ...options.faults,
+  ];
+  for (const fault of schedule) {
+    const before = topology.messages();
+    const notes: string[] = [];
+    log(`${fault.name}: ${fault.what}`);
+    const phaseStart = Date.now();
+    await fault.inject({ topology, holdMs: options.durationMs, note: (line) => notes.push(line) });
+    const restoredAt = Date.now();
+    for (const line of notes) log(`  ${line}`);
+    await sleep(options.durationMs);
+    const writes = await closeWrites();
+    // New connections find no one while a Service has no ready endpoint: say so for every phase.
+    for (const [name, service] of [
+      ['facade', topology.service],
+      ['gateway', topology.gatewayService],
+    ] as const) {
+      const emptyMs = service.emptyWithin(phaseStart, Date.now());
+      if (emptyMs > 0)
+        notes.push(`the ${name} Service had no ready endpoint for ${(emptyMs / 1000).toFixed(1)} s`);
+    }
+    phases.push({
+      name: fault.name,
+      what: fault.what,
+      startedAt: phaseStart,
+      restoredAt,
+      endedAt: Date.now(),
+      notes,
+      writes,
+      logged: loggedBetween(before, topology.messages()),
+    });
+  }
+  return phases;
+}
+
+/** Writes the table (`.md`), the figures (`.json`) and the load's log (`.load.json`) under `name`. */
+function writeReport(
+  options: GamedayOptions,
+  name: string,
+  contents: { text: string; load: LoadReport; figures: unknown },
+): string[] {
+  mkdirSync(options.outDir, { recursive: true });
+  const base = join(options.outDir, name);
+  writeFileSync(`${base}.md`, contents.text);
+  // Every operation, every subscription and every event each subscriber received: the evidence.
+  writeFileSync(`${base}.load.json`, JSON.stringify(contents.load));
+  writeFileSync(`${base}.json`, JSON.stringify(contents.figures, null, 2));
+  return [`${base}.md`, `${base}.json`, `${base}.load.json`];
+}
+
 /** Runs the game day; returns the report's text and where it was written. */
 export async function runGameday(
   fileSet: ImageFileSet,
@@ -208,41 +268,7 @@ export async function runGameday(
     await closeWrites();
     const measuredFrom = Date.now();
 
-    const phases: PhaseRecord[] = [];
-    const schedule = [
-      { name: 'baseline', what: 'no fault: the load alone', inject: () => Promise.resolve() },
-      ...options.faults,
-    ];
-    for (const fault of schedule) {
-      const before = topology.messages();
-      const notes: string[] = [];
-      log(`${fault.name}: ${fault.what}`);
-      const phaseStart = Date.now();
-      await fault.inject({ topology, holdMs: options.durationMs, note: (line) => notes.push(line) });
-      const restoredAt = Date.now();
-      for (const line of notes) log(`  ${line}`);
-      await sleep(options.durationMs);
-      const writes = await closeWrites();
-      // New connections find no one while a Service has no ready endpoint: say so for every phase.
-      for (const [name, service] of [
-        ['facade', topology.service],
-        ['gateway', topology.gatewayService],
-      ] as const) {
-        const emptyMs = service.emptyWithin(phaseStart, Date.now());
-        if (emptyMs > 0)
-          notes.push(`the ${name} Service had no ready endpoint for ${(emptyMs / 1000).toFixed(1)} s`);
-      }
-      phases.push({
-        name: fault.name,
-        what: fault.what,
-        startedAt: phaseStart,
-        restoredAt,
-        endedAt: Date.now(),
-        notes,
-        writes,
-        logged: loggedBetween(before, topology.messages()),
-      });
-    }
+    const phases = await runPhases(topology, options, closeWrites, log);
     load.send({ op: 'stop' });
     await finalSettle(record, log);
     load.send({ op: 'report' });
@@ -284,21 +310,21 @@ export async function runGameday(
       detailsOf(rows, phases),
       '',
     ].join('\n');
-    mkdirSync(options.outDir, { recursive: true });
-    const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
-    const base = join(options.outDir, `gameday-${commit}-${stamp}`);
-    writeFileSync(`${base}.md`, text);
-    // Every operation, every subscription and every event each subscriber received: the evidence.
-    writeFileSync(`${base}.load.json`, JSON.stringify(report));
-    writeFileSync(
-      `${base}.json`,
-      JSON.stringify(
-        { commit, options: { ...options, faults: options.faults.map((fault) => fault.name) }, phases, rows },
-        null,
-        2,
-      ),
+    const written = writeReport(
+      options,
+      `gameday-${commit}-${startedAt.toISOString().replace(/[:.]/g, '-')}`,
+      {
+        text,
+        load: report,
+        figures: {
+          commit,
+          options: { ...options, faults: options.faults.map((fault) => fault.name) },
+          phases,
+          rows,
+        },
+      },
     );
-    return { text, written: [`${base}.md`, `${base}.json`, `${base}.load.json`] };
+    return { text, written };
   } finally {
     record.stop();
     load.send({ op: 'close' });
