@@ -20,7 +20,7 @@ import { isBuiltin } from 'node:module';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { build, type BuildFailure, type Metafile } from 'esbuild';
+import { build, stop as stopEsbuild, type BuildFailure, type Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readComposeFile } from '../../scripts/compose-twin.ts';
 import {
@@ -98,6 +98,11 @@ afterAll(() => {
 // ---------------------------------------------------------------------------------------------
 
 describe("the runtime stage's files", () => {
+  // esbuild keeps a service process for its next build: ended with the file's builds.
+  afterAll(async () => {
+    await stopEsbuild();
+  });
+
   test('hold every module its command and compose.yaml’s commands on the image reach, and every package they import', async () => {
     // The entries: the image's CMD, and each command compose.yaml runs on the runtime image
     // (`npm run <script>` read from package.json, as npm would).
