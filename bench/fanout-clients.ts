@@ -10,6 +10,7 @@
 import http from 'node:http';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { STREAMED_TRANSPORTS } from './lib/streamed-transports.ts';
 
 /** How a subscriber subscribes: a live transport of the facade. */
 export type LiveClientTransport = 'graphql-ws' | 'sse' | 'multipart';
@@ -162,16 +163,6 @@ function openSubscriber(
   });
 }
 
-/** The streamed transports' requests: where, and what they accept. */
-const STREAMED = {
-  sse: { path: '/graphql/stream', accept: 'text/event-stream', separator: '\n\n' },
-  multipart: {
-    path: '/graphql',
-    accept: 'multipart/mixed;boundary=graphql;subscriptionSpec=1.0,application/json;q=0.9',
-    separator: '\r\n--graphql',
-  },
-} as const;
-
 /** One result of a streamed message (an SSE `next`, a multipart part with a payload), or undefined. */
 function resultOf(transport: 'sse' | 'multipart', message: string): Record<string, unknown> | undefined {
   if (transport === 'sse') {
@@ -194,7 +185,7 @@ function openStreamedSubscriber(
   wsUrl: string,
   query: string,
 ): Promise<string | undefined> {
-  const { path, accept, separator } = STREAMED[transport];
+  const { path, accept, separator } = STREAMED_TRANSPORTS[transport];
   const url = new URL(path, wsUrl.replace(/^ws/, 'http'));
   return new Promise((resolve) => {
     const request = http.request(url, {

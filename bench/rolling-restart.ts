@@ -29,15 +29,13 @@
  * (2000), BENCH_ROLLING_WEBHOOKS (`service`, or `compose`: facade-a registers itself as compose.yaml
  * has it). The twin starts compose.yaml's own Redis (a primary, a replica, three Sentinels).
  */
-import { once } from 'node:events';
 import { loadavg } from 'node:os';
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient as createWsClient } from 'graphql-ws';
 import { createClient as createSseClient } from 'graphql-sse';
 import { REPLICAS, startComposeTwin, type ComposeTwin, type TwinOptions } from '../scripts/compose-twin.ts';
 import { positiveIntegerFromEnv } from './env.ts';
+import { startTcpBalancer } from './lib/tcp-balancer.ts';
 
 const ACCOUNT_ID = 'acc_globex_eth';
 const CUSTOMER_ID = 'cus_globex';
@@ -132,39 +130,12 @@ interface Service {
 
 async function startService(): Promise<Service> {
   const endpoints = new Map<string, number>();
-  const sockets = new Set<Socket>();
   let next = 0;
-  const server: Server = createServer((client) => {
+  const balancer = await startTcpBalancer(() => {
     const ports = [...endpoints.values()];
-    if (ports.length === 0) {
-      client.destroy();
-      return;
-    }
-    const port = ports[next++ % ports.length]!;
-    const backend = connect(port, '127.0.0.1');
-    sockets.add(client);
-    sockets.add(backend);
-    // A side's FIN reaches the other after everything it sent (pipe ends the other side once
-    // flushed), as through kube-proxy's NAT; a reset resets the other side.
-    const reset = (): void => {
-      client.destroy();
-      backend.destroy();
-    };
-    client.on('error', reset).on('close', () => sockets.delete(client));
-    backend.on('error', reset).on('close', () => sockets.delete(backend));
-    client.pipe(backend);
-    backend.pipe(client);
+    return ports.length === 0 ? undefined : ports[next++ % ports.length];
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    port: (server.address() as AddressInfo).port,
-    endpoints,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((done) => server.close(() => done()));
-    },
-  };
+  return { port: balancer.port, endpoints, close: () => balancer.close() };
 }
 
 async function operatorToken(issuerUrl: string): Promise<string> {
