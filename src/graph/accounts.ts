@@ -1,13 +1,12 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { customerRecordByArgs, customerRecordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { readRecord } from './look-ahead.ts';
 
 export const accountResolvers: Resolvers = {
   Query: { account: customerRecordByArgs('Account') },
@@ -55,8 +54,7 @@ export const accountResolvers: Resolvers = {
   },
   SetAccountFeesPayload: {
     // Read after the fees were replaced (the payload resolves once the mutation has answered).
-    account: (payload, _args, context, info) =>
-      readRecord('Account', { customerId: payload.customerId, id: payload.fees.accountId }, context, info),
+    account: linkedRecord('Account', (payload) => payload.fees.accountId),
   },
   Account: {
     openTasks: (account, _args, { loaders }) =>

@@ -1,7 +1,7 @@
 /**
  * Resolvers of the shapes that recur across the domain files, built from what differs between
- * them: a connection read from its parent's key, a field copied from a parent's full record, and a
- * customer's record read by its key.
+ * them: a connection read from its parent's key, a field copied from a parent's full record, a
+ * customer's record read by its key, and a link from one record of a customer to another.
  */
 import type { Page } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
@@ -66,4 +66,19 @@ export function customerRecordByArgs<T extends CustomerRecordType>(type: T) {
 export function customerRecordReference<T extends CustomerRecordType>(type: T) {
   return ({ customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
     readRecord(type, { customerId, id }, context, info);
+}
+
+/**
+ * A field linking a customer's record (or a part of one that carries its `customerId`) to another
+ * record of the same customer, read through the look-ahead by the id `idOf` finds in the parent;
+ * null where the parent names none.
+ */
+export function linkedRecord<T extends CustomerRecordType, P extends { customerId: string }>(
+  type: T,
+  idOf: (parent: P) => string | null | undefined,
+) {
+  return (parent: P, _args: unknown, context: GraphContext, info: GraphQLResolveInfo) => {
+    const id = idOf(parent);
+    return id == null ? null : readRecord(type, { customerId: parent.customerId, id }, context, info);
+  };
 }

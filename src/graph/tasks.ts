@@ -3,8 +3,13 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { connectionOf, customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
-import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
+import {
+  connectionOf,
+  customerRecordByArgs,
+  customerRecordReference,
+  linkedRecord,
+} from './resolver-shapes.ts';
+import { TASK_SUBMISSIONS } from './look-ahead.ts';
 
 export const taskResolvers: Resolvers = {
   Query: {
@@ -32,7 +37,6 @@ export const taskResolvers: Resolvers = {
       }
       return documents;
     },
-    task: (submission, _args, context, info) =>
-      readRecord('Task', { customerId: submission.customerId, id: submission.taskId }, context, info),
+    task: linkedRecord('Task', (submission) => submission.taskId),
   },
 };
