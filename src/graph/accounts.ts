@@ -58,7 +58,9 @@ export const accountResolvers: Resolvers = {
   },
   Account: {
     openTasks: (account, _args, { loaders }) =>
-      Promise.all(account.openTaskIds.map((id) => loaders.task.load({ customerId: account.customerId, id }))),
+      Promise.all(
+        account.openTaskIds.map((id) => loaders.item.Task.load({ customerId: account.customerId, id })),
+      ),
     __resolveReference: customerRecordReference('Account'),
     customer: resolveOwningCustomer,
     // The record carries its fees; the fees endpoint is only a fallback for a record without them.

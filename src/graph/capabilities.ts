@@ -23,7 +23,7 @@ export const capabilityResolvers: Resolvers = {
       capability.applications.map((application) => ({ ...application, customerId: capability.customerId })),
     openTasks: (capability, _args, { loaders }) =>
       Promise.all(
-        capability.openTaskIds.map((id) => loaders.task.load({ customerId: capability.customerId, id })),
+        capability.openTaskIds.map((id) => loaders.item.Task.load({ customerId: capability.customerId, id })),
       ),
     __resolveReference: customerRecordReference('Capability'),
     customer: resolveOwningCustomer,
@@ -31,7 +31,7 @@ export const capabilityResolvers: Resolvers = {
   CapabilityApplication: {
     openTasks: (application, _args, { loaders }) => {
       const { customerId } = application as typeof application & { customerId: string };
-      return Promise.all(application.openTaskIds.map((id) => loaders.task.load({ customerId, id })));
+      return Promise.all(application.openTaskIds.map((id) => loaders.item.Task.load({ customerId, id })));
     },
   },
 };

@@ -53,7 +53,7 @@ export const customerResolvers: Resolvers = {
       if (caller !== undefined && !caller.operator && caller.scope.kind === 'customers') {
         return toConnection(await readScopedCustomers(loaders, caller.scope.customerIds, page), args);
       }
-      return toConnection(await loaders.customers.load(page), args);
+      return toConnection(await loaders.list.Customer.load(page), args);
     },
   },
   Mutation: {

@@ -10,7 +10,7 @@ import { fieldsOfFullRecord, recordByIdArg, topLevelConnection } from './resolve
 import { readRecord } from './look-ahead.ts';
 
 async function fullRecord(institution: InstitutionParent, { loaders }: GraphContext): Promise<Institution> {
-  return 'country' in institution ? institution : loaders.institution.load(institution.id);
+  return 'country' in institution ? institution : loaders.item.Institution.load({ id: institution.id });
 }
 
 /** A field the embedded reference lacks. */
@@ -19,7 +19,7 @@ const fullRecordField = fieldsOfFullRecord(fullRecord);
 export const institutionResolvers: Resolvers = {
   Query: {
     institution: recordByIdArg('Institution'),
-    institutions: topLevelConnection((loaders) => loaders.institutions),
+    institutions: topLevelConnection((loaders) => loaders.list.Institution),
   },
   Institution: {
     __resolveReference: (reference, context, info) =>

@@ -51,7 +51,7 @@ export const moneyMovementResolvers: Resolvers = {
   DestinationTarget: {
     recipient: linkedRecord('Recipient', (target) => target.recipientId),
     destination: async (target, _args, { loaders }) => {
-      const recipient = await loaders.recipient.load({
+      const recipient = await loaders.item.Recipient.load({
         customerId: target.customerId,
         id: target.recipientId,
       });

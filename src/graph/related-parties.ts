@@ -33,7 +33,7 @@ function isFullRecord(party: RelatedPartyParent): party is RelatedParty {
 /** The full record of `party`: itself when it is one, else one (shared) read. */
 async function fullRecord(party: RelatedPartyParent, { loaders }: GraphContext): Promise<RelatedParty> {
   if (isFullRecord(party)) return party;
-  return loaders.relatedParty.load({ customerId: party.customerId, id: party.id });
+  return loaders.item.RelatedParty.load({ customerId: party.customerId, id: party.id });
 }
 
 /** A field only the full record holds. */

@@ -9,7 +9,9 @@
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { CursorExpiredError } from '../errors/cursor-expired.ts';
-import { RECORD_ENTRIES, type EventRecordTypeName, type RecordEntry } from '../records.ts';
+import { pageKeyOf, recordKeyOf } from '../loaders/index.ts';
+import type { RecordEntry } from '../record-entry.ts';
+import { isEventRecordType, RECORD_ENTRIES, type EventRecordTypeName } from '../records.ts';
 import { PageLimitExceededError } from '../upstream/all-pages.ts';
 import { inScope } from '../upstream/access.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
@@ -42,26 +44,22 @@ interface EventResourceKind {
   unreadableOnceArchived: boolean;
 }
 
-/** A loader of the operation's by the name the catalogue gives it. */
-function loader(context: GraphContext, name: string): { load(key: unknown): Promise<unknown> } {
-  return (context.loaders as unknown as Record<string, { load(key: unknown): Promise<unknown> }>)[name]!;
-}
-
 /** The subscriptions' view of a catalogue entry that has events. */
-function eventResourceKind(typename: EventRecordTypeName, entry: RecordEntry): EventResourceKind {
-  const events = entry.events!;
-  const { item, list } = entry.loaders;
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- its loaders are T's
+function eventResourceKind<T extends EventRecordTypeName>(
+  typename: T,
+  entry: RecordEntry,
+  events: NonNullable<RecordEntry['events']>,
+): EventResourceKind {
   return {
     typename,
     field: events.field,
-    read:
-      entry.key === 'customer'
-        ? (context, customerId, id) => loader(context, item).load({ customerId, id })
-        : (context, _customerId, id) => loader(context, item).load(id),
+    read: (context, customerId, id) =>
+      context.loaders.item[typename].load(recordKeyOf(typename, customerId, id)),
     ...(entry.key === 'customer' && events.listedSince
       ? {
           list: (context: GraphContext, customerId: string, page: PageParams) =>
-            loader(context, list).load({ customerId, ...page }) as Promise<Page<ListedRecord>>,
+            context.loaders.list[typename].load(pageKeyOf(typename, customerId, page)),
         }
       : {}),
     ...(events.replayedKind === undefined ? {} : { replayedType: events.replayedKind }),
@@ -72,9 +70,9 @@ function eventResourceKind(typename: EventRecordTypeName, entry: RecordEntry): E
 /** Every resource type the schema models, by the upstream's `resourceType`. */
 const RESOURCES: Readonly<Record<string, EventResourceKind>> = Object.fromEntries(
   RECORD_ENTRIES.flatMap(([typename, entry]) =>
-    entry.events === undefined
-      ? []
-      : [[entry.resourceType, eventResourceKind(typename as EventRecordTypeName, entry)]],
+    entry.events !== undefined && isEventRecordType(typename)
+      ? [[entry.resourceType, eventResourceKind(typename, entry, entry.events)]]
+      : [],
   ),
 );
 
@@ -128,7 +126,7 @@ async function checkCustomer(
   resource: unknown,
 ): Promise<Hydrated> {
   try {
-    await context.loaders.customer.load(customerId);
+    await context.loaders.item.Customer.load({ id: customerId });
     return { resource };
   } catch (error) {
     return isRefusal(error) ? DROP : { resource: null, error };
@@ -181,7 +179,7 @@ function resumeCursor(
  * replay context's loader for the replayed selections.
  */
 async function readSubscribedCustomer(context: GraphContext, customerId: string): Promise<ListedRecord> {
-  return await context.loaders.customer.load(customerId);
+  return await context.loaders.item.Customer.load({ id: customerId });
 }
 
 /**

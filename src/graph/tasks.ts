@@ -26,7 +26,9 @@ export const taskResolvers: Resolvers = {
   TaskSubmission: {
     documents: async (submission, _args, { loaders }) => {
       const reads = await Promise.allSettled(
-        submission.documentIds.map((id) => loaders.document.load({ customerId: submission.customerId, id })),
+        submission.documentIds.map((id) =>
+          loaders.item.CustomerDocument.load({ customerId: submission.customerId, id }),
+        ),
       );
       // An archived document reads as not found: the submission still names it, the list leaves it out.
       const documents: CustomerDocument[] = [];

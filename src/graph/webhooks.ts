@@ -26,7 +26,7 @@ function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphCon
 export const webhookResolvers: Resolvers = {
   Query: {
     webhookEndpoint: recordByIdArg('WebhookEndpoint'),
-    webhookEndpoints: topLevelConnection((loaders) => loaders.webhookEndpoints),
+    webhookEndpoints: topLevelConnection((loaders) => loaders.list.WebhookEndpoint),
   },
   Mutation: {
     createWebhookEndpoint: async (_parent, { input }, context) => {

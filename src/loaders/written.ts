@@ -26,20 +26,20 @@ function replace<T>(loader: ScopedLoader<T>, key: ScopedKey, record: T): void {
 
 export const written = {
   customer(loaders: Loaders, customer: Customer): void {
-    loaders.customer.clear(customer.id).prime(customer.id, customer);
-    loaders.customers.clearAll();
+    loaders.item.Customer.clear({ id: customer.id }).prime({ id: customer.id }, customer);
+    loaders.list.Customer.clearAll();
   },
 
   account(loaders: Loaders, key: ScopedKey, account: Account): void {
-    replace(loaders.account, key, account);
-    loaders.accounts.clearAll();
+    replace(loaders.item.Account, key, account);
+    loaders.list.Account.clearAll();
   },
 
   /** The account record carries its fees: the cached one is stale too. */
   accountFees(loaders: Loaders, key: ScopedKey, fees: AccountFees): void {
     replace(loaders.accountFees, key, fees);
-    loaders.account.clear(key);
-    loaders.accounts.clearAll();
+    loaders.item.Account.clear(key);
+    loaders.list.Account.clearAll();
   },
 
   /**
@@ -47,20 +47,20 @@ export const written = {
    * the write does not name: every account and transfer read of the operation is stale.
    */
   balances(loaders: Loaders): void {
-    loaders.account.clearAll();
-    loaders.accounts.clearAll();
-    loaders.transfers.clearAll();
+    loaders.item.Account.clearAll();
+    loaders.list.Account.clearAll();
+    loaders.list.Transfer.clearAll();
   },
 
   capability(loaders: Loaders, key: ScopedKey, capability: Capability): void {
-    replace(loaders.capability, key, capability);
-    loaders.capabilities.clearAll();
+    replace(loaders.item.Capability, key, capability);
+    loaders.list.Capability.clearAll();
   },
 
   /** Archived documents answer NOT_FOUND to later reads and leave every list. */
   documentArchived(loaders: Loaders, key: ScopedKey): void {
-    loaders.document.clear(key);
-    loaders.documents.clearAll();
+    loaders.item.CustomerDocument.clear(key);
+    loaders.list.CustomerDocument.clearAll();
   },
 
   /**
@@ -68,10 +68,10 @@ export const written = {
    * read of it is forgotten and read afresh only if asked for.
    */
   quoteExecuted(loaders: Loaders, quoteKey: ScopedKey, transfer: Transfer): void {
-    replace(loaders.transfer, { customerId: quoteKey.customerId, id: transfer.id }, transfer);
-    loaders.transfers.clearAll();
-    loaders.quote.clear(quoteKey);
-    loaders.quotes.clearAll();
+    replace(loaders.item.Transfer, { customerId: quoteKey.customerId, id: transfer.id }, transfer);
+    loaders.list.Transfer.clearAll();
+    loaders.item.Quote.clear(quoteKey);
+    loaders.list.Quote.clearAll();
   },
 
   /**
@@ -79,19 +79,19 @@ export const written = {
    * reads, so it is not kept). The parent customer's updatedAt advanced in the same transaction.
    */
   relatedParty(loaders: Loaders, key: ScopedKey, party: RelatedParty | undefined): void {
-    if (party === undefined) loaders.relatedParty.clear(key);
-    else replace(loaders.relatedParty, key, party);
-    loaders.relatedParties.clearAll();
-    loaders.customer.clear(key.customerId);
+    if (party === undefined) loaders.item.RelatedParty.clear(key);
+    else replace(loaders.item.RelatedParty, key, party);
+    loaders.list.RelatedParty.clearAll();
+    loaders.item.Customer.clear({ id: key.customerId });
   },
 
   rule(loaders: Loaders, rule: Rule): void {
-    replace(loaders.rule, { customerId: rule.customerId, id: rule.id }, rule);
-    loaders.rules.clearAll();
+    replace(loaders.item.Rule, { customerId: rule.customerId, id: rule.id }, rule);
+    loaders.list.Rule.clearAll();
   },
 
   webhookEndpoint(loaders: Loaders, endpoint: WebhookEndpoint): void {
-    loaders.webhookEndpoint.clear(endpoint.id).prime(endpoint.id, endpoint);
-    loaders.webhookEndpoints.clearAll();
+    loaders.item.WebhookEndpoint.clear({ id: endpoint.id }).prime({ id: endpoint.id }, endpoint);
+    loaders.list.WebhookEndpoint.clearAll();
   },
 };

@@ -23,7 +23,7 @@
  * without any event.
  */
 import { LRUCache } from 'lru-cache';
-import type { CustomerCollection } from '../records.ts';
+import type { CustomerCollection } from './types.ts';
 import { UpstreamCancelledError } from './errors.ts';
 
 /** How the cache is configured (`CACHE_ENABLED`, `CACHE_MAX_AGE_SECONDS`, `CACHE_MAX_BYTES`). */

@@ -1,0 +1,164 @@
+/**
+ * How an entry of the record catalogue (`src/records.ts`) is written: what it says of its record
+ * type, the upstream reads of each key shape, and the helpers that make an entry from its reads
+ * (`topLevel`, `ofCustomer`, `ofCustomerSummarised`) and its events (`events`). An entry's types
+ * are inferred from what it is given, so the tables derived from the catalogue are typed by it.
+ */
+import type { UpstreamContext } from './upstream/context.ts';
+import type { CustomerCollection, ListedRecord, Page, PageParams } from './upstream/types.ts';
+
+/**
+ * What an event makes stale in the response cache (`events/invalidation.ts` applies it):
+ * - `record`: the event's resource and what lies under it (an account's fees);
+ * - `list`: its customer's list of that resource, every page and filter;
+ * - `customer`: the parent customer's record; `customer-list`: the list of every customer;
+ * - `accounts`, `quotes`: every account (balances) or quote (status) of the customer, records and lists.
+ */
+export type StaleByEvent = 'record' | 'list' | 'customer' | 'customer-list' | 'accounts' | 'quotes';
+
+/** How a record's changes reach the subscriptions: its events, and how a `since` replays them. */
+interface EventSide<Kind extends string> {
+  /** The payload field of its `…Changed` subscription (`account`, with `accountId` beside it). */
+  field: string;
+  /**
+   * The event kinds the platform sends for it, each with what it makes stale in the response
+   * cache. A kind missing here (a new upstream kind) drops everything of its customer.
+   */
+  kinds: Readonly<Record<Kind, readonly StaleByEvent[]>>;
+  /** The event kind a record read now stands for, as a `since` replay names it; absent: not replayed. */
+  replayedKind?: (record: ListedRecord) => NoInfer<Kind>;
+  /**
+   * Whether its customer's list, filtered by `updatedSince`, shows its changes: the `since` replay
+   * and the reconciler read it. Not for a customer (a scoped caller may not list customers; its
+   * replay is its own read) nor for a record whose changes leave the list (archiving).
+   */
+  listedSince: boolean;
+  /** Whether an archived record answers 404 to every read, so the event's record stands in for it. */
+  unreadableOnceArchived?: boolean;
+}
+
+/** The read of one record, by key shape: by its own id, or under its customer. */
+export interface GetOfShape<R> {
+  'top-level': (up: UpstreamContext, id: string) => Promise<R>;
+  customer: (up: UpstreamContext, customerId: string, id: string) => Promise<R>;
+}
+
+/** The read of one page of a list, by key shape: every record's, or one customer's. */
+export interface ListOfShape<L> {
+  'top-level': (up: UpstreamContext, page?: PageParams) => Promise<Page<L>>;
+  customer: (up: UpstreamContext, customerId: string, page?: PageParams) => Promise<Page<L>>;
+}
+
+/**
+ * How a record is read: by its own id (`/v3/<collection>/{id}`, `top-level`) or under its customer
+ * (`/v3/customers/{customerId}/<collection>/{id}`, `customer`).
+ */
+export type KeyShape = keyof GetOfShape<unknown>;
+
+/** What every entry is given besides its reads. */
+interface Given {
+  /** The prefix of its ids (`acc_`): a node id names its type by it. */
+  idPrefix: `${string}_`;
+  /** The upstream's `resourceType` for it in events. */
+  resourceType: string;
+}
+
+/** What a record read under its customer is given besides its reads. */
+interface CustomerGiven<Collection extends CustomerCollection, Field extends string> extends Given {
+  /** The path segment of its item and list routes (`accounts`), and the response cache's name for them. */
+  collection: Collection;
+  /** Its list's field on `Customer` (`accounts`). */
+  listField: Field;
+}
+
+/**
+ * A record read by its own id. Its list returns full records, which stand in for the record
+ * (`listedAsRecord`): a record listed once is never read again.
+ */
+export function topLevel<R extends { id: string }, const Collection extends string>(
+  entry: Given & {
+    collection: Collection;
+    get: GetOfShape<R>['top-level'];
+    list: ListOfShape<NoInfer<R>>['top-level'];
+  },
+) {
+  const { get, list, ...given } = entry;
+  return { ...given, key: 'top-level' as const, reads: { get, list }, listedAsRecord: (listed: R) => listed };
+}
+
+/** A record read under its customer, whose list returns full records (see {@link topLevel}). */
+export function ofCustomer<
+  R extends { id: string },
+  const Collection extends CustomerCollection,
+  const Field extends string,
+>(
+  entry: CustomerGiven<Collection, Field> & {
+    get: GetOfShape<R>['customer'];
+    list: ListOfShape<NoInfer<R>>['customer'];
+  },
+) {
+  return { ...customerEntry(entry), listedAsRecord: (listed: R) => listed };
+}
+
+/**
+ * A record read under its customer whose list returns summaries (related parties): a summary must
+ * not stand in for the record, so its list primes nothing.
+ */
+export function ofCustomerSummarised<
+  R extends { id: string },
+  L extends { id: string },
+  const Collection extends CustomerCollection,
+  const Field extends string,
+>(
+  entry: CustomerGiven<Collection, Field> & {
+    get: GetOfShape<R>['customer'];
+    list: ListOfShape<L>['customer'];
+  },
+) {
+  return { ...customerEntry(entry), listedAsRecord: undefined };
+}
+
+function customerEntry<Entry extends Given, Get, List>({
+  get,
+  list,
+  ...given
+}: Entry & { get: Get; list: List }) {
+  return { ...given, key: 'customer' as const, reads: { get, list } };
+}
+
+/** A record type's events: its kinds are what the webhook endpoint subscribes to. */
+export function events<const Kind extends string>(side: EventSide<Kind>): EventSide<Kind> {
+  return side;
+}
+
+/** `created` when a record was never changed after its creation, `updated` otherwise. */
+export const createdOrUpdated =
+  <const C extends string, const U extends string>(created: C, updated: U) =>
+  (record: ListedRecord): C | U =>
+    record.createdAt === record.updatedAt ? created : updated;
+
+/** What every entry says, as the tables that walk them all read it. */
+interface WalkedEntry<Kind extends string> extends Given {
+  collection: string;
+  /** Its events; absent for a record type the platform sends no events for. */
+  events?: Omit<EventSide<Kind>, 'kinds'> & {
+    kinds: Readonly<Partial<Record<Kind, readonly StaleByEvent[]>>>;
+  };
+}
+
+/** A record read by its own id, as the walking tables read it. */
+export interface TopLevelEntry<Kind extends string = string> extends WalkedEntry<Kind> {
+  key: 'top-level';
+  reads: { get: GetOfShape<{ id: string }>['top-level']; list: ListOfShape<ListedRecord>['top-level'] };
+}
+
+/** A record read under its customer, as the walking tables read it. */
+export interface CustomerEntry<Kind extends string = string> extends WalkedEntry<Kind> {
+  key: 'customer';
+  collection: CustomerCollection;
+  listField: string;
+  reads: { get: GetOfShape<{ id: string }>['customer']; list: ListOfShape<ListedRecord>['customer'] };
+}
+
+/** One record type's entry, as the tables that walk every entry read it. */
+export type RecordEntry<Kind extends string = string> = TopLevelEntry<Kind> | CustomerEntry<Kind>;
