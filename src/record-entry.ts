@@ -75,15 +75,15 @@ interface CustomerGiven<Collection extends CustomerCollection, Field extends str
  * A record read by its own id. Its list returns full records, which stand in for the record
  * (`listedAsRecord`): a record listed once is never read again.
  */
-export function topLevel<R extends { id: string }, const Collection extends string>(
+export function topLevel<R extends { id: string }>(
   entry: Given & {
-    collection: Collection;
+    /** The path segment of its item and list routes (`institutions`). */
+    collection: string;
     get: GetOfShape<R>['top-level'];
     list: ListOfShape<NoInfer<R>>['top-level'];
   },
 ) {
-  const { get, list, ...given } = entry;
-  return { ...given, key: 'top-level' as const, reads: { get, list }, listedAsRecord: (listed: R) => listed };
+  return entryOf('top-level', entry, (listed: R) => listed);
 }
 
 /** A record read under its customer, whose list returns full records (see {@link topLevel}). */
@@ -97,7 +97,7 @@ export function ofCustomer<
     list: ListOfShape<NoInfer<R>>['customer'];
   },
 ) {
-  return { ...customerEntry(entry), listedAsRecord: (listed: R) => listed };
+  return entryOf('customer', entry, (listed: R) => listed);
 }
 
 /**
@@ -115,15 +115,17 @@ export function ofCustomerSummarised<
     list: ListOfShape<L>['customer'];
   },
 ) {
-  return { ...customerEntry(entry), listedAsRecord: undefined };
+  return entryOf('customer', entry, undefined);
 }
 
-function customerEntry<Entry extends Given, Get, List>({
-  get,
-  list,
-  ...given
-}: Entry & { get: Get; list: List }) {
-  return { ...given, key: 'customer' as const, reads: { get, list } };
+/** An entry: what it was given, its key shape, its reads, and how a listed item stands for its record. */
+function entryOf<const Key extends KeyShape, Entry extends Given, Get, List, AsRecord>(
+  key: Key,
+  { get, list, ...given }: Entry & { get: Get; list: List },
+  listedAsRecord: AsRecord,
+) {
+  // Events are added by the entries that have them (`events`).
+  return { ...given, key, reads: { get, list }, listedAsRecord, events: undefined };
 }
 
 /** A record type's events: its kinds are what the webhook endpoint subscribes to. */
@@ -136,29 +138,3 @@ export const createdOrUpdated =
   <const C extends string, const U extends string>(created: C, updated: U) =>
   (record: ListedRecord): C | U =>
     record.createdAt === record.updatedAt ? created : updated;
-
-/** What every entry says, as the tables that walk them all read it. */
-interface WalkedEntry<Kind extends string> extends Given {
-  collection: string;
-  /** Its events; absent for a record type the platform sends no events for. */
-  events?: Omit<EventSide<Kind>, 'kinds'> & {
-    kinds: Readonly<Partial<Record<Kind, readonly StaleByEvent[]>>>;
-  };
-}
-
-/** A record read by its own id, as the walking tables read it. */
-export interface TopLevelEntry<Kind extends string = string> extends WalkedEntry<Kind> {
-  key: 'top-level';
-  reads: { get: GetOfShape<{ id: string }>['top-level']; list: ListOfShape<ListedRecord>['top-level'] };
-}
-
-/** A record read under its customer, as the walking tables read it. */
-export interface CustomerEntry<Kind extends string = string> extends WalkedEntry<Kind> {
-  key: 'customer';
-  collection: CustomerCollection;
-  listField: string;
-  reads: { get: GetOfShape<{ id: string }>['customer']; list: ListOfShape<ListedRecord>['customer'] };
-}
-
-/** One record type's entry, as the tables that walk every entry read it. */
-export type RecordEntry<Kind extends string = string> = TopLevelEntry<Kind> | CustomerEntry<Kind>;

@@ -24,14 +24,7 @@ import { getRule, listRules } from './upstream/rules.ts';
 import { getTask, listTasks } from './upstream/tasks.ts';
 import type { CustomerCollection, ListedRecord, Page } from './upstream/types.ts';
 import { getWebhookEndpoint, listWebhookEndpoints } from './upstream/webhook-endpoints.ts';
-import {
-  createdOrUpdated,
-  events,
-  ofCustomer,
-  ofCustomerSummarised,
-  topLevel,
-  type RecordEntry,
-} from './record-entry.ts';
+import { createdOrUpdated, events, ofCustomer, ofCustomerSummarised, topLevel } from './record-entry.ts';
 
 export type { StaleByEvent } from './record-entry.ts';
 export type { CustomerCollection } from './upstream/types.ts';
@@ -278,12 +271,17 @@ export const TOP_LEVEL_RECORD_TYPES = RECORD_TYPES.filter(
 
 /** Whether the platform sends events for records of `type`. */
 export function isEventRecordType(type: RecordTypeName): type is EventRecordTypeName {
-  return 'events' in RECORDS[type];
+  return RECORDS[type].events !== undefined;
 }
 
-/** The catalogue's entries, in its order, as the tables that walk them all read them. */
-export const RECORD_ENTRIES: readonly (readonly [RecordTypeName, RecordEntry<SubscribedEventKind>])[] =
-  RECORD_TYPES.map((type) => [type, RECORDS[type]]);
+/** One entry of the catalogue, whichever. */
+export type RecordEntry = Catalogue[RecordTypeName];
+
+/** The catalogue's entries, in its order. */
+export const RECORD_ENTRIES = RECORD_TYPES.map((type): readonly [RecordTypeName, RecordEntry] => [
+  type,
+  RECORDS[type],
+]);
 
 /**
  * A table of `make(type)` under each record type. `Table` says what `make` makes for each type:

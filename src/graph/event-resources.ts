@@ -9,8 +9,7 @@ import type { GraphContext } from './context.ts';
 import { DROP } from '../events/delivery/live-stream.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
 import { pageKeyOf, recordKeyOf } from '../loaders/index.ts';
-import type { RecordEntry } from '../record-entry.ts';
-import { isEventRecordType, RECORD_ENTRIES, type EventRecordTypeName } from '../records.ts';
+import { isEventRecordType, RECORD_ENTRIES, type EventRecordTypeName, type RecordEntry } from '../records.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { ListedRecord, Page, PageParams } from '../upstream/types.ts';
 

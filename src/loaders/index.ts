@@ -109,10 +109,8 @@ const SHAPES: {
     list: <L>(read: ListOfShape<L>[S], up: UpstreamContext, key: KeysOfShape[S]['page']) => Promise<Page<L>>;
     /** The string that identifies a record's key: two loads whose strings are equal are one request. */
     cacheKey: (key: KeysOfShape[S]['record']) => string;
-    /** The key of record `id` of the customer `customerId` names (a top-level record has none). */
-    recordKey: (customerId: string, id: string) => KeysOfShape[S]['record'];
-    /** The key of record `id`, listed in `page`. */
-    listedKey: (page: KeysOfShape[S]['page'], id: string) => KeysOfShape[S]['record'];
+    /** The key of record `id` of the customer `owner` names, as a page key of its list does. */
+    recordKey: (owner: KeysOfShape[S]['page'], id: string) => KeysOfShape[S]['record'];
     /** The key of a page of the list of the customer `customerId` names. */
     pageKey: (customerId: string, page: PageKey) => KeysOfShape[S]['page'];
   };
@@ -121,16 +119,14 @@ const SHAPES: {
     get: (read, up, key) => read(up, key.id),
     list: (read, up, key) => read(up, pageParams(key)),
     cacheKey: (key) => key.id,
-    recordKey: (_customerId, id) => ({ id }),
-    listedKey: (_page, id) => ({ id }),
+    recordKey: (_owner, id) => ({ id }),
     pageKey: (_customerId, page) => page,
   },
   customer: {
     get: (read, up, key) => read(up, key.customerId, key.id),
     list: (read, up, key) => read(up, key.customerId, pageParams(key)),
     cacheKey: scopedCacheKey,
-    recordKey: (customerId, id) => ({ customerId, id }),
-    listedKey: (page, id) => ({ customerId: page.customerId, id }),
+    recordKey: ({ customerId }, id) => ({ customerId, id }),
     pageKey: (customerId, page) => ({ customerId, ...page }),
   },
 };
@@ -141,7 +137,7 @@ export function recordKeyOf<T extends RecordTypeName>(
   customerId: string,
   id: string,
 ): RecordKeyOf<T> {
-  return SHAPES[LOADED[type].key].recordKey(customerId, id);
+  return SHAPES[LOADED[type].key].recordKey({ customerId }, id);
 }
 
 /** The key of a page of `type`'s list, of the customer `customerId` where it is read under one. */
@@ -178,7 +174,7 @@ function listLoader<T extends RecordTypeName>(
       const item = items[type];
       for (const listed of page.data) {
         const record = listedAsRecord(listed);
-        item.prime(shape.listedKey(pageKey, record.id), record);
+        item.prime(shape.recordKey(pageKey, record.id), record);
       }
       return page;
     },
