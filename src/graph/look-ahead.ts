@@ -81,7 +81,8 @@ function keyedRead<K, A, LK, V>(
 /** A child field whose value is read from its parent's key and its own arguments alone. */
 interface ChildRead<PK> {
   kind: 'read';
-  read: KeyedRead<PK, never, unknown>;
+  /** Starts the read with the field's arguments, as its resolver will receive them. */
+  start(key: PK, args: SelectedField['args'], loaders: Loaders): void;
 }
 
 /** A child field whose value is another record read by a key its parent's key holds. */
@@ -146,7 +147,8 @@ const OWNING_CUSTOMER = {
 } as const;
 
 function asChild<PK, A, V>(read: KeyedRead<PK, A, V>): ChildRead<PK> {
-  return { kind: 'read', read };
+  // The arguments are coerced by the schema that types the resolver's `A`.
+  return { kind: 'read', start: (key, args, loaders) => read.start(key, args as A, loaders) };
 }
 
 /** The child fields every record of a key shape has: a customer's record, its customer. */
@@ -205,51 +207,43 @@ export function readRecord<T extends RecordTypeName>(
   return record;
 }
 
-/**
- * The table without the types that tie each key to its type: how the look-ahead walks it, handing
- * each read and child the key of its own record (so their keys are method parameters here).
- */
-interface UntypedRecordReads {
-  read: KeyedRead<unknown, unknown, unknown>;
-  children: Readonly<
-    Record<string, { kind: 'read'; read: KeyedRead<unknown, unknown, unknown> } | UntypedChildRecord>
-  >;
-}
-interface UntypedChildRecord {
-  kind: 'record';
-  type: RecordTypeName;
-  key(parent: unknown): unknown;
-}
-const UNTYPED_READS: Readonly<Record<RecordTypeName, UntypedRecordReads>> = RECORD_READS;
 /** Types with at least one child to look ahead for: the others need no look at the selection. */
 const TYPES_WITH_CHILDREN = new Set(
-  RECORD_TYPES.filter((type) => Object.keys(UNTYPED_READS[type].children).length > 0),
+  RECORD_TYPES.filter((type) => Object.keys(RECORD_READS[type].children).length > 0),
 );
 
 /** Starts the look-ahead reads below a record of `type` with `key`, selected by `fieldNodes`. */
-function startChildReads(
-  type: RecordTypeName,
-  key: unknown,
+function startChildReads<T extends RecordTypeName>(
+  type: T,
+  key: RecordKeyOf<T>,
   fieldNodes: readonly FieldNode[],
   scope: SelectionScope,
   loaders: Loaders,
 ): void {
-  const { children } = UNTYPED_READS[type];
   if (!TYPES_WITH_CHILDREN.has(type)) return;
+  const { children } = RECORD_READS[type];
   for (const field of plannedFields(scope, fieldNodes, type, children)) {
     const child = children[field.name]!;
     try {
-      if (child.kind === 'read') {
-        child.read.start(key, field.args, loaders);
-      } else {
-        const childKey = child.key(key);
-        UNTYPED_READS[child.type].read.start(childKey, undefined, loaders);
-        startChildReads(child.type, childKey, field.nodes, scope, loaders);
-      }
+      if (child.kind === 'read') child.start(key, field.args, loaders);
+      else startChildRecord(child, key, field.nodes, scope, loaders);
     } catch {
       // Bad arguments (a `first` out of range): the child's resolver reports them when it runs.
     }
   }
+}
+
+/** Starts the read of a child that is a record of its own, and the reads below it. */
+function startChildRecord<PK, T extends RecordTypeName>(
+  child: { type: T; key: (parent: PK) => RecordKeyOf<T> },
+  parentKey: PK,
+  fieldNodes: readonly FieldNode[],
+  scope: SelectionScope,
+  loaders: Loaders,
+): void {
+  const key = child.key(parentKey);
+  RECORD_READS[child.type].read.start(key, undefined, loaders);
+  startChildReads(child.type, key, fieldNodes, scope, loaders);
 }
 
 /**
