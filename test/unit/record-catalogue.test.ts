@@ -2,8 +2,9 @@
  * The record catalogue (`src/records.ts`) drives every table that names record types: this walks
  * it and checks each consumer serves each entry, so a record type added to the catalogue (or to the
  * schema or the contract without the catalogue) fails here rather than in production. Each check
- * runs the real code: the loaders and `node(id:)` over an in-memory upstream client that records
- * the paths it is asked, the cache invalidation of an event of each kind, the schema as built.
+ * runs the real code: the loaders, `node(id:)`, the query field and the federation reference over
+ * an in-memory upstream client that records the paths it is asked, the cache invalidation of an
+ * event of each kind, the schema as built.
  */
 import { readFileSync } from 'node:fs';
 import { execute, isObjectType, isUnionType, parse } from 'graphql';
@@ -106,6 +107,37 @@ describe('every record type of the catalogue', () => {
       expect(result.data).toEqual({ node: { __typename: type, id } });
       expect(paths).toEqual([routesOf(entry, id).item]);
       expect(RECORD_READS[type]).toBeDefined();
+    },
+  );
+
+  it.each(ENTRIES)(
+    '$type: its query field and its federation reference read it by its key, once',
+    async ({ type, entry }) => {
+      const paths: string[] = [];
+      const id = `${entry.idPrefix}1`;
+      const key = entry.key === 'customer' ? { customerId: CUSTOMER, id } : { id };
+      const field = `${type.charAt(0).toLowerCase()}${type.slice(1)}`;
+      const declared = Object.keys(key).map((name) => `$${name}: ID!`);
+      const given = Object.keys(key).map((name) => `${name}: $${name}`);
+      const read = (document: string, variableValues: Record<string, unknown>) =>
+        execute({
+          schema,
+          document: parse(document),
+          variableValues,
+          contextValue: createGraphContext(upstream(paths), OPEN_CALLER),
+        });
+      const byField = await read(
+        `query (${declared.join(', ')}) { ${field}(${given.join(', ')}) { id } }`,
+        key,
+      );
+      expect(byField).toEqual({ data: { [field]: { id } } });
+      const byReference = await read(
+        `query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on ${type} { id } } }`,
+        { representations: [{ __typename: type, ...key }] },
+      );
+      expect(byReference).toEqual({ data: { _entities: [{ id }] } });
+      const item = routesOf(entry, id).item;
+      expect(paths).toEqual([item, item]);
     },
   );
 
