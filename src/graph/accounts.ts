@@ -20,7 +20,7 @@ export const accountResolvers: Resolvers = {
         body as CreateAccountInput,
         idempotencyKey,
       );
-      written.account(loaders, { customerId: input.customerId, id: result.data.id }, result.data);
+      written.record(loaders, 'Account', { customerId: input.customerId, id: result.data.id }, result.data);
       return toPayload('account', result);
     },
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
@@ -48,7 +48,7 @@ export const accountResolvers: Resolvers = {
     archiveAccount: async (_parent, { input }, { upstream, loaders }) => {
       const { idempotencyKey } = splitInput(input);
       const result = await archiveAccount(upstream, input.customerId, input.accountId, idempotencyKey);
-      written.account(loaders, { customerId: input.customerId, id: input.accountId }, result.data);
+      written.record(loaders, 'Account', { customerId: input.customerId, id: input.accountId }, result.data);
       return toPayload('account', result);
     },
   },

@@ -13,7 +13,7 @@ export const capabilityResolvers: Resolvers = {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
       const result = await createCapability(upstream, input.customerId, body, idempotencyKey);
       const capability = { ...result.data, customerId: input.customerId };
-      written.capability(loaders, { customerId: input.customerId, id: capability.id }, capability);
+      written.record(loaders, 'Capability', { customerId: input.customerId, id: capability.id }, capability);
       return toPayload('capability', { ...result, data: capability });
     },
   },

@@ -62,7 +62,7 @@ export const customerResolvers: Resolvers = {
       // `type` is a String in the schema (an open set); the upstream validates it and a refusal
       // points at `/type`, which the error mapping turns into the path `input.type`.
       const result = await createCustomer(upstream, body as CreateCustomerInput, idempotencyKey);
-      written.customer(loaders, result.data);
+      written.record(loaders, 'Customer', { id: result.data.id }, result.data);
       return toPayload('customer', result);
     },
   },

@@ -10,7 +10,7 @@ import { splitInput, toPayload } from './mutation-payload.ts';
 
 /** Keeps the operation's loaders true to a rule the upstream just changed. */
 function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
-  written.rule(loaders, result.data);
+  written.record(loaders, 'Rule', { customerId: result.data.customerId, id: result.data.id }, result.data);
   return toPayload('rule', result);
 }
 

@@ -19,7 +19,7 @@ import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to an endpoint the upstream just changed. */
 function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphContext) {
-  written.webhookEndpoint(loaders, result.data);
+  written.record(loaders, 'WebhookEndpoint', { id: result.data.id }, result.data);
   return toPayload('webhookEndpoint', result);
 }
 

@@ -7,17 +7,9 @@
  * least as much for every write, in `src/upstream/` where the request is known
  * (`staleReadsOfWrite` in `response-cache.ts`).
  */
-import type {
-  Account,
-  AccountFees,
-  Capability,
-  Customer,
-  RelatedParty,
-  Rule,
-  Transfer,
-  WebhookEndpoint,
-} from '../upstream/types.ts';
-import type { Loaders, ScopedKey, ScopedLoader } from './index.ts';
+import type { RecordOf, RecordTypeName } from '../records.ts';
+import type { AccountFees, RelatedParty, Transfer } from '../upstream/types.ts';
+import type { Loaders, RecordKeyOf, ScopedKey, ScopedLoader } from './index.ts';
 
 /** Replaces any cached read of a customer's record with the one just written. */
 function replace<T>(loader: ScopedLoader<T>, key: ScopedKey, record: T): void {
@@ -25,14 +17,15 @@ function replace<T>(loader: ScopedLoader<T>, key: ScopedKey, record: T): void {
 }
 
 export const written = {
-  customer(loaders: Loaders, customer: Customer): void {
-    loaders.item.Customer.clear({ id: customer.id }).prime({ id: customer.id }, customer);
-    loaders.list.Customer.clearAll();
-  },
-
-  account(loaders: Loaders, key: ScopedKey, account: Account): void {
-    replace(loaders.item.Account, key, account);
-    loaders.list.Account.clearAll();
+  /** A record of `type` written: it replaces any earlier read of it, and its type's lists are stale. */
+  record<T extends RecordTypeName>(
+    loaders: Loaders,
+    type: T,
+    key: RecordKeyOf<T>,
+    record: RecordOf<T>,
+  ): void {
+    loaders.item[type].clear(key).prime(key, record);
+    loaders.list[type].clearAll();
   },
 
   /** The account record carries its fees: the cached one is stale too. */
@@ -52,11 +45,6 @@ export const written = {
     loaders.list.Transfer.clearAll();
   },
 
-  capability(loaders: Loaders, key: ScopedKey, capability: Capability): void {
-    replace(loaders.item.Capability, key, capability);
-    loaders.list.Capability.clearAll();
-  },
-
   /** Archived documents answer NOT_FOUND to later reads and leave every list. */
   documentArchived(loaders: Loaders, key: ScopedKey): void {
     loaders.item.CustomerDocument.clear(key);
@@ -68,8 +56,7 @@ export const written = {
    * read of it is forgotten and read afresh only if asked for.
    */
   quoteExecuted(loaders: Loaders, quoteKey: ScopedKey, transfer: Transfer): void {
-    replace(loaders.item.Transfer, { customerId: quoteKey.customerId, id: transfer.id }, transfer);
-    loaders.list.Transfer.clearAll();
+    written.record(loaders, 'Transfer', { customerId: quoteKey.customerId, id: transfer.id }, transfer);
     loaders.item.Quote.clear(quoteKey);
     loaders.list.Quote.clearAll();
   },
@@ -83,15 +70,5 @@ export const written = {
     else replace(loaders.item.RelatedParty, key, party);
     loaders.list.RelatedParty.clearAll();
     loaders.item.Customer.clear({ id: key.customerId });
-  },
-
-  rule(loaders: Loaders, rule: Rule): void {
-    replace(loaders.item.Rule, { customerId: rule.customerId, id: rule.id }, rule);
-    loaders.list.Rule.clearAll();
-  },
-
-  webhookEndpoint(loaders: Loaders, endpoint: WebhookEndpoint): void {
-    loaders.item.WebhookEndpoint.clear({ id: endpoint.id }).prime({ id: endpoint.id }, endpoint);
-    loaders.list.WebhookEndpoint.clearAll();
   },
 };
