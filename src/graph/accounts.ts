@@ -1,7 +1,7 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference, linkedRecord } from './resolver-shapes.ts';
+import { recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
@@ -9,7 +9,7 @@ import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const accountResolvers: Resolvers = {
-  Query: { account: customerRecordByArgs('Account') },
+  Query: { account: recordByArgs('Account') },
   Mutation: {
     createAccount: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
@@ -61,7 +61,7 @@ export const accountResolvers: Resolvers = {
       Promise.all(
         account.openTaskIds.map((id) => loaders.item.Task.load({ customerId: account.customerId, id })),
       ),
-    __resolveReference: customerRecordReference('Account'),
+    __resolveReference: recordReference('Account'),
     customer: resolveOwningCustomer,
     // The record carries its fees; the fees endpoint is only a fallback for a record without them.
     fees: (account, _args, { loaders }) =>

@@ -1,13 +1,13 @@
 /** Resolvers of `capabilities.graphql`: capabilities and their institution applications. */
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { recordByArgs, recordReference } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { createCapability } from '../upstream/capabilities.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const capabilityResolvers: Resolvers = {
-  Query: { capability: customerRecordByArgs('Capability') },
+  Query: { capability: recordByArgs('Capability') },
   Mutation: {
     createCapability: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
@@ -25,7 +25,7 @@ export const capabilityResolvers: Resolvers = {
       Promise.all(
         capability.openTaskIds.map((id) => loaders.item.Task.load({ customerId: capability.customerId, id })),
       ),
-    __resolveReference: customerRecordReference('Capability'),
+    __resolveReference: recordReference('Capability'),
     customer: resolveOwningCustomer,
   },
   CapabilityApplication: {

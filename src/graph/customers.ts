@@ -7,7 +7,7 @@ import { isObjectType, type GraphQLResolveInfo } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { CUSTOMER_LISTS, readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { connectionsOf } from './resolver-shapes.ts';
+import { connectionsOf, recordByArgs } from './resolver-shapes.ts';
 import { readScopedCustomers } from './scoped-customers.ts';
 import { selectedFields } from './selection.ts';
 import { toConnection, toPageParams } from './pagination.ts';
@@ -46,7 +46,7 @@ function asksOnlyForLists(info: GraphQLResolveInfo): boolean {
 // Each list reads through the look-ahead's entry for it, so a list started ahead is a cache hit.
 export const customerResolvers: Resolvers = {
   Query: {
-    customer: (_parent, { id }, context, info) => readRecord('Customer', { id }, context, info),
+    customer: recordByArgs('Customer'),
     customers: async (_parent, args, { caller, loaders }) => {
       const page = toPageParams(args);
       // Only operators may list the platform's customers; everyone else sees its own.

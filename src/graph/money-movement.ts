@@ -1,7 +1,7 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
 import type { Transfer } from '../upstream/types.ts';
-import { customerRecordByArgs, customerRecordReference, linkedRecord } from './resolver-shapes.ts';
+import { recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { executeQuote } from '../upstream/money-movement.ts';
 import { resolveOwningCustomer } from './customers.ts';
@@ -12,8 +12,8 @@ const linkedQuote = linkedRecord('Quote', (transfer: Transfer) => transfer.quote
 
 export const moneyMovementResolvers: Resolvers = {
   Query: {
-    quote: customerRecordByArgs('Quote'),
-    transfer: customerRecordByArgs('Transfer'),
+    quote: recordByArgs('Quote'),
+    transfer: recordByArgs('Transfer'),
   },
   Mutation: {
     executeQuote: async (_parent, { input }, { upstream, loaders }) => {
@@ -28,13 +28,13 @@ export const moneyMovementResolvers: Resolvers = {
     quote: (payload, args, context, info) => linkedQuote(payload.transfer, args, context, info),
   },
   Quote: {
-    __resolveReference: customerRecordReference('Quote'),
+    __resolveReference: recordReference('Quote'),
     customer: resolveOwningCustomer,
     sourceAccount: linkedRecord('Account', (quote) => quote.sourceAccountId),
     transfer: linkedRecord('Transfer', (quote) => quote.transferId),
   },
   Transfer: {
-    __resolveReference: customerRecordReference('Transfer'),
+    __resolveReference: recordReference('Transfer'),
     customer: resolveOwningCustomer,
     sourceAccountId: (transfer) => transfer.source.accountId,
     sourceAccount: linkedRecord('Account', (transfer) => transfer.source.accountId),

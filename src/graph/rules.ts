@@ -1,6 +1,6 @@
 /** Resolvers of `rules.graphql`: rules, the account they watch, and their transitions. */
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference, linkedRecord } from './resolver-shapes.ts';
+import { recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveRule, createRule, pauseRule, resumeRule } from '../upstream/rules.ts';
 import type { MutationResult, Rule } from '../upstream/types.ts';
@@ -15,7 +15,7 @@ function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
 }
 
 export const ruleResolvers: Resolvers = {
-  Query: { rule: customerRecordByArgs('Rule') },
+  Query: { rule: recordByArgs('Rule') },
   Mutation: {
     createRule: async (_parent, { input }, context) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
@@ -49,7 +49,7 @@ export const ruleResolvers: Resolvers = {
       ),
   },
   Rule: {
-    __resolveReference: customerRecordReference('Rule'),
+    __resolveReference: recordReference('Rule'),
     customer: resolveOwningCustomer,
     triggerAccountId: (rule) => rule.trigger.accountId,
     trigger: linkedRecord('Account', (rule) => rule.trigger.accountId),

@@ -3,22 +3,17 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import {
-  connectionOf,
-  customerRecordByArgs,
-  customerRecordReference,
-  linkedRecord,
-} from './resolver-shapes.ts';
+import { connectionOf, recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { TASK_SUBMISSIONS } from './look-ahead.ts';
 
 export const taskResolvers: Resolvers = {
   Query: {
-    task: customerRecordByArgs('Task'),
+    task: recordByArgs('Task'),
     taskSubmission: (_parent, { customerId, taskId, id }, { loaders }) =>
       loaders.taskSubmission.load({ customerId, taskId, id }),
   },
   Task: {
-    __resolveReference: customerRecordReference('Task'),
+    __resolveReference: recordReference('Task'),
     customer: resolveOwningCustomer,
     // Through the look-ahead's entry, so submissions started ahead are a cache hit.
     submissions: connectionOf(TASK_SUBMISSIONS),

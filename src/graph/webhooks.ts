@@ -14,8 +14,7 @@ import type {
 } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { recordByIdArg, topLevelConnection } from './resolver-shapes.ts';
-import { readRecord } from './look-ahead.ts';
+import { recordByArgs, recordReference, topLevelConnection } from './resolver-shapes.ts';
 
 /** Keeps the operation's loaders true to an endpoint the upstream just changed. */
 function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphContext) {
@@ -25,7 +24,7 @@ function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphCon
 
 export const webhookResolvers: Resolvers = {
   Query: {
-    webhookEndpoint: recordByIdArg('WebhookEndpoint'),
+    webhookEndpoint: recordByArgs('WebhookEndpoint'),
     webhookEndpoints: topLevelConnection((loaders) => loaders.list.WebhookEndpoint),
   },
   Mutation: {
@@ -65,7 +64,6 @@ export const webhookResolvers: Resolvers = {
       ),
   },
   WebhookEndpoint: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('WebhookEndpoint', { id: reference.id }, context, info),
+    __resolveReference: recordReference('WebhookEndpoint'),
   },
 };
