@@ -56,15 +56,21 @@ export interface ListOfShape<L> {
 export type KeyShape = keyof GetOfShape<unknown>;
 
 /** What every entry is given besides its reads. */
-interface Given {
+interface Given<Kind extends string> {
   /** The prefix of its ids (`acc_`): a node id names its type by it. */
   idPrefix: `${string}_`;
   /** The upstream's `resourceType` for it in events. */
   resourceType: string;
+  /** Its events; absent for a record type the platform sends no events for. */
+  events?: EventSide<Kind>;
 }
 
 /** What a record read under its customer is given besides its reads. */
-interface CustomerGiven<Collection extends CustomerCollection, Field extends string> extends Given {
+interface CustomerGiven<
+  Collection extends CustomerCollection,
+  Field extends string,
+  Kind extends string,
+> extends Given<Kind> {
   /** The path segment of its item and list routes (`accounts`), and the response cache's name for them. */
   collection: Collection;
   /** Its list's field on `Customer` (`accounts`). */
@@ -75,8 +81,8 @@ interface CustomerGiven<Collection extends CustomerCollection, Field extends str
  * A record read by its own id. Its list returns full records, which stand in for the record
  * (`listedAsRecord`): a record listed once is never read again.
  */
-export function topLevel<R extends { id: string }>(
-  entry: Given & {
+export function topLevel<R extends { id: string }, const Kind extends string = never>(
+  entry: Given<Kind> & {
     /** The path segment of its item and list routes (`institutions`). */
     collection: string;
     get: GetOfShape<R>['top-level'];
@@ -91,8 +97,9 @@ export function ofCustomer<
   R extends { id: string },
   const Collection extends CustomerCollection,
   const Field extends string,
+  const Kind extends string = never,
 >(
-  entry: CustomerGiven<Collection, Field> & {
+  entry: CustomerGiven<Collection, Field, Kind> & {
     get: GetOfShape<R>['customer'];
     list: ListOfShape<NoInfer<R>>['customer'];
   },
@@ -109,8 +116,9 @@ export function ofCustomerSummarised<
   L extends { id: string },
   const Collection extends CustomerCollection,
   const Field extends string,
+  const Kind extends string = never,
 >(
-  entry: CustomerGiven<Collection, Field> & {
+  entry: CustomerGiven<Collection, Field, Kind> & {
     get: GetOfShape<R>['customer'];
     list: ListOfShape<L>['customer'];
   },
@@ -119,18 +127,12 @@ export function ofCustomerSummarised<
 }
 
 /** An entry: what it was given, its key shape, its reads, and how a listed item stands for its record. */
-function entryOf<const Key extends KeyShape, Entry extends Given, Get, List, AsRecord>(
+function entryOf<const Key extends KeyShape, Entry extends Given<string>, Get, List, AsRecord>(
   key: Key,
   { get, list, ...given }: Entry & { get: Get; list: List },
   listedAsRecord: AsRecord,
 ) {
-  // Events are added by the entries that have them (`events`).
-  return { ...given, key, reads: { get, list }, listedAsRecord, events: undefined };
-}
-
-/** A record type's events: its kinds are what the webhook endpoint subscribes to. */
-export function events<const Kind extends string>(side: EventSide<Kind>): EventSide<Kind> {
-  return side;
+  return { ...given, key, reads: { get, list }, listedAsRecord };
 }
 
 /** `created` when a record was never changed after its creation, `updated` otherwise. */

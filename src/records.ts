@@ -24,22 +24,20 @@ import { getRule, listRules } from './upstream/rules.ts';
 import { getTask, listTasks } from './upstream/tasks.ts';
 import type { CustomerCollection, ListedRecord, Page } from './upstream/types.ts';
 import { getWebhookEndpoint, listWebhookEndpoints } from './upstream/webhook-endpoints.ts';
-import { createdOrUpdated, events, ofCustomer, ofCustomerSummarised, topLevel } from './record-entry.ts';
+import { createdOrUpdated, ofCustomer, ofCustomerSummarised, topLevel } from './record-entry.ts';
 
 export type { StaleByEvent } from './record-entry.ts';
 export type { CustomerCollection } from './upstream/types.ts';
 
 /** Every record type, by its GraphQL type (docs/adding-a-resource.md says what each entry holds). */
 export const RECORDS = {
-  Customer: {
-    ...topLevel({
-      idPrefix: 'cus_',
-      collection: 'customers',
-      resourceType: 'customer',
-      get: getCustomer,
-      list: listCustomers,
-    }),
-    events: events({
+  Customer: topLevel({
+    idPrefix: 'cus_',
+    collection: 'customers',
+    resourceType: 'customer',
+    get: getCustomer,
+    list: listCustomers,
+    events: {
       field: 'customer',
       kinds: {
         'customer.created': ['record', 'customer-list'],
@@ -47,51 +45,45 @@ export const RECORDS = {
       },
       replayedKind: createdOrUpdated('customer.created', 'customer.updated'),
       listedSince: false,
-    }),
-  },
-  Account: {
-    ...ofCustomer({
-      idPrefix: 'acc_',
-      collection: 'accounts',
-      resourceType: 'account',
-      listField: 'accounts',
-      get: getAccount,
-      list: listAccounts,
-    }),
-    events: events({
+    },
+  }),
+  Account: ofCustomer({
+    idPrefix: 'acc_',
+    collection: 'accounts',
+    resourceType: 'account',
+    listField: 'accounts',
+    get: getAccount,
+    list: listAccounts,
+    events: {
       field: 'account',
       kinds: { 'account.created': ['record', 'list'], 'account.updated': ['record', 'list'] },
       replayedKind: createdOrUpdated('account.created', 'account.updated'),
       listedSince: true,
-    }),
-  },
-  Capability: {
-    ...ofCustomer({
-      idPrefix: 'cap_',
-      collection: 'capabilities',
-      resourceType: 'capability',
-      listField: 'capabilities',
-      get: getCapability,
-      list: listCapabilities,
-    }),
-    events: events({
+    },
+  }),
+  Capability: ofCustomer({
+    idPrefix: 'cap_',
+    collection: 'capabilities',
+    resourceType: 'capability',
+    listField: 'capabilities',
+    get: getCapability,
+    list: listCapabilities,
+    events: {
       field: 'capability',
       kinds: { 'capability.created': ['record', 'list'], 'capability.status_changed': ['record', 'list'] },
       replayedKind: createdOrUpdated('capability.created', 'capability.status_changed'),
       listedSince: true,
-    }),
-  },
-  RelatedParty: {
-    // Its list returns summaries, not full records.
-    ...ofCustomerSummarised({
-      idPrefix: 'rp_',
-      collection: 'related-parties',
-      resourceType: 'related_party',
-      listField: 'relatedParties',
-      get: getRelatedParty,
-      list: listRelatedParties,
-    }),
-    events: events({
+    },
+  }),
+  // Its list returns summaries, not full records.
+  RelatedParty: ofCustomerSummarised({
+    idPrefix: 'rp_',
+    collection: 'related-parties',
+    resourceType: 'related_party',
+    listField: 'relatedParties',
+    get: getRelatedParty,
+    list: listRelatedParties,
+    events: {
       field: 'relatedParty',
       // A party's creation or archiving advances its customer's `updatedAt` in the same transaction.
       kinds: {
@@ -102,35 +94,31 @@ export const RECORDS = {
       replayedKind: () => 'related_party.created',
       listedSince: true,
       unreadableOnceArchived: true,
-    }),
-  },
-  CustomerDocument: {
-    ...ofCustomer({
-      idPrefix: 'doc_',
-      collection: 'documents',
-      resourceType: 'document',
-      listField: 'documents',
-      get: getDocument,
-      list: listDocuments,
-    }),
-    events: events({
+    },
+  }),
+  CustomerDocument: ofCustomer({
+    idPrefix: 'doc_',
+    collection: 'documents',
+    resourceType: 'document',
+    listField: 'documents',
+    get: getDocument,
+    list: listDocuments,
+    events: {
       field: 'document',
       kinds: { 'document.archived': ['record', 'list'] },
       // Its one event is archiving, and archived documents leave the list: nothing to replay.
       listedSince: false,
       unreadableOnceArchived: true,
-    }),
-  },
-  Transfer: {
-    ...ofCustomer({
-      idPrefix: 'trf_',
-      collection: 'transfers',
-      resourceType: 'transfer',
-      listField: 'transfers',
-      get: getTransfer,
-      list: listTransfers,
-    }),
-    events: events({
+    },
+  }),
+  Transfer: ofCustomer({
+    idPrefix: 'trf_',
+    collection: 'transfers',
+    resourceType: 'transfer',
+    listField: 'transfers',
+    get: getTransfer,
+    list: listTransfers,
+    events: {
       field: 'transfer',
       // A transfer moves balances and, when it executes a quote, changes the quote, so those go
       // with it even though the platform also sends `account.updated`.
@@ -141,18 +129,16 @@ export const RECORDS = {
       replayedKind: (transfer) =>
         transfer.state === 'completed' ? 'transfer.completed' : 'transfer.created',
       listedSince: true,
-    }),
-  },
-  Rule: {
-    ...ofCustomer({
-      idPrefix: 'rul_',
-      collection: 'rules',
-      resourceType: 'rule',
-      listField: 'rules',
-      get: getRule,
-      list: listRules,
-    }),
-    events: events({
+    },
+  }),
+  Rule: ofCustomer({
+    idPrefix: 'rul_',
+    collection: 'rules',
+    resourceType: 'rule',
+    listField: 'rules',
+    get: getRule,
+    list: listRules,
+    events: {
       field: 'rule',
       kinds: {
         'rule.created': ['record', 'list'],
@@ -166,8 +152,8 @@ export const RECORDS = {
             ? 'rule.created'
             : 'rule.updated',
       listedSince: true,
-    }),
-  },
+    },
+  }),
   Recipient: ofCustomer({
     idPrefix: 'rcp_',
     collection: 'recipients',
@@ -215,8 +201,12 @@ export type RecordTypeName = keyof Catalogue;
 
 /** The record types the platform sends events for: the members of the schema's `EventResource`. */
 export type EventRecordTypeName = {
-  [T in RecordTypeName]: Catalogue[T] extends { events: object } ? T : never;
+  [T in RecordTypeName]: [EventKindOf<T>] extends [never] ? never : T;
 }[RecordTypeName];
+/** The event kinds of a record type's entry (none, for a type without events). */
+type EventKindOf<T extends RecordTypeName> = Catalogue[T] extends { events?: { kinds: infer K } }
+  ? keyof K & string
+  : never;
 
 /** The record types read under their customer. */
 export type CustomerRecordTypeName = {
@@ -251,9 +241,7 @@ export type ListedOf<T extends RecordTypeName> = Answers[T]['listed'];
 export type ListFieldOf<T extends CustomerRecordTypeName> = Catalogue[T]['listField'];
 
 /** The event kinds the platform sends, every record type's together. */
-export type SubscribedEventKind = {
-  [T in RecordTypeName]: Catalogue[T] extends { events: { kinds: infer K } } ? keyof K & string : never;
-}[RecordTypeName];
+export type SubscribedEventKind = { [T in RecordTypeName]: EventKindOf<T> }[RecordTypeName];
 
 /** The catalogue's record types, in its order. */
 // `Object.keys` names any object's keys as strings; these are the catalogue's own.
