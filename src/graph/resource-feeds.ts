@@ -116,11 +116,8 @@ function changeFeed(
       ...(isCustomer ? { customer: { record: customer, kindOf: replayedType } } : {}),
       lists: isCustomer ? [] : replayedLists(context, customerId, [resourceType]),
       keep: (_kind, record) => isCustomer || resourceId == null || record.id === resourceId,
-      toChange: (_resourceType, record, type) => ({
-        resourceId: record.id,
-        updatedAt: record.updatedAt,
-        payload: payload(replayedHeader(record, type, cursor, customerId), record.id, record),
-      }),
+      toChange: (_resourceType, record, type) =>
+        replayedChange(record, type, cursor, customerId, (header) => payload(header, record.id, record)),
     });
   };
   return {
@@ -161,15 +158,18 @@ function liveHeader(event: PlatformEvent, cursor: string, resumed: boolean): Cha
   return { eventId, cursor, type, occurredAt, replayed: resumed, customerId: event.data.customerId };
 }
 
-/** The header of a record replayed from a list as a change of kind `type`. */
-function replayedHeader(
+/** A record replayed from a list as a change of kind `type`, its payload made from its header. */
+function replayedChange(
   record: ListedRecord,
   type: string,
   cursor: string,
   customerId: string,
-): ChangeHeader {
-  const eventId = `replay:${record.id}:${record.updatedAt}`;
-  return { eventId, cursor, type, occurredAt: record.updatedAt, replayed: true, customerId };
+  shape: (header: ChangeHeader) => object,
+): ReplayedChange<object> {
+  const { id, updatedAt } = record;
+  const eventId = `replay:${id}:${updatedAt}`;
+  const header = { eventId, cursor, type, occurredAt: updatedAt, replayed: true, customerId };
+  return { resourceId: id, updatedAt, payload: shape(header) };
 }
 
 /** What `events` asked for: one customer's or every visible one's, of some kinds or all, since a time. */
@@ -226,16 +226,10 @@ export async function subscribeToEvents(
             customer: { record: customer, kindOf: EVENT_RESOURCES.customer!.replayedType! },
             lists: replayedLists(replayContext, customerId, listed),
             keep: (type) => wanted(type),
-            toChange: (resourceType, record, type) => ({
-              resourceId: record.id,
-              updatedAt: record.updatedAt,
-              payload: platformEventPayload(
-                replayedHeader(record, type, cursor, customerId),
-                resourceType,
-                record.id,
-                record,
+            toChange: (resourceType, record, type) =>
+              replayedChange(record, type, cursor, customerId, (header) =>
+                platformEventPayload(header, resourceType, record.id, record),
               ),
-            }),
           });
         };
   return openLiveStream(live, {
