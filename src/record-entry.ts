@@ -65,17 +65,21 @@ interface Given<Kind extends string> {
   events?: EventSide<Kind>;
 }
 
-/** What a record read under its customer is given besides its reads. */
-interface CustomerGiven<
+/** What a record read under its customer is given: its reads (a page of its list holds `L`) and the rest. */
+type CustomerGiven<
+  R,
+  L,
   Collection extends CustomerCollection,
   Field extends string,
   Kind extends string,
-> extends Given<Kind> {
+> = Given<Kind> & {
   /** The path segment of its item and list routes (`accounts`), and the response cache's name for them. */
   collection: Collection;
   /** Its list's field on `Customer` (`accounts`). */
   listField: Field;
-}
+  get: GetOfShape<R>['customer'];
+  list: ListOfShape<L>['customer'];
+};
 
 /**
  * A record read by its own id. Its list returns full records, which stand in for the record
@@ -98,12 +102,7 @@ export function ofCustomer<
   const Collection extends CustomerCollection,
   const Field extends string,
   const Kind extends string = never,
->(
-  entry: CustomerGiven<Collection, Field, Kind> & {
-    get: GetOfShape<R>['customer'];
-    list: ListOfShape<NoInfer<R>>['customer'];
-  },
-) {
+>(entry: CustomerGiven<R, NoInfer<R>, Collection, Field, Kind>) {
   return entryOf('customer', entry, (listed: R) => listed);
 }
 
@@ -117,12 +116,7 @@ export function ofCustomerSummarised<
   const Collection extends CustomerCollection,
   const Field extends string,
   const Kind extends string = never,
->(
-  entry: CustomerGiven<Collection, Field, Kind> & {
-    get: GetOfShape<R>['customer'];
-    list: ListOfShape<L>['customer'];
-  },
-) {
+>(entry: CustomerGiven<R, L, Collection, Field, Kind>) {
   return entryOf('customer', entry, undefined);
 }
 
