@@ -28,8 +28,12 @@
 import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { SharedReadCache, UpstreamResponse } from '../../upstream/client.ts';
-import { bucketOfStale, pathMatcherOf, type ResponseCache } from '../../upstream/response-cache.ts';
-import { createWatcherGroups, readsAny, type Group, type WatcherGroups } from './live-query-groups.ts';
+import {
+  bucketOfStale,
+  pathMatcherOf,
+  type ResponseCache,
+  type StaleReads,
+} from '../../upstream/response-cache.ts';
 import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
 
 /** One caller's live query, as its transport admitted it. */
@@ -43,7 +47,7 @@ export interface LiveQueryRequest {
   /** A fresh context (empty loaders, its own budgets) whose GET reads go through `reads`. */
   contextFor(reads: SharedReadCache): GraphContext;
   /** Records that the query follows `customerId` (for the reconciler) until the returned function runs. */
-  watchCustomer?: (customerId: string) => () => void;
+  watchCustomer?(customerId: string): () => void;
   /** Called once when the watcher's stream has ended, by any path. */
   onDone?(): void;
   /**
@@ -85,7 +89,23 @@ interface Watcher {
   /** The last result sent, as JSON: an equal one is skipped. */
   lastSent: string;
 }
-type LiveGroup = Group<Watcher>;
+
+interface Group {
+  readonly key: string;
+  readonly watchers: Set<Watcher>;
+  /** The paths the last execution read, by customer (`''`: paths of no customer). */
+  paths: Map<string, Set<string>>;
+  /** The customers followed for the reconciler, and how to stop. */
+  readonly followed: Map<string, () => void>;
+  running: boolean;
+  /** Made stale again while running: run once more after. */
+  dirty: boolean;
+  scheduled: boolean;
+  refresh: NodeJS.Timeout | undefined;
+}
+
+/** The customer a path belongs to (still encoded, as paths carry it), or `''`. */
+const CUSTOMER_OF_PATH = /^\/v3\/customers\/([^/]+)/;
 
 /**
  * How long an event id is remembered: the same event reaches the log listener well within it. A
@@ -97,7 +117,7 @@ const HEARD_EVENTS_WINDOW_MS = 60_000;
 const FINAL = new WeakSet<ExecutionResult>();
 
 export function createLiveQueries(cache: ResponseCache): LiveQueries {
-  const groups = createWatcherGroups<Watcher>();
+  const groups = createWatcherGroups();
   const reruns = createGroupReruns(groups, Math.max(1, cache.maxAgeSeconds) * 1000);
   const invalidationsHeard = listenForInvalidations(cache, groups, (group) => reruns.schedule(group));
   let solo = 0;
@@ -117,7 +137,7 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
       if (reads.paths.size === 0) return first;
       const key = request.group ?? `solo:${(solo += 1)}`;
       const { group: joined, created } = groups.open(key);
-      groups.setPaths(joined, reads.paths, request.watchCustomer, created);
+      groups.setPaths(joined, reads.paths, request, created);
       const queue = createPushPullQueue<ExecutionResult>({
         endsAfter: (result) => FINAL.has(result),
         // Called only once the stream ends, which `watcher` (made just below) is in place for.
@@ -141,12 +161,120 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
   };
 }
 
+/**
+ * The groups of watchers that share executions, and the index that finds them from what an
+ * invalidation names. Kept apart from running them: which groups exist, which customers' answers
+ * each read and which customers each follows for the reconciler change together, and only here.
+ */
+interface WatcherGroups {
+  /** The group `key` names, made (empty, watching nothing) when there is none yet. */
+  open(key: string): { group: Group; created: boolean };
+  /** Whether `group` still stands for its key (its last watcher has not left). */
+  isOpen(group: Group): boolean;
+  /** The groups that read answers of the customers `stale` names (all of them for `everything`). */
+  candidatesOf(stale: readonly StaleReads[]): Set<Group>;
+  /**
+   * Records `paths` as read by `group` (in place of what it read before when `replace`), indexes
+   * the group by their customers and follows them for the reconciler, and stops following the
+   * customers it no longer reads.
+   */
+  setPaths(group: Group, paths: Iterable<string>, request: LiveQueryRequest, replace: boolean): void;
+  /** Removes `watcher`; its group's last one closes the group, its index entries and follows. */
+  leave(group: Group, watcher: Watcher): void;
+}
+
+function createWatcherGroups(): WatcherGroups {
+  const groups = new Map<string, Group>();
+  /** Groups by the customers their paths belong to: an invalidation looks at its customers' alone. */
+  const byCustomer = new Map<string, Set<Group>>();
+
+  function open(key: string): { group: Group; created: boolean } {
+    let group = groups.get(key);
+    const created = group === undefined;
+    if (group === undefined) {
+      group = {
+        key,
+        watchers: new Set(),
+        paths: new Map(),
+        followed: new Map(),
+        running: false,
+        dirty: false,
+        scheduled: false,
+        refresh: undefined,
+      };
+      groups.set(key, group);
+    }
+    return { group, created };
+  }
+
+  function isOpen(group: Group): boolean {
+    return groups.get(group.key) === group;
+  }
+
+  function candidatesOf(stale: readonly StaleReads[]): Set<Group> {
+    const found = new Set<Group>();
+    for (const reads of stale) {
+      const customer = bucketOfStale(reads);
+      if (customer === undefined) return new Set(groups.values());
+      for (const group of byCustomer.get(customer) ?? []) found.add(group);
+    }
+    return found;
+  }
+
+  function setPaths(
+    group: Group,
+    paths: Iterable<string>,
+    request: LiveQueryRequest,
+    replace: boolean,
+  ): void {
+    const next = replace ? new Map<string, Set<string>>() : group.paths;
+    for (const path of paths) {
+      const customer = CUSTOMER_OF_PATH.exec(path)?.[1] ?? '';
+      let bucket = next.get(customer);
+      if (bucket === undefined) next.set(customer, (bucket = new Set()));
+      bucket.add(path);
+    }
+    for (const customer of group.paths.keys()) {
+      if (!next.has(customer)) byCustomer.get(customer)?.delete(group);
+    }
+    group.paths = next;
+    for (const customer of next.keys()) {
+      let members = byCustomer.get(customer);
+      if (members === undefined) byCustomer.set(customer, (members = new Set()));
+      members.add(group);
+      if (customer !== '' && !group.followed.has(customer) && request.watchCustomer !== undefined) {
+        group.followed.set(customer, request.watchCustomer(safeDecode(customer)));
+      }
+    }
+    for (const [customer, stop] of group.followed) {
+      if (next.has(customer)) continue;
+      stop();
+      group.followed.delete(customer);
+    }
+  }
+
+  function leave(group: Group, watcher: Watcher): void {
+    group.watchers.delete(watcher);
+    if (group.watchers.size > 0 || groups.get(group.key) !== group) return;
+    groups.delete(group.key);
+    clearTimeout(group.refresh);
+    for (const customer of group.paths.keys()) byCustomer.get(customer)?.delete(group);
+    for (const customer of [...byCustomer.keys()]) {
+      if (byCustomer.get(customer)?.size === 0) byCustomer.delete(customer);
+    }
+    for (const stop of group.followed.values()) stop();
+    group.followed.clear();
+  }
+
+  return { open, isOpen, candidatesOf, setPaths, leave };
+}
+
 /** Running a group again: when it is made stale, and at the latest after the cache's maximum age. */
 interface GroupReruns {
   /** Runs `group` after the current turn (once more after, if it is running now). */
-  schedule(group: LiveGroup): void;
+  schedule(group: Group): void;
   /** (Re)starts the timer that runs `group` after the maximum age if nothing made it stale sooner. */
-  armRefresh(group: LiveGroup): void;
+  armRefresh(group: Group): void;
 }
 
 /**
@@ -154,8 +282,8 @@ interface GroupReruns {
  * result unless it equals the last one it was sent. Apart from the groups' bookkeeping: this part
  * knows when to run and whom to tell, not who reads what.
  */
-function createGroupReruns(groups: WatcherGroups<Watcher>, refreshMs: number): GroupReruns {
-  function schedule(group: LiveGroup): void {
+function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupReruns {
+  function schedule(group: Group): void {
     if (group.running) {
       group.dirty = true;
       return;
@@ -169,7 +297,7 @@ function createGroupReruns(groups: WatcherGroups<Watcher>, refreshMs: number): G
     });
   }
 
-  async function run(group: LiveGroup): Promise<void> {
+  async function run(group: Group): Promise<void> {
     if (group.running) {
       group.dirty = true;
       return;
@@ -195,7 +323,7 @@ function createGroupReruns(groups: WatcherGroups<Watcher>, refreshMs: number): G
           ended?.();
         }
         if (!groups.isOpen(group)) return;
-        groups.setPaths(group, reads.paths, watcher.request.watchCustomer, true);
+        groups.setPaths(group, reads.paths, watcher.request, true);
         sendUnlessUnchanged(group, result);
       } while (staleAgain(group) && group.watchers.size > 0);
     } finally {
@@ -205,7 +333,7 @@ function createGroupReruns(groups: WatcherGroups<Watcher>, refreshMs: number): G
   }
 
   /** The group runs again after the maximum age even if no invalidation came (one was missed). */
-  function armRefresh(group: LiveGroup): void {
+  function armRefresh(group: Group): void {
     clearTimeout(group.refresh);
     if (group.watchers.size === 0) return;
     group.refresh = setTimeout(() => schedule(group), refreshMs);
@@ -222,8 +350,8 @@ function createGroupReruns(groups: WatcherGroups<Watcher>, refreshMs: number): G
  */
 function listenForInvalidations(
   cache: ResponseCache,
-  groups: WatcherGroups<Watcher>,
-  schedule: (group: LiveGroup) => void,
+  groups: WatcherGroups,
+  schedule: (group: Group) => void,
 ): () => number {
   let invalidations = 0;
   /** Events already acted on, by when: the receiving replica hears each at receipt and from the log. */
@@ -253,8 +381,23 @@ function listenForInvalidations(
   return () => invalidations;
 }
 
+/**
+ * Whether `group`'s last execution read an answer `reads` names: the paths of its bucket, or of
+ * every bucket when it names everything.
+ */
+function readsAny(
+  group: Group,
+  reads: { bucket: string | undefined; matches: (path: string) => boolean },
+): boolean {
+  const buckets = reads.bucket === undefined ? group.paths.values() : [group.paths.get(reads.bucket)];
+  for (const paths of buckets) {
+    for (const path of paths ?? []) if (reads.matches(path)) return true;
+  }
+  return false;
+}
+
 /** Sends `result` to every watcher of `group` whose last result differs: an equal one is news to none. */
-function sendUnlessUnchanged(group: LiveGroup, result: ExecutionResult): void {
+function sendUnlessUnchanged(group: Group, result: ExecutionResult): void {
   const text = JSON.stringify(result);
   for (const watcher of group.watchers) {
     if (watcher.lastSent === text) continue;
@@ -267,7 +410,7 @@ function sendUnlessUnchanged(group: LiveGroup, result: ExecutionResult): void {
  * Whether `group` was made stale while it ran (read anew: an invalidation sets it meanwhile, which
  * a read of the field right after setting it false could not show the type checker).
  */
-function staleAgain(group: LiveGroup): boolean {
+function staleAgain(group: Group): boolean {
   return group.dirty;
 }
 
@@ -292,4 +435,12 @@ function expired(): ExecutionResult {
   };
   FINAL.add(result);
   return result;
+}
+
+function safeDecode(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
 }
