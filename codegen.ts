@@ -2,13 +2,28 @@
  * Generates the resolver types (`src/generated/graphql.ts`) from the SDL in `schema/graph/`.
  * `mappers` make each resolver's parent the upstream REST record it is built from, so a field
  * resolver that only renames needs no code and one that fetches is type-checked against the record.
- * Run `npm run codegen:graphql`; CI fails when the output drifts (`npm run codegen:check`).
+ * Every `Node` type of the SDL is a record type of the catalogue (`src/records.ts`), and its parent
+ * is the upstream record of its name unless `mappers` says otherwise: a new record type needs no
+ * line here. Run `npm run codegen:graphql`; CI fails when the output drifts (`npm run codegen:check`).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import type { CodegenConfig } from '@graphql-codegen/cli';
+import { Kind, parse } from 'graphql';
 import { RELATED_PARTY_ROLE_VALUES, STATUS_REASON_ACTOR_VALUES } from './src/enum-values.ts';
 
 const upstream = '../upstream/types.ts';
 const parents = '../graph/parents.ts';
+
+/** The types of the SDL that implement `Node`: the catalogue's record types. */
+const NODE_TYPES = readdirSync('schema/graph')
+  .filter((file) => file.endsWith('.graphql'))
+  .flatMap((file) => parse(readFileSync(`schema/graph/${file}`, 'utf8')).definitions)
+  .flatMap((definition) =>
+    definition.kind === Kind.OBJECT_TYPE_DEFINITION &&
+    definition.interfaces?.some((implemented) => implemented.name.value === 'Node')
+      ? [definition.name.value]
+      : [],
+  );
 
 const config: CodegenConfig = {
   overwrite: true,
@@ -37,8 +52,8 @@ const config: CodegenConfig = {
           RelatedPartyRole: { ...RELATED_PARTY_ROLE_VALUES },
         },
         mappers: {
-          Customer: `${upstream}#Customer`,
-          Account: `${upstream}#Account`,
+          // Every Node type: the upstream record of its name, unless a line below says otherwise.
+          ...Object.fromEntries(NODE_TYPES.map((type) => [type, `${upstream}#${type}`])),
           AccountDetails: `${upstream}#AccountDetails`,
           Balance: `${upstream}#Balance`,
           AccountFees: `${parents}#AccountFeesParent`,
@@ -47,23 +62,15 @@ const config: CodegenConfig = {
           RelatedParty: `${parents}#RelatedPartyParent`,
           Person: `${upstream}#Person`,
           LegalEntity: `${upstream}#Entity`,
-          Capability: `${upstream}#Capability`,
           CapabilityApplication: `${upstream}#CapabilityApplication`,
           Institution: `${parents}#InstitutionParent`,
           StatusReason: `${upstream}#StatusReason`,
-          CustomerDocument: `${upstream}#CustomerDocument`,
-          WebhookEndpoint: `${upstream}#WebhookEndpoint`,
-          Rule: `${upstream}#Rule`,
           FundsTarget: `${parents}#FundsTargetParent`,
           DestinationTarget: `${parents}#DestinationTargetParent`,
-          Recipient: `${upstream}#Recipient`,
           RecipientDestination: `${upstream}#RecipientDestination`,
-          Task: `${upstream}#Task`,
           TaskResource: `${upstream}#TaskResource`,
           TaskSubmission: `${upstream}#TaskSubmission`,
           Money: `${upstream}#Money`,
-          Quote: `${upstream}#Quote`,
-          Transfer: `${upstream}#Transfer`,
           SandboxTopUp: `${upstream}#SandboxTopUp`,
           SetAccountFeesPayload: `${parents}#SetAccountFeesPayloadParent`,
         },

@@ -14,7 +14,6 @@
  */
 import { getAccount, listAccounts } from './upstream/accounts.ts';
 import { getCapability, listCapabilities } from './upstream/capabilities.ts';
-import type { UpstreamContext } from './upstream/context.ts';
 import { getCustomer, listCustomers } from './upstream/customers.ts';
 import { getDocument, listDocuments } from './upstream/documents.ts';
 import { getInstitution, listInstitutions } from './upstream/institutions.ts';
@@ -23,165 +22,22 @@ import { getRecipient, listRecipients } from './upstream/recipients.ts';
 import { getRelatedParty, listRelatedParties } from './upstream/related-parties.ts';
 import { getRule, listRules } from './upstream/rules.ts';
 import { getTask, listTasks } from './upstream/tasks.ts';
-import type { ListedRecord, Page, PageParams } from './upstream/types.ts';
+import type { CustomerCollection, ListedRecord, Page } from './upstream/types.ts';
 import { getWebhookEndpoint, listWebhookEndpoints } from './upstream/webhook-endpoints.ts';
+import { createdOrUpdated, ofCustomer, ofCustomerSummarised, topLevel } from './record-entry.ts';
 
-/**
- * What an event makes stale in the response cache (`events/invalidation.ts` applies it):
- * - `record`: the event's resource and what lies under it (an account's fees);
- * - `list`: its customer's list of that resource, every page and filter;
- * - `customer`: the parent customer's record; `customer-list`: the list of every customer;
- * - `accounts`, `quotes`: every account (balances) or quote (status) of the customer, records and lists.
- */
-export type StaleByEvent = 'record' | 'list' | 'customer' | 'customer-list' | 'accounts' | 'quotes';
+export type { StaleByEvent } from './record-entry.ts';
+export type { CustomerCollection } from './upstream/types.ts';
 
-/** How a record's changes reach the subscriptions: its events, and how a `since` replays them. */
-interface EventSide<Kind extends string> {
-  /** The payload field of its `…Changed` subscription (`account`, with `accountId` beside it). */
-  field: string;
-  /**
-   * The event kinds the platform sends for it, each with what it makes stale in the response
-   * cache. A kind missing here (a new upstream kind) drops everything of its customer.
-   */
-  kinds: Readonly<Record<Kind, readonly StaleByEvent[]>>;
-  /** The event kind a record read now stands for, as a `since` replay names it; absent: not replayed. */
-  replayedKind?: (record: ListedRecord) => NoInfer<Kind>;
-  /**
-   * Whether its customer's list, filtered by `updatedSince`, shows its changes: the `since` replay
-   * and the reconciler read it. Not for a customer (a scoped caller may not list customers; its
-   * replay is its own read) nor for a record whose changes leave the list (archiving).
-   */
-  listedSince: boolean;
-  /** Whether an archived record answers 404 to every read, so the event's record stands in for it. */
-  unreadableOnceArchived?: boolean;
-}
-
-/** What every record type's entry holds, whatever its key. */
-interface EntryBase<Kind extends string> {
-  /** The prefix of its ids (`acc_`): a node id names its type by it. */
-  idPrefix: `${string}_`;
-  /** The path segment of its item and list routes (`accounts`). */
-  collection: string;
-  /** The upstream's `resourceType` for it in events. */
-  resourceType: string;
-  /** The names of its item and list loaders (`account`, `accounts`); the list is a customer's field too. */
-  loaders: { item: string; list: string };
-  /** Whether its list returns full records, which prime the item loader (a summary does not). */
-  listPrimesItems: boolean;
-  /** Its events; absent for a record type the platform sends no events for. */
-  events?: EventSide<Kind>;
-}
-
-/** A record read by its own id: `/v3/<collection>/{id}`, its key `{ id }`. */
-export interface TopLevelEntry<Kind extends string = string> extends EntryBase<Kind> {
-  key: 'top-level';
-  reads: {
-    get: (up: UpstreamContext, id: string) => Promise<{ id: string }>;
-    list: (up: UpstreamContext, page?: PageParams) => Promise<Page<{ id: string }>>;
-  };
-}
-
-/** A record read under its customer: `/v3/customers/{customerId}/<collection>/{id}`, its key `{ customerId, id }`. */
-export interface CustomerEntry<Kind extends string = string> extends EntryBase<Kind> {
-  key: 'customer';
-  reads: {
-    get: (up: UpstreamContext, customerId: string, id: string) => Promise<{ id: string }>;
-    list: (up: UpstreamContext, customerId: string, page?: PageParams) => Promise<Page<{ id: string }>>;
-  };
-}
-
-/** One record type's entry, as the derived tables walk them. */
-export type RecordEntry<Kind extends string = string> = TopLevelEntry<Kind> | CustomerEntry<Kind>;
-
-/** What an entry of either key is given besides its reads (see {@link EntryBase}). */
-interface EntryGiven<Names extends EntryBase<string>['loaders'], Collection extends string> {
-  idPrefix: `${string}_`;
-  collection: Collection;
-  resourceType: string;
-  loaders: Names;
-  /** Default: true. */
-  listPrimesItems?: boolean;
-}
-
-/** A record read by its own id. */
-function topLevel<T, L, const Names extends { item: string; list: string }, const Collection extends string>(
-  entry: EntryGiven<Names, Collection> & {
-    get: (up: UpstreamContext, id: string) => Promise<T>;
-    list: (up: UpstreamContext, page?: PageParams) => Promise<Page<L>>;
-  },
-) {
-  const { get, list, ...given } = entry;
-  return {
-    ...withDefaults(given),
-    key: 'top-level' as const,
-    reads: { get, list },
-    ...carried<T, L>(get, list),
-  };
-}
-
-/** A record read under its customer. */
-function ofCustomer<
-  T,
-  L,
-  const Names extends { item: string; list: string },
-  const Collection extends string,
->(
-  entry: EntryGiven<Names, Collection> & {
-    get: (up: UpstreamContext, customerId: string, id: string) => Promise<T>;
-    list: (up: UpstreamContext, customerId: string, page?: PageParams) => Promise<Page<L>>;
-  },
-) {
-  const { get, list, ...given } = entry;
-  return {
-    ...withDefaults(given),
-    key: 'customer' as const,
-    reads: { get, list },
-    ...carried<T, L>(get, list),
-  };
-}
-
-/**
- * The record types `get` and `list` answer, carried for the derived tables' types (no value at run
- * time).
- */
-function carried<T, L>(
-  _get: (...args: never[]) => Promise<T>,
-  _list: (...args: never[]) => Promise<Page<L>>,
-): { record: T; listed: L } {
-  return { record: undefined as unknown as T, listed: undefined as unknown as L };
-}
-
-/** `listPrimesItems` unless an entry says otherwise: a list of full records primes the item loader. */
-function withDefaults<Given extends EntryGiven<{ item: string; list: string }, string>>(given: Given) {
-  return { ...given, listPrimesItems: given.listPrimesItems ?? true };
-}
-
-/** A record type's events: its kinds are what the webhook endpoint subscribes to. */
-function events<const Kind extends string>(side: EventSide<Kind>): EventSide<Kind> {
-  return side;
-}
-
-/** `created` when a record was never changed after its creation, `updated` otherwise. */
-const createdOrUpdated =
-  <const C extends string, const U extends string>(created: C, updated: U) =>
-  (record: ListedRecord): C | U =>
-    record.createdAt === record.updatedAt ? created : updated;
-
-/**
- * Every record type, by its GraphQL type. `record` and `listed` carry the types of a record and of
- * a listed item for the derived tables (they hold no value).
- */
+/** Every record type, by its GraphQL type (docs/adding-a-resource.md says what each entry holds). */
 export const RECORDS = {
-  Customer: {
-    ...topLevel({
-      idPrefix: 'cus_',
-      collection: 'customers',
-      resourceType: 'customer',
-      loaders: { item: 'customer', list: 'customers' },
-      get: getCustomer,
-      list: listCustomers,
-    }),
-    events: events({
+  Customer: topLevel({
+    idPrefix: 'cus_',
+    collection: 'customers',
+    resourceType: 'customer',
+    get: getCustomer,
+    list: listCustomers,
+    events: {
       field: 'customer',
       kinds: {
         'customer.created': ['record', 'customer-list'],
@@ -189,52 +45,45 @@ export const RECORDS = {
       },
       replayedKind: createdOrUpdated('customer.created', 'customer.updated'),
       listedSince: false,
-    }),
-  },
-  Account: {
-    ...ofCustomer({
-      idPrefix: 'acc_',
-      collection: 'accounts',
-      resourceType: 'account',
-      loaders: { item: 'account', list: 'accounts' },
-      get: getAccount,
-      list: listAccounts,
-    }),
-    events: events({
+    },
+  }),
+  Account: ofCustomer({
+    idPrefix: 'acc_',
+    collection: 'accounts',
+    resourceType: 'account',
+    listField: 'accounts',
+    get: getAccount,
+    list: listAccounts,
+    events: {
       field: 'account',
       kinds: { 'account.created': ['record', 'list'], 'account.updated': ['record', 'list'] },
       replayedKind: createdOrUpdated('account.created', 'account.updated'),
       listedSince: true,
-    }),
-  },
-  Capability: {
-    ...ofCustomer({
-      idPrefix: 'cap_',
-      collection: 'capabilities',
-      resourceType: 'capability',
-      loaders: { item: 'capability', list: 'capabilities' },
-      get: getCapability,
-      list: listCapabilities,
-    }),
-    events: events({
+    },
+  }),
+  Capability: ofCustomer({
+    idPrefix: 'cap_',
+    collection: 'capabilities',
+    resourceType: 'capability',
+    listField: 'capabilities',
+    get: getCapability,
+    list: listCapabilities,
+    events: {
       field: 'capability',
       kinds: { 'capability.created': ['record', 'list'], 'capability.status_changed': ['record', 'list'] },
       replayedKind: createdOrUpdated('capability.created', 'capability.status_changed'),
       listedSince: true,
-    }),
-  },
-  RelatedParty: {
-    ...ofCustomer({
-      idPrefix: 'rp_',
-      collection: 'related-parties',
-      resourceType: 'related_party',
-      loaders: { item: 'relatedParty', list: 'relatedParties' },
-      // Summaries, not full records: they do not prime `relatedParty`.
-      listPrimesItems: false,
-      get: getRelatedParty,
-      list: listRelatedParties,
-    }),
-    events: events({
+    },
+  }),
+  // Its list returns summaries, not full records.
+  RelatedParty: ofCustomerSummarised({
+    idPrefix: 'rp_',
+    collection: 'related-parties',
+    resourceType: 'related_party',
+    listField: 'relatedParties',
+    get: getRelatedParty,
+    list: listRelatedParties,
+    events: {
       field: 'relatedParty',
       // A party's creation or archiving advances its customer's `updatedAt` in the same transaction.
       kinds: {
@@ -245,35 +94,31 @@ export const RECORDS = {
       replayedKind: () => 'related_party.created',
       listedSince: true,
       unreadableOnceArchived: true,
-    }),
-  },
-  CustomerDocument: {
-    ...ofCustomer({
-      idPrefix: 'doc_',
-      collection: 'documents',
-      resourceType: 'document',
-      loaders: { item: 'document', list: 'documents' },
-      get: getDocument,
-      list: listDocuments,
-    }),
-    events: events({
+    },
+  }),
+  CustomerDocument: ofCustomer({
+    idPrefix: 'doc_',
+    collection: 'documents',
+    resourceType: 'document',
+    listField: 'documents',
+    get: getDocument,
+    list: listDocuments,
+    events: {
       field: 'document',
       kinds: { 'document.archived': ['record', 'list'] },
       // Its one event is archiving, and archived documents leave the list: nothing to replay.
       listedSince: false,
       unreadableOnceArchived: true,
-    }),
-  },
-  Transfer: {
-    ...ofCustomer({
-      idPrefix: 'trf_',
-      collection: 'transfers',
-      resourceType: 'transfer',
-      loaders: { item: 'transfer', list: 'transfers' },
-      get: getTransfer,
-      list: listTransfers,
-    }),
-    events: events({
+    },
+  }),
+  Transfer: ofCustomer({
+    idPrefix: 'trf_',
+    collection: 'transfers',
+    resourceType: 'transfer',
+    listField: 'transfers',
+    get: getTransfer,
+    list: listTransfers,
+    events: {
       field: 'transfer',
       // A transfer moves balances and, when it executes a quote, changes the quote, so those go
       // with it even though the platform also sends `account.updated`.
@@ -284,18 +129,16 @@ export const RECORDS = {
       replayedKind: (transfer) =>
         transfer.state === 'completed' ? 'transfer.completed' : 'transfer.created',
       listedSince: true,
-    }),
-  },
-  Rule: {
-    ...ofCustomer({
-      idPrefix: 'rul_',
-      collection: 'rules',
-      resourceType: 'rule',
-      loaders: { item: 'rule', list: 'rules' },
-      get: getRule,
-      list: listRules,
-    }),
-    events: events({
+    },
+  }),
+  Rule: ofCustomer({
+    idPrefix: 'rul_',
+    collection: 'rules',
+    resourceType: 'rule',
+    listField: 'rules',
+    get: getRule,
+    list: listRules,
+    events: {
       field: 'rule',
       kinds: {
         'rule.created': ['record', 'list'],
@@ -309,13 +152,13 @@ export const RECORDS = {
             ? 'rule.created'
             : 'rule.updated',
       listedSince: true,
-    }),
-  },
+    },
+  }),
   Recipient: ofCustomer({
     idPrefix: 'rcp_',
     collection: 'recipients',
     resourceType: 'recipient',
-    loaders: { item: 'recipient', list: 'recipients' },
+    listField: 'recipients',
     get: getRecipient,
     list: listRecipients,
   }),
@@ -323,7 +166,7 @@ export const RECORDS = {
     idPrefix: 'tsk_',
     collection: 'tasks',
     resourceType: 'task',
-    loaders: { item: 'task', list: 'tasks' },
+    listField: 'tasks',
     get: getTask,
     list: listTasks,
   }),
@@ -331,7 +174,7 @@ export const RECORDS = {
     idPrefix: 'quo_',
     collection: 'quotes',
     resourceType: 'quote',
-    loaders: { item: 'quote', list: 'quotes' },
+    listField: 'quotes',
     get: getQuote,
     list: listQuotes,
   }),
@@ -339,7 +182,6 @@ export const RECORDS = {
     idPrefix: 'ins_',
     collection: 'institutions',
     resourceType: 'institution',
-    loaders: { item: 'institution', list: 'institutions' },
     get: getInstitution,
     list: listInstitutions,
   }),
@@ -347,7 +189,6 @@ export const RECORDS = {
     idPrefix: 'we_',
     collection: 'webhooks',
     resourceType: 'webhook_endpoint',
-    loaders: { item: 'webhookEndpoint', list: 'webhookEndpoints' },
     get: getWebhookEndpoint,
     list: listWebhookEndpoints,
   }),
@@ -360,48 +201,107 @@ export type RecordTypeName = keyof Catalogue;
 
 /** The record types the platform sends events for: the members of the schema's `EventResource`. */
 export type EventRecordTypeName = {
-  [T in RecordTypeName]: Catalogue[T] extends { events: object } ? T : never;
+  [T in RecordTypeName]: [EventKindOf<T>] extends [never] ? never : T;
 }[RecordTypeName];
+/** The event kinds of a record type's entry (none, for a type without events). */
+type EventKindOf<T extends RecordTypeName> = Catalogue[T] extends { events?: { kinds: infer K } }
+  ? keyof K & string
+  : never;
 
 /** The record types read under their customer. */
 export type CustomerRecordTypeName = {
   [T in RecordTypeName]: Catalogue[T]['key'] extends 'customer' ? T : never;
 }[RecordTypeName];
 
-/** A collection under a customer, as the upstream names it in its paths (`related-parties`). */
-export type CustomerCollection = Catalogue[CustomerRecordTypeName]['collection'];
+/** The record types read by their own id. */
+export type TopLevelRecordTypeName = Exclude<RecordTypeName, CustomerRecordTypeName>;
 
-/** The record a type's item loader answers. */
-export type RecordOf<T extends RecordTypeName> = Catalogue[T]['record'];
+/** How a type's records are read: by their own id, or under their customer. */
+export type KeyShapeOf<T extends RecordTypeName> = Catalogue[T]['key'];
+
+/**
+ * What each record type's reads answer: a record, and an item of its list. An interface, so that
+ * `Answers[T]` of any record type `T` is one of these answers (every listed item a `ListedRecord`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- an interface, for the reason above
+interface Answers extends AnswersTable {}
+type AnswersTable = {
+  [T in RecordTypeName]: {
+    record: Answer<Catalogue[T]['reads']['get']>;
+    listed: Answer<Catalogue[T]['reads']['list']> extends Page<infer L> ? L : never;
+  };
+};
+type Answer<Read> = Read extends (...args: never[]) => Promise<infer A> ? A : never;
+
+/** The record a type's item read answers. */
+export type RecordOf<T extends RecordTypeName> = Answers[T]['record'];
 /** An item of a type's list (a summary, for related parties). */
-export type ListedOf<T extends RecordTypeName> = Catalogue[T]['listed'];
+export type ListedOf<T extends RecordTypeName> = Answers[T]['listed'];
+/** The field of `Customer` that lists a customer record type (`accounts`). */
+export type ListFieldOf<T extends CustomerRecordTypeName> = Catalogue[T]['listField'];
 
 /** The event kinds the platform sends, every record type's together. */
-export type SubscribedEventKind = {
-  [T in RecordTypeName]: Catalogue[T] extends { events: { kinds: infer K } } ? keyof K & string : never;
-}[RecordTypeName];
+export type SubscribedEventKind = { [T in RecordTypeName]: EventKindOf<T> }[RecordTypeName];
 
-/** The catalogue's entries, in its order, typed alike. */
-export const RECORD_ENTRIES = Object.entries(RECORDS) as unknown as readonly (readonly [
-  RecordTypeName,
-  RecordEntry<SubscribedEventKind>,
-])[];
+/** The catalogue's record types, in its order. */
+// `Object.keys` names any object's keys as strings; these are the catalogue's own.
+export const RECORD_TYPES = Object.keys(RECORDS) as readonly RecordTypeName[];
 
-/** The entry whose events name `resourceType`, with its GraphQL type; undefined for a type no record has. */
-function recordOfResourceType(
-  resourceType: string,
-): { typename: RecordTypeName; entry: RecordEntry<SubscribedEventKind> } | undefined {
-  return RECORD_BY_RESOURCE_TYPE.get(resourceType);
+/** The record types read under their customer, in the catalogue's order. */
+export const CUSTOMER_RECORD_TYPES = RECORD_TYPES.filter(
+  (type): type is CustomerRecordTypeName => RECORDS[type].key === 'customer',
+);
+
+/** The record types read by their own id, in the catalogue's order. */
+export const TOP_LEVEL_RECORD_TYPES = RECORD_TYPES.filter(
+  (type): type is TopLevelRecordTypeName => RECORDS[type].key === 'top-level',
+);
+
+/** Whether the platform sends events for records of `type`. */
+export function isEventRecordType(type: RecordTypeName): type is EventRecordTypeName {
+  return RECORDS[type].events !== undefined;
 }
 
-const RECORD_BY_RESOURCE_TYPE = new Map(
-  RECORD_ENTRIES.map(([typename, entry]) => [entry.resourceType, { typename, entry }] as const),
-);
+/** One entry of the catalogue, whichever. */
+export type RecordEntry = Catalogue[RecordTypeName];
+
+/** The catalogue's entries, in its order. */
+export const RECORD_ENTRIES = RECORD_TYPES.map((type): readonly [RecordTypeName, RecordEntry] => [
+  type,
+  RECORDS[type],
+]);
+
+/**
+ * A table of `make(type)` under each record type. `Table` says what `make` makes for each type:
+ * `make` is generic in its type and checked by its own return type (`<T>(type: T) => X<T>` for
+ * `{ [T in RecordTypeName]: X<T> }`); TypeScript cannot check a generic result against `Table[T]`,
+ * which is why the table's type is given here, once, rather than inferred.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- see above
+export function perRecordType<Table extends Readonly<Record<RecordTypeName, unknown>>>(
+  make: (type: RecordTypeName) => unknown,
+): Table {
+  return Object.fromEntries(RECORD_TYPES.map((type) => [type, make(type)])) as Table;
+}
+
+/**
+ * A table of `make(type)` under the list field on `Customer` (`accounts`) of each customer record
+ * type; `Values` says what `make` makes for each type, as for {@link perRecordType}.
+ */
+export function perListField<Values extends Readonly<Record<CustomerRecordTypeName, unknown>>>(
+  make: (type: CustomerRecordTypeName) => unknown,
+): { readonly [T in CustomerRecordTypeName as ListFieldOf<T>]: Values[T] } {
+  return Object.fromEntries(CUSTOMER_RECORD_TYPES.map((type) => [RECORDS[type].listField, make(type)])) as {
+    readonly [T in CustomerRecordTypeName as ListFieldOf<T>]: Values[T];
+  };
+}
+
+const RECORD_BY_RESOURCE_TYPE = new Map(RECORD_ENTRIES.map(([, entry]) => [entry.resourceType, entry]));
 
 /** The collection that holds each customer record type, by the `resourceType` events name it with. */
 export const COLLECTION_OF_RESOURCE_TYPE: Readonly<Record<string, CustomerCollection>> = Object.fromEntries(
   RECORD_ENTRIES.flatMap(([, entry]) =>
-    entry.key === 'customer' ? [[entry.resourceType, entry.collection as CustomerCollection]] : [],
+    entry.key === 'customer' ? [[entry.resourceType, entry.collection]] : [],
   ),
 );
 
@@ -411,5 +311,5 @@ export const COLLECTION_OF_RESOURCE_TYPE: Readonly<Record<string, CustomerCollec
  * not replayed.
  */
 export function replayedKindOf(resourceType: string, record: ListedRecord): SubscribedEventKind | undefined {
-  return recordOfResourceType(resourceType)?.entry.events?.replayedKind?.(record);
+  return RECORD_BY_RESOURCE_TYPE.get(resourceType)?.events?.replayedKind?.(record);
 }

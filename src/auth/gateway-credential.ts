@@ -15,7 +15,7 @@ import { createTokenVerifier } from './token-verifier.ts';
 export const GATEWAY_AUTHORIZATION_HEADER = 'x-gateway-authorization';
 
 /** The role (in `AUTH_ROLES_CLAIM`) of a trusted gateway's token. */
-export const GATEWAY_ROLE = 'gateway';
+const GATEWAY_ROLE = 'gateway';
 
 /** Whether `caller`'s token holds the gateway role. */
 export function holdsGatewayRole(caller: Pick<Caller, 'roles'> | undefined): boolean {

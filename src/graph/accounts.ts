@@ -1,16 +1,15 @@
 /** Resolvers of `accounts.graphql`: accounts, their fees, and the account mutations. */
 import { GraphQLError } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveAccount, createAccount, replaceAccountFees } from '../upstream/accounts.ts';
 import type { CreateAccountInput, ReplaceAccountFeesInput } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { readRecord } from './look-ahead.ts';
 
 export const accountResolvers: Resolvers = {
-  Query: { account: customerRecordByArgs('Account') },
+  Query: { account: recordByArgs('Account') },
   Mutation: {
     createAccount: async (_parent, { input }, { upstream, loaders }) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
@@ -21,7 +20,7 @@ export const accountResolvers: Resolvers = {
         body as CreateAccountInput,
         idempotencyKey,
       );
-      written.account(loaders, { customerId: input.customerId, id: result.data.id }, result.data);
+      written.record(loaders, 'Account', { customerId: input.customerId, id: result.data.id }, result.data);
       return toPayload('account', result);
     },
     setAccountFees: async (_parent, { input }, { upstream, loaders }) => {
@@ -49,19 +48,20 @@ export const accountResolvers: Resolvers = {
     archiveAccount: async (_parent, { input }, { upstream, loaders }) => {
       const { idempotencyKey } = splitInput(input);
       const result = await archiveAccount(upstream, input.customerId, input.accountId, idempotencyKey);
-      written.account(loaders, { customerId: input.customerId, id: input.accountId }, result.data);
+      written.record(loaders, 'Account', { customerId: input.customerId, id: input.accountId }, result.data);
       return toPayload('account', result);
     },
   },
   SetAccountFeesPayload: {
     // Read after the fees were replaced (the payload resolves once the mutation has answered).
-    account: (payload, _args, context, info) =>
-      readRecord('Account', { customerId: payload.customerId, id: payload.fees.accountId }, context, info),
+    account: linkedRecord('Account', (payload) => payload.fees.accountId),
   },
   Account: {
     openTasks: (account, _args, { loaders }) =>
-      Promise.all(account.openTaskIds.map((id) => loaders.task.load({ customerId: account.customerId, id }))),
-    __resolveReference: customerRecordReference('Account'),
+      Promise.all(
+        account.openTaskIds.map((id) => loaders.item.Task.load({ customerId: account.customerId, id })),
+      ),
+    __resolveReference: recordReference('Account'),
     customer: resolveOwningCustomer,
     // The record carries its fees; the fees endpoint is only a fallback for a record without them.
     fees: (account, _args, { loaders }) =>

@@ -7,7 +7,7 @@ import { isObjectType, type GraphQLResolveInfo } from 'graphql';
 import type { GraphContext } from './context.ts';
 import { CUSTOMER_LISTS, readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { connectionsOf } from './resolver-shapes.ts';
+import { connectionsOf, recordByArgs } from './resolver-shapes.ts';
 import { readScopedCustomers } from './scoped-customers.ts';
 import { selectedFields } from './selection.ts';
 import { toConnection, toPageParams } from './pagination.ts';
@@ -46,14 +46,14 @@ function asksOnlyForLists(info: GraphQLResolveInfo): boolean {
 // Each list reads through the look-ahead's entry for it, so a list started ahead is a cache hit.
 export const customerResolvers: Resolvers = {
   Query: {
-    customer: (_parent, { id }, context, info) => readRecord('Customer', { id }, context, info),
+    customer: recordByArgs('Customer'),
     customers: async (_parent, args, { caller, loaders }) => {
       const page = toPageParams(args);
       // Only operators may list the platform's customers; everyone else sees its own.
       if (caller !== undefined && !caller.operator && caller.scope.kind === 'customers') {
         return toConnection(await readScopedCustomers(loaders, caller.scope.customerIds, page), args);
       }
-      return toConnection(await loaders.customers.load(page), args);
+      return toConnection(await loaders.list.Customer.load(page), args);
     },
   },
   Mutation: {
@@ -62,7 +62,7 @@ export const customerResolvers: Resolvers = {
       // `type` is a String in the schema (an open set); the upstream validates it and a refusal
       // points at `/type`, which the error mapping turns into the path `input.type`.
       const result = await createCustomer(upstream, body as CreateCustomerInput, idempotencyKey);
-      written.customer(loaders, result.data);
+      written.record(loaders, 'Customer', { id: result.data.id }, result.data);
       return toPayload('customer', result);
     },
   },

@@ -1,6 +1,6 @@
 /** Resolvers of `documents.graphql`: customer documents and their archiving. */
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { recordByArgs, recordReference } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveDocument } from '../upstream/documents.ts';
 import { resolveOwningCustomer } from './customers.ts';
@@ -8,7 +8,7 @@ import { splitInput, toPayload } from './mutation-payload.ts';
 
 export const documentResolvers: Resolvers = {
   Query: {
-    customerDocument: customerRecordByArgs('CustomerDocument'),
+    customerDocument: recordByArgs('CustomerDocument'),
   },
   Mutation: {
     archiveCustomerDocument: async (_parent, { input }, { upstream, loaders }) => {
@@ -19,7 +19,7 @@ export const documentResolvers: Resolvers = {
     },
   },
   CustomerDocument: {
-    __resolveReference: customerRecordReference('CustomerDocument'),
+    __resolveReference: recordReference('CustomerDocument'),
     customer: resolveOwningCustomer,
   },
 };

@@ -2,17 +2,13 @@
  * Resolvers of `events.graphql`: live subscriptions over every live transport. Each record type of
  * the catalogue (`src/records.ts`) with events has its `<field>Changed` subscription, named by its
  * payload field, and its `<Field>ChangedEvent` payload; `events` follows them all. The feeds of
- * `resource-feeds.ts` filter the events, replay what changed since `since`, and read each resource
- * as it is now with a fresh per-event context, so nested selections resolve as in a query.
+ * `resource-feeds.ts` filter the events and replay what changed since `since`; `event-resources.ts`
+ * reads each resource as it is now with a fresh per-event context, so nested selections resolve as
+ * in a query.
  */
 import { RECORD_ENTRIES } from '../records.ts';
-import {
-  payloadOf,
-  resourceOf,
-  subscribeToChanges,
-  subscribeToEvents,
-  typenameOf,
-} from './resource-feeds.ts';
+import { resourceOf, typenameOf } from './event-resources.ts';
+import { payloadOf, subscribeToChanges, subscribeToEvents } from './resource-feeds.ts';
 import type { GraphContext } from './context.ts';
 import type { Resolvers } from '../generated/graphql.ts';
 

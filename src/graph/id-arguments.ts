@@ -17,7 +17,6 @@ import {
   type GraphQLField,
   type GraphQLFieldResolver,
   type GraphQLInputType,
-  type GraphQLResolveInfo,
 } from 'graphql';
 import type { Resolvers } from '../generated/graphql.ts';
 import { IdArgumentError } from '../errors/id-argument.ts';
@@ -33,64 +32,50 @@ const NODE_ID_FIELDS = new Set(['Query.node', 'Query.nodes']);
  * argument `ID` that is not a plain id: an {@link IdArgumentError} at the argument's input path.
  */
 export function withIdArgumentsChecked(resolvers: Resolvers): Resolvers {
-  const checked: Record<string, unknown> = {};
-  for (const [typeName, typeResolvers] of Object.entries(resolvers as Record<string, unknown>)) {
-    if (typeof typeResolvers !== 'object' || typeResolvers === null || isScalar(typeResolvers)) {
-      checked[typeName] = typeResolvers;
-      continue;
-    }
-    const fields: Record<string, unknown> = {};
-    for (const [fieldName, resolver] of Object.entries(typeResolvers)) {
-      fields[fieldName] = fieldName.startsWith('__') ? resolver : checkedResolver(resolver);
-    }
-    checked[typeName] = fields;
-  }
-  return checked;
-}
-
-function isScalar(value: object): boolean {
-  return 'serialize' in value && 'parseValue' in value;
+  return Object.fromEntries(
+    Object.entries(resolvers as Record<string, unknown>).map(([typeName, fields]) => [
+      typeName,
+      // A scalar's resolver (`serialize`, `parseValue`) is no field's.
+      typeof fields !== 'object' || fields === null || ('serialize' in fields && 'parseValue' in fields)
+        ? fields
+        : Object.fromEntries(
+            Object.entries(fields).map(([field, resolver]) => [
+              field,
+              field.startsWith('__') ? resolver : checkedResolver(resolver),
+            ]),
+          ),
+    ]),
+  );
 }
 
 type FieldResolver = GraphQLFieldResolver<unknown, unknown, Record<string, unknown>>;
 
 function checkedResolver(resolver: unknown): unknown {
   if (typeof resolver === 'function') return checkArgumentsFirst(resolver as FieldResolver);
-  if (typeof resolver === 'object' && resolver !== null) {
-    // A subscription field: `{ subscribe, resolve }`.
-    const parts = resolver as Record<string, unknown>;
-    return Object.fromEntries(
-      Object.entries(parts).map(([key, part]) => [
-        key,
-        typeof part === 'function' && (key === 'subscribe' || key === 'resolve')
-          ? checkArgumentsFirst(part as FieldResolver)
-          : part,
-      ]),
-    );
-  }
-  return resolver;
+  if (typeof resolver !== 'object' || resolver === null) return resolver;
+  // A subscription field: `{ subscribe, resolve }`.
+  return Object.fromEntries(
+    Object.entries(resolver).map(([key, part]) => [
+      key,
+      typeof part === 'function' && (key === 'subscribe' || key === 'resolve')
+        ? checkArgumentsFirst(part as FieldResolver)
+        : part,
+    ]),
+  );
 }
 
+/** `resolve`, after the first argument `ID` of its field that is not a plain id is refused. */
 function checkArgumentsFirst(resolve: FieldResolver): FieldResolver {
   return (source, args, context, info) => {
-    const refused = findUnsafeIdArgument(args, info);
-    if (refused) throw refused;
+    const field = info.parentType.getFields()[info.fieldName];
+    if (field && takesIds(field, `${info.parentType.name}.${info.fieldName}`)) {
+      const refused = firstRefusal(field.args, (argument) =>
+        findUnsafeId(args[argument.name], argument.type, [argument.name]),
+      );
+      if (refused) throw refused;
+    }
     return resolve(source, args, context, info);
   };
-}
-
-/** The first argument `ID` of the field `info` names that is not a plain id, as its refusal. */
-function findUnsafeIdArgument(
-  args: Readonly<Record<string, unknown>>,
-  info: Pick<GraphQLResolveInfo, 'parentType' | 'fieldName'>,
-): IdArgumentError | undefined {
-  const field = info.parentType.getFields()[info.fieldName];
-  if (!field || !takesIds(field, `${info.parentType.name}.${info.fieldName}`)) return undefined;
-  for (const argument of field.args) {
-    const refused = findUnsafeId(args[argument.name], argument.type, [argument.name]);
-    if (refused) return refused;
-  }
-  return undefined;
 }
 
 /** Whether a field's arguments can hold an `ID` this module checks; computed once per field. */
@@ -120,22 +105,25 @@ function findUnsafeId(value: unknown, type: GraphQLInputType, path: InputPath): 
   if (isListType(type)) {
     // Input coercion turns a single value given for a list into a list of one.
     const items: unknown[] = Array.isArray(value) ? value : [value];
-    for (const [index, item] of items.entries()) {
-      const refused = findUnsafeId(item, type.ofType, [...path, index]);
-      if (refused) return refused;
-    }
-    return undefined;
+    return firstRefusal(items.entries(), ([index, item]) =>
+      findUnsafeId(item, type.ofType, [...path, index]),
+    );
   }
   if (isInputObjectType(type)) {
-    const fields = value as Record<string, unknown>;
-    for (const field of Object.values(type.getFields())) {
-      const refused = findUnsafeId(fields[field.name], field.type, [...path, field.name]);
-      if (refused) return refused;
-    }
-    return undefined;
+    return firstRefusal(Object.values(type.getFields()), (field) =>
+      findUnsafeId((value as Record<string, unknown>)[field.name], field.type, [...path, field.name]),
+    );
   }
-  if (type.name === 'ID' && typeof value === 'string' && !isPlainId(value)) {
-    return new IdArgumentError(path, new UnsafeIdError(value));
+  return type.name === 'ID' && typeof value === 'string' && !isPlainId(value)
+    ? new IdArgumentError(path, new UnsafeIdError(value))
+    : undefined;
+}
+
+/** The first refusal `check` finds among `items`, in their order. */
+function firstRefusal<T>(items: Iterable<T>, check: (item: T) => IdArgumentError | undefined) {
+  for (const item of items) {
+    const refused = check(item);
+    if (refused) return refused;
   }
   return undefined;
 }

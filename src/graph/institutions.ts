@@ -6,11 +6,10 @@ import type { Resolvers } from '../generated/graphql.ts';
 import type { Institution } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import type { InstitutionParent } from './parents.ts';
-import { fieldsOfFullRecord, recordByIdArg, topLevelConnection } from './resolver-shapes.ts';
-import { readRecord } from './look-ahead.ts';
+import { fieldsOfFullRecord, recordByArgs, recordReference, topLevelConnection } from './resolver-shapes.ts';
 
 async function fullRecord(institution: InstitutionParent, { loaders }: GraphContext): Promise<Institution> {
-  return 'country' in institution ? institution : loaders.institution.load(institution.id);
+  return 'country' in institution ? institution : loaders.item.Institution.load({ id: institution.id });
 }
 
 /** A field the embedded reference lacks. */
@@ -18,12 +17,11 @@ const fullRecordField = fieldsOfFullRecord(fullRecord);
 
 export const institutionResolvers: Resolvers = {
   Query: {
-    institution: recordByIdArg('Institution'),
-    institutions: topLevelConnection((loaders) => loaders.institutions),
+    institution: recordByArgs('Institution'),
+    institutions: topLevelConnection((loaders) => loaders.list.Institution),
   },
   Institution: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('Institution', { id: reference.id }, context, info),
+    __resolveReference: recordReference('Institution'),
     country: fullRecordField('country'),
     createdAt: fullRecordField('createdAt'),
     updatedAt: fullRecordField('updatedAt'),

@@ -19,14 +19,25 @@
  */
 import type DataLoader from 'dataloader';
 import { isObjectType, type FieldNode, type GraphQLResolveInfo } from 'graphql';
-import type { Loaders, ScopedKey, ScopedPageKey, TaskSubmissionsPageKey } from '../loaders/index.ts';
+import type {
+  Loaders,
+  RecordKeyOf,
+  RecordKeyOfShape,
+  ScopedKey,
+  ScopedPageKey,
+  TaskSubmissionsPageKey,
+  TopLevelKey,
+} from '../loaders/index.ts';
+import type { KeyShape } from '../record-entry.ts';
 import {
-  RECORD_ENTRIES,
+  perListField,
+  perRecordType,
+  RECORD_TYPES,
+  RECORDS,
   type CustomerRecordTypeName,
   type ListedOf,
   type RecordOf,
   type RecordTypeName,
-  type RECORDS,
 } from '../records.ts';
 import type { Page, TaskSubmission } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
@@ -34,22 +45,6 @@ import { toPageParams, type ConnectionArgs } from './pagination.ts';
 import { selectedFields, type SelectedField, type SelectionScope } from './selection.ts';
 
 export type { RecordTypeName } from '../records.ts';
-
-/** The key of a record whose REST path is its id alone (`/v3/customers/{id}`). */
-export interface TopLevelKey {
-  id: string;
-}
-
-/** Every record type `readRecord` reads by key (the catalogue's): the shape of its key and of the record. */
-export type RecordTypes = {
-  [T in RecordTypeName]: { key: KeyOfShape[(typeof RECORDS)[T]['key']]; record: RecordOf<T> };
-};
-
-/** The key of each of the catalogue's key shapes. */
-interface KeyOfShape {
-  'top-level': TopLevelKey;
-  customer: ScopedKey;
-}
 
 /**
  * One loader read made from a key and a field's arguments: by the resolver that needs it
@@ -86,18 +81,19 @@ function keyedRead<K, A, LK, V>(
 /** A child field whose value is read from its parent's key and its own arguments alone. */
 interface ChildRead<PK> {
   kind: 'read';
-  read: KeyedRead<PK, never, unknown>;
+  /** Starts the read with the field's arguments, as its resolver will receive them. */
+  start(key: PK, args: SelectedField['args'], loaders: Loaders): void;
 }
 
 /** A child field whose value is another record read by a key its parent's key holds. */
 type ChildRecord<PK> = {
-  [T in RecordTypeName]: { kind: 'record'; type: T; key: (parent: PK) => RecordTypes[T]['key'] };
+  [T in RecordTypeName]: { kind: 'record'; type: T; key: (parent: PK) => RecordKeyOf<T> };
 }[RecordTypeName];
 
 /** How a record of one type is read, and which of its fields can be read from its key alone. */
 interface RecordReads<T extends RecordTypeName> {
-  read: KeyedRead<RecordTypes[T]['key'], unknown, RecordTypes[T]['record']>;
-  children: Readonly<Record<string, ChildRead<RecordTypes[T]['key']> | ChildRecord<RecordTypes[T]['key']>>>;
+  read: KeyedRead<RecordKeyOf<T>, unknown, RecordOf<T>>;
+  children: Readonly<Record<string, ChildRead<RecordKeyOf<T>> | ChildRecord<RecordKeyOf<T>>>>;
 }
 
 /** A record type's read, by one of its loaders. */
@@ -113,36 +109,24 @@ function customerList<V>(loaderOf: (loaders: Loaders) => DataLoader<ScopedPageKe
   }));
 }
 
-/** The list of each customer record type, by its field on `Customer` (the catalogue's list loader name). */
-type CustomerLists = {
-  [T in CustomerRecordTypeName as (typeof RECORDS)[T]['loaders']['list']]: KeyedRead<
-    TopLevelKey,
-    ConnectionArgs,
-    Page<ListedOf<T>>
-  >;
-};
+/** A customer's list of one customer record type, one page of it, read from the customer's id alone. */
+type CustomerList<T extends CustomerRecordTypeName> = KeyedRead<
+  TopLevelKey,
+  ConnectionArgs,
+  Page<ListedOf<T>>
+>;
 
-/** A loader of `loaders` by the name the catalogue gives it. */
-function loaderNamed(name: string) {
-  return (loaders: Loaders) =>
-    (loaders as unknown as Record<string, DataLoader<unknown, never, string>>)[name]!;
+function customerListOf<T extends CustomerRecordTypeName>(type: T): CustomerList<T> {
+  return customerList((loaders) => loaders.list[type]);
 }
 
 /**
- * The lists of a customer, read from its id alone: one per customer record type of the catalogue.
- * `Customer`'s field resolvers read through these very entries, so a list started ahead is the one
- * its resolver asks for.
+ * The lists of a customer, read from its id alone: one per customer record type of the catalogue,
+ * by its field on `Customer`. `Customer`'s field resolvers read through these very entries, so a
+ * list started ahead is the one its resolver asks for.
  */
-export const CUSTOMER_LISTS = Object.fromEntries(
-  RECORD_ENTRIES.filter(([, entry]) => entry.key === 'customer').map(([, entry]) => [
-    entry.loaders.list,
-    customerList(
-      loaderNamed(entry.loaders.list) as (
-        loaders: Loaders,
-      ) => DataLoader<ScopedPageKey, Page<unknown>, string>,
-    ),
-  ]),
-) as unknown as CustomerLists;
+export const CUSTOMER_LISTS =
+  perListField<{ readonly [T in CustomerRecordTypeName]: CustomerList<T> }>(customerListOf);
 
 /** A task's submissions, one page of them, read from the task's key alone. */
 export const TASK_SUBMISSIONS = keyedRead<
@@ -163,19 +147,41 @@ const OWNING_CUSTOMER = {
 } as const;
 
 function asChild<PK, A, V>(read: KeyedRead<PK, A, V>): ChildRead<PK> {
-  return { kind: 'read', read };
+  // The arguments are coerced by the schema that types the resolver's `A`.
+  return { kind: 'read', start: (key, args, loaders) => read.start(key, args as A, loaders) };
+}
+
+/** The child fields every record of a key shape has: a customer's record, its customer. */
+const CHILDREN_OF_SHAPE: {
+  [S in KeyShape]: Readonly<Record<string, ChildRecord<RecordKeyOfShape<S>>>>;
+} = { 'top-level': {}, customer: { customer: OWNING_CUSTOMER } };
+
+function childrenOfShape<S extends KeyShape>(
+  shape: S,
+): Readonly<Record<string, ChildRecord<RecordKeyOfShape<S>>>> {
+  return CHILDREN_OF_SHAPE[shape];
 }
 
 /** The child fields of a record type beyond its owning customer, where it has any. */
-const MORE_CHILDREN: Partial<Record<RecordTypeName, Readonly<Record<string, ChildRead<never>>>>> = {
+const MORE_CHILDREN: {
+  readonly [T in RecordTypeName]?: Readonly<Record<string, ChildRead<RecordKeyOf<T>>>>;
+} = {
   Customer: Object.fromEntries(
     Object.entries(CUSTOMER_LISTS).map(([field, read]) => [
       field,
-      asChild<TopLevelKey, ConnectionArgs, unknown>(read as KeyedRead<TopLevelKey, ConnectionArgs, unknown>),
+      asChild<TopLevelKey, ConnectionArgs, Page<unknown>>(read),
     ]),
   ),
   Task: { submissions: asChild(TASK_SUBMISSIONS) },
 };
+
+/** How records of `type` are read, and the children that can start from their key alone. */
+function recordReadsOf<T extends RecordTypeName>(type: T): RecordReads<T> {
+  return {
+    read: recordRead((loaders) => loaders.item[type]),
+    children: { ...childrenOfShape(RECORDS[type].key), ...MORE_CHILDREN[type] },
+  };
+}
 
 /**
  * Per record type of the catalogue: its read, and the child fields that can start from its key
@@ -183,21 +189,7 @@ const MORE_CHILDREN: Partial<Record<RecordTypeName, Readonly<Record<string, Chil
  * resolver always makes that read when the record exists belong here (an account's `fees` does
  * not: the record usually carries them), so for records that are found looking ahead adds no call.
  */
-export const RECORD_READS = Object.fromEntries(
-  RECORD_ENTRIES.map(([type, entry]) => [
-    type,
-    {
-      read:
-        entry.key === 'customer'
-          ? recordRead(loaderNamed(entry.loaders.item))
-          : keyedRead(loaderNamed(entry.loaders.item), (record: TopLevelKey) => record.id),
-      children: {
-        ...(entry.key === 'customer' ? { customer: OWNING_CUSTOMER } : {}),
-        ...MORE_CHILDREN[type],
-      },
-    },
-  ]),
-) as unknown as { readonly [T in RecordTypeName]: RecordReads<T> };
+export const RECORD_READS = perRecordType<{ readonly [T in RecordTypeName]: RecordReads<T> }>(recordReadsOf);
 
 /**
  * Reads the record of `type` with `key` for the field being resolved (`info`), and starts at the
@@ -206,59 +198,52 @@ export const RECORD_READS = Object.fromEntries(
  */
 export function readRecord<T extends RecordTypeName>(
   type: T,
-  key: RecordTypes[T]['key'],
+  key: RecordKeyOf<T>,
   context: GraphContext,
   info: GraphQLResolveInfo,
-): Promise<RecordTypes[T]['record']> {
+): Promise<RecordOf<T>> {
   const record = RECORD_READS[type].read.load(key, undefined, context.loaders);
   startChildReads(type, key, info.fieldNodes, info, context.loaders);
   return record;
 }
 
-/** The table without the types that tie each key to its type: how the look-ahead walks it. */
-interface UntypedRecordReads {
-  read: KeyedRead<unknown, unknown, unknown>;
-  children: Readonly<
-    Record<string, { kind: 'read'; read: KeyedRead<unknown, unknown, unknown> } | UntypedChildRecord>
-  >;
-}
-interface UntypedChildRecord {
-  kind: 'record';
-  type: RecordTypeName;
-  key: (parent: unknown) => unknown;
-}
-const UNTYPED_READS = RECORD_READS as unknown as Readonly<Record<RecordTypeName, UntypedRecordReads>>;
 /** Types with at least one child to look ahead for: the others need no look at the selection. */
 const TYPES_WITH_CHILDREN = new Set(
-  (Object.keys(UNTYPED_READS) as RecordTypeName[]).filter(
-    (type) => Object.keys(UNTYPED_READS[type].children).length > 0,
-  ),
+  RECORD_TYPES.filter((type) => Object.keys(RECORD_READS[type].children).length > 0),
 );
 
 /** Starts the look-ahead reads below a record of `type` with `key`, selected by `fieldNodes`. */
-function startChildReads(
-  type: RecordTypeName,
-  key: unknown,
+function startChildReads<T extends RecordTypeName>(
+  type: T,
+  key: RecordKeyOf<T>,
   fieldNodes: readonly FieldNode[],
   scope: SelectionScope,
   loaders: Loaders,
 ): void {
-  const { children } = UNTYPED_READS[type];
   if (!TYPES_WITH_CHILDREN.has(type)) return;
+  const { children } = RECORD_READS[type];
   for (const field of plannedFields(scope, fieldNodes, type, children)) {
     const child = children[field.name]!;
     try {
-      if (child.kind === 'read') {
-        child.read.start(key, field.args, loaders);
-      } else {
-        const childKey = child.key(key);
-        UNTYPED_READS[child.type].read.start(childKey, undefined, loaders);
-        startChildReads(child.type, childKey, field.nodes, scope, loaders);
-      }
+      if (child.kind === 'read') child.start(key, field.args, loaders);
+      else startChildRecord(child, key, field.nodes, scope, loaders);
     } catch {
       // Bad arguments (a `first` out of range): the child's resolver reports them when it runs.
     }
   }
+}
+
+/** Starts the read of a child that is a record of its own, and the reads below it. */
+function startChildRecord<PK, T extends RecordTypeName>(
+  child: { type: T; key: (parent: PK) => RecordKeyOf<T> },
+  parentKey: PK,
+  fieldNodes: readonly FieldNode[],
+  scope: SelectionScope,
+  loaders: Loaders,
+): void {
+  const key = child.key(parentKey);
+  RECORD_READS[child.type].read.start(key, undefined, loaders);
+  startChildReads(child.type, key, fieldNodes, scope, loaders);
 }
 
 /**

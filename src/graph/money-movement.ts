@@ -1,16 +1,19 @@
 /** Resolvers of `money-movement.graphql`: quotes and transfers, and the funds targets they share with rules. */
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import type { Transfer } from '../upstream/types.ts';
+import { recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { executeQuote } from '../upstream/money-movement.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { readRecord } from './look-ahead.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
+
+/** The quote a transfer executed, if any: a transfer's own field and the payload of `executeQuote`. */
+const linkedQuote = linkedRecord('Quote', (transfer: Transfer) => transfer.quoteId);
 
 export const moneyMovementResolvers: Resolvers = {
   Query: {
-    quote: customerRecordByArgs('Quote'),
-    transfer: customerRecordByArgs('Transfer'),
+    quote: recordByArgs('Quote'),
+    transfer: recordByArgs('Transfer'),
   },
   Mutation: {
     executeQuote: async (_parent, { input }, { upstream, loaders }) => {
@@ -22,61 +25,33 @@ export const moneyMovementResolvers: Resolvers = {
     },
   },
   ExecuteQuotePayload: {
-    quote: ({ transfer }, _args, context, info) =>
-      transfer.quoteId
-        ? readRecord('Quote', { customerId: transfer.customerId, id: transfer.quoteId }, context, info)
-        : null,
+    quote: (payload, args, context, info) => linkedQuote(payload.transfer, args, context, info),
   },
   Quote: {
-    __resolveReference: customerRecordReference('Quote'),
+    __resolveReference: recordReference('Quote'),
     customer: resolveOwningCustomer,
-    sourceAccount: (quote, _args, context, info) =>
-      readRecord('Account', { customerId: quote.customerId, id: quote.sourceAccountId }, context, info),
-    transfer: (quote, _args, context, info) =>
-      quote.transferId
-        ? readRecord('Transfer', { customerId: quote.customerId, id: quote.transferId }, context, info)
-        : null,
+    sourceAccount: linkedRecord('Account', (quote) => quote.sourceAccountId),
+    transfer: linkedRecord('Transfer', (quote) => quote.transferId),
   },
   Transfer: {
-    __resolveReference: customerRecordReference('Transfer'),
+    __resolveReference: recordReference('Transfer'),
     customer: resolveOwningCustomer,
     sourceAccountId: (transfer) => transfer.source.accountId,
-    sourceAccount: (transfer, _args, context, info) =>
-      readRecord(
-        'Account',
-        { customerId: transfer.customerId, id: transfer.source.accountId },
-        context,
-        info,
-      ),
+    sourceAccount: linkedRecord('Account', (transfer) => transfer.source.accountId),
     target: (transfer) => ({ ...transfer.target, customerId: transfer.customerId }),
-    rule: (transfer, _args, context, info) =>
-      transfer.ruleId
-        ? readRecord('Rule', { customerId: transfer.customerId, id: transfer.ruleId }, context, info)
-        : null,
-    quote: (transfer, _args, context, info) =>
-      transfer.quoteId
-        ? readRecord('Quote', { customerId: transfer.customerId, id: transfer.quoteId }, context, info)
-        : null,
+    rule: linkedRecord('Rule', (transfer) => transfer.ruleId),
+    quote: linkedQuote,
   },
   FundsTarget: {
     accountId: (target) => target.account?.accountId ?? null,
-    account: (target, _args, context, info) =>
-      target.account
-        ? readRecord(
-            'Account',
-            { customerId: target.customerId, id: target.account.accountId },
-            context,
-            info,
-          )
-        : null,
+    account: linkedRecord('Account', (target) => target.account?.accountId),
     destination: (target) =>
       target.destination ? { ...target.destination, customerId: target.customerId } : null,
   },
   DestinationTarget: {
-    recipient: (target, _args, context, info) =>
-      readRecord('Recipient', { customerId: target.customerId, id: target.recipientId }, context, info),
+    recipient: linkedRecord('Recipient', (target) => target.recipientId),
     destination: async (target, _args, { loaders }) => {
-      const recipient = await loaders.recipient.load({
+      const recipient = await loaders.item.Recipient.load({
         customerId: target.customerId,
         id: target.recipientId,
       });

@@ -13,17 +13,21 @@ import type { InputPath } from '../errors/input-path.ts';
 import type { Resolvers } from '../generated/graphql.ts';
 import { UnsafeIdError } from '../upstream/errors.ts';
 import { isPlainId } from '../upstream/rest-path.ts';
-import type { Loaders } from '../loaders/index.ts';
-import { RECORD_ENTRIES } from '../records.ts';
-import { RECORD_READS, type RecordTypeName } from './look-ahead.ts';
+import type { Loaders, RecordKeyOf } from '../loaders/index.ts';
+import {
+  CUSTOMER_RECORD_TYPES,
+  perRecordType,
+  RECORDS,
+  TOP_LEVEL_RECORD_TYPES,
+  type RecordTypeName,
+} from '../records.ts';
+import { RECORD_READS } from './look-ahead.ts';
 
-/** The record types of the catalogue by the prefix of their ids, read by their own id or under their customer. */
-const PREFIXES = (key: 'top-level' | 'customer'): Readonly<Record<string, RecordTypeName>> =>
-  Object.fromEntries(
-    RECORD_ENTRIES.filter(([, entry]) => entry.key === key).map(([type, entry]) => [entry.idPrefix, type]),
-  );
-const TOP_LEVEL_PREFIXES = PREFIXES('top-level');
-const CUSTOMER_SCOPED_PREFIXES = PREFIXES('customer');
+/** The record types of the catalogue by the prefix of their ids. */
+const PREFIXES = <T extends RecordTypeName>(types: readonly T[]): Readonly<Record<string, T>> =>
+  Object.fromEntries(types.map((type) => [RECORDS[type].idPrefix, type]));
+const TOP_LEVEL_PREFIXES = PREFIXES(TOP_LEVEL_RECORD_TYPES);
+const CUSTOMER_SCOPED_PREFIXES = PREFIXES(CUSTOMER_RECORD_TYPES);
 
 const SEPARATOR = '/';
 
@@ -33,9 +37,7 @@ function prefixOf(id: string): string {
 }
 
 /** What a node id names: the record type and the key its loader reads. */
-type NodeTarget =
-  | { type: RecordTypeName; key: { id: string } }
-  | { type: RecordTypeName; key: { customerId: string; id: string } };
+type NodeTarget = { [T in RecordTypeName]: { type: T; key: RecordKeyOf<T> } }[RecordTypeName];
 
 /**
  * Parses the node id given at `inputPath`: an {@link IdArgumentError} for a part that is no plain
@@ -74,18 +76,24 @@ async function readNode(
   inputPath: InputPath,
   loaders: Loaders,
 ): Promise<Record<string, unknown>> {
-  const { type, key } = parseNodeId(nodeId, inputPath);
-  const read = RECORD_READS[type].read as unknown as {
-    load(key: unknown, args: unknown, loaders: Loaders): Promise<Record<string, unknown>>;
-  };
-  const record = await read.load(key, undefined, loaders);
+  const target = parseNodeId(nodeId, inputPath);
+  const record = await readTarget(target, loaders);
   // Customer-scoped records carry their customer (entity keys need it too).
-  const withKey = 'customerId' in key ? { customerId: key.customerId, ...record } : record;
-  return { ...withKey, [NODE_TYPE]: type };
+  const { key } = target;
+  const node = 'customerId' in key ? { customerId: key.customerId, ...record } : { ...record };
+  NODE_TYPES.set(node, target.type);
+  return node;
 }
 
-/** Where `readNode` notes the type it read; a symbol, so no GraphQL field can show it. */
-const NODE_TYPE = Symbol('nodeType');
+function readTarget<T extends RecordTypeName>(
+  { type, key }: { type: T; key: RecordKeyOf<T> },
+  loaders: Loaders,
+) {
+  return RECORD_READS[type].read.load(key, undefined, loaders);
+}
+
+/** The type `readNode` read each node as; outside the node, so no GraphQL field can show it. */
+const NODE_TYPES = new WeakMap<object, RecordTypeName>();
 
 const nodeId = { nodeId: (record: { id: string; customerId?: string }) => nodeIdOf(record) };
 
@@ -97,7 +105,7 @@ const MAX_NODE_IDS = 25;
 
 export const nodeResolvers: Resolvers = {
   Node: {
-    __resolveType: (record) => (record as unknown as Record<symbol, RecordTypeName>)[NODE_TYPE] ?? null,
+    __resolveType: (record) => NODE_TYPES.get(record) ?? null,
   },
   Query: {
     node: (_parent, { id }, { loaders }) => readNode(id, ['id'], loaders) as never,
@@ -111,8 +119,5 @@ export const nodeResolvers: Resolvers = {
       return ids.map((id, index) => readNode(id, ['ids', index], loaders)) as never;
     },
   },
-  ...(Object.fromEntries(RECORD_ENTRIES.map(([type]) => [type, nodeId])) as Record<
-    RecordTypeName,
-    typeof nodeId
-  >),
+  ...perRecordType<Record<RecordTypeName, typeof nodeId>>(() => nodeId),
 };

@@ -1,14 +1,14 @@
 /** Resolvers of `recipients.graphql`. */
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { recordByArgs, recordReference } from './resolver-shapes.ts';
 import { resolveOwningCustomer } from './customers.ts';
 
 export const recipientResolvers: Resolvers = {
   Query: {
-    recipient: customerRecordByArgs('Recipient'),
+    recipient: recordByArgs('Recipient'),
   },
   Recipient: {
-    __resolveReference: customerRecordReference('Recipient'),
+    __resolveReference: recordReference('Recipient'),
     customer: resolveOwningCustomer,
   },
 };

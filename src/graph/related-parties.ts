@@ -13,7 +13,7 @@ import { resolveOwningCustomer } from './customers.ts';
 import { RELATED_PARTY_ROLE_VALUES } from '../enum-values.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
 import type { RelatedPartyParent } from './parents.ts';
-import { customerRecordByArgs, customerRecordReference, fieldsOfFullRecord } from './resolver-shapes.ts';
+import { recordByArgs, recordReference, fieldsOfFullRecord } from './resolver-shapes.ts';
 
 /**
  * The party types the upstream accepts. `partyType` is a string in the schema, spelled as the
@@ -33,7 +33,7 @@ function isFullRecord(party: RelatedPartyParent): party is RelatedParty {
 /** The full record of `party`: itself when it is one, else one (shared) read. */
 async function fullRecord(party: RelatedPartyParent, { loaders }: GraphContext): Promise<RelatedParty> {
   if (isFullRecord(party)) return party;
-  return loaders.relatedParty.load({ customerId: party.customerId, id: party.id });
+  return loaders.item.RelatedParty.load({ customerId: party.customerId, id: party.id });
 }
 
 /** A field only the full record holds. */
@@ -50,7 +50,7 @@ export const relatedPartyResolvers: Resolvers = {
   // The upstream sends snake_case values; the enum's internal values are those strings.
   RelatedPartyRole: RELATED_PARTY_ROLE_VALUES,
   Query: {
-    relatedParty: customerRecordByArgs('RelatedParty'),
+    relatedParty: recordByArgs('RelatedParty'),
   },
   Mutation: {
     createRelatedParty: async (_parent, { input }, { upstream, loaders }) => {
@@ -85,7 +85,7 @@ export const relatedPartyResolvers: Resolvers = {
     },
   },
   RelatedParty: {
-    __resolveReference: customerRecordReference('RelatedParty'),
+    __resolveReference: recordReference('RelatedParty'),
     customer: resolveOwningCustomer,
     displayName,
     title: fullRecordField('title'),

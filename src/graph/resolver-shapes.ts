@@ -1,12 +1,12 @@
 /**
  * Resolvers of the shapes that recur across the domain files, built from what differs between
- * them: a connection read from its parent's key, a field copied from a parent's full record, and a
- * customer's record read by its key.
+ * them: a connection read from its parent's key, a field copied from a parent's full record, a
+ * customer's record read by its key, and a link from one record of a customer to another.
  */
 import type { Page } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { Loaders, PageKey, PageLoader, ScopedKey } from '../loaders/index.ts';
+import type { Loaders, PageKey, PageLoader, RecordKeyOf } from '../loaders/index.ts';
 import type { CustomerRecordTypeName as CustomerRecordType } from '../records.ts';
 import { readRecord, type KeyedRead, type RecordTypeName } from './look-ahead.ts';
 import { toConnection, toPageParams, type ConnectionArgs } from './pagination.ts';
@@ -41,12 +41,6 @@ export function fieldsOfFullRecord<P, R>(fullRecord: (parent: P, context: GraphC
       (await fullRecord(parent, context))[name];
 }
 
-/** A query field reading one record by its own `id` argument, through the look-ahead. */
-export function recordByIdArg<T extends Exclude<RecordTypeName, CustomerRecordType>>(type: T) {
-  return (_parent: unknown, { id }: { id: string }, context: GraphContext, info: GraphQLResolveInfo) =>
-    readRecord(type, { id }, context, info);
-}
-
 /** A top-level list (`/v3/institutions`), one page per field read, through its loader. */
 export function topLevelConnection<V>(loaderOf: (loaders: Loaders) => PageLoader<PageKey, V>) {
   return async (_parent: unknown, args: ConnectionArgs, { loaders }: GraphContext) =>
@@ -54,16 +48,31 @@ export function topLevelConnection<V>(loaderOf: (loaders: Loaders) => PageLoader
 }
 
 /**
- * A query field reading one record of a customer by its `customerId` and `id` arguments, through
- * the look-ahead (its selected children are started with it).
+ * A query field reading one record by its key arguments (`id`, and `customerId` for a customer's
+ * record), through the look-ahead (its selected children are started with it).
  */
-export function customerRecordByArgs<T extends CustomerRecordType>(type: T) {
-  return (_parent: unknown, { customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
-    readRecord(type, { customerId, id }, context, info);
+export function recordByArgs<T extends RecordTypeName>(type: T) {
+  return (_parent: unknown, key: RecordKeyOf<T>, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, key, context, info);
 }
 
-/** `__resolveReference` of a customer's record: its federation key is `customerId id`. */
-export function customerRecordReference<T extends CustomerRecordType>(type: T) {
-  return ({ customerId, id }: ScopedKey, context: GraphContext, info: GraphQLResolveInfo) =>
-    readRecord(type, { customerId, id }, context, info);
+/** `__resolveReference` of a record: its federation key is its key (`id`, or `customerId id`). */
+export function recordReference<T extends RecordTypeName>(type: T) {
+  return (reference: RecordKeyOf<T>, context: GraphContext, info: GraphQLResolveInfo) =>
+    readRecord(type, reference, context, info);
+}
+
+/**
+ * A field linking a customer's record (or a part of one that carries its `customerId`) to another
+ * record of the same customer, read through the look-ahead by the id `idOf` finds in the parent;
+ * null where the parent names none.
+ */
+export function linkedRecord<T extends CustomerRecordType, P extends { customerId: string }>(
+  type: T,
+  idOf: (parent: P) => string | null | undefined,
+) {
+  return (parent: P, _args: unknown, context: GraphContext, info: GraphQLResolveInfo) => {
+    const id = idOf(parent);
+    return id == null ? null : readRecord(type, { customerId: parent.customerId, id }, context, info);
+  };
 }

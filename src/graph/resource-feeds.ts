@@ -1,22 +1,19 @@
 /**
- * What a subscription field listens to: for each upstream resource type with events, its GraphQL
- * type, how it is read now, and how its changes are replayed from a list, all derived from the
- * record catalogue (`src/records.ts`). The resolvers of `events.ts` beside it name a resource type
- * and their arguments; the feeds here filter the events, read each event's resource with the
- * subscriber's credentials (fresh loaders), drop what the upstream refuses that subscriber, and
- * shape the payloads; the `since` replay itself is `events/delivery/replay-since.ts`.
+ * What a subscription field listens to: the feed of a `…Changed` subscription and of `events`, and
+ * what each delivery resolves to. The resolvers of `events.ts` beside it name a resource type and
+ * their arguments; the feeds here filter the events, replay what changed `since` a time where the
+ * resource type replays (`events/delivery/replay-since.ts` reads the lists), and shape the
+ * payloads of the resources `event-resources.ts` reads now.
  */
 import { GraphQLError } from 'graphql';
 import type { GraphContext } from './context.ts';
+import { EVENT_RESOURCES, payloadOfEvent, taggedResource } from './event-resources.ts';
 import { CursorExpiredError } from '../errors/cursor-expired.ts';
-import { RECORD_ENTRIES, type EventRecordTypeName, type RecordEntry } from '../records.ts';
 import { PageLimitExceededError } from '../upstream/all-pages.ts';
 import { inScope } from '../upstream/access.ts';
-import { UpstreamProblemError } from '../upstream/errors.ts';
-import type { ListedRecord, Page, PageParams } from '../upstream/types.ts';
+import type { ListedRecord, PageParams } from '../upstream/types.ts';
 import { liveSessionOf, SUBSCRIPTIONS_ARE_LIVE } from '../events/delivery/live-context.ts';
 import {
-  DROP,
   openLiveStream,
   type ChangeFeed,
   type LiveDelivery,
@@ -25,119 +22,6 @@ import {
 import { replaySince, type ReplayedList } from '../events/delivery/replay-since.ts';
 import type { PlatformEvent } from '../events/event-types.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
-
-/** One resource type of the upstream's events, as the subscriptions see it. */
-interface EventResourceKind {
-  /** Its GraphQL type: the member of `EventResource` it resolves to. */
-  typename: EventRecordTypeName;
-  /** The payload field of its `…Changed` subscription (`account`, with `accountId` beside it). */
-  field: string;
-  /** Reads it as it is now. */
-  read(context: GraphContext, customerId: string, id: string): Promise<unknown>;
-  /** Reads one page of a customer's list with the updated-since filter; absent where there is no replay. */
-  list?: (context: GraphContext, customerId: string, page: PageParams) => Promise<Page<ListedRecord>>;
-  /** The event kind a replayed record stands for. */
-  replayedType?: (record: ListedRecord) => string;
-  /** Whether an archived record answers 404 to every read (docs/events.md). */
-  unreadableOnceArchived: boolean;
-}
-
-/** A loader of the operation's by the name the catalogue gives it. */
-function loader(context: GraphContext, name: string): { load(key: unknown): Promise<unknown> } {
-  return (context.loaders as unknown as Record<string, { load(key: unknown): Promise<unknown> }>)[name]!;
-}
-
-/** The subscriptions' view of a catalogue entry that has events. */
-function eventResourceKind(typename: EventRecordTypeName, entry: RecordEntry): EventResourceKind {
-  const events = entry.events!;
-  const { item, list } = entry.loaders;
-  return {
-    typename,
-    field: events.field,
-    read:
-      entry.key === 'customer'
-        ? (context, customerId, id) => loader(context, item).load({ customerId, id })
-        : (context, _customerId, id) => loader(context, item).load(id),
-    ...(entry.key === 'customer' && events.listedSince
-      ? {
-          list: (context: GraphContext, customerId: string, page: PageParams) =>
-            loader(context, list).load({ customerId, ...page }) as Promise<Page<ListedRecord>>,
-        }
-      : {}),
-    ...(events.replayedKind === undefined ? {} : { replayedType: events.replayedKind }),
-    unreadableOnceArchived: events.unreadableOnceArchived === true,
-  };
-}
-
-/** Every resource type the schema models, by the upstream's `resourceType`. */
-const RESOURCES: Readonly<Record<string, EventResourceKind>> = Object.fromEntries(
-  RECORD_ENTRIES.flatMap(([typename, entry]) =>
-    entry.events === undefined
-      ? []
-      : [[entry.resourceType, eventResourceKind(typename as EventRecordTypeName, entry)]],
-  ),
-);
-
-/**
- * Where a payload carries the error of a resource read that failed for a reason other than a
- * refusal: the resource field throws it as it is, and the facade's `formatError` maps it once, as
- * on the query path. A symbol, so it can never meet a field of the schema.
- */
-const READ_ERROR = Symbol('resource read error');
-
-/** A resource read now (null when it could not be), with the error of a failed read. */
-type Hydrated = { resource: unknown; error?: unknown } | typeof DROP;
-
-/** Whether the upstream refused the subscriber this read (the event is then not theirs to see). */
-function isRefusal(error: unknown): boolean {
-  return error instanceof UpstreamProblemError && [401, 403, 404].includes(error.status);
-}
-
-/**
- * Reads `event`'s resource as it is now with the subscriber's `context`. An archived related party
- * or document answers 404 to every read: when the subscriber may read its customer, the record the
- * event carried stands in for it.
- */
-async function readResource(event: PlatformEvent, context: GraphContext): Promise<Hydrated> {
-  const { customerId, resourceType, resourceId, object } = event.data;
-  const kind = RESOURCES[resourceType];
-  // Without a customer a customer-scoped resource cannot be read, so access cannot be checked.
-  if (kind === undefined || (customerId === null && resourceType !== 'customer')) {
-    if (customerId === null) return DROP;
-    return checkCustomer(context, customerId, null);
-  }
-  try {
-    return { resource: await kind.read(context, customerId ?? '', resourceId) };
-  } catch (error) {
-    if (!isRefusal(error)) return { resource: null, error };
-    // Only where archiving is why the read fails, and only a record of the event's own customer: a
-    // 404 may also be the subscriber's scope refusing another customer's resource.
-    const gone =
-      (error as UpstreamProblemError).status === 404 &&
-      customerId !== null &&
-      kind.unreadableOnceArchived &&
-      isRecord(object) &&
-      (object.customerId === undefined || object.customerId === customerId);
-    return gone ? checkCustomer(context, customerId, { ...object, customerId }) : DROP;
-  }
-}
-
-async function checkCustomer(
-  context: GraphContext,
-  customerId: string,
-  resource: unknown,
-): Promise<Hydrated> {
-  try {
-    await context.loaders.customer.load(customerId);
-    return { resource };
-  } catch (error) {
-    return isRefusal(error) ? DROP : { resource: null, error };
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** What a `…Changed` subscription asked for. */
 export interface ChangeSubscription {
@@ -181,7 +65,7 @@ function resumeCursor(
  * replay context's loader for the replayed selections.
  */
 async function readSubscribedCustomer(context: GraphContext, customerId: string): Promise<ListedRecord> {
-  return await context.loaders.customer.load(customerId);
+  return await context.loaders.item.Customer.load({ id: customerId });
 }
 
 /**
@@ -209,35 +93,18 @@ export async function subscribeToChanges(
 ): Promise<AsyncIterableIterator<LiveDelivery>> {
   const live = liveSessionOf(context);
   const after = resumeCursor(live.cursors, subscription.after, subscription.since);
-  return openLiveStream(live, changeFeed(RESOURCES[resourceType]!, resourceType, { ...subscription, after }));
+  return openLiveStream(live, changeFeed(resourceType, { ...subscription, after }));
 }
 
 function changeFeed(
-  kind: EventResourceKind,
   resourceType: string,
   { customerId, resourceId, since, after }: Omit<ChangeSubscription, 'after'> & { after: string | undefined },
 ): ChangeFeed<object> {
+  const { field, replayedType } = EVENT_RESOURCES[resourceType]!;
   const payload = (header: ChangeHeader, id: string, resource: unknown): object => ({
     ...header,
-    [`${kind.field}Id`]: id,
-    [kind.field]: resource,
-  });
-  const header = (
-    eventId: string,
-    cursor: string,
-    type: string,
-    occurredAt: string,
-    replayed: boolean,
-  ): ChangeHeader => ({ eventId, cursor, type, occurredAt, replayed, customerId });
-  const { replayedType } = kind;
-  const replayedChange = (record: ListedRecord, type: string, cursor: string): ReplayedChange<object> => ({
-    resourceId: record.id,
-    updatedAt: record.updatedAt,
-    payload: payload(
-      header(`replay:${record.id}:${record.updatedAt}`, cursor, type, record.updatedAt, true),
-      record.id,
-      record,
-    ),
+    [`${field}Id`]: id,
+    [field]: resource,
   });
   // Always run: it checks the customer, then replays what `since` asks for where the type replays.
   const replay = async (context: GraphContext, cursor: string): Promise<ReplayedChange<object>[]> => {
@@ -249,7 +116,8 @@ function changeFeed(
       ...(isCustomer ? { customer: { record: customer, kindOf: replayedType } } : {}),
       lists: isCustomer ? [] : replayedLists(context, customerId, [resourceType]),
       keep: (_kind, record) => isCustomer || resourceId == null || record.id === resourceId,
-      toChange: (_resourceType, record, type) => replayedChange(record, type, cursor),
+      toChange: (_resourceType, record, type) =>
+        replayedChange(record, type, cursor, customerId, (header) => payload(header, record.id, record)),
     });
   };
   return {
@@ -258,20 +126,15 @@ function changeFeed(
       event.data.customerId === customerId &&
       (resourceType !== 'customer' || event.data.resourceId === customerId) &&
       (resourceId == null || event.data.resourceId === resourceId),
-
-    async toPayload(event, cursor, context, resumed) {
-      const hydrated = await readResource(event, context);
-      if (hydrated === DROP) return DROP;
-      return {
-        ...payload(
-          header(event.id, cursor, event.type, event.occurredAt, resumed),
+    // `accept` took only events of `customerId`: the header names it as the replay's does.
+    toPayload: (event, cursor, context, resumed) =>
+      payloadOfEvent(event, context, (resource) =>
+        payload(
+          { ...liveHeader(event, cursor, resumed), customerId },
           event.data.resourceId,
-          hydrated.resource ?? null,
+          resource ?? null,
         ),
-        ...readErrorOf(hydrated),
-      };
-    },
-
+      ),
     replay,
     ...(after === undefined ? {} : { after }),
     customerId,
@@ -286,7 +149,27 @@ interface ChangeHeader {
   type: string;
   occurredAt: string;
   replayed: boolean;
-  customerId: string;
+  customerId: string | null;
+}
+
+/** The header of an event delivered live, or resumed from the log (`resumed`). */
+function liveHeader(event: PlatformEvent, cursor: string, resumed: boolean): ChangeHeader {
+  const { id: eventId, type, occurredAt } = event;
+  return { eventId, cursor, type, occurredAt, replayed: resumed, customerId: event.data.customerId };
+}
+
+/** A record replayed from a list as a change of kind `type`, its payload made from its header. */
+function replayedChange(
+  record: ListedRecord,
+  type: string,
+  cursor: string,
+  customerId: string,
+  shape: (header: ChangeHeader) => object,
+): ReplayedChange<object> {
+  const { id, updatedAt } = record;
+  const eventId = `replay:${id}:${updatedAt}`;
+  const header = { eventId, cursor, type, occurredAt: updatedAt, replayed: true, customerId };
+  return { resourceId: id, updatedAt, payload: shape(header) };
 }
 
 /** What `events` asked for: one customer's or every visible one's, of some kinds or all, since a time. */
@@ -300,26 +183,12 @@ export interface EventsSubscription {
 
 /** The `PlatformEvent` payload of a change of `resourceType`, its resource tagged with its GraphQL type. */
 function platformEventPayload(
-  header: {
-    eventId: string;
-    cursor: string;
-    type: string;
-    occurredAt: string;
-    replayed: boolean;
-    customerId: string | null;
-  },
+  header: ChangeHeader,
   resourceType: string,
   resourceId: string,
   resource: unknown,
 ): object {
-  const typename = RESOURCES[resourceType]?.typename;
-  return {
-    ...header,
-    resourceType,
-    resourceId,
-    // A resource type this schema does not model resolves to null rather than failing the event.
-    resource: typename === undefined || !isRecord(resource) ? null : { ...resource, __typename: typename },
-  };
+  return { ...header, resourceType, resourceId, resource: taggedResource(resourceType, resource) };
 }
 
 /**
@@ -349,57 +218,33 @@ export async function subscribeToEvents(
           const customer = await readSubscribedCustomer(replayContext, customerId);
           if (since == null) return [];
           // Only the lists whose kinds were asked for.
-          const listed = Object.keys(RESOURCES).filter(
+          const listed = Object.keys(EVENT_RESOURCES).filter(
             (resourceType) => types == null || types.some((type) => type.startsWith(`${resourceType}.`)),
           );
           return replayOrRefuse(since, {
             since,
-            customer: { record: customer, kindOf: RESOURCES.customer!.replayedType! },
+            customer: { record: customer, kindOf: EVENT_RESOURCES.customer!.replayedType! },
             lists: replayedLists(replayContext, customerId, listed),
             keep: (type) => wanted(type),
-            toChange: (resourceType, record, type) => ({
-              resourceId: record.id,
-              updatedAt: record.updatedAt,
-              payload: platformEventPayload(
-                {
-                  eventId: `replay:${record.id}:${record.updatedAt}`,
-                  cursor,
-                  type,
-                  occurredAt: record.updatedAt,
-                  replayed: true,
-                  customerId,
-                },
-                resourceType,
-                record.id,
-                record,
+            toChange: (resourceType, record, type) =>
+              replayedChange(record, type, cursor, customerId, (header) =>
+                platformEventPayload(header, resourceType, record.id, record),
               ),
-            }),
           });
         };
   return openLiveStream(live, {
     accept: (event) =>
       (customerId == null || event.data.customerId === customerId) &&
       (types == null || types.includes(event.type)),
-    async toPayload(event, cursor, eventContext, resumed) {
-      const hydrated = await readResource(event, eventContext);
-      if (hydrated === DROP) return DROP;
-      return {
-        ...platformEventPayload(
-          {
-            eventId: event.id,
-            cursor,
-            type: event.type,
-            occurredAt: event.occurredAt,
-            replayed: resumed,
-            customerId: event.data.customerId,
-          },
+    toPayload: (event, cursor, eventContext, resumed) =>
+      payloadOfEvent(event, eventContext, (resource) =>
+        platformEventPayload(
+          liveHeader(event, cursor, resumed),
           event.data.resourceType,
           event.data.resourceId,
-          hydrated.resource,
+          resource,
         ),
-        ...readErrorOf(hydrated),
-      };
-    },
+      ),
     ...(replay === undefined ? {} : { replay }),
     ...(after === undefined ? {} : { after }),
     ...(customerId == null ? {} : { customerId, admit: admitCustomer(customerId) }),
@@ -413,7 +258,7 @@ function replayedLists(
   resourceTypes: readonly string[],
 ): ReplayedList[] {
   return resourceTypes.flatMap((resourceType) => {
-    const { list, replayedType } = RESOURCES[resourceType] ?? {};
+    const { list, replayedType } = EVENT_RESOURCES[resourceType] ?? {};
     if (list === undefined || replayedType === undefined) return [];
     return [
       { resourceType, readPage: (page: PageParams) => list(context, customerId, page), kindOf: replayedType },
@@ -470,27 +315,4 @@ export function payloadOf<T>(delivery: unknown): T {
     );
   }
   throw new GraphQLError(SUBSCRIPTIONS_ARE_LIVE, { extensions: { code: 'BAD_REQUEST' } });
-}
-
-/** The resource of a payload, or, when it could not be read, its read error at the field. */
-export function resourceOf<T>(payload: object, resource: T): T {
-  const error = (payload as { [READ_ERROR]?: Error })[READ_ERROR];
-  if (error !== undefined) throw error;
-  return resource;
-}
-
-/** The part of a payload that carries `hydrated`'s read error, if any. */
-function readErrorOf(hydrated: { error?: unknown }): { [READ_ERROR]?: Error } {
-  const { error } = hydrated;
-  if (error === undefined) return {};
-  return {
-    [READ_ERROR]: error instanceof Error ? error : new Error('the resource read failed', { cause: error }),
-  };
-}
-
-/** The GraphQL type of an `EventResource`, from the event's `resourceType` the payload tagged it with. */
-export function typenameOf(resource: unknown): EventRecordTypeName {
-  const typename = (resource as { __typename?: EventRecordTypeName }).__typename;
-  if (typename === undefined) throw new Error('an untagged resource reached EventResource');
-  return typename;
 }

@@ -1,22 +1,21 @@
 /** Resolvers of `rules.graphql`: rules, the account they watch, and their transitions. */
 import type { Resolvers } from '../generated/graphql.ts';
-import { customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
+import { recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
 import { written } from '../loaders/written.ts';
 import { archiveRule, createRule, pauseRule, resumeRule } from '../upstream/rules.ts';
 import type { MutationResult, Rule } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { resolveOwningCustomer } from './customers.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { readRecord } from './look-ahead.ts';
 
 /** Keeps the operation's loaders true to a rule the upstream just changed. */
 function remember(result: MutationResult<Rule>, { loaders }: GraphContext) {
-  written.rule(loaders, result.data);
+  written.record(loaders, 'Rule', { customerId: result.data.customerId, id: result.data.id }, result.data);
   return toPayload('rule', result);
 }
 
 export const ruleResolvers: Resolvers = {
-  Query: { rule: customerRecordByArgs('Rule') },
+  Query: { rule: recordByArgs('Rule') },
   Mutation: {
     createRule: async (_parent, { input }, context) => {
       const { body, idempotencyKey } = splitInput(input, ['customerId']);
@@ -50,11 +49,10 @@ export const ruleResolvers: Resolvers = {
       ),
   },
   Rule: {
-    __resolveReference: customerRecordReference('Rule'),
+    __resolveReference: recordReference('Rule'),
     customer: resolveOwningCustomer,
     triggerAccountId: (rule) => rule.trigger.accountId,
-    trigger: (rule, _args, context, info) =>
-      readRecord('Account', { customerId: rule.customerId, id: rule.trigger.accountId }, context, info),
+    trigger: linkedRecord('Account', (rule) => rule.trigger.accountId),
     action: (rule) => ({ ...rule.action, customerId: rule.customerId }),
   },
 };

@@ -53,7 +53,12 @@ export const sandboxResolvers: Resolvers = {
         { status },
         idempotencyKey,
       );
-      written.capability(loaders, { customerId: input.customerId, id: input.capabilityId }, result.data);
+      written.record(
+        loaders,
+        'Capability',
+        { customerId: input.customerId, id: input.capabilityId },
+        result.data,
+      );
       return toPayload('capability', result);
     },
   },

@@ -18,7 +18,7 @@ export async function readScopedCustomers(
   customerIds: ReadonlySet<string>,
   page: PageParams,
 ): Promise<Page<Customer>> {
-  const settled = await Promise.allSettled([...customerIds].map((id) => loaders.customer.load(id)));
+  const settled = await Promise.allSettled([...customerIds].map((id) => loaders.item.Customer.load({ id })));
   const customers: Customer[] = [];
   for (const result of settled) {
     if (result.status === 'fulfilled') customers.push(result.value);

@@ -3,17 +3,17 @@ import type { Resolvers } from '../generated/graphql.ts';
 import { UpstreamProblemError } from '../upstream/errors.ts';
 import type { CustomerDocument } from '../upstream/types.ts';
 import { resolveOwningCustomer } from './customers.ts';
-import { connectionOf, customerRecordByArgs, customerRecordReference } from './resolver-shapes.ts';
-import { readRecord, TASK_SUBMISSIONS } from './look-ahead.ts';
+import { connectionOf, recordByArgs, recordReference, linkedRecord } from './resolver-shapes.ts';
+import { TASK_SUBMISSIONS } from './look-ahead.ts';
 
 export const taskResolvers: Resolvers = {
   Query: {
-    task: customerRecordByArgs('Task'),
+    task: recordByArgs('Task'),
     taskSubmission: (_parent, { customerId, taskId, id }, { loaders }) =>
       loaders.taskSubmission.load({ customerId, taskId, id }),
   },
   Task: {
-    __resolveReference: customerRecordReference('Task'),
+    __resolveReference: recordReference('Task'),
     customer: resolveOwningCustomer,
     // Through the look-ahead's entry, so submissions started ahead are a cache hit.
     submissions: connectionOf(TASK_SUBMISSIONS),
@@ -21,7 +21,9 @@ export const taskResolvers: Resolvers = {
   TaskSubmission: {
     documents: async (submission, _args, { loaders }) => {
       const reads = await Promise.allSettled(
-        submission.documentIds.map((id) => loaders.document.load({ customerId: submission.customerId, id })),
+        submission.documentIds.map((id) =>
+          loaders.item.CustomerDocument.load({ customerId: submission.customerId, id }),
+        ),
       );
       // An archived document reads as not found: the submission still names it, the list leaves it out.
       const documents: CustomerDocument[] = [];
@@ -32,7 +34,6 @@ export const taskResolvers: Resolvers = {
       }
       return documents;
     },
-    task: (submission, _args, context, info) =>
-      readRecord('Task', { customerId: submission.customerId, id: submission.taskId }, context, info),
+    task: linkedRecord('Task', (submission) => submission.taskId),
   },
 };

@@ -14,19 +14,18 @@ import type {
 } from '../upstream/types.ts';
 import type { GraphContext } from './context.ts';
 import { splitInput, toPayload } from './mutation-payload.ts';
-import { recordByIdArg, topLevelConnection } from './resolver-shapes.ts';
-import { readRecord } from './look-ahead.ts';
+import { recordByArgs, recordReference, topLevelConnection } from './resolver-shapes.ts';
 
 /** Keeps the operation's loaders true to an endpoint the upstream just changed. */
 function remember(result: MutationResult<WebhookEndpoint>, { loaders }: GraphContext) {
-  written.webhookEndpoint(loaders, result.data);
+  written.record(loaders, 'WebhookEndpoint', { id: result.data.id }, result.data);
   return toPayload('webhookEndpoint', result);
 }
 
 export const webhookResolvers: Resolvers = {
   Query: {
-    webhookEndpoint: recordByIdArg('WebhookEndpoint'),
-    webhookEndpoints: topLevelConnection((loaders) => loaders.webhookEndpoints),
+    webhookEndpoint: recordByArgs('WebhookEndpoint'),
+    webhookEndpoints: topLevelConnection((loaders) => loaders.list.WebhookEndpoint),
   },
   Mutation: {
     createWebhookEndpoint: async (_parent, { input }, context) => {
@@ -65,7 +64,6 @@ export const webhookResolvers: Resolvers = {
       ),
   },
   WebhookEndpoint: {
-    __resolveReference: (reference, context, info) =>
-      readRecord('WebhookEndpoint', { id: reference.id }, context, info),
+    __resolveReference: recordReference('WebhookEndpoint'),
   },
 };

@@ -5,9 +5,11 @@
  * in parallel.
  */
 import type DataLoader from 'dataloader';
+import type { GetOfShape, KeyShape, ListOfShape } from '../record-entry.ts';
 import {
-  RECORD_ENTRIES,
-  type RECORDS,
+  RECORD_TYPES,
+  RECORDS,
+  type KeyShapeOf,
   type ListedOf,
   type RecordOf,
   type RecordTypeName,
@@ -26,146 +28,182 @@ import {
   type ScopedPageKey,
   type TaskSubmissionKey,
   type TaskSubmissionsPageKey,
+  type TopLevelKey,
+} from './keys.ts';
+import { lazyTable } from './lazy-table.ts';
+
+export type {
+  PageKey,
+  ScopedKey,
+  ScopedPageKey,
+  TaskSubmissionKey,
+  TaskSubmissionsPageKey,
+  TopLevelKey,
 } from './keys.ts';
 
-export type { PageKey, ScopedKey, ScopedPageKey, TaskSubmissionKey, TaskSubmissionsPageKey } from './keys.ts';
-
-/** A loader of one record by id. */
-export type ByIdLoader<T> = DataLoader<string, T, string>;
 /** A loader of one record of a customer, by customer id and record id. */
 export type ScopedLoader<T> = DataLoader<ScopedKey, T, string>;
 /** A loader of pages of a list. */
 export type PageLoader<K, T> = DataLoader<K, Page<T>, string>;
 
-type Catalogue = typeof RECORDS;
+/** The keys of each key shape: of one record, and of one page of a list. */
+interface KeysOfShape {
+  'top-level': { record: TopLevelKey; page: PageKey };
+  customer: { record: ScopedKey; page: ScopedPageKey };
+}
 
-/** The item loader of each record type, named as the catalogue names it (`account`). */
-type ItemLoaders = {
-  [T in RecordTypeName as Catalogue[T]['loaders']['item']]: Catalogue[T]['key'] extends 'customer'
-    ? ScopedLoader<RecordOf<T>>
-    : ByIdLoader<RecordOf<T>>;
-};
+/** The key a record of a key shape is read by: `{ id }`, or `{ customerId, id }` under its customer. */
+export type RecordKeyOfShape<S extends KeyShape> = KeysOfShape[S]['record'];
+/** The key a type's records are read by (see {@link RecordKeyOfShape}). */
+export type RecordKeyOf<T extends RecordTypeName> = RecordKeyOfShape<KeyShapeOf<T>>;
+/** The key of one page of a type's list: with its customer's id where it is read under one. */
+export type PageKeyOf<T extends RecordTypeName> = KeysOfShape[KeyShapeOf<T>]['page'];
 
-/** The list loader of each record type, named as the catalogue names it (`accounts`). */
-type ListLoaders = {
-  [T in RecordTypeName as Catalogue[T]['loaders']['list']]: Catalogue[T]['key'] extends 'customer'
-    ? PageLoader<ScopedPageKey, ListedOf<T>>
-    : PageLoader<PageKey, ListedOf<T>>;
-};
+/** The item loader of a record type: one read per distinct key. */
+export type ItemLoader<T extends RecordTypeName> = DataLoader<RecordKeyOf<T>, RecordOf<T>, string>;
+/** The list loader of a record type: one read per distinct page. */
+export type ListLoader<T extends RecordTypeName> = PageLoader<PageKeyOf<T>, ListedOf<T>>;
+
+/** The item loader of each record type of the catalogue: `loaders.item.Account.load({ customerId, id })`. */
+export type ItemLoaders = { readonly [T in RecordTypeName]: ItemLoader<T> };
+/** The list loader of each record type of the catalogue: `loaders.list.Account.load({ customerId })`. */
+export type ListLoaders = { readonly [T in RecordTypeName]: ListLoader<T> };
 
 /**
  * Every loader of one operation: an item and a list loader per record type of the catalogue
  * (`src/records.ts`), and the reads that are not records of their own. Item loaders are primed by
  * the lists that return full records, so a record listed once is never read again; the
- * related-party list returns summaries, which are completed through `relatedParty` only when a
+ * related-party list returns summaries, which are completed through `item.RelatedParty` only when a
  * field the summary lacks is selected.
  */
-export interface Loaders extends ItemLoaders, ListLoaders {
+export interface Loaders {
+  item: ItemLoaders;
+  list: ListLoaders;
   /** The fees endpoint; read only for an account record that lacks its `fees`. */
   accountFees: ScopedLoader<AccountFees>;
   taskSubmission: DataLoader<TaskSubmissionKey, TaskSubmission, string>;
   taskSubmissions: PageLoader<TaskSubmissionsPageKey, TaskSubmission>;
 }
 
-/**
- * Builds one loader of an operation; `loaders` gives the others (a list loader primes its items),
- * and `stats`, when given, counts its loads and upstream reads for the metrics.
- */
-type LoaderFactory<L> = (up: UpstreamContext, loaders: Loaders, stats: LoaderStats | undefined) => L;
+/** What one operation's loaders are built from; `stats`, when given, counts loads and upstream reads. */
+interface Built {
+  up: UpstreamContext;
+  stats: LoaderStats | undefined;
+}
 
-const identity = (id: string): string => id;
 const pageParams = ({ limit, cursor, updatedSince }: PageKey): PageKey => ({ limit, cursor, updatedSince });
 
-/** A customer-scoped item loader. */
-function scopedItem<T>(get: (up: UpstreamContext, customerId: string, id: string) => Promise<T>) {
-  return (up: UpstreamContext, _loaders: Loaders, stats: LoaderStats | undefined): ScopedLoader<T> =>
-    createFanOutLoader<ScopedKey, T>((key) => get(up, key.customerId, key.id), scopedCacheKey, stats);
+/** The catalogue as the loaders read it: each record type's reads in the terms of its key shape. */
+const LOADED: {
+  readonly [T in RecordTypeName]: {
+    key: KeyShapeOf<T>;
+    reads: { get: GetOfShape<RecordOf<T>>[KeyShapeOf<T>]; list: ListOfShape<ListedOf<T>>[KeyShapeOf<T>] };
+    listedAsRecord: ((listed: ListedOf<T>) => RecordOf<T>) | undefined;
+  };
+} = RECORDS;
+
+/** What the loaders do by key shape: read a record or a page by its key, and tell keys apart. */
+const SHAPES: {
+  readonly [S in KeyShape]: {
+    get: <R>(read: GetOfShape<R>[S], up: UpstreamContext, key: KeysOfShape[S]['record']) => Promise<R>;
+    list: <L>(read: ListOfShape<L>[S], up: UpstreamContext, key: KeysOfShape[S]['page']) => Promise<Page<L>>;
+    /** The string that identifies a record's key: two loads whose strings are equal are one request. */
+    cacheKey: (key: KeysOfShape[S]['record']) => string;
+    /** The key of record `id` of the customer `owner` names, as a page key of its list does. */
+    recordKey: (owner: KeysOfShape[S]['page'], id: string) => KeysOfShape[S]['record'];
+    /** The key of a page of the list of the customer `customerId` names. */
+    pageKey: (customerId: string, page: PageKey) => KeysOfShape[S]['page'];
+  };
+} = {
+  'top-level': {
+    get: (read, up, key) => read(up, key.id),
+    list: (read, up, key) => read(up, pageParams(key)),
+    cacheKey: (key) => key.id,
+    recordKey: (_owner, id) => ({ id }),
+    pageKey: (_customerId, page) => page,
+  },
+  customer: {
+    get: (read, up, key) => read(up, key.customerId, key.id),
+    list: (read, up, key) => read(up, key.customerId, pageParams(key)),
+    cacheKey: scopedCacheKey,
+    recordKey: ({ customerId }, id) => ({ customerId, id }),
+    pageKey: (customerId, page) => ({ customerId, ...page }),
+  },
+};
+
+/** The key of record `id` of `type`, of the customer `customerId` where its records are read under one. */
+export function recordKeyOf<T extends RecordTypeName>(
+  type: T,
+  customerId: string,
+  id: string,
+): RecordKeyOf<T> {
+  return SHAPES[LOADED[type].key].recordKey({ customerId }, id);
 }
 
-/**
- * A customer-scoped list loader; with `items`, it primes that item loader with every record it
- * lists.
- */
-function scopedPages<T extends { id: string }>(
-  list: (up: UpstreamContext, customerId: string, page: PageKey) => Promise<Page<T>>,
-  items?: (loaders: Loaders) => ScopedLoader<T>,
-) {
-  return (
-    up: UpstreamContext,
-    loaders: Loaders,
-    stats: LoaderStats | undefined,
-  ): PageLoader<ScopedPageKey, T> =>
-    createFanOutLoader<ScopedPageKey, Page<T>>(
-      async (key) => {
-        const page = await list(up, key.customerId, pageParams(key));
-        if (items === undefined) return page;
-        const item = items(loaders);
-        for (const record of page.data) item.prime({ customerId: key.customerId, id: record.id }, record);
-        return page;
-      },
-      pageCacheKey,
-      stats,
-    );
+/** The key of a page of `type`'s list, of the customer `customerId` where it is read under one. */
+export function pageKeyOf<T extends RecordTypeName>(
+  type: T,
+  customerId: string,
+  page: PageKey,
+): PageKeyOf<T> {
+  return SHAPES[LOADED[type].key].pageKey(customerId, page);
 }
 
-/** A top-level item loader. */
-function topLevelItem<T>(get: (up: UpstreamContext, id: string) => Promise<T>) {
-  return (up: UpstreamContext, _loaders: Loaders, stats: LoaderStats | undefined): ByIdLoader<T> =>
-    createFanOutLoader<string, T>((id) => get(up, id), identity, stats);
+/** The item loader of `type`: one upstream read per distinct key. */
+function itemLoader<T extends RecordTypeName>(type: T, { up, stats }: Built): ItemLoader<T> {
+  const { key, reads } = LOADED[type];
+  const shape = SHAPES[key];
+  return createFanOutLoader<RecordKeyOf<T>, RecordOf<T>>(
+    (recordKey) => shape.get<RecordOf<T>>(reads.get, up, recordKey),
+    shape.cacheKey,
+    stats,
+  );
 }
 
-/** A top-level list loader that primes the item loader `items` with every record it lists. */
-function topLevelPages<T extends { id: string }>(
-  list: (up: UpstreamContext, page: PageKey) => Promise<Page<T>>,
-  items: (loaders: Loaders) => ByIdLoader<T>,
-) {
-  return (up: UpstreamContext, loaders: Loaders, stats: LoaderStats | undefined): PageLoader<PageKey, T> =>
-    createFanOutLoader<PageKey, Page<T>>(
-      async (key) => {
-        const page = await list(up, pageParams(key));
-        const item = items(loaders);
-        for (const record of page.data) item.prime(record.id, record);
-        return page;
-      },
-      pageCacheKey,
-      stats,
-    );
+/** The list loader of `type`; a list of full records primes `items`, its item loader, with each. */
+function listLoader<T extends RecordTypeName>(
+  type: T,
+  { up, stats, items }: Built & { items: ItemLoaders },
+): ListLoader<T> {
+  const { key, reads, listedAsRecord } = LOADED[type];
+  const shape = SHAPES[key];
+  return createFanOutLoader<PageKeyOf<T>, Page<ListedOf<T>>>(
+    async (pageKey) => {
+      const page = await shape.list<ListedOf<T>>(reads.list, up, pageKey);
+      if (listedAsRecord === undefined) return page;
+      const item = items[type];
+      for (const listed of page.data) {
+        const record = listedAsRecord(listed);
+        item.prime(shape.recordKey(pageKey, record.id), record);
+      }
+      return page;
+    },
+    pageCacheKey,
+    stats,
+  );
 }
 
-/** The item and list loaders of every record type of the catalogue, by loader name. */
-function recordLoaderFactories(): Record<string, LoaderFactory<unknown>> {
-  const factories: Record<string, LoaderFactory<unknown>> = {};
-  for (const [, entry] of RECORD_ENTRIES) {
-    const { item, list } = entry.loaders;
-    // The loader `item` names, as the list that primes it sees it.
-    const itemLoader = <K>(loaders: Loaders) =>
-      (loaders as unknown as Record<string, DataLoader<K, { id: string }, string>>)[item]!;
-    if (entry.key === 'customer') {
-      factories[item] = scopedItem(entry.reads.get);
-      factories[list] = scopedPages(
-        entry.reads.list,
-        entry.listPrimesItems ? itemLoader<ScopedKey> : undefined,
-      );
-    } else {
-      factories[item] = topLevelItem(entry.reads.get);
-      factories[list] = topLevelPages(entry.reads.list, itemLoader<string>);
-    }
-  }
-  return factories;
-}
+const itemLoaders = lazyTable<ItemLoaders, Built>(RECORD_TYPES, itemLoader);
+const listLoaders = lazyTable<ListLoaders, Built & { items: ItemLoaders }>(RECORD_TYPES, listLoader);
 
 /** How each loader of an operation is built: the catalogue's, and the reads that are no record type. */
-const LOADER_FACTORIES = {
-  ...recordLoaderFactories(),
-  accountFees: scopedItem(getAccountFees),
-  taskSubmission: (up, _loaders, stats) =>
+const LOADER_FACTORIES: { readonly [K in keyof Loaders]: (built: Built, loaders: Loaders) => Loaders[K] } = {
+  item: (built) => itemLoaders(built),
+  list: (built, loaders) => listLoaders({ ...built, items: loaders.item }),
+  accountFees: ({ up, stats }) =>
+    createFanOutLoader<ScopedKey, AccountFees>(
+      (key) => getAccountFees(up, key.customerId, key.id),
+      scopedCacheKey,
+      stats,
+    ),
+  taskSubmission: ({ up, stats }) =>
     createFanOutLoader(
       (key: TaskSubmissionKey) => getTaskSubmission(up, key.customerId, key.taskId, key.id),
       taskSubmissionCacheKey,
       stats,
     ),
   // Lists prime the item loader, so a submission listed once is never read again.
-  taskSubmissions: (up, loaders, stats) =>
+  taskSubmissions: ({ up, stats }, loaders) =>
     createFanOutLoader(
       async (key: TaskSubmissionsPageKey) => {
         const page = await listTaskSubmissions(up, key.customerId, key.taskId, pageParams(key));
@@ -179,37 +217,21 @@ const LOADER_FACTORIES = {
       pageCacheKey,
       stats,
     ),
-} satisfies Record<string, LoaderFactory<unknown>> as unknown as {
-  readonly [K in keyof Loaders]: LoaderFactory<Loaders[K]>;
 };
 
 /**
  * The loaders of one operation, each built the first time it is used: an operation touches a few
  * of them, and building all of them for each one (`{ __typename }` included) was measurable work.
- * The getters live on the prototype, defined once, so an operation costs one small object here.
  */
-class OperationLoaders {
-  readonly upstream: UpstreamContext;
-  readonly stats: LoaderStats | undefined;
-  readonly built: Partial<Record<keyof Loaders, unknown>> = {};
-  constructor(upstream: UpstreamContext, stats: LoaderStats | undefined) {
-    this.upstream = upstream;
-    this.stats = stats;
-  }
-}
-for (const name of Object.keys(LOADER_FACTORIES) as (keyof Loaders)[]) {
-  const factory = LOADER_FACTORIES[name] as LoaderFactory<unknown>;
-  Object.defineProperty(OperationLoaders.prototype, name, {
-    get(this: OperationLoaders) {
-      return (this.built[name] ??= factory(this.upstream, this as unknown as Loaders, this.stats));
-    },
-  });
-}
+const operationLoaders = lazyTable<Loaders, Built>(
+  Object.keys(LOADER_FACTORIES) as (keyof Loaders)[],
+  (name, built, loaders) => LOADER_FACTORIES[name](built, loaders),
+);
 
 /**
  * Creates the loaders of one operation, calling the upstream with that operation's context
  * (credentials, request id, retry budget).
  */
 export function createLoaders(up: UpstreamContext, stats?: LoaderStats): Loaders {
-  return new OperationLoaders(up, stats) as unknown as Loaders;
+  return operationLoaders({ up, stats });
 }

@@ -4,6 +4,11 @@
  */
 import type { PageParams } from '../upstream/types.ts';
 
+/** A record whose REST path is its id alone: `/v3/<resource>/{id}` (`/v3/customers/{id}`). */
+export interface TopLevelKey {
+  id: string;
+}
+
 /** A record whose REST path holds its customer: `/v3/customers/{customerId}/<resource>/{id}`. */
 export interface ScopedKey {
   customerId: string;

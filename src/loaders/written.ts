@@ -7,17 +7,9 @@
  * least as much for every write, in `src/upstream/` where the request is known
  * (`staleReadsOfWrite` in `response-cache.ts`).
  */
-import type {
-  Account,
-  AccountFees,
-  Capability,
-  Customer,
-  RelatedParty,
-  Rule,
-  Transfer,
-  WebhookEndpoint,
-} from '../upstream/types.ts';
-import type { Loaders, ScopedKey, ScopedLoader } from './index.ts';
+import type { RecordOf, RecordTypeName } from '../records.ts';
+import type { AccountFees, RelatedParty, Transfer } from '../upstream/types.ts';
+import type { Loaders, RecordKeyOf, ScopedKey, ScopedLoader } from './index.ts';
 
 /** Replaces any cached read of a customer's record with the one just written. */
 function replace<T>(loader: ScopedLoader<T>, key: ScopedKey, record: T): void {
@@ -25,21 +17,22 @@ function replace<T>(loader: ScopedLoader<T>, key: ScopedKey, record: T): void {
 }
 
 export const written = {
-  customer(loaders: Loaders, customer: Customer): void {
-    loaders.customer.clear(customer.id).prime(customer.id, customer);
-    loaders.customers.clearAll();
-  },
-
-  account(loaders: Loaders, key: ScopedKey, account: Account): void {
-    replace(loaders.account, key, account);
-    loaders.accounts.clearAll();
+  /** A record of `type` written: it replaces any earlier read of it, and its type's lists are stale. */
+  record<T extends RecordTypeName>(
+    loaders: Loaders,
+    type: T,
+    key: RecordKeyOf<T>,
+    record: RecordOf<T>,
+  ): void {
+    loaders.item[type].clear(key).prime(key, record);
+    loaders.list[type].clearAll();
   },
 
   /** The account record carries its fees: the cached one is stale too. */
   accountFees(loaders: Loaders, key: ScopedKey, fees: AccountFees): void {
     replace(loaders.accountFees, key, fees);
-    loaders.account.clear(key);
-    loaders.accounts.clearAll();
+    loaders.item.Account.clear(key);
+    loaders.list.Account.clearAll();
   },
 
   /**
@@ -47,20 +40,15 @@ export const written = {
    * the write does not name: every account and transfer read of the operation is stale.
    */
   balances(loaders: Loaders): void {
-    loaders.account.clearAll();
-    loaders.accounts.clearAll();
-    loaders.transfers.clearAll();
-  },
-
-  capability(loaders: Loaders, key: ScopedKey, capability: Capability): void {
-    replace(loaders.capability, key, capability);
-    loaders.capabilities.clearAll();
+    loaders.item.Account.clearAll();
+    loaders.list.Account.clearAll();
+    loaders.list.Transfer.clearAll();
   },
 
   /** Archived documents answer NOT_FOUND to later reads and leave every list. */
   documentArchived(loaders: Loaders, key: ScopedKey): void {
-    loaders.document.clear(key);
-    loaders.documents.clearAll();
+    loaders.item.CustomerDocument.clear(key);
+    loaders.list.CustomerDocument.clearAll();
   },
 
   /**
@@ -68,10 +56,9 @@ export const written = {
    * read of it is forgotten and read afresh only if asked for.
    */
   quoteExecuted(loaders: Loaders, quoteKey: ScopedKey, transfer: Transfer): void {
-    replace(loaders.transfer, { customerId: quoteKey.customerId, id: transfer.id }, transfer);
-    loaders.transfers.clearAll();
-    loaders.quote.clear(quoteKey);
-    loaders.quotes.clearAll();
+    written.record(loaders, 'Transfer', { customerId: quoteKey.customerId, id: transfer.id }, transfer);
+    loaders.item.Quote.clear(quoteKey);
+    loaders.list.Quote.clearAll();
   },
 
   /**
@@ -79,19 +66,9 @@ export const written = {
    * reads, so it is not kept). The parent customer's updatedAt advanced in the same transaction.
    */
   relatedParty(loaders: Loaders, key: ScopedKey, party: RelatedParty | undefined): void {
-    if (party === undefined) loaders.relatedParty.clear(key);
-    else replace(loaders.relatedParty, key, party);
-    loaders.relatedParties.clearAll();
-    loaders.customer.clear(key.customerId);
-  },
-
-  rule(loaders: Loaders, rule: Rule): void {
-    replace(loaders.rule, { customerId: rule.customerId, id: rule.id }, rule);
-    loaders.rules.clearAll();
-  },
-
-  webhookEndpoint(loaders: Loaders, endpoint: WebhookEndpoint): void {
-    loaders.webhookEndpoint.clear(endpoint.id).prime(endpoint.id, endpoint);
-    loaders.webhookEndpoints.clearAll();
+    if (party === undefined) loaders.item.RelatedParty.clear(key);
+    else replace(loaders.item.RelatedParty, key, party);
+    loaders.list.RelatedParty.clearAll();
+    loaders.item.Customer.clear({ id: key.customerId });
   },
 };

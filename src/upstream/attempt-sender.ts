@@ -6,7 +6,7 @@ import type { Dispatcher, Pool } from 'undici';
 import type { Logger } from '../logger.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
 import { cancelReasonOf } from './cancellation.ts';
-import type { UpstreamCall, UpstreamObserver, UpstreamResponse } from './client.ts';
+import type { UpstreamCall, UpstreamObserver, UpstreamResponse } from './call.ts';
 import { CollectedExchange } from './collected-exchange.ts';
 import {
   UpstreamCancelledError,

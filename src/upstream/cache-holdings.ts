@@ -4,8 +4,23 @@
  */
 import type { LRUCache } from 'lru-cache';
 import { PARSED_BYTES_PER_TEXT_BYTE } from './answer-sources.ts';
-import type { CachedAnswer } from './response-cache.ts';
 import { bucketOfStale, pathMatcherOf, PLATFORM_BUCKET, type StaleReads } from './stale-reads.ts';
+
+/**
+ * An answer as the upstream sent it. With `body` (the text parsed, deeply frozen: see
+ * {@link freezeAnswerBody}) a hit hands out that one value and the text is not kept; without it
+ * the text is kept and parsed anew for every hit.
+ */
+export interface CachedAnswer {
+  status: number;
+  text: string;
+  body?: unknown;
+  /**
+   * Present only on an answer served past its freshness because the upstream failed: seconds since
+   * it was read from the upstream (see {@link ResponseCache.read}).
+   */
+  ageSeconds?: number;
+}
 
 /** Bytes an entry costs beyond its key and body: the entry object, the LRU slots, the index. */
 const ENTRY_OVERHEAD_BYTES = 256;

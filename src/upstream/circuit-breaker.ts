@@ -27,7 +27,9 @@ import type { Logger } from '../logger.ts';
 import { PLATFORM_SCOPE } from './access.ts';
 import type { AttemptSender } from './attempt-sender.ts';
 import { createCallBudget } from './call-budget.ts';
-import type { UpstreamCall } from './client.ts';
+import type { CircuitChange, CircuitState, UpstreamCall, UpstreamCircuit } from './call.ts';
+
+export type { CircuitChange, CircuitState, UpstreamCircuit } from './call.ts';
 import { UpstreamCancelledError, UpstreamProblemError, UpstreamUnavailableError } from './errors.ts';
 import { newRequestId } from './request-id.ts';
 import { createRetryBudget } from './retry.ts';
@@ -39,25 +41,6 @@ export interface CircuitConfig {
   failures: number;
   /** How long the circuit stays open before the next probe. */
   probeIntervalMs: number;
-}
-
-/** `closed`: calls go upstream; `open`: they fail at once; `half-open`: a probe is out. */
-export type CircuitState = 'closed' | 'open' | 'half-open';
-
-/** A change of state, as the observer hears of it (metrics). */
-export interface CircuitChange {
-  /** Undefined for the state the circuit starts in. */
-  readonly from: CircuitState | undefined;
-  readonly to: CircuitState;
-  /** The client's environment, with a key per environment. */
-  readonly environment?: PlatformEnvironment;
-}
-
-/** What the rest of the facade may ask of a client's circuit. */
-export interface UpstreamCircuit {
-  readonly state: CircuitState;
-  /** Resolves once the circuit is closed (at once when it is), or when `signal` aborts. */
-  whenClosed(signal?: AbortSignal): Promise<void>;
 }
 
 export interface CircuitBreaker extends UpstreamCircuit {

@@ -4,20 +4,10 @@
  * delivery waits for the upstream's return before it reads again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { UpstreamCircuit } from './circuit-breaker.ts';
-import { UpstreamCancelledError, UpstreamProblemError, UpstreamUnavailableError } from './errors.ts';
+import type { DegradedReads, UpstreamCircuit } from './call.ts';
 
-/**
- * What one operation met of an outage: the age of the oldest answer it was served past its
- * freshness, and whether any of its calls failed for the upstream. HTTP marks the first in its
- * answer (`extensions.stale`); live deliveries wait and read again on either.
- */
-export interface DegradedReads {
-  /** Seconds since the oldest answer served stale was read from the upstream; undefined: none. */
-  staleAgeSeconds: number | undefined;
-  /** A call failed for the upstream ({@link isUpstreamOutage}), whether or not a held answer stood in. */
-  failed: boolean;
-}
+export type { DegradedReads } from './call.ts';
+import { UpstreamCancelledError, UpstreamProblemError, UpstreamUnavailableError } from './errors.ts';
 
 /** An empty record: nothing met. */
 export function createDegradedReads(): DegradedReads {

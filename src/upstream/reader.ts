@@ -4,7 +4,7 @@
  */
 import { parseJsonBody, toQueryString, type SentResponse } from './attempt-sender.ts';
 import { spendCall } from './call-budget.ts';
-import type { UpstreamCall, UpstreamResponse } from './client.ts';
+import type { UpstreamCall, UpstreamResponse } from './call.ts';
 import { partitionOfKey } from './credentials.ts';
 import { freezeAnswerBody, type CachedAnswer, type ResponseCache } from './response-cache.ts';
 import { isUpstreamOutage, recordStaleRead, type DegradedReads } from './outage.ts';

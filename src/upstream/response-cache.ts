@@ -24,7 +24,16 @@
  */
 import { LRUCache } from 'lru-cache';
 import { isHeldAsRead, recordSource, type AnswerSources } from './answer-sources.ts';
-import { dropNamed, removeFrom, startFlight, type Entry, type Holdings } from './cache-holdings.ts';
+import {
+  type CachedAnswer,
+  dropNamed,
+  removeFrom,
+  startFlight,
+  type Entry,
+  type Holdings,
+} from './cache-holdings.ts';
+
+export type { CachedAnswer } from './cache-holdings.ts';
 import { UpstreamCancelledError } from './errors.ts';
 import { isUpstreamOutage } from './outage.ts';
 import { bucketOf, type StaleReads } from './stale-reads.ts';
@@ -55,22 +64,6 @@ export interface ResponseCacheConfig {
    * when the upstream fails (marked stale); 0 or absent: never.
    */
   staleIfErrorSeconds?: number;
-}
-
-/**
- * An answer as the upstream sent it. With `body` (the text parsed, deeply frozen: see
- * {@link freezeAnswerBody}) a hit hands out that one value and the text is not kept; without it
- * the text is kept and parsed anew for every hit.
- */
-export interface CachedAnswer {
-  status: number;
-  text: string;
-  body?: unknown;
-  /**
-   * Present only on an answer served past its freshness because the upstream failed: seconds since
-   * it was read from the upstream (see {@link ResponseCache.read}).
-   */
-  ageSeconds?: number;
 }
 
 /** Counts since the cache was built, and what it holds now. */

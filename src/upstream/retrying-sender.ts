@@ -13,7 +13,7 @@ import {
   type SentResponse,
 } from './attempt-sender.ts';
 import { spendCall } from './call-budget.ts';
-import type { UpstreamCall, UpstreamObserver, UpstreamTracer } from './client.ts';
+import type { UpstreamCall, UpstreamObserver, UpstreamTracer } from './call.ts';
 import { answeredBy, failsCircuit, type CircuitBreaker } from './circuit-breaker.ts';
 import { UpstreamProblemError } from './errors.ts';
 import { isUpstreamOutage } from './outage.ts';

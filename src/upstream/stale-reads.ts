@@ -3,7 +3,7 @@
  * paths each names. The response cache drops by it, live queries re-run by it, and a write through
  * the facade is turned into it from its request alone ({@link staleReadsOfWrite}).
  */
-import type { CustomerCollection } from '../records.ts';
+import type { CustomerCollection } from './types.ts';
 
 /** Answers made stale by a change: what an event or a write names. */
 export type StaleReads =

@@ -3,7 +3,7 @@
  * (`schema/upstream/openapi.yaml` → `src/generated/upstream-api.ts`). Everything outside upstream/
  * imports these names, never the generated file, so a contract change surfaces here first.
  */
-import type { components } from '../generated/upstream-api.ts';
+import type { components, paths } from '../generated/upstream-api.ts';
 
 type Schemas = components['schemas'];
 
@@ -69,6 +69,18 @@ export type SandboxSetCapabilityStatusInput = Schemas['SandboxSetCapabilityStatu
  * GraphQL entity keys (`customerId id`) can be resolved even where the upstream record lacks it.
  */
 export type CustomerScoped<T> = T & { customerId: string };
+
+/**
+ * A collection under a customer, as the contract names it in its paths (`related-parties`): the
+ * last segment of each `/v3/customers/{customerId}/<collection>` path it declares.
+ */
+export type CustomerCollection = {
+  [P in keyof paths]: P extends `/v3/customers/{customerId}/${infer C}`
+    ? C extends `${string}/${string}`
+      ? never
+      : C
+    : never;
+}[keyof paths];
 
 /** One page of a cursor-paginated upstream list. */
 export interface Page<T> {

@@ -190,10 +190,20 @@ describe('cursors and a scoped caller (the memory log, 20 events held)', () => {
       resourceId: 'acc_globex_eth',
     });
 
-  test('warm-up: the facade key’s environment is learnt once', async () => {
-    (
-      await listening(stack, () => stack.connect(undefined).subscribe(ACCOUNT, { customerId: 'cus_acme' }))
-    ).stop();
+  test('the facade key’s environment is learnt once: the first subscription probes it, later ones do not', async () => {
+    // The tests below count no upstream call, so this one also leaves the environment known.
+    const subscribe = async (credentials: Record<string, string> | undefined) =>
+      (
+        await listening(stack, () =>
+          stack.connect(credentials).subscribe(ACCOUNT, { customerId: 'cus_acme' }),
+        )
+      ).stop();
+    await subscribe(undefined);
+    expect((await stack.upstreamCalls()).byRoute['GET /v3/capabilities']).toBe(1);
+    await stack.resetUpstreamCalls();
+    await subscribe(undefined);
+    await subscribe(await acme());
+    expect((await stack.upstreamCalls()).byRoute['GET /v3/capabilities']).toBeUndefined();
   });
 
   test('a far-ahead cursor for another customer answers NOT_FOUND over graphql-ws and SSE, with no upstream call', async () => {

@@ -4,7 +4,8 @@
  * made in two places at once; the test names every import of such a pair. The rules that keep the
  * layers in order as they are written (events/ never reads graph/, errors/ reads neither graph/ nor
  * events/, upstream/ reads none of the layers above it, and no folder but graph/ reads values of
- * events/) are eslint's `no-restricted-imports`, per folder, in eslint.config.js.
+ * events/) are eslint's `no-restricted-imports`, per folder, in eslint.config.js. Within and across
+ * folders, no file reaches itself through its imports, type-only ones included.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -45,20 +46,31 @@ function carriesValue(node: ts.ImportDeclaration | ts.ExportDeclaration): boolea
   return clause.elements.some((element) => !element.isTypeOnly);
 }
 
-/** Every value import between two folders: `from -> to` with the files that make it. */
-function folderImports(): Map<string, string[]> {
-  const edges = new Map<string, string[]>();
+/** Every relative import of each file of `src/` (`generated/` aside): the file it names, and whether it brings a value. */
+function fileImports(): Map<string, { target: string; value: boolean }[]> {
+  const imports = new Map<string, { target: string; value: boolean }[]>();
   for (const file of sourceFiles(SRC)) {
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
+    const named: { target: string; value: boolean }[] = [];
     for (const statement of source.statements) {
       if (!ts.isImportDeclaration(statement) && !ts.isExportDeclaration(statement)) continue;
       const specifier = statement.moduleSpecifier;
       if (specifier === undefined || !ts.isStringLiteral(specifier) || !specifier.text.startsWith('.'))
         continue;
-      if (!carriesValue(statement)) continue;
-      const target = resolve(dirname(file), specifier.text);
+      named.push({ target: resolve(dirname(file), specifier.text), value: carriesValue(statement) });
+    }
+    imports.set(file, named);
+  }
+  return imports;
+}
+
+/** Every value import between two folders: `from -> to` with the files that make it. */
+function folderImports(): Map<string, string[]> {
+  const edges = new Map<string, string[]>();
+  for (const [file, named] of fileImports()) {
+    for (const { target, value } of named) {
       const [from, to] = [folderOf(file), folderOf(target)];
-      if (!target.startsWith(SRC) || from === to) continue;
+      if (!value || !target.startsWith(SRC) || from === to) continue;
       const key = `${from} -> ${to}`;
       edges.set(key, [...(edges.get(key) ?? []), `${relative(SRC, file)} -> ${relative(SRC, target)}`]);
     }
@@ -101,4 +113,22 @@ it('among the folders of src/, only graph/ imports values from events/', () => {
     })
     .flatMap(([, files]) => files);
   expect(readers).toEqual([]);
+});
+
+it('no file of src/ reaches itself through its imports, type-only imports included', () => {
+  // A circle of types alone still ties its files into one unit that no part can be read without.
+  const imports = fileImports();
+  const circles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (file: string, path: readonly string[]): void => {
+    state.set(file, 'open');
+    for (const { target } of imports.get(file) ?? []) {
+      if (state.get(target) === 'open') {
+        circles.push([...path.slice(path.indexOf(target)), target].map((f) => relative(SRC, f)).join(' -> '));
+      } else if (!state.has(target) && imports.has(target)) visit(target, [...path, target]);
+    }
+    state.set(file, 'done');
+  };
+  for (const file of imports.keys()) if (!state.has(file)) visit(file, [file]);
+  expect(circles).toEqual([]);
 });

@@ -2,8 +2,9 @@
  * The record catalogue (`src/records.ts`) drives every table that names record types: this walks
  * it and checks each consumer serves each entry, so a record type added to the catalogue (or to the
  * schema or the contract without the catalogue) fails here rather than in production. Each check
- * runs the real code: the loaders and `node(id:)` over an in-memory upstream client that records
- * the paths it is asked, the cache invalidation of an event of each kind, the schema as built.
+ * runs the real code: the loaders, `node(id:)`, the query field and the federation reference over
+ * an in-memory upstream client that records the paths it is asked, the cache invalidation of an
+ * event of each kind, the schema as built.
  */
 import { readFileSync } from 'node:fs';
 import { execute, isObjectType, isUnionType, parse } from 'graphql';
@@ -15,8 +16,13 @@ import { STALE_BY_EVENT_KIND, SUBSCRIBED_EVENT_KINDS } from '../../src/events/re
 import { createGraphContext } from '../../src/graph/context.ts';
 import { CUSTOMER_LISTS, RECORD_READS } from '../../src/graph/look-ahead.ts';
 import { createSchema } from '../../src/graph/schema.ts';
-import { createLoaders } from '../../src/loaders/index.ts';
-import { COLLECTION_OF_RESOURCE_TYPE, RECORD_ENTRIES, replayedKindOf } from '../../src/records.ts';
+import { createLoaders, pageKeyOf, recordKeyOf, type Loaders } from '../../src/loaders/index.ts';
+import {
+  COLLECTION_OF_RESOURCE_TYPE,
+  RECORD_ENTRIES,
+  replayedKindOf,
+  type RecordTypeName,
+} from '../../src/records.ts';
 import { PLATFORM_SCOPE } from '../../src/upstream/access.ts';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../src/upstream/client.ts';
 import { createUpstreamContext } from '../../src/upstream/context.ts';
@@ -60,28 +66,30 @@ function routesOf(entry: (typeof RECORD_ENTRIES)[number][1], id: string) {
 }
 
 const ENTRIES = RECORD_ENTRIES.map(([type, entry]) => ({ type, entry }));
+
+/** Reads one page of `type`'s list, then record `id` of it, through its list and item loaders. */
+async function readThroughLoaders<T extends RecordTypeName>(loaders: Loaders, type: T, id: string) {
+  await loaders.list[type].load(pageKeyOf(type, CUSTOMER, { limit: 1 }));
+  await loaders.item[type].load(recordKeyOf(type, CUSTOMER, id));
+}
 const schema = createSchema();
 const contract = readFileSync(new URL('../../schema/upstream/openapi.yaml', import.meta.url), 'utf8');
 
 describe('every record type of the catalogue', () => {
-  it.each(ENTRIES)('$type: its item and list loaders read its routes of the contract', async ({ entry }) => {
-    const paths: string[] = [];
-    const loaders = createLoaders(upstream(paths)) as unknown as Record<
-      string,
-      { load(key: unknown): Promise<unknown> }
-    >;
-    const id = `${entry.idPrefix}1`;
-    const routes = routesOf(entry, id);
-    await loaders[entry.loaders.list]!.load(
-      entry.key === 'customer' ? { customerId: CUSTOMER, limit: 1 } : { limit: 1 },
-    );
-    await loaders[entry.loaders.item]!.load(entry.key === 'customer' ? { customerId: CUSTOMER, id } : id);
-    expect(paths).toEqual([routes.list, routes.item]);
+  it.each(ENTRIES)(
+    '$type: its item and list loaders read its routes of the contract',
+    async ({ type, entry }) => {
+      const paths: string[] = [];
+      const id = `${entry.idPrefix}1`;
+      const routes = routesOf(entry, id);
+      await readThroughLoaders(createLoaders(upstream(paths)), type, id);
+      expect(paths).toEqual([routes.list, routes.item]);
 
-    const base = routes.list.replace(CUSTOMER, '{customerId}');
-    expect(contract.split('\n')).toContain(`  ${base}:`);
-    expect(contract).toMatch(new RegExp(`^  ${base.replace(/[{}]/g, '\\$&')}/\\{\\w+\\}:$`, 'm'));
-  });
+      const base = routes.list.replace(CUSTOMER, '{customerId}');
+      expect(contract.split('\n')).toContain(`  ${base}:`);
+      expect(contract).toMatch(new RegExp(`^  ${base.replace(/[{}]/g, '\\$&')}/\\{\\w+\\}:$`, 'm'));
+    },
+  );
 
   it.each(ENTRIES)(
     '$type: node(id:) reads it by its node id, once, and types it',
@@ -102,13 +110,44 @@ describe('every record type of the catalogue', () => {
     },
   );
 
+  it.each(ENTRIES)(
+    '$type: its query field and its federation reference read it by its key, once',
+    async ({ type, entry }) => {
+      const paths: string[] = [];
+      const id = `${entry.idPrefix}1`;
+      const key = entry.key === 'customer' ? { customerId: CUSTOMER, id } : { id };
+      const field = `${type.charAt(0).toLowerCase()}${type.slice(1)}`;
+      const declared = Object.keys(key).map((name) => `$${name}: ID!`);
+      const given = Object.keys(key).map((name) => `${name}: $${name}`);
+      const read = (document: string, variableValues: Record<string, unknown>) =>
+        execute({
+          schema,
+          document: parse(document),
+          variableValues,
+          contextValue: createGraphContext(upstream(paths), OPEN_CALLER),
+        });
+      const byField = await read(
+        `query (${declared.join(', ')}) { ${field}(${given.join(', ')}) { id } }`,
+        key,
+      );
+      expect(byField).toEqual({ data: { [field]: { id } } });
+      const byReference = await read(
+        `query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on ${type} { id } } }`,
+        { representations: [{ __typename: type, ...key }] },
+      );
+      expect(byReference).toEqual({ data: { _entities: [{ id }] } });
+      const item = routesOf(entry, id).item;
+      expect(paths).toEqual([item, item]);
+    },
+  );
+
   it.each(ENTRIES)('$type: the schema has it as a Node, with its list on Customer', ({ type, entry }) => {
     const objectType = schema.getType(type);
     expect(isObjectType(objectType) && objectType.getInterfaces().map((i) => i.name)).toContain('Node');
     if (entry.key !== 'customer') return;
     const customer = schema.getType('Customer');
-    expect(isObjectType(customer) && Object.keys(customer.getFields())).toContain(entry.loaders.list);
-    expect(Object.keys(CUSTOMER_LISTS)).toContain(entry.loaders.list);
+    expect(isObjectType(customer) && Object.keys(customer.getFields())).toContain(entry.listField);
+    expect(Object.keys(CUSTOMER_LISTS)).toContain(entry.listField);
     expect(COLLECTION_OF_RESOURCE_TYPE[entry.resourceType]).toBe(entry.collection);
   });
 

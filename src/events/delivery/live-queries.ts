@@ -29,34 +29,21 @@
  * group runs again once the upstream is back; a first answer read past its freshness is sent
  * marked `extensions.stale`, as over HTTP.
  */
-import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { execute, GraphQLError, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
-import type { SharedReadCache, UpstreamResponse } from '../../upstream/client.ts';
+import type { UpstreamResponse } from '../../upstream/client.ts';
 import { bucketOfStale, pathMatcherOf, type ResponseCache } from '../../upstream/response-cache.ts';
 import { isDegraded, waitForUpstream } from '../../upstream/outage.ts';
-import { createWatcherGroups, type Group, type Watcher, type WatcherGroups } from './live-query-groups.ts';
-import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
+import {
+  createWatcherGroups,
+  type Group,
+  type LiveQueryRequest,
+  type Watcher,
+  type WatcherGroups,
+} from './live-query-groups.ts';
 
-/** One caller's live query, as its transport admitted it. */
-export interface LiveQueryRequest {
-  readonly args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>;
-  /**
-   * Which watchers share executions: the same operation under the same key, scope and
-   * environment; undefined shares with none (variables that cannot be written as JSON).
-   */
-  readonly group: string | undefined;
-  /** A fresh context (empty loaders, its own budgets) whose GET reads go through `reads`. */
-  contextFor(reads: SharedReadCache): GraphContext;
-  /** Records that the query follows `customerId` (for the reconciler) until the returned function runs. */
-  watchCustomer?(customerId: string): () => void;
-  /** Called once when the watcher's stream has ended, by any path. */
-  onDone?(): void;
-  /**
-   * An execution its watchers wait on begins (it reads the upstream); the returned function is
-   * called once it ends (the memory release runs under none).
-   */
-  working?(): () => void;
-}
+export type { LiveQueryRequest } from './live-query-groups.ts';
+import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
 
 /** A watcher's results: the first answer, then one per change. */
 export interface LiveQueryStream extends EndableIterator<ExecutionResult> {

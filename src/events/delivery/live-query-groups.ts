@@ -3,10 +3,32 @@
  * finds them from what an invalidation names: which groups exist, which customers' answers each
  * read, and which customers each follows for the reconciler.
  */
-import type { ExecutionResult } from 'graphql';
-import type { LiveQueryRequest } from './live-queries.ts';
+import type { ExecutionArgs, ExecutionResult } from 'graphql';
+import type { GraphContext } from '../../graph/context.ts';
+import type { SharedReadCache } from '../../upstream/call.ts';
 import type { createPushPullQueue } from './push-pull-queue.ts';
 import { bucketOfStale, type StaleReads } from '../../upstream/response-cache.ts';
+
+/** One caller's live query, as its transport admitted it. */
+export interface LiveQueryRequest {
+  readonly args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>;
+  /**
+   * Which watchers share executions: the same operation under the same key, scope and
+   * environment; undefined shares with none (variables that cannot be written as JSON).
+   */
+  readonly group: string | undefined;
+  /** A fresh context (empty loaders, its own budgets) whose GET reads go through `reads`. */
+  contextFor(reads: SharedReadCache): GraphContext;
+  /** Records that the query follows `customerId` (for the reconciler) until the returned function runs. */
+  watchCustomer?(customerId: string): () => void;
+  /** Called once when the watcher's stream has ended, by any path. */
+  onDone?(): void;
+  /**
+   * An execution its watchers wait on begins (it reads the upstream); the returned function is
+   * called once it ends (the memory release runs under none).
+   */
+  working?(): () => void;
+}
 
 /** One caller's live query: its request, its queue of results, the last result it was sent. */
 export interface Watcher {

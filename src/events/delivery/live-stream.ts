@@ -129,7 +129,8 @@ async function openStream<P>(
   await feed.admit?.(context);
   const queue = await openQueue(live, feed);
   const replayed: LiveDelivery[] = [];
-  const replayedUpTo = new Map<string, number>();
+  /** Per resource id, the latest `updatedAt` replayed, in epoch ms: its live events up to then are skipped. */
+  const replayedMsByResource = new Map<string, number>();
   if (feed.replay) {
     let changes: ReplayedChange<P>[];
     try {
@@ -147,7 +148,10 @@ async function openStream<P>(
         cursor: cursors.encode(queue.position),
       });
       const at = Date.parse(change.updatedAt);
-      replayedUpTo.set(change.resourceId, Math.max(at, replayedUpTo.get(change.resourceId) ?? at));
+      replayedMsByResource.set(
+        change.resourceId,
+        Math.max(at, replayedMsByResource.get(change.resourceId) ?? at),
+      );
     }
   }
   const unwatch =
@@ -165,7 +169,7 @@ async function openStream<P>(
       const event = item.event;
       // With tracing on: this delivery's span (a trace of its own, linked to the publish).
       const traced = live.observer?.traceDelivery?.(event, item.published, live.operationName);
-      const covered = replayedUpTo.get(event.data.resourceId);
+      const covered = replayedMsByResource.get(event.data.resourceId);
       if (covered !== undefined && Date.parse(event.occurredAt) <= covered) {
         traced?.end('skipped');
         return SKIP;

@@ -162,7 +162,7 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     }
   }
   /** Live events at or before this were replayed (or precede the cursor resumed after): skipped. */
-  let replayedUpTo = after;
+  let replayedThroughCursor = after;
   /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
   let handedUpTo = after ?? subscription.position;
 
@@ -182,7 +182,8 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
       });
       return undefined;
     }
-    if (replayedUpTo === undefined || compareCursors(ranUpTo, replayedUpTo) > 0) replayedUpTo = ranUpTo;
+    if (replayedThroughCursor === undefined || compareCursors(ranUpTo, replayedThroughCursor) > 0)
+      replayedThroughCursor = ranUpTo;
     return undefined;
   };
 
@@ -195,7 +196,8 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
       const item = result.value;
       if (item.kind === 'overflow') return { value: { ...item, resumeAfter: handedUpTo }, done: false };
       if (item.kind !== 'event') return result;
-      if (replayedUpTo !== undefined && compareCursors(item.cursor, replayedUpTo) <= 0) continue;
+      if (replayedThroughCursor !== undefined && compareCursors(item.cursor, replayedThroughCursor) <= 0)
+        continue;
       return result;
     }
   };

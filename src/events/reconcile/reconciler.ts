@@ -30,16 +30,7 @@ const LISTS: Record<
 > = Object.fromEntries(
   RECORD_ENTRIES.flatMap(([, entry]) =>
     entry.key === 'customer' && entry.events?.listedSince === true
-      ? [
-          [
-            entry.resourceType,
-            entry.reads.list as (
-              up: UpstreamContext,
-              customerId: string,
-              page: PageParams,
-            ) => Promise<Page<ListedRecord>>,
-          ],
-        ]
+      ? [[entry.resourceType, entry.reads.list]]
       : [],
   ),
 );
