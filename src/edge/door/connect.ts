@@ -149,6 +149,17 @@ export async function connectCaller(
   const limited = await budgets.spend('ws-connect', budgets.subjectKey(caller, bound));
   if (limited !== undefined) return limited;
   const probe = await options.environmentOf(apiKey, bound);
+  if (probe.outcome === 'refused' && apiKey === undefined) {
+    // The facade's own key, not the caller's: the caller's token is valid, and is told to come back.
+    logger.warn('the upstream refuses the facade’s own key: a live connection was asked to retry', {
+      ...(bound === undefined ? {} : { environment: bound }),
+    });
+    return refuse(
+      'credentials-unavailable',
+      "The upstream refuses this service's own credential now; try again shortly.",
+      { retryAfterSeconds: 5 },
+    );
+  }
   if (probe.outcome === 'refused') {
     return probe.problem.status === 401
       ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
