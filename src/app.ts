@@ -312,8 +312,9 @@ function mountRoutes(
       apiKey: first.key,
       logger,
       checkRedis: () => events.checkRedis(),
+      isDraining: served.isShuttingDown,
       cacheMs: config.readinessCacheMs,
-      // With a key per environment, ready only when every environment's upstream takes its key.
+      // With a key per environment, each environment's upstream is asked and reported.
       ...(environments.bindsEnvironments
         ? {
             environments: environments.all.flatMap(({ environment, client, key }) =>
