@@ -23,6 +23,7 @@ import {
   type LiveTransportParts,
   type LiveWriteLimits,
 } from './live.ts';
+import { isGatewayMultiplexer } from './door/door.ts';
 import type { LiveConnection, LiveOperation } from './live-connections.ts';
 import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse } from './refusal.ts';
@@ -138,7 +139,10 @@ function serverOptions(
         return graphQLErrorsOf(refuse('unauthenticated', 'Unauthorized'));
       }
       const max = limits.maxSubscriptionsPerConnection;
-      if (Object.keys(ctx.subscriptions).length > max) {
+      // A gateway's connection carries every operation of its caller through that gateway: the
+      // caller's own caps bound it (the door's hold), this one would refuse a caller's 51st
+      // subscription only because a gateway restarted and its operations moved to the other one.
+      if (!isGatewayMultiplexer(live.connection) && Object.keys(ctx.subscriptions).length > max) {
         // A limit of this transport itself (`GRAPHQL_WS_MAX_SUBSCRIPTIONS`), not a caller's budget.
         return graphQLErrorsOf(
           refuse(

@@ -5,6 +5,7 @@
  * then how long the credential holds.
  */
 import type { Authenticator } from '../../auth/authenticate.ts';
+import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { Caller } from '../../auth/caller.ts';
 import type { PlatformEnvironment } from '../../events/event-types.ts';
 import type { Logger } from '../../logger.ts';
@@ -35,6 +36,11 @@ export interface ConnectOptions {
   environments?: readonly PlatformEnvironment[] | undefined;
   /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
   onRateLimited?(bucket: RateBucket): void;
+  /**
+   * Verifies a federation gateway's own token (`X-Gateway-Authorization`) a live connection
+   * presents; absent, no connection is a gateway's. Never throws.
+   */
+  verifyGateway?: (header: string | undefined) => Promise<VerifiedGateway | undefined>;
 }
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
@@ -171,7 +177,34 @@ export async function connectCaller(
       retryAfterSeconds: 5,
     });
   }
-  return { caller, apiKey, address, environment: probe.discovery.environment };
+  const gateway = await gatewayOf(options, logger, credentials.gatewayAuthorization);
+  return {
+    caller,
+    apiKey,
+    address,
+    environment: probe.discovery.environment,
+    ...(gateway === undefined ? {} : { gateway }),
+  };
+}
+
+/**
+ * The gateway a live connection comes through, when it presents a gateway credential that holds. One
+ * that does not (no gateway role, expired, foreign, unreadable) makes no gateway's connection of it,
+ * and refuses nothing: the caller is who its own token says, under every cap of a direct client.
+ */
+async function gatewayOf(
+  options: ConnectOptions,
+  logger: Logger,
+  header: string | undefined,
+): Promise<VerifiedGateway | undefined> {
+  if (header === undefined || header === '' || options.verifyGateway === undefined) return undefined;
+  const gateway = await options.verifyGateway(header);
+  if (gateway === undefined) {
+    logger.info(
+      'a live connection presented a gateway credential that does not hold: served as a direct client',
+    );
+  }
+  return gateway;
 }
 
 /**
