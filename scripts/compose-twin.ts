@@ -461,10 +461,11 @@ async function redisAnswers(url: URL): Promise<boolean> {
  * Subscriptions need nothing more: the runtime loads `@graphql-mesh/transport-ws` for `kind: 'ws'`.
  */
 export function inProcessGatewayConfig(edge: EdgeOptions): Omit<GatewayConfigSupergraph, 'supergraph'> {
-  const { jwt, ...config } = createGatewayConfig(edge);
+  const { jwt, plugins, ...config } = createGatewayConfig(edge);
   // The plugin's type carries its context extension, which the runtime's plugin list does not name.
   const jwtPlugin = useJWT(jwt) as unknown as GatewayPlugin;
-  return { ...config, plugins: () => [jwtPlugin] };
+  // The configuration's own plugins run too, after the JWT plugin (as the CLI orders them).
+  return { ...config, plugins: (context) => [jwtPlugin, ...(plugins?.(context) ?? [])] };
 }
 
 /** SIGTERM to the process group started for a service (npm and the node it runs), SIGKILL after `graceMs`. */
