@@ -29,6 +29,11 @@ export interface VerifiedGateway {
   readonly expiresAt: number | undefined;
 }
 
+/** Whether a connection's verified gateway credential (if any) still holds at `now`. */
+export function gatewayStillHolds(gateway: VerifiedGateway | undefined, now: number = Date.now()): boolean {
+  return gateway !== undefined && (gateway.expiresAt === undefined || now < gateway.expiresAt);
+}
+
 /**
  * Verifies an `X-Gateway-Authorization` value: a valid bearer token of the issuer, for the facade's
  * audience, holding the gateway role, with until when it holds. Never throws; undefined without an

@@ -8,10 +8,11 @@
  * to be a gateway with its own token, an expired gateway token, a gateway token of another issuer,
  * and a gateway token that expires while its connection is open.
  */
+import { generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, test } from 'vitest';
 import type { Received } from '../support/harness/live-client.ts';
 import { useStack } from '../support/harness/stack.ts';
-import { bearer, issuerSignedToken, tokenFor } from '../support/tokens.ts';
+import { bearer, issuerKeyId, issuerSignedToken, tokenClaims, tokenFor } from '../support/tokens.ts';
 
 const PER_CONNECTION = 2;
 const PER_CALLER = 4;
@@ -26,6 +27,14 @@ const gatewayToken = (inSeconds: number) =>
     customer_ids: [],
     exp: Math.floor(Date.now() / 1000) + inSeconds,
   });
+
+/** Gateway-role claims signed with a key the issuer never had, under the issuer's own key id. */
+async function forgedGatewayToken(): Promise<string> {
+  const { privateKey } = await generateKeyPair('RS256');
+  return new SignJWT(tokenClaims({ sub: 'test-gateway', roles: ['gateway'], customer_ids: [] }))
+    .setProtectedHeader({ alg: 'RS256', kid: issuerKeyId(), typ: 'at+jwt' })
+    .sign(privateKey);
+}
 
 /** The code of the error a refused subscription ended with. */
 async function refusalOf(refused: Received & { done: Promise<void> }): Promise<string> {
@@ -79,9 +88,14 @@ describe('graphql-ws connections through a gateway', () => {
       // An operator's token: a role, but not the gateway's.
       `Bearer ${await tokenFor('operator')}`,
       'Bearer not-a-token',
+      // The gateway role, but signed by a key of no issuer, or by the issuer for another audience or
+      // as another issuer.
+      `Bearer ${await forgedGatewayToken()}`,
+      `Bearer ${await issuerSignedToken({ roles: ['gateway'], aud: 'another-api' })}`,
+      `Bearer ${await issuerSignedToken({ roles: ['gateway'], iss: 'https://issuer.example' })}`,
       'not even a bearer',
     ]) {
-      expect(await oneMoreThan(await connectAs(claimed), PER_CONNECTION), claimed.slice(0, 12)).toBe(
+      expect(await oneMoreThan(await connectAs(claimed), PER_CONNECTION), claimed.slice(0, 40)).toBe(
         'TOO_MANY_SUBSCRIPTIONS',
       );
     }

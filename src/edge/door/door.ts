@@ -109,12 +109,6 @@ export interface Connection {
   readonly gateway?: VerifiedGateway;
 }
 
-/** Whether `connection` is a gateway's multiplexer at `now`: its gateway token still holds. */
-export function isGatewayMultiplexer(connection: Connection, now: number = Date.now()): boolean {
-  const { gateway } = connection;
-  return gateway !== undefined && (gateway.expiresAt === undefined || now < gateway.expiresAt);
-}
-
 /** What an adapter reads from its transport to connect. */
 export interface ConnectRequest {
   credentials: Credentials;
