@@ -90,16 +90,14 @@ beforeAll(async () => {
   const proxied = `http://127.0.0.1:${proxy.port}/graphql`;
   const supergraphSdl = federation.supergraphSdl.replaceAll(facadeUrl, proxied);
   expect(supergraphSdl).toContain(proxied);
+  // The run's issuer and audience; one gateway with its own client (the gateway role), one without.
   const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
   const edge = { AUTH_ISSUER: AUTH_ISSUER!, AUTH_AUDIENCE: AUTH_AUDIENCE! };
+  const { clientId, clientSecret } = TEST_CLIENTS.gateway;
   [withClient, withoutClient] = await Promise.all([
     startHiveGatewayCli(processes, {
       supergraphSdl,
-      env: {
-        ...edge,
-        GATEWAY_CLIENT_ID: TEST_CLIENTS.gateway.clientId,
-        GATEWAY_CLIENT_SECRET: TEST_CLIENTS.gateway.clientSecret,
-      },
+      env: { ...edge, GATEWAY_CLIENT_ID: clientId, GATEWAY_CLIENT_SECRET: clientSecret },
     }),
     startHiveGatewayCli(processes, { supergraphSdl, env: edge }),
   ]);
