@@ -4,9 +4,9 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { findFreePort } from '../scripts/redis-server.ts';
 
 /** A child process serving HTTP on a loopback port. */
 export interface ServiceProcess {
@@ -22,18 +22,8 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-/** A loopback port that was free a moment ago. */
-export async function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** A loopback port that was free a moment ago, never one handed out before in this process. */
+export { findFreePort };
 
 /**
  * Spawns `node <script>` with `env`, then polls `readyPath` until it answers 200.

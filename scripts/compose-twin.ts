@@ -22,8 +22,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { createConnection, type AddressInfo } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,6 +30,7 @@ import type { GatewayConfigSupergraph, GatewayPlugin } from '@graphql-hive/gatew
 import { useJWT } from '@graphql-mesh/plugin-jwt-auth';
 import { parse } from 'yaml';
 import { createGatewayConfig, type EdgeOptions } from '../deploy/gateway.config.ts';
+import { findFreePort } from './redis-server.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -256,8 +256,8 @@ async function planTwin(
       environment.EMULATOR_PORT ??
       environment.DEV_ISSUER_PORT ??
       environment.REDIS_ANNOUNCE?.split(':')[1];
-    if (port !== undefined) addresses.set(`${service}:${port}`, await freePort());
-    if (environment.METRICS_PORT !== undefined) metricsPorts.set(service, await freePort());
+    if (port !== undefined) addresses.set(`${service}:${port}`, await findFreePort());
+    if (environment.METRICS_PORT !== undefined) metricsPorts.set(service, await findFreePort());
   }
   const facadeAPortText = compose.services['facade-a']!.environment?.PORT;
   if (facadeAPortText === undefined) throw new Error('compose.yaml gives service "facade-a" no PORT');
@@ -461,10 +461,11 @@ async function redisAnswers(url: URL): Promise<boolean> {
  * Subscriptions need nothing more: the runtime loads `@graphql-mesh/transport-ws` for `kind: 'ws'`.
  */
 export function inProcessGatewayConfig(edge: EdgeOptions): Omit<GatewayConfigSupergraph, 'supergraph'> {
-  const { jwt, ...config } = createGatewayConfig(edge);
+  const { jwt, plugins, ...config } = createGatewayConfig(edge);
   // The plugin's type carries its context extension, which the runtime's plugin list does not name.
   const jwtPlugin = useJWT(jwt) as unknown as GatewayPlugin;
-  return { ...config, plugins: () => [jwtPlugin] };
+  // The configuration's own plugins run too, after the JWT plugin (as the CLI orders them).
+  return { ...config, plugins: (context) => [jwtPlugin, ...(plugins?.(context) ?? [])] };
 }
 
 /** SIGTERM to the process group started for a service (npm and the node it runs), SIGKILL after `graceMs`. */
@@ -504,16 +505,6 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(100);
   }
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as AddressInfo;
-  probe.close();
-  await once(probe, 'close');
-  return port;
 }
 
 async function main(): Promise<void> {

@@ -109,14 +109,27 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
-/** A loopback port free now (another process may take it before it is bound). */
+/** Every port {@link findFreePort} has handed out in this process, never handed out twice. */
+const handedOut = new Set<number>();
+
+/**
+ * A loopback port free now (another process may take it before it is bound), and never one this
+ * process was handed before: on a busy machine the kernel answers port 0 with a port it has just
+ * given back, so a set-up that asks for several ports before binding them got the same one for
+ * several services.
+ */
 export async function findFreePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const address = probe.address();
-  probe.close();
-  await once(probe, 'close');
-  if (address === null || typeof address === 'string') throw new Error('could not find a free port');
-  return address.port;
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const address = probe.address();
+    probe.close();
+    await once(probe, 'close');
+    if (address === null || typeof address === 'string') throw new Error('could not find a free port');
+    if (handedOut.has(address.port)) continue;
+    handedOut.add(address.port);
+    return address.port;
+  }
+  throw new Error('could not find a loopback port not handed out before');
 }

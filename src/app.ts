@@ -25,7 +25,12 @@ import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
 import { frameProtection } from './http/frame-protection.ts';
 import { createHostAllowList } from './http/host-allow-list.ts';
-import { closeConnectionsWhileShuttingDown, listenOn } from './http/listen.ts';
+import {
+  closeConnectionsWhileShuttingDown,
+  listenOn,
+  watchHttpConnections,
+  type HttpConnections,
+} from './http/listen.ts';
 import { serverTimeoutOptions } from './http/server-timeouts.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -101,6 +106,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
   app.disable('x-powered-by');
   const httpServer = http.createServer(serverTimeoutOptions(config.serverTimeouts), app);
   memoryRelease.watch(httpServer);
+  const connections = watchHttpConnections(httpServer);
   // Aborted when the drain window of a shutdown has passed: every operation still waiting on the
   // upstream is cancelled and answers SHUTTING_DOWN instead of being cut by a reset.
   const shutdown = new AbortController();
@@ -140,7 +146,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     },
     close() {
       shuttingDown = true;
-      closing ??= closeApp(config, parts, transports, shutdown);
+      closing ??= closeApp(config, parts, transports, { shutdown, connections });
       return closing;
     },
   };
@@ -259,7 +265,7 @@ async function closeApp(
   config: Config,
   { memoryRelease, environments, events, edge, observability, tracing, logger }: AppParts,
   { live, apollo }: Transports,
-  shutdown: AbortController,
+  { shutdown, connections }: { shutdown: AbortController; connections: HttpConnections },
 ): Promise<void> {
   memoryRelease.close();
   for (const stack of environments.all) stack.key.close();
@@ -267,12 +273,17 @@ async function closeApp(
     () => shutdown.abort(new OperationCancellation('shutdown')),
     config.shutdownDrainMs,
   );
+  // Meanwhile the kept-alive connections are released as their clients stop using them: each
+  // answer closes its own, an idle one is closed once idle for `SHUTDOWN_IDLE_RELEASE_MS` (past
+  // the advertised keep-alive time), never under a request its client may be sending.
+  const released = connections.release(config.shutdownIdleReleaseMs, config.shutdownDrainMs);
   try {
     // Live transports first: webhooks stop, every subscriber's queue ends, the subscriptions
     // complete and the sockets close with 1001. The HTTP drain ends every socket without a
     // request in flight, upgraded ones included.
     await events.drain();
     await live.drain();
+    await released;
     // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
     // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
     await apollo.stop();
@@ -312,8 +323,9 @@ function mountRoutes(
       apiKey: first.key,
       logger,
       checkRedis: () => events.checkRedis(),
+      isDraining: served.isShuttingDown,
       cacheMs: config.readinessCacheMs,
-      // With a key per environment, ready only when every environment's upstream takes its key.
+      // With a key per environment, each environment's upstream is asked and reported.
       ...(environments.bindsEnvironments
         ? {
             environments: environments.all.flatMap(({ environment, client, key }) =>

@@ -64,6 +64,11 @@ export interface Config {
    * calls are cancelled and they answer `SHUTTING_DOWN`.
    */
   shutdownDrainMs: number;
+  /**
+   * How long a kept-alive connection left idle at a shutdown is left to its client before it is
+   * closed (`SHUTDOWN_IDLE_RELEASE_MS`, within the drain window): see `src/http/listen.ts`.
+   */
+  shutdownIdleReleaseMs: number;
   upstream: UpstreamConfig;
   /** What an upstream outage does (`UPSTREAM_CIRCUIT_*`, `CACHE_STALE_IF_ERROR_SECONDS`; docs/operations.md). */
   outage: { circuit: CircuitConfig; staleIfErrorSeconds: number };
@@ -132,6 +137,8 @@ export const CONFIG_DEFAULTS = {
   QUERY_MAX_COST: 5_000,
   OPERATION_TIMEOUT_MS: 10_000,
   SHUTDOWN_DRAIN_MS: 10_000,
+  // The advertised `Keep-Alive: timeout=5` and a second's slack for a loaded client.
+  SHUTDOWN_IDLE_RELEASE_MS: 6_000,
   UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
   UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,
   UPSTREAM_BODY_TIMEOUT_MS: 15_000,
@@ -189,6 +196,12 @@ export function loadConfig(env: Env = process.env): Config {
       600_000,
     ),
     shutdownDrainMs: reader.integer('SHUTDOWN_DRAIN_MS', CONFIG_DEFAULTS.SHUTDOWN_DRAIN_MS, 0, 600_000),
+    shutdownIdleReleaseMs: reader.integer(
+      'SHUTDOWN_IDLE_RELEASE_MS',
+      CONFIG_DEFAULTS.SHUTDOWN_IDLE_RELEASE_MS,
+      0,
+      600_000,
+    ),
     upstream: {
       baseUrl: readBaseUrl(reader, 'UPSTREAM_BASE_URL'),
       ...readUpstreamKeys(reader),

@@ -2,18 +2,21 @@
  * What the game day takes from the files the project ships, read at each run so that a change to
  * them is what runs next: the replicas' settings (deploy/kubernetes/facade.env), their readiness
  * probe, preStop wait and grace period (deploy/kubernetes/facade-deployment.yaml), the trusted
- * documents they start with (deploy/kubernetes/trusted-documents.json), and the gateway's
- * environment (compose.yaml's `gateway` service; its configuration is deploy/gateway.config.ts,
- * which the CLI reads from deploy/).
+ * documents they start with (deploy/kubernetes/trusted-documents.json), the gateway's Deployment
+ * (deploy/kubernetes/gateway.yaml: its environment, probe, preStop, grace and its autoscaler's
+ * minimum; its configuration is deploy/gateway.config.ts, which the CLI reads from deploy/), and the
+ * event log's Redis (deploy/kubernetes/redis.yaml, started through its redis-ha.sh).
  */
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { readComposeFile } from '../../scripts/compose-twin.ts';
 import type { ReadinessProbe } from './service.ts';
 
 /** The checkout's root. */
 export const ROOT = join(import.meta.dirname, '../..');
+/** The script every member of the event log's Redis starts with, in compose and Kubernetes alike. */
+export const REDIS_HA_SCRIPT = join(import.meta.dirname, '../../deploy/kubernetes/redis-ha.sh');
 /** Where the Hive Gateway CLI finds `gateway.config.ts`. */
 export const GATEWAY_CONFIG_DIR = join(ROOT, 'deploy');
 export const KUBERNETES_DIR = join(ROOT, 'deploy/kubernetes');
@@ -97,38 +100,69 @@ export function shippedDeployment(): ShippedDeployment {
   return deploymentOf(pod);
 }
 
-/** How many gateways run when the base ships no gateway Deployment: one restarts while the other serves. */
-export const DEFAULT_GATEWAY_REPLICAS = 2;
+/** The gateway's Deployment as the game day runs it: its pod's probe, preStop and grace, and more. */
+export interface ShippedGatewayDeployment extends ShippedDeployment {
+  /** How many run: its autoscaler's `minReplicas` (the Deployment leaves the count to it), else its own. */
+  replicas: number;
+  /**
+   * Its container's environment: plain values, and the facade's settings where it reads them from
+   * the facade's ConfigMap (its issuer and audience); a variable a Secret gives is in
+   * `secretVariables` instead, and PORT is left out (the CLI is given its port).
+   */
+  environment: Record<string, string>;
+}
+
+type EnvVariable = {
+  name: string;
+  value?: string;
+  valueFrom?: { configMapKeyRef?: { key?: string }; secretKeyRef?: unknown };
+};
 
 /**
- * The gateway's Deployment, when deploy/kubernetes/ ships one (a Deployment whose container runs
- * the Hive Gateway image); otherwise {@link DEFAULT_GATEWAY_REPLICAS} gateways probed on
- * `/readiness` and stopped as the facade's Deployment stops its replicas.
+ * The gateway's Deployment in deploy/kubernetes/ (the Deployment whose container runs the Hive
+ * Gateway image), with its autoscaler's minimum as the count.
  */
-export function shippedGatewayDeployment(): ShippedDeployment & { replicas: number; shipped: boolean } {
-  for (const file of readdirSync(KUBERNETES_DIR).filter((name) => /\.ya?ml$/.test(name))) {
-    for (const document of parseAllDocuments(readFileSync(join(KUBERNETES_DIR, file), 'utf8'))) {
-      const deployment = document.toJS() as Deployment | null;
-      const pod = deployment?.spec?.template?.spec;
-      if (deployment?.kind !== 'Deployment' || pod === undefined) continue;
-      if (!pod.containers.some((container) => container.image?.includes('graphql-hive/gateway') === true))
-        continue;
-      const shipped = deploymentOf(pod);
-      return {
-        ...shipped,
-        probe: { ...shipped.probe, path: pod.containers[0]?.readinessProbe?.httpGet?.path ?? '/readiness' },
-        replicas: deployment.spec?.replicas ?? DEFAULT_GATEWAY_REPLICAS,
-        shipped: true,
-      };
-    }
+export function shippedGatewayDeployment(): ShippedGatewayDeployment {
+  const objects = readdirSync(KUBERNETES_DIR)
+    .filter((name) => /\.ya?ml$/.test(name))
+    .flatMap((file) =>
+      parseAllDocuments(readFileSync(join(KUBERNETES_DIR, file), 'utf8')).map(
+        (document) =>
+          document.toJS() as
+            (Deployment & { spec?: { minReplicas?: number; scaleTargetRef?: { name?: string } } }) | null,
+      ),
+    );
+  const deployment = objects.find(
+    (object) =>
+      object?.kind === 'Deployment' &&
+      object.spec?.template?.spec?.containers.some(
+        (container) => container.image?.includes('graphql-hive/gateway') === true,
+      ) === true,
+  );
+  const pod = deployment?.spec?.template?.spec;
+  const container = pod?.containers[0];
+  if (deployment === undefined || deployment === null || pod === undefined || container === undefined)
+    throw new Error('deploy/kubernetes ships no Deployment of the Hive Gateway image');
+  const autoscaler = objects.find(
+    (object) =>
+      object?.kind === 'HorizontalPodAutoscaler' &&
+      object.spec?.scaleTargetRef?.name === deployment.metadata?.name,
+  );
+  const facade = shippedSettings();
+  const environment: Record<string, string> = {};
+  for (const variable of (container.env ?? []) as EnvVariable[]) {
+    if (variable.name === 'PORT') continue;
+    const fromConfigMap = variable.valueFrom?.configMapKeyRef?.key;
+    if (variable.value !== undefined) environment[variable.name] = variable.value;
+    else if (fromConfigMap !== undefined && facade[fromConfigMap] !== undefined)
+      environment[variable.name] = facade[fromConfigMap];
   }
-  const facade = shippedDeployment();
+  const shipped = deploymentOf(pod);
   return {
-    ...facade,
-    probe: { ...facade.probe, path: '/readiness' },
-    secretVariables: [],
-    replicas: DEFAULT_GATEWAY_REPLICAS,
-    shipped: false,
+    ...shipped,
+    probe: { ...shipped.probe, path: container.readinessProbe?.httpGet?.path ?? '/readiness' },
+    replicas: autoscaler?.spec?.minReplicas ?? deployment.spec?.replicas ?? 1,
+    environment,
   };
 }
 
@@ -140,10 +174,52 @@ export function shippedTrustedDocuments(): Record<string, string> {
   >;
 }
 
-/** compose.yaml's gateway environment (PORT left out: the CLI is given its port). */
-export function shippedGatewayEnvironment(): Record<string, string> {
-  const gateway = readComposeFile().services.gateway;
-  if (gateway === undefined) throw new Error('compose.yaml has no gateway service');
-  const { PORT: _port, ...environment } = gateway.environment ?? {};
-  return environment;
+/** The event log's Redis as deploy/kubernetes/redis.yaml runs it, for redis-ha.sh on loopback. */
+export interface ShippedRedis {
+  /** Each role's settings from its StatefulSet (addresses left out: the run gives its own). */
+  environment: Record<'server' | 'sentinel', Record<string, string>>;
+  /** The name the Sentinels give the primary. */
+  master: string;
+  /** This run's passwords where the StatefulSets take one from a Secret ('' where they take none). */
+  passwords: { server: string; sentinel: string };
+}
+
+/** Variables that name where the members are: the run's own loopback addresses stand for them. */
+const REDIS_ADDRESS_VARIABLES = new Set(['REDIS_ANNOUNCE', 'REDIS_SERVERS', 'REDIS_SENTINELS', 'POD_NAME']);
+
+/**
+ * The StatefulSets of deploy/kubernetes/redis.yaml: each role's plain settings, and a password of
+ * this run for each variable a Secret gives (REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD).
+ */
+export function shippedRedis(): ShippedRedis {
+  const environment: ShippedRedis['environment'] = { server: {}, sentinel: {} };
+  const passwords = { server: '', sentinel: '' };
+  const generated: Record<string, string> = {};
+  for (const document of parseAllDocuments(readFileSync(join(KUBERNETES_DIR, 'redis.yaml'), 'utf8'))) {
+    const set = document.toJS() as Deployment | null;
+    if (set?.kind !== 'StatefulSet') continue;
+    for (const container of set.spec?.template?.spec?.containers ?? []) {
+      const command = (container as { command?: string[] }).command ?? [];
+      const role = command[2];
+      if (command[1]?.endsWith('/redis-ha.sh') !== true || (role !== 'server' && role !== 'sentinel'))
+        throw new Error(
+          `redis.yaml: a container that does not start through redis-ha.sh: ${command.join(' ')}`,
+        );
+      for (const variable of (container.env ?? []) as {
+        name: string;
+        value?: string;
+        valueFrom?: unknown;
+      }[]) {
+        if (REDIS_ADDRESS_VARIABLES.has(variable.name)) continue;
+        if (variable.value !== undefined) environment[role][variable.name] = variable.value;
+        else if (variable.valueFrom !== undefined)
+          environment[role][variable.name] = generated[variable.name] ??= randomBytes(18).toString('hex');
+      }
+    }
+  }
+  passwords.server = generated.REDIS_PASSWORD ?? '';
+  passwords.sentinel = generated.REDIS_SENTINEL_PASSWORD ?? '';
+  const master = environment.sentinel.REDIS_SENTINEL_MASTER ?? environment.server.REDIS_SENTINEL_MASTER;
+  if (master === undefined) throw new Error('redis.yaml names no REDIS_SENTINEL_MASTER');
+  return { environment, master, passwords };
 }

@@ -3,7 +3,8 @@
  *
  * - the OpenID issuer (dev-issuer/, in this process) with one client per environment;
  * - the emulator (the upstream), from the image's file set as compose.yaml runs it;
- * - Redis ({@link startRedisTopology}: a single AOF Redis, or primary + replica + three sentinels);
+ * - Redis ({@link startRedisTopology}: the shipped primary, replica and three sentinels, each started
+ *   by deploy/kubernetes/redis-ha.sh, or a single AOF Redis);
  * - three facade replicas, each the image's CMD from the image's file set (scripts/image-file-set.ts)
  *   as its `node` user, with deploy/kubernetes/facade.env's settings and, where the Deployment
  *   takes a Secret, what a deployment serving both environments is given: a key per environment
@@ -12,9 +13,9 @@
  *   at the Service (`WEBHOOK_SECRETS_<ENV>`);
  * - the facade Service in front of them (service.ts), probing as the Deployment declares;
  * - the supergraph, composed by `npm run supergraph` with the facade Service as the facade's URL;
- * - the Hive Gateway CLI over it, with deploy/gateway.config.ts and compose.yaml's environment: as
- *   many as the base's gateway Deployment runs (two when it ships none), behind a Service of their
- *   own probing `/readiness`.
+ * - the Hive Gateway CLI over it, with deploy/gateway.config.ts and the environment of the base's
+ *   gateway Deployment (deploy/kubernetes/gateway.yaml): as many as its autoscaler keeps at least,
+ *   behind a Service of their own probing as the Deployment declares.
  *
  * The methods are what faults need: kill, stop and start a replica or a gateway, signal the
  * replicas, read what each process logged.
@@ -34,7 +35,6 @@ import {
   ROOT,
   shippedDeployment,
   shippedGatewayDeployment,
-  shippedGatewayEnvironment,
   shippedSettings,
   shippedTrustedDocuments,
   type ShippedDeployment,
@@ -68,8 +68,8 @@ export const CUSTOMERS: Readonly<Record<Environment, { customerId: string; accou
 /** Budgets sized for the game day's load: its two identities stand for hundreds of clients. */
 const LOAD_BUDGETS = {
   RATE_LIMIT_REQUESTS: '1000000',
-  RATE_LIMIT_WS_CONNECTS: '1000000',
-  RATE_LIMIT_SUBSCRIPTIONS: '1000000',
+  RATE_LIMIT_LIVE_CONNECTS: '1000000',
+  RATE_LIMIT_LIVE_OPERATIONS: '1000000',
 };
 
 /** The gateways' own client at the issuer, given to them where their Deployment takes one from a Secret. */
@@ -78,6 +78,15 @@ const GATEWAY_CLIENT = {
   clientSecret: 'gameday-gateway-secret',
   roles: ['gateway'],
 };
+
+/** Where the replicas' Redis is and how they log in to it: the run's topology gives these. */
+const REDIS_CONNECTION_VARIABLES = new Set([
+  'REDIS_URL',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_MASTER',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+]);
 
 /** How long the kubelet waits before it starts a crashed container again (its first restart). */
 export const CRASH_RESTART_DELAY_MS = 1_000;
@@ -295,21 +304,24 @@ async function composeSupergraph(
   return out;
 }
 
-/** The gateways: the CLI as the official image runs it, with compose.yaml's environment rewritten. */
+/**
+ * The gateways: the CLI as the official image runs it, as many as the gateway Deployment's
+ * autoscaler keeps at least, each with the Deployment's environment; what it reads from the
+ * facade's settings (the issuer and audience) is what the replicas here are given.
+ */
 async function startGateways(
   options: TopologyOptions,
   spawn: (request: SpawnRequest) => Child,
   supergraphPath: string,
-  issuerUrl: string,
+  issuer: { issuer: string; audience: string },
 ): Promise<{ service: Service; pods: Pod[] }> {
   const deployment = shippedGatewayDeployment();
   const service = await startService(deployment.probe);
-  const environment = Object.fromEntries(
-    Object.entries(shippedGatewayEnvironment()).map(([name, value]) => [
-      name,
-      value.replace(/^https?:\/\/dev-issuer:\d+$/, issuerUrl),
-    ]),
-  );
+  const environment: Record<string, string> = {
+    ...deployment.environment,
+    AUTH_ISSUER: issuer.issuer,
+    AUTH_AUDIENCE: issuer.audience,
+  };
   // The gateway's own identity (the `gateway` role its requests to the facade carry), where its
   // Deployment takes one from a Secret.
   if (deployment.secretVariables.includes('GATEWAY_CLIENT_ID')) {
@@ -344,7 +356,7 @@ async function startGateways(
   }
   await Promise.all(pods.map((pod) => pod.start()));
   options.log(
-    `${pods.length} gateways behind ${service.url}${deployment.shipped ? '' : ' (no gateway Deployment shipped: two, probed on /readiness)'}`,
+    `${pods.length} gateways behind ${service.url} (deploy/kubernetes/gateway.yaml: its autoscaler's minimum, probed on ${deployment.probe.path})`,
   );
   return { service, pods };
 }
@@ -392,9 +404,10 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     writeFileSync(trustedDocumentsPath, JSON.stringify(shippedTrustedDocuments(), null, 2));
 
     // How the replicas reach Redis is the topology's to say (`redis.facadeEnv()`), not the shipped
-    // addresses': every connection variable of the base is left out (REDIS_KEY_PREFIX stays).
+    // addresses': the base's connection variables are left out (its REDIS_MIN_REPLICAS_ACK and
+    // REDIS_KEY_PREFIX stay).
     const settings = Object.fromEntries(
-      Object.entries(shippedSettings()).filter(([name]) => !/^REDIS_(?!KEY_PREFIX$)/.test(name)),
+      Object.entries(shippedSettings()).filter(([name]) => !REDIS_CONNECTION_VARIABLES.has(name)),
     );
     const replicaEnvironment = (): Record<string, string> => ({
       ...settings,
@@ -432,7 +445,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     log(`replicas ready behind the Service ${service.url}: ${service.ready().join(', ')}`);
 
     const supergraphPath = await composeSupergraph(dir, service.url, spawn);
-    const gateways = await startGateways(options, spawn, supergraphPath, issuer.issuer);
+    const gateways = await startGateways(options, spawn, supergraphPath, issuer);
     services.push(gateways.service);
     return {
       issuer,

@@ -29,8 +29,11 @@
  * issuer's `token_endpoint` or `GATEWAY_TOKEN_URL`, renewed before it expires) and sends it to the
  * facade beside the caller's, as `X-Gateway-Authorization`; with `GATEWAY_INLINE_TRACES=true` it also
  * asks for a trace (`apollo-federation-include-trace: ftv1`). The facade traces only a request whose
- * gateway token holds the `gateway` role; neither header is ever taken from a client. With
- * `GATEWAY_METRICS=true` it serves Prometheus metrics on `/metrics`.
+ * gateway token holds the `gateway` role; neither header is ever taken from a client. The same
+ * token goes in graphql-ws's connection params, where it makes the gateway's one socket per caller a
+ * multiplexer the facade's per-connection cap does not bound (its per-caller caps do). With
+ * `GATEWAY_METRICS=true` it serves Prometheus metrics on `/metrics`. A query whose subgraph request
+ * got no answer at all (a lost connection) is sent once more; a mutation never is.
  * Subscriptions, whichever transport the client used (graphql-ws or server-sent events), go to the
  * facade over graphql-ws (`@graphql-mesh/transport-ws`, which the image ships) on its `/graphql`
  * path, with that token and key as connection params: the facade applies the caller's scope and
@@ -40,7 +43,7 @@
  * The image loads this file by itself, so it imports nothing but Node's own modules (types aside).
  */
 import { createPublicKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
-import type { GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
+import type { GatewayConfigSupergraph, GatewayPlugin } from '@graphql-hive/gateway-runtime';
 import type { JWTAuthPluginOptions } from '@graphql-mesh/plugin-jwt-auth';
 
 /** Headers passed from the client request to every subgraph request. */
@@ -147,6 +150,8 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
   return {
     deferStream: true,
     ...(edge.metrics === true ? { prometheus: { metrics: true, endpoint: '/metrics' } } : {}),
+    ...(ownToken === undefined ? {} : { plugins: () => [ownTokenInContext(ownToken)] }),
+    upstreamRetry: retryQueriesOnLostConnections(),
     jwt: {
       // Where the facade reads it too: graphql-ws's `connection_init` payload first (browsers
       // cannot set headers on a WebSocket), then the `Authorization` header of the request (over
@@ -198,6 +203,11 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
               connectionParams: {
                 authorization: `Bearer {context.${JWT_CONTEXT_FIELD}.token.value}`,
                 'X-API-Key': '{context.headers.x-api-key}',
+                // Its own token, when it has a client of its own: the facade then carries every
+                // operation of the caller on this one socket, past its per-connection cap (its
+                // per-caller caps still apply), so a caller's subscriptions that move here when
+                // the other gateway restarts are not refused. Absent (empty), nothing is sent.
+                'X-Gateway-Authorization': `{context.${OWN_TOKEN_CONTEXT_FIELD}}`,
               },
             },
           },
@@ -229,6 +239,72 @@ export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
       },
     },
   };
+}
+
+/** Where {@link ownTokenInContext} puts `Bearer <the gateway's own token>` in the GraphQL context. */
+const OWN_TOKEN_CONTEXT_FIELD = 'gatewayAuthorization';
+
+/**
+ * Puts the gateway's own token into each operation's context, where the graphql-ws transport's
+ * connection params read it: the transport builds them from the context alone. Nothing a client
+ * sends reaches that field (a client's own connection params sit under `connectionParams`).
+ */
+function ownTokenInContext(ownToken: () => Promise<string | undefined>): GatewayPlugin {
+  return {
+    async onContextBuilding({ extendContext }) {
+      const token = await ownToken();
+      if (token !== undefined) extendContext({ [OWN_TOKEN_CONTEXT_FIELD]: `Bearer ${token}` });
+    },
+  };
+}
+
+/** Hive Gateway's retry of one subgraph request (its `upstreamRetry` option). */
+type UpstreamRetry = NonNullable<EdgeGatewayConfig['upstreamRetry']>;
+
+/** How long the retry of a query whose connection was lost waits: long enough for a new connection. */
+const LOST_CONNECTION_RETRY_DELAY_MS = 100;
+
+/**
+ * A query whose request to a subgraph got no answer at all (its connection refused, reset or
+ * closed as it went out: a replica killed, or one closing a kept-alive connection) is sent once
+ * more, after {@link LOST_CONNECTION_RETRY_DELAY_MS}, on a new connection (through a Service, to a
+ * replica that stays). Reading twice changes nothing. Never a mutation: a write that may have
+ * reached the facade is the caller's to send again, with its idempotency key, which the gateway
+ * cannot judge; nor a subscription, nor a request the subgraph answered, whatever it answered (an
+ * error of the facade's, a 503 `SHUTTING_DOWN`, is its answer and says what to do).
+ */
+export function retryQueriesOnLostConnections(): UpstreamRetry {
+  return ({ executionRequest }) =>
+    operationTypeOf(executionRequest) === 'query'
+      ? {
+          maxRetries: 1,
+          retryDelay: LOST_CONNECTION_RETRY_DELAY_MS,
+          shouldRetry: ({ response, executionResult }) =>
+            response === undefined &&
+            (executionResult as { errors?: readonly unknown[] } | undefined)?.errors !== undefined,
+        }
+      : undefined;
+}
+
+/**
+ * The operation type of a subgraph request: the runtime's own field when it set it, else the
+ * operation its document defines (no import of graphql here: the image loads this file alone).
+ */
+function operationTypeOf(request: {
+  operationType?: string;
+  operationName?: string;
+  document: { definitions: readonly unknown[] };
+}): string | undefined {
+  if (request.operationType !== undefined) return request.operationType;
+  const operations = request.document.definitions.filter(
+    (definition): definition is { kind: string; operation: string; name?: { value: string } } =>
+      (definition as { kind?: string }).kind === 'OperationDefinition',
+  );
+  const named =
+    request.operationName === undefined
+      ? operations
+      : operations.filter((operation) => operation.name?.value === request.operationName);
+  return named.length === 1 ? named[0]!.operation : undefined;
 }
 
 /** The facade's subgraph name in the supergraph (scripts/compose-supergraph.ts). */

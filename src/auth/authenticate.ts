@@ -18,6 +18,11 @@ export interface Credentials {
   authorization?: string | undefined;
   /** A caller's own platform key (`X-API-Key`); used only where `allowCallerApiKey` is on. */
   apiKey?: string | undefined;
+  /**
+   * A federation gateway's own token, beside the caller's (`X-Gateway-Authorization`): never who
+   * the caller is; the door reads it for a live connection (see `gateway-credential.ts`).
+   */
+  gatewayAuthorization?: string | undefined;
 }
 
 export type Authentication =

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { GraphQLSchema } from 'graphql';
 import { createAuthenticator, type Authenticator } from '../auth/authenticate.ts';
+import { createGatewayVerifier } from '../auth/gateway-credential.ts';
 import { createTokenVerifier } from '../auth/token-verifier.ts';
 import type { Config } from '../config.ts';
 import { openRedisConnection, whenRedisReady } from '../redis.ts';
@@ -88,6 +89,7 @@ export async function createConfiguredDoor(
     environmentOf: (apiKey, environment) => parts.keyEnvironments.probe(apiKey, environment),
     environments: configuredEnvironments(config.upstream.environmentKeys),
     onRateLimited: (bucket) => parts.metrics.rateLimitRefusals.inc({ bucket }),
+    verifyGateway: createGatewayVerifier(config.auth),
     ...(parts.onStep === undefined ? {} : { onStep: parts.onStep }),
     logger,
   });

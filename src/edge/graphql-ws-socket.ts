@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Credentials } from '../auth/authenticate.ts';
+import { GATEWAY_AUTHORIZATION_HEADER } from '../auth/gateway-credential.ts';
 import type { LiveConnections } from './live-connections.ts';
 import { closeOf, refuse, type Refusal } from './refusal.ts';
 
@@ -97,8 +98,9 @@ function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
 
 /**
  * What a connection presents: `Authorization` (or `authorization`) in the `connection_init`
- * payload, else the upgrade request's header; and a caller's own key the same way (`X-API-Key`,
- * `x-api-key` or `apiKey`). A value that is not a string counts as a wrong credential, never as none.
+ * payload, else the upgrade request's header; a caller's own key the same way (`X-API-Key`,
+ * `x-api-key` or `apiKey`), and a gateway's own token (`X-Gateway-Authorization`). A value that is
+ * not a string counts as a wrong credential, never as none.
  */
 export function credentialsOf(
   params: Record<string, unknown> | undefined,
@@ -107,6 +109,9 @@ export function credentialsOf(
   return {
     authorization: paramOf(params, ['Authorization', 'authorization']) ?? headerOf(request, 'authorization'),
     apiKey: paramOf(params, ['X-API-Key', 'x-api-key', 'apiKey']) ?? headerOf(request, 'x-api-key'),
+    gatewayAuthorization:
+      paramOf(params, ['X-Gateway-Authorization', 'x-gateway-authorization']) ??
+      headerOf(request, GATEWAY_AUTHORIZATION_HEADER),
   };
 }
 

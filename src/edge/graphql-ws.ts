@@ -14,6 +14,7 @@ import type { GraphQLError } from 'graphql';
 import type { ServerOptions } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
+import { gatewayStillHolds } from '../auth/gateway-credential.ts';
 import type { WebSocketLimits } from '../events/config.ts';
 import { closeWith, credentialsOf, cutWhenGone, drainSockets } from './graphql-ws-socket.ts';
 import {
@@ -138,7 +139,10 @@ function serverOptions(
         return graphQLErrorsOf(refuse('unauthenticated', 'Unauthorized'));
       }
       const max = limits.maxSubscriptionsPerConnection;
-      if (Object.keys(ctx.subscriptions).length > max) {
+      // A gateway's connection carries every operation of its caller through that gateway: the
+      // caller's own caps bound it (the door's hold), this one would refuse a caller's 51st
+      // subscription only because a gateway restarted and its operations moved to the other one.
+      if (!gatewayStillHolds(live.connection.gateway) && Object.keys(ctx.subscriptions).length > max) {
         // A limit of this transport itself (`GRAPHQL_WS_MAX_SUBSCRIPTIONS`), not a caller's budget.
         return graphQLErrorsOf(
           refuse(

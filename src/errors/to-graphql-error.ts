@@ -73,7 +73,8 @@ const PASS_THROUGH_CODES = new Set([
  *   naming the argument it came from) becomes `BAD_USER_INPUT`, with `extensions.inputPath` (and
  *   `argumentName`, the same path dotted) when the argument is known.
  * - An {@link UpstreamUnavailableError} becomes `UPSTREAM_UNAVAILABLE` with its reason (and
- *   `retryable: true` when an open circuit refused it: nothing was sent).
+ *   `retryable: true` when an open circuit refused it, nothing sent, or the upstream refused the
+ *   facade's own key, nothing done: `credential_refused`, which says nothing of the key).
  * - An {@link UpstreamCallLimitError} becomes `TOO_MANY_UPSTREAM_CALLS` with the limit.
  * - An {@link UpstreamCancelledError} becomes `UPSTREAM_TIMEOUT` (the operation's deadline passed)
  *   or `SHUTTING_DOWN` (retryable: the process is stopping).
@@ -140,8 +141,11 @@ function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
       {
         code: 'UPSTREAM_UNAVAILABLE' satisfies FacadeErrorCode,
         reason: cause.reason,
-        // Refused by an open circuit: nothing was sent, so the same request later is always safe.
-        ...(cause.reason === 'circuit_open' ? { retryable: true } : {}),
+        // Refused by an open circuit (nothing was sent) or for the facade's own key (the upstream
+        // did nothing): the same request later is always safe.
+        ...(cause.reason === 'circuit_open' || cause.reason === 'credential_refused'
+          ? { retryable: true }
+          : {}),
         requestId: cause.requestId,
       },
       options,

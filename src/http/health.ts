@@ -1,13 +1,20 @@
 /**
- * Liveness and readiness. `/healthz` answers while the process serves HTTP; `/readyz` asks the
- * upstream probe (the source of `apiStatus`) with the facade's own key (each environment's, with a
- * key per environment), so a replica whose upstream is unreachable or whose key is refused leaves
- * the load balancer.
+ * Liveness and readiness. `/healthz` answers while the process serves HTTP. `/readyz` is the load
+ * balancer's question, "should this replica be sent callers?", and answers it from what is local to
+ * the replica: 503 while it drains (a shutdown began) or while its Redis, when it has one, does not
+ * answer; else 200. What the upstream says of each environment's key (the upstream probe, the source
+ * of `apiStatus`) is reported in the body, `degraded` when an upstream is unreachable or refuses its
+ * key, and never takes the replica out.
  *
- * With a key per environment a replica is ready while at least one environment's upstream takes its
- * key: a refused key is the same on every replica (they share the Secret), so taking replicas out
- * for it would cut off the other environment's callers and bring nothing to the one whose key is
- * refused. `/readyz?environment=<name>` answers for one environment alone (monitors, alerts).
+ * Why the upstream does not decide readiness: an upstream outage or a refused key is the same for
+ * every replica (one upstream, one Secret), so it would take every replica out at once. That helps
+ * no caller and removes what the replicas still do for them: answers held in the response cache
+ * (stale-if-error), the circuit's immediate retryable refusals instead of connections refused by an
+ * empty Service, webhooks taken into the event log, subscriptions that wait and catch up, and the
+ * other environment's callers, whose upstream and key may be fine.
+ *
+ * `/readyz?environment=<name>` is a monitor's question, "can this environment's callers be served
+ * now?": 503 when its upstream is unreachable or refuses its key (alerts), never for a probe.
  */
 import type { RequestHandler } from 'express';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -37,6 +44,8 @@ export interface ReadinessOptions {
   logger: Logger;
   /** Pings Redis; resolves undefined when the facade uses none (no `REDIS_URL`). */
   checkRedis?: () => Promise<{ reachable: boolean; reason?: string } | undefined>;
+  /** Whether the process is shutting down: the replica drains and is not ready, whatever else holds. */
+  isDraining?: () => boolean;
   /** How long an answer is reused after it settled (`READINESS_CACHE_MS`). Default 0: none. */
   cacheMs?: number;
   /** Clock in milliseconds. Default `performance.now`. */
@@ -73,11 +82,11 @@ interface Readiness {
 }
 
 /**
- * `GET /readyz`: 200 when the upstream probe succeeds (and Redis answers, when configured), else
- * 503 with the reason. A replica without its Redis would take webhooks it cannot fan out. With a key
- * per environment: 200 while at least one environment is ready (`status: "degraded"` when not all
- * are), and `?environment=<name>` answers for that one alone (404 for a name the facade holds no
- * key for).
+ * `GET /readyz`: 200 unless the replica drains or its Redis (when configured) does not answer; the
+ * body says `ready`, or `degraded` when an upstream is unreachable or refuses the facade's key
+ * (`upstream`, or `environments` with a key per environment). A replica without its Redis would take
+ * webhooks it cannot make durable. `?environment=<name>` answers for that environment alone: 503
+ * when its upstream does not take its key (404 for a name the facade holds no key for).
  */
 export function handleReadiness(options: ReadinessOptions): RequestHandler {
   // Anyone may ask, without a token: probes that arrive while a check is under way share it, and so
@@ -98,6 +107,11 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
     if (asked !== undefined && (typeof asked !== 'string' || !configured.has(asked))) {
       // Decided before any probe: a name the facade does not serve costs the upstream nothing.
       res.status(404).json({ status: 'unknown_environment', environments: [...configured] });
+      return;
+    }
+    if (options.isDraining?.() === true) {
+      // Nothing asked upstream: a draining replica leaves the endpoints whatever the upstream says.
+      res.status(503).json({ status: 'draining' });
       return;
     }
     let entry = current;
@@ -186,29 +200,24 @@ function redisPart(checked: Checked): { part: { redis?: RedisState }; ok: boolea
     : { part: { redis: checked.redis }, ok: checked.redis.reachable };
 }
 
-/** With `UPSTREAM_API_KEY` alone: ready when the upstream takes the key and Redis answers. */
+/** With `UPSTREAM_API_KEY` alone: ready while Redis answers; `degraded` when the upstream does not take the key. */
 function singleAnswer(checked: Checked): Readiness {
   const [{ state: upstream, ready }] = checked.upstreams as [Checked['upstreams'][number]];
   const redis = redisPart(checked);
-  return ready && redis.ok
-    ? { status: 200, body: { status: 'ready', upstream, ...redis.part } }
-    : { status: 503, body: { status: 'unavailable', upstream, ...redis.part } };
+  if (!redis.ok) return { status: 503, body: { status: 'unavailable', upstream, ...redis.part } };
+  return { status: 200, body: { status: ready ? 'ready' : 'degraded', upstream, ...redis.part } };
 }
 
 /**
- * With a key per environment: ready while Redis answers and at least one environment's upstream
- * takes its key (`degraded` when not all do), so one environment's revoked key never takes the
- * replicas, and with them the other environment, out of the load balancer.
+ * With a key per environment: ready while Redis answers, `degraded` when an environment's upstream
+ * does not take its key (the module says why that never takes the replica out).
  */
 function environmentsAnswer(checked: Checked): Readiness {
   const environments: Partial<Record<PlatformEnvironment, UpstreamState>> = {};
   for (const { environment, state } of checked.upstreams) environments[environment!] = state;
-  const readyCount = checked.upstreams.filter(({ ready }) => ready).length;
   const redis = redisPart(checked);
-  if (!redis.ok || readyCount === 0) {
-    return { status: 503, body: { status: 'unavailable', environments, ...redis.part } };
-  }
-  const status = readyCount === checked.upstreams.length ? 'ready' : 'degraded';
+  if (!redis.ok) return { status: 503, body: { status: 'unavailable', environments, ...redis.part } };
+  const status = checked.upstreams.every(({ ready }) => ready) ? 'ready' : 'degraded';
   return { status: 200, body: { status, environments, ...redis.part } };
 }
 

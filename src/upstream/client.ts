@@ -21,7 +21,7 @@ import {
 } from './response-cache.ts';
 import type { RetryConfig } from './retry.ts';
 import { createRetryingSender } from './retrying-sender.ts';
-import { UpstreamProblemError } from './errors.ts';
+import { refusedCredentialOf, UpstreamProblemError } from './errors.ts';
 import type { UpstreamRequest } from './types.ts';
 import type { EnvironmentKeys } from './environment-keys.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
@@ -248,7 +248,9 @@ async function rejectionOf(error: unknown): Promise<never> {
  * Whether the upstream refused a write with a 4xx (its request was judged and turned down, nothing
  * done); a 408 says the request was not fully read, which is no such proof.
  */
-function isRefusalWithoutChange(error: unknown): boolean {
+function isRefusalWithoutChange(thrown: unknown): boolean {
+  // The facade's own key refused (a 401): the upstream judged nothing else.
+  const error = refusedCredentialOf(thrown) ?? thrown;
   return (
     error instanceof UpstreamProblemError && error.status >= 400 && error.status < 500 && error.status !== 408
   );

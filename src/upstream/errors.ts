@@ -109,7 +109,12 @@ export type UnavailableReason =
   | 'connection_reset'
   | 'invalid_response'
   /** The environment's circuit is open (`circuit-breaker.ts`): nothing was sent. */
-  | 'circuit_open';
+  | 'circuit_open'
+  /**
+   * The upstream refused the facade's own key (a 401 to a call made with it): the facade's outage,
+   * not the caller's refusal. The upstream did nothing; the cause is the refusal it answered.
+   */
+  | 'credential_refused';
 
 /** The upstream could not be reached, did not answer in time, or answered with something unreadable. */
 export class UpstreamUnavailableError extends Error {
@@ -142,7 +147,20 @@ export function describeUnavailableReason(reason: UnavailableReason): string {
       return 'The upstream API sent an answer that could not be read.';
     case 'circuit_open':
       return 'The upstream API is failing: nothing was sent. Retry shortly; the facade probes it and sends calls again once it answers.';
+    case 'credential_refused':
+      // Nothing of the key: which one, its prefix or why the upstream refused it is the operators'.
+      return "The upstream API refused this service's own credential: nothing was done. Retry shortly; the service works again once its operators replace the credential.";
     default:
       throw new UnreachableCaseError(reason);
   }
+}
+
+/**
+ * The upstream's refusal of the facade's own key in `error`, when that is what it is (an
+ * {@link UpstreamUnavailableError} `credential_refused`): the 401 problem it answered, which did
+ * nothing upstream.
+ */
+export function refusedCredentialOf(error: unknown): UpstreamProblemError | undefined {
+  if (!(error instanceof UpstreamUnavailableError) || error.reason !== 'credential_refused') return undefined;
+  return error.cause instanceof UpstreamProblemError ? error.cause : undefined;
 }

@@ -6,7 +6,12 @@
  */
 import { discoverCapabilities } from './capabilities.ts';
 import type { UpstreamContext } from './context.ts';
-import { UpstreamProblemError, UpstreamUnavailableError, type UnavailableReason } from './errors.ts';
+import {
+  refusedCredentialOf,
+  UpstreamProblemError,
+  UpstreamUnavailableError,
+  type UnavailableReason,
+} from './errors.ts';
 import type { CapabilityDiscovery, Problem } from './types.ts';
 
 /** What capability discovery said. */
@@ -26,7 +31,9 @@ export type UpstreamProbe =
 export async function probeUpstream(up: UpstreamContext): Promise<UpstreamProbe> {
   try {
     return { outcome: 'ready', discovery: await discoverCapabilities(up) };
-  } catch (error) {
+  } catch (thrown) {
+    // The facade's own key refused reaches callers as its outage; here it is the answer asked for.
+    const error = refusedCredentialOf(thrown) ?? thrown;
     if (error instanceof UpstreamProblemError) {
       const refused = error.status === 401 || error.status === 403;
       return { outcome: refused ? 'refused' : 'failed', problem: error.problem };

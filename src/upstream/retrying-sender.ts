@@ -15,7 +15,7 @@ import {
 import { spendCall } from './call-budget.ts';
 import type { UpstreamCall, UpstreamObserver, UpstreamTracer } from './call.ts';
 import { answeredBy, failsCircuit, type CircuitBreaker } from './circuit-breaker.ts';
-import { UpstreamProblemError } from './errors.ts';
+import { UpstreamProblemError, UpstreamUnavailableError } from './errors.ts';
 import { isUpstreamOutage } from './outage.ts';
 import { backoffDelayMs, isRetryable, type RetryConfig } from './retry.ts';
 import type { UpstreamRequest } from './types.ts';
@@ -41,13 +41,16 @@ export function createRetryingSender(parts: {
 
   /**
    * Tells the circuit how `call` ended with `error` after `attempts` attempts, and the operation
-   * what it met of an outage; returns `error`.
+   * what it met of an outage; returns what the call failed with: `error`, or for a refusal of the
+   * facade's own key, the facade's outage ({@link asFacadeOutage}).
    */
   function ended(call: UpstreamCall, error: unknown, attempts: number): unknown {
-    if (call.degraded !== undefined && isUpstreamOutage(error)) call.degraded.failed = true;
+    // The circuit hears the upstream's answer as it was: a refused key is the upstream answering.
     if (failsCircuit(error, attempts)) circuit.record('failed', describeFailure(error));
     else if (answeredBy(error)) circuit.record('answered');
-    return error;
+    const failure = asFacadeOutage(call, error);
+    if (call.degraded !== undefined && isUpstreamOutage(failure)) call.degraded.failed = true;
+    return failure;
   }
 
   /** Tells the observer and the circuit of a call's failure; returns `error`. */
@@ -153,4 +156,17 @@ export function createRetryingSender(parts: {
 /** A 401: the upstream did not accept the key the attempt was sent with. */
 function isRefusedKey(error: unknown): boolean {
   return error instanceof UpstreamProblemError && error.status === 401;
+}
+
+/**
+ * A call's final failure as its caller meets it. A 401 to a call made with the facade's own key
+ * (not a caller's) is no verdict on the caller: every caller of that environment gets it, until an
+ * operator installs a key the upstream takes. So it is the facade's outage, `credential_refused`:
+ * queries answer a retryable UPSTREAM_UNAVAILABLE instead of telling a caller with a valid token
+ * that its credentials are wrong, a held answer may stand in for it (stale-if-error), and a live
+ * delivery waits and reads again instead of dropping the event as refused to its subscriber.
+ */
+function asFacadeOutage(call: UpstreamCall, error: unknown): unknown {
+  if (call.credentials.configured !== true || !isRefusedKey(error)) return error;
+  return new UpstreamUnavailableError('credential_refused', call.requestId, { cause: error });
 }

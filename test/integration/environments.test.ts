@@ -976,16 +976,25 @@ describe('readiness of every environment', () => {
     expect(await sandboxCaller.json()).toEqual({ data: { customer: { id: 'cus_acme' } } });
   });
 
-  test('answers 503 only when no environment takes its key', async () => {
+  test('stays ready, degraded, when no environment takes its key: the keys are every replica’s', async () => {
     await revokeEmulatorKey(both.emulatorUrl, SANDBOX_KEY);
     expect(await readiness()).toEqual({
-      status: 503,
+      status: 200,
       body: {
-        status: 'unavailable',
+        status: 'degraded',
         environments: {
           sandbox: { reachable: true, reason: 'unauthorized' },
           live: { reachable: true, reason: 'unauthorized' },
         },
+      },
+    });
+    // A monitor's question for one environment says it cannot be served now.
+    expect(await readiness('sandbox')).toEqual({
+      status: 503,
+      body: {
+        status: 'unavailable',
+        environment: 'sandbox',
+        upstream: { reachable: true, reason: 'unauthorized' },
       },
     });
   });

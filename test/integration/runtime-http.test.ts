@@ -149,28 +149,29 @@ describe('health and readiness', () => {
     });
   });
 
-  test('/readyz answers 503 when the upstream cannot be reached, without retrying', async () => {
+  // An upstream outage is every replica's: it is reported, and never takes the replica out.
+  test('/readyz answers 200 degraded when the upstream cannot be reached, asked once without retrying', async () => {
     await stack.resetUpstreamCalls();
     await stack.setFaults({ rules: [{ route: 'GET /v3/capabilities', kind: 'reset', rate: 1 }] });
 
     const response = await fetch(`${stack.facadeUrl}/readyz`);
 
-    expect(response.status).toBe(503);
+    expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
-      status: 'unavailable',
+      status: 'degraded',
       upstream: { reachable: false, reason: 'connection_reset' },
     });
     expect((await stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/capabilities': 1 });
   });
 
-  test('/readyz answers 503 when the upstream returns an error, unreachable as apiStatus says', async () => {
+  test('/readyz answers 200 degraded when the upstream returns an error, unreachable as apiStatus says', async () => {
     await stack.setFaults({ rules: [{ route: 'GET /v3/capabilities', kind: 'request_failed', rate: 1 }] });
 
     const response = await fetch(`${stack.facadeUrl}/readyz`);
 
-    expect(response.status).toBe(503);
+    expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
-      status: 'unavailable',
+      status: 'degraded',
       // A 5xx is no usable answer: unreachable, as apiStatus says too.
       upstream: { reachable: false, reason: 'request_failed' },
     });
@@ -193,12 +194,13 @@ describe('health and readiness', () => {
 describe('with a facade key the upstream refuses', () => {
   const refused = useStack({ env: { UPSTREAM_API_KEY: 'sk_sandbox_revoked', READINESS_CACHE_MS: '0' } });
 
-  test('/readyz answers 503 with the reason', async () => {
+  // The key is every replica's (one Secret): refused, it is reported, and the replica stays in.
+  test('/readyz answers 200 degraded with the reason', async () => {
     const response = await fetch(`${refused.facadeUrl}/readyz`);
 
-    expect(response.status).toBe(503);
+    expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
-      status: 'unavailable',
+      status: 'degraded',
       upstream: { reachable: true, reason: 'unauthorized' },
     });
   });

@@ -2,7 +2,8 @@
  * A 401 on the old key just after a rotation: the upstream client against a plain HTTP server
  * that holds a request until the test has rotated the key, then refuses the old key. The call is
  * sent once more, with the new key and the same Idempotency-Key; a 401 on a key that did not
- * change is the caller's answer, never retried.
+ * change is never retried, and is the facade's outage (`credential_refused`), not the caller's
+ * refusal; a caller's own key refused is that caller's answer.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +13,11 @@ import { PLATFORM_SCOPE } from '../../src/upstream/access.ts';
 import { createUpstreamClient, type UpstreamClient } from '../../src/upstream/client.ts';
 import { createUpstreamContext } from '../../src/upstream/context.ts';
 import type { CurrentKey } from '../../src/upstream/credentials.ts';
-import { UpstreamProblemError } from '../../src/upstream/errors.ts';
+import {
+  refusedCredentialOf,
+  UpstreamProblemError,
+  UpstreamUnavailableError,
+} from '../../src/upstream/errors.ts';
 import { sendEffect } from '../../src/upstream/request.ts';
 
 const OLD_KEY = 'sk_old_key_value';
@@ -111,15 +116,17 @@ describe('a 401 after a rotation', () => {
     }
   });
 
-  test('a 401 on a key that did not change is answered as it is, once', async () => {
+  test('a 401 on a key that did not change is sent once, and is the facade’s outage: credential_refused', async () => {
     seen.length = 0;
     onRequest = (_req, res) => refuse(res);
     const up = createUpstreamContext(client, { apiKey: rotatingKey(), scope: PLATFORM_SCOPE });
     const error = await sendEffect(up, 'POST', '/v3/sandbox/accounts/acc_1/topup', {}).catch(
       (caught: unknown) => caught,
     );
-    expect(error).toBeInstanceOf(UpstreamProblemError);
-    expect((error as UpstreamProblemError).status).toBe(401);
+    // The facade's own key: no verdict on the caller (docs/errors.md, `credential_refused`).
+    expect(error).toBeInstanceOf(UpstreamUnavailableError);
+    expect((error as UpstreamUnavailableError).reason).toBe('credential_refused');
+    expect(refusedCredentialOf(error)?.status).toBe(401);
     expect(seen).toHaveLength(1);
   });
 

@@ -5,6 +5,7 @@
  * then how long the credential holds.
  */
 import type { Authenticator } from '../../auth/authenticate.ts';
+import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { Caller } from '../../auth/caller.ts';
 import type { PlatformEnvironment } from '../../events/event-types.ts';
 import type { Logger } from '../../logger.ts';
@@ -35,6 +36,11 @@ export interface ConnectOptions {
   environments?: readonly PlatformEnvironment[] | undefined;
   /** Told of every refusal by a rate limit, by bucket (metrics); must not throw. */
   onRateLimited?(bucket: RateBucket): void;
+  /**
+   * Verifies a federation gateway's own token (`X-Gateway-Authorization`) a live connection
+   * presents; absent, no connection is a gateway's. Never throws.
+   */
+  verifyGateway?: (header: string | undefined) => Promise<VerifiedGateway | undefined>;
 }
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
@@ -149,6 +155,17 @@ export async function connectCaller(
   const limited = await budgets.spend('ws-connect', budgets.subjectKey(caller, bound));
   if (limited !== undefined) return limited;
   const probe = await options.environmentOf(apiKey, bound);
+  if (probe.outcome === 'refused' && apiKey === undefined) {
+    // The facade's own key, not the caller's: the caller's token is valid, and is told to come back.
+    logger.warn('the upstream refuses the facade’s own key: a live connection was asked to retry', {
+      ...(bound === undefined ? {} : { environment: bound }),
+    });
+    return refuse(
+      'credentials-unavailable',
+      "The upstream refuses this service's own credential now; try again shortly.",
+      { retryAfterSeconds: 5 },
+    );
+  }
   if (probe.outcome === 'refused') {
     return probe.problem.status === 401
       ? refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE)
@@ -160,7 +177,34 @@ export async function connectCaller(
       retryAfterSeconds: 5,
     });
   }
-  return { caller, apiKey, address, environment: probe.discovery.environment };
+  const gateway = await gatewayOf(options, logger, credentials.gatewayAuthorization);
+  return {
+    caller,
+    apiKey,
+    address,
+    environment: probe.discovery.environment,
+    ...(gateway === undefined ? {} : { gateway }),
+  };
+}
+
+/**
+ * The gateway a live connection comes through, when it presents a gateway credential that holds. One
+ * that does not (no gateway role, expired, foreign, unreadable) makes no gateway's connection of it,
+ * and refuses nothing: the caller is who its own token says, under every cap of a direct client.
+ */
+async function gatewayOf(
+  options: ConnectOptions,
+  logger: Logger,
+  header: string | undefined,
+): Promise<VerifiedGateway | undefined> {
+  if (header === undefined || header === '' || options.verifyGateway === undefined) return undefined;
+  const gateway = await options.verifyGateway(header);
+  if (gateway === undefined) {
+    logger.info(
+      'a live connection presented a gateway credential that does not hold: served as a direct client',
+    );
+  }
+  return gateway;
 }
 
 /**

@@ -15,6 +15,7 @@
 import type { DocumentNode, OperationDefinitionNode, OperationTypeNode, ValidationRule } from 'graphql';
 import type { Credentials } from '../../auth/authenticate.ts';
 import type { Caller } from '../../auth/caller.ts';
+import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { PlatformEnvironment } from '../../events/event-types.ts';
 import type { OperationMeasure } from '../../graph/query-limits.ts';
 import type { CallBudget } from '../../upstream/call-budget.ts';
@@ -99,6 +100,13 @@ export interface Connection {
    * key per environment; otherwise its key's, known for live connections only.
    */
   readonly environment?: PlatformEnvironment;
+  /**
+   * A live connection a federation gateway opened, proven by its own token holding the gateway
+   * role: it multiplexes its caller's operations, so no per-connection cap applies to it while the
+   * token holds (until `expiresAt`, ms since the epoch, tolerance included); the caller's own caps
+   * always do.
+   */
+  readonly gateway?: VerifiedGateway;
 }
 
 /** What an adapter reads from its transport to connect. */

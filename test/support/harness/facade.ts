@@ -112,6 +112,9 @@ export function facadeTestEnv(emulatorUrl: string): Record<string, string> {
     // The suite's exact upstream counts describe reads made afresh; the response cache's own tests
     // (test/cache/) switch it on.
     CACHE_ENABLED: 'false',
+    // A test's clients are done with the facade when it closes: no idle connection is waited for
+    // (test/integration/shutdown-keep-alive.test.ts tests the wait itself).
+    SHUTDOWN_IDLE_RELEASE_MS: '0',
   };
 }
 
