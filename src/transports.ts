@@ -87,6 +87,7 @@ export async function createTransports(
     limits: {
       webSocket: config.events.webSocket,
       stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs,
+      callbackUrls: config.edge.callbackUrls,
     },
     door: edge.door,
     schema,
