@@ -1,7 +1,7 @@
 /**
  * Callback subscriptions through the real Hive Gateway CLI: the shipped configuration with its
  * subscriptions to the facade over Apollo's HTTP callback protocol
- * (test/federation/callback-gateway/gateway.config.ts), in front of two facade replicas sharing the
+ * (test/federation/gateway-variants/gateway.config.ts), in front of two facade replicas sharing the
  * run's Redis. The gateway routes `platform` to the first replica; only the second registers a
  * webhook endpoint at the emulator, so every event reaches the subscription through Redis, from the
  * replica that did not receive it, then through the gateway's callback endpoint to the client.
@@ -30,7 +30,7 @@ type Json = any;
 const processes = useProcesses();
 
 /** The gateway's configuration with callback subscriptions. */
-const CALLBACK_GATEWAY_DIR = resolve(import.meta.dirname, 'callback-gateway');
+const CALLBACK_GATEWAY_DIR = resolve(import.meta.dirname, 'gateway-variants');
 
 /** The heartbeat interval the gateway asks for: the facade heartbeats every half of it. */
 const HEARTBEAT_MS = 2_000;
