@@ -124,6 +124,12 @@ export const HTTP_CALLBACK_SUBSCRIPTIONS: LiveTransport = {
         setTimeout(() => stop.abort(), EXPIRY_GRACE_MS).unref();
       });
       running.add(stop);
+      // Before its operation completes: whoever hears it completed finds nothing of it open. Once.
+      const end = (): void => {
+        if (!running.delete(stop)) return;
+        live.close();
+      };
+      let listening: (() => Promise<void>) | undefined;
       try {
         nextOperation += 1;
         const operation = await live.admit(
@@ -135,11 +141,15 @@ export const HTTP_CALLBACK_SUBSCRIPTIONS: LiveTransport = {
           sendRefusal(res, operation);
           return;
         }
-        await run({ res, operation, subscription, parts, sender, stop: stop.signal });
+        listening = await start({ res, operation, subscription, parts, sender, stop: stop.signal, end });
       } finally {
-        running.delete(stop);
-        live.close();
+        if (listening === undefined) end();
       }
+      if (listening === undefined) return;
+      // The gateway's request is answered: what follows holds neither it nor its response.
+      void listening().catch((error: unknown) =>
+        parts.logger.error('a callback subscription failed', { error }),
+      );
     };
 
     parts.routes.use(CALLBACK_TRANSPORT.connects.path, (req, res, next) => {
@@ -227,15 +237,26 @@ interface CallbackRun {
   sender: CallbackSender;
   /** Aborted when the subscription must stop at once (the drain's end, the expiry's grace). */
   stop: AbortSignal;
+  /** Closes the subscription's live side; called once, just before its operation completes. */
+  end: () => void;
 }
 
 /**
- * Checks the callback URL, executes the admitted operation, answers the gateway's POST, then sends
- * every result, heartbeat and the end to the callback URL until the subscription ends. The check
- * comes first, as in Apollo's own implementation: a gateway that does not confirm the subscription
- * costs no upstream call.
+ * Checks the callback URL, executes the admitted operation and answers the gateway's POST; then
+ * answers what sends every result, heartbeat and the end to the callback URL until the
+ * subscription ends (undefined when it ended before it listened). The check comes first, as in
+ * Apollo's own implementation: a gateway that does not confirm the subscription costs no upstream
+ * call.
  */
-async function run({ res, operation, subscription, parts, sender, stop }: CallbackRun): Promise<void> {
+async function start({
+  res,
+  operation,
+  subscription,
+  parts,
+  sender,
+  stop,
+  end,
+}: CallbackRun): Promise<(() => Promise<void>) | undefined> {
   const { target, heartbeatIntervalMs } = subscription;
   const deadlineMs = Math.min(
     parts.limits.stalledWriteTimeoutMs,
@@ -243,10 +264,7 @@ async function run({ res, operation, subscription, parts, sender, stop }: Callba
   );
   const send = (message: CallbackMessage): Promise<Delivery> =>
     sender.send(target, message, deadlineMs, stop);
-  let results: AsyncIterator<ExecutionResult> | undefined;
-  // Stopped from outside (the drain's end, the expiry's grace): the results end, and so does the loop.
-  const stopResults = (): void => void results?.return?.();
-  stop.addEventListener('abort', stopResults, { once: true });
+  let listens = false;
   try {
     const checked = await send({ action: 'check' });
     if (checked !== 'taken') {
@@ -256,7 +274,7 @@ async function run({ res, operation, subscription, parts, sender, stop }: Callba
         res,
         refuse('bad-input', `The callback URL did not confirm the subscription: its check ${why}.`),
       );
-      return;
+      return undefined;
     }
     const result = await parts.execute(operation.args);
     if (!(Symbol.asyncIterator in result)) {
@@ -266,19 +284,51 @@ async function run({ res, operation, subscription, parts, sender, stop }: Callba
         .set(PROTOCOL_HEADER)
         .type('application/json')
         .send(JSON.stringify(formatted(result, parts)));
-      return;
+      return undefined;
     }
-    results = result[Symbol.asyncIterator]();
-    if (stop.aborted) stopResults();
+    const results = result[Symbol.asyncIterator]();
     res.status(200).set(PROTOCOL_HEADER).type('application/json').send('{"data":null}');
     operation.started();
-    const ended = await deliver(results, send, heartbeatIntervalMs / 2, parts);
+    listens = true;
+    return () =>
+      listen({ results, operation, send, quietMs: heartbeatIntervalMs / 2, parts, stop, end, id: target.id });
+  } finally {
+    if (!listens) {
+      end();
+      operation.completed();
+    }
+  }
+}
+
+/** Sends a listening subscription's results until it ends, then completes its operation. */
+async function listen({
+  results,
+  operation,
+  send,
+  quietMs,
+  parts,
+  stop,
+  end,
+  id,
+}: Pick<CallbackRun, 'operation' | 'parts' | 'stop' | 'end'> & {
+  results: AsyncIterator<ExecutionResult>;
+  send: (message: CallbackMessage) => Promise<Delivery>;
+  quietMs: number;
+  id: string;
+}): Promise<void> {
+  // Stopped from outside (the drain's end, the expiry's grace): the results end, and so does the loop.
+  const stopResults = (): void => void results.return?.();
+  stop.addEventListener('abort', stopResults, { once: true });
+  if (stop.aborted) stopResults();
+  try {
+    const ended = await deliver(results, send, quietMs, parts);
     if (ended !== 'complete') {
       await results.return?.();
-      parts.logger.info('a callback subscription ended at its gateway', { delivery: ended, id: target.id });
+      parts.logger.info('a callback subscription ended at its gateway', { delivery: ended, id });
     }
   } finally {
     stop.removeEventListener('abort', stopResults);
+    end();
     operation.completed();
   }
 }
