@@ -63,6 +63,16 @@ export function httpTransport(options: HttpTransportOptions): RequestHandler {
   const rules = httpTransportRules(options.live);
   return async (req, res, next) => {
     try {
+      // A batch's size first, before a single element is read (a lookup each, for a persisted query).
+      const body: unknown = req.body;
+      const tooLarge =
+        req.method === 'POST' && Array.isArray(body)
+          ? batchTooLarge(body.length, options.batchMaxOperations)
+          : undefined;
+      if (tooLarge !== undefined) {
+        sendRefusal(res, tooLarge);
+        return;
+      }
       const { batch, ...ask } = await readHttpRequest(req, options.landingPage, options.persistedQuery);
       const asked = {
         credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
@@ -70,13 +80,10 @@ export function httpTransport(options: HttpTransportOptions): RequestHandler {
         // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
         onQuota: (quota: QuotaState) => res.set(rateLimitHeaders(quota)),
       };
-      const tooLarge =
-        batch === undefined ? undefined : batchTooLarge(batch.length, options.batchMaxOperations);
       const admission =
-        tooLarge ??
-        (batch === undefined
+        batch === undefined
           ? await door.admitRequest({ ...asked, ...ask }, rules)
-          : await door.admitBatch({ ...asked, operations: batch }, rules));
+          : await door.admitBatch({ ...asked, operations: batch }, rules);
       if (isRefusal(admission)) {
         sendRefusal(res, admission);
         return;

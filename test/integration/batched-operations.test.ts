@@ -179,10 +179,19 @@ describe('batches refused whole', () => {
     expect((await stack.upstreamCalls()).total).toBe(0);
   }
 
-  test('a batch of 10,000 operations: 413, one error, nothing run', async () => {
+  test('a batch of 10,000 operations over the body limit (64 KiB): 413, one error, nothing run', async () => {
     steps.length = 0;
     const batch = Array.from({ length: 10_000 }, () => ({ query: NAME }));
     await refusedWhole(await postBatch(stack, batch, await as('acme')), 413, 'BAD_REQUEST');
+    expect(steps).toEqual([]);
+  });
+
+  test('10,000 operations small enough for the body limit (`{}` each): 413 BATCH_TOO_LARGE, nothing read, nothing run', async () => {
+    steps.length = 0;
+    const batch = Array.from({ length: 10_000 }, () => ({}));
+    const answer = await postBatch(stack, batch, await as('acme'));
+    await refusedWhole(answer, 413, 'BATCH_TOO_LARGE');
+    expect(answer.body.errors![0]!.message).toContain('this one holds 10000');
     expect(steps).toEqual([]);
   });
 
