@@ -1,6 +1,6 @@
 /**
  * Apollo Client 4's `BatchHttpLink` through the real Hive Gateway CLI: the shipped configuration
- * refuses a client's batch; with its request batching on
+ * refuses a client's batch (400 `Batching is not supported.`); with its request batching on
  * (test/federation/gateway-variants/gateway.config.ts, `GATEWAY_BATCHING`) the gateway answers the
  * batch itself and sends each operation to the facade on its own, never the batch as one: what
  * reaches the facade is counted here (its operations, with the emulator's counts), and each
@@ -102,5 +102,30 @@ describe('BatchHttpLink through Hive Gateway', () => {
     // acme's two operations each read the customer (a forwarded batch would have read it once).
     expect(facadeRequests).toBe(3);
     expect((await federation.stack.upstreamCalls()).byRoute).toEqual({ 'GET /v3/customers/{customerId}': 2 });
+  });
+
+  test('what the gateway itself answers: a batch without its batching on, one over its limit, ten thousand', async () => {
+    const post = async (url: string, batch: unknown[]) => {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokenFor('acme')}` },
+        body: JSON.stringify(batch),
+      });
+      const body = (await response.json()) as { errors?: { message: string }[] };
+      return { status: response.status, messages: body.errors?.map((error) => error.message) };
+    };
+    const operations = (count: number) => Array.from({ length: count }, () => ({ query: QUERIES[0] }));
+    expect(await post(shipped.url, operations(2))).toEqual({
+      status: 400,
+      messages: ['Batching is not supported.'],
+    });
+    for (const count of [11, 10_000]) {
+      expect(await post(batching.url, operations(count))).toEqual({
+        status: 413,
+        messages: ['Batching is limited to 10 operations per request.'],
+      });
+    }
+    expect(facadeRequests).toBe(0);
+    expect((await federation.stack.upstreamCalls()).total).toBe(0);
   });
 });
