@@ -87,6 +87,7 @@ export async function createTransports(
     limits: {
       webSocket: config.events.webSocket,
       stalledWriteTimeoutMs: config.events.stalledWriteTimeoutMs,
+      callbackUrls: config.edge.callbackUrls,
     },
     door: edge.door,
     schema,
@@ -121,6 +122,7 @@ export async function createTransports(
     landingPage: config.landingPage,
     persistedQuery: executor.persistedQuery,
     live: LIVE_TRANSPORTS.map((transport) => transport.rules.connects),
+    batchMaxOperations: config.edge.batchMaxOperations,
   });
   return { live, apollo: executor.apollo, graphQLOverHttp };
 }

@@ -4,6 +4,7 @@
  * `loadConfig` in `src/config.ts`, which reports every problem at once (see docs/security.md).
  */
 import { EnvReader, type Env, type ReportProblem } from '../env-reader.ts';
+import { parseCallbackPrefixes, type CallbackUrlPrefix } from './callback-urls.ts';
 import { parseClientBudgets, type ClientBudgets } from './client-budgets.ts';
 
 /** Per-window budgets; every bucket shares one window length. */
@@ -56,6 +57,16 @@ export interface EdgeConfig {
    * runs it, logs it and counts it (`graphql_untrusted_operations_total`), for a rollout.
    */
   trustedDocumentsMode: TrustedDocumentsMode;
+  /**
+   * `SUBSCRIPTION_CALLBACK_ALLOWED_URLS`: the URL prefixes callback subscriptions may name (a
+   * gateway's callback endpoint); none by default, so every callback subscription is refused.
+   */
+  callbackUrls: readonly CallbackUrlPrefix[];
+  /**
+   * `HTTP_BATCH_MAX_OPERATIONS`: operations one batched HTTP request (a JSON array) may hold; a
+   * larger batch is refused whole. 0: batches are refused.
+   */
+  batchMaxOperations: number;
 }
 
 /** What the door does with an operation missing from the manifest. */
@@ -75,6 +86,8 @@ export const EDGE_CONFIG_DEFAULTS = {
   // A subscription per resource kind for a few dozen customers; an operator listens with `events`.
   RATE_LIMIT_LIVE_OPERATIONS: 200,
   TRUSTED_DOCUMENTS_MODE: 'enforce',
+  // Apollo Client's BatchHttpLink sends at most ten operations a batch unless told otherwise.
+  HTTP_BATCH_MAX_OPERATIONS: 10,
 } as const;
 
 /**
@@ -152,7 +165,26 @@ export function readEdgeConfig(
       TRUSTED_DOCUMENTS_MODES,
       EDGE_CONFIG_DEFAULTS.TRUSTED_DOCUMENTS_MODE,
     ),
+    callbackUrls: readCallbackUrls(reader),
+    batchMaxOperations: reader.integer(
+      'HTTP_BATCH_MAX_OPERATIONS',
+      EDGE_CONFIG_DEFAULTS.HTTP_BATCH_MAX_OPERATIONS,
+      0,
+      100,
+    ),
   };
+}
+
+/** `SUBSCRIPTION_CALLBACK_ALLOWED_URLS`: comma-separated URL prefixes; unset allows none. */
+function readCallbackUrls(reader: EnvReader): readonly CallbackUrlPrefix[] {
+  const raw = reader.trimmed('SUBSCRIPTION_CALLBACK_ALLOWED_URLS');
+  if (raw === undefined) return [];
+  const parsed = parseCallbackPrefixes(raw);
+  if ('problem' in parsed) {
+    reader.report('SUBSCRIPTION_CALLBACK_ALLOWED_URLS', parsed.problem);
+    return [];
+  }
+  return parsed;
 }
 
 /**

@@ -3,15 +3,20 @@
  * Apollo Server, its executor, reads the same request (a POST's JSON object body, or a GET's URL
  * parameters, each named once), so the door admits the very operation Apollo would run; the
  * request's own text for the rule on anonymous callers; and whether a browser asks for the landing
- * page. What Apollo would refuse as it reads the request (another method, a batch, a parameter
- * given twice, a body that is no object) names no operation here: Apollo answers it, and runs
- * nothing the door did not admit.
+ * page. What Apollo would refuse as it reads the request (another method, a parameter given twice,
+ * a body that is no object) names no operation here: Apollo answers it, and runs nothing the door
+ * did not admit. A batch (a POST of a JSON array) is read element by element, each as a POST body.
  */
 import type { Request } from 'express';
-import type { OperationRequest, RequestToAdmit } from './door/door.ts';
+import type { BatchToAdmit, OperationRequest, RequestToAdmit } from './door/door.ts';
 
-/** The request as the door's `admitRequest` takes it (who is calling is read beside it). */
-export type HttpAsk = Pick<RequestToAdmit, 'request' | 'ownQuery' | 'page'>;
+/**
+ * The request as the door's `admitRequest` takes it (who is calling is read beside it); for a
+ * batch (a POST whose body is a JSON array), each of its operations as `admitBatch` takes them.
+ */
+export type HttpAsk = Pick<RequestToAdmit, 'request' | 'ownQuery' | 'page'> & {
+  batch?: BatchToAdmit['operations'];
+};
 
 /**
  * Reads `req`. `persistedQuery(hash)` is the text Apollo's cache of automatic persisted queries
@@ -23,6 +28,10 @@ export async function readHttpRequest(
   persistedQuery: (sha256Hash: string) => Promise<string | undefined>,
 ): Promise<HttpAsk> {
   const body: unknown = req.body;
+  if (req.method === 'POST' && Array.isArray(body)) {
+    const batch = await Promise.all(body.map((element: unknown) => readOperation(element, persistedQuery)));
+    return { request: undefined, batch };
+  }
   const fromUrl = req.method === 'GET';
   const params = searchParamsOf(req.url);
   // The anonymous rule reads the request's own text, never a stored one: a hash alone is no document.
@@ -33,27 +42,48 @@ export async function readHttpRequest(
     : req.method === 'POST'
       ? operationFromBody(body)
       : undefined;
-  if (read === undefined || !namesAnOperation(read)) {
-    // A batch is read by Apollo only with batching on: never one listed document, so it is asked as one.
-    return { request: req.method === 'POST' && Array.isArray(body) ? {} : undefined, ownQuery, page };
-  }
+  if (read === undefined || !namesAnOperation(read)) return { request: undefined, ownQuery, page };
+  return { request: await withPersistedQuery(read, persistedQuery), ownQuery, page };
+}
+
+/**
+ * One operation of a batch, read as a POST body is: an element that names no operation is asked
+ * as an empty one, which the door refuses for that element alone.
+ */
+async function readOperation(
+  element: unknown,
+  persistedQuery: (sha256Hash: string) => Promise<string | undefined>,
+): Promise<BatchToAdmit['operations'][number]> {
+  const ownQuery = isRecord(element) ? element['query'] : undefined;
+  const read = operationFromBody(element);
+  if (read === undefined || !namesAnOperation(read)) return { request: {}, ownQuery };
+  return { request: await withPersistedQuery(read, persistedQuery), ownQuery };
+}
+
+/** `read` with the text Apollo holds for the automatic persisted query it names, if any. */
+async function withPersistedQuery(
+  read: OperationRequest,
+  persistedQuery: (sha256Hash: string) => Promise<string | undefined>,
+): Promise<OperationRequest> {
   const hash = persistedHashOf(read.extensions);
   const stored =
     typeof read.query === 'string' || hash === undefined ? undefined : await persistedQuery(hash);
-  return { request: stored === undefined ? read : { ...read, persistedQuery: stored }, ownQuery, page };
+  return stored === undefined ? read : { ...read, persistedQuery: stored };
 }
 
 /**
  * Puts the text trusted documents gave for a request's id into the request (the POST body or the
- * GET URL), so Apollo runs the very text the door admitted.
+ * GET URL; the `index`th element of a batch), so Apollo runs the very text the door admitted.
  */
-export function withListedQuery(req: Request, query: string): void {
+export function withListedQuery(req: Request, query: string, index?: number): void {
+  const body: unknown = req.body;
+  const operation: unknown = index === undefined ? body : Array.isArray(body) ? body[index] : undefined;
   if (req.method === 'GET') {
     const parsed = new URL(req.url, 'http://facade.invalid');
     parsed.searchParams.set('query', query);
     req.url = `${parsed.pathname}${parsed.search}`;
-  } else if (isRecord(req.body)) {
-    req.body['query'] = query;
+  } else if (isRecord(operation)) {
+    operation['query'] = query;
   }
 }
 

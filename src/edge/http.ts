@@ -7,15 +7,17 @@
  * admitted to its executor, Apollo Server (`src/http/`). A refusal of the request is answered from
  * the refusal table here; a refusal of its document goes to the executor, which answers it as
  * GraphQL over HTTP answers a document it refuses (and records it), running nothing. None reaches
- * the upstream.
+ * the upstream. A batch (a POST of a JSON array, as Apollo Client's `BatchHttpLink` sends it) is
+ * one call too: its size is checked first, then the door connects once and admits each operation
+ * on its own, and the executor runs the batch.
  */
 import { OperationTypeNode } from 'graphql';
 import type { Request, RequestHandler, Response } from 'express';
-import { rateLimitHeaders } from './client-budgets.ts';
-import type { RequestAdmission, TransportDoor, TransportRules } from './door/door.ts';
+import { rateLimitHeaders, type QuotaState } from './client-budgets.ts';
+import type { BatchAdmission, RequestAdmission, TransportDoor, TransportRules } from './door/door.ts';
 import { readHttpRequest, withListedQuery } from './http-request.ts';
 import { howToReachAny, type HowToConnect } from './live.ts';
-import { httpAnswerOf, isRefusal, type Refusal } from './refusal.ts';
+import { httpAnswerOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /**
  * HTTP serves queries and mutations; a subscription is told where each live transport is, as each
@@ -34,7 +36,11 @@ function httpTransportRules(live: readonly HowToConnect[]): TransportRules {
  * door's refusal of its document, or no operation at all (a page, or a request its executor
  * refuses as it reads it). It runs no operation but the one admitted.
  */
-export type HttpExecutor = (req: Request, res: Response, admission: RequestAdmission) => Promise<void>;
+export type HttpExecutor = (
+  req: Request,
+  res: Response,
+  admission: RequestAdmission | BatchAdmission,
+) => Promise<void>;
 
 export interface HttpTransportOptions {
   door: TransportDoor;
@@ -47,6 +53,8 @@ export interface HttpTransportOptions {
   persistedQuery: (sha256Hash: string) => Promise<string | undefined>;
   /** How a client reaches each live transport, named to one that sends a subscription. */
   live: readonly HowToConnect[];
+  /** `HTTP_BATCH_MAX_OPERATIONS`: operations one batched request may hold (0: batches are refused). */
+  batchMaxOperations: number;
 }
 
 /** The handler of `/graphql` over HTTP: mount after CORS and the JSON body parser. */
@@ -55,26 +63,58 @@ export function httpTransport(options: HttpTransportOptions): RequestHandler {
   const rules = httpTransportRules(options.live);
   return async (req, res, next) => {
     try {
-      const admission = await door.admitRequest(
-        {
-          credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
-          address: options.addressOf(req),
-          ...(await readHttpRequest(req, options.landingPage, options.persistedQuery)),
-          // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
-          onQuota: (quota) => res.set(rateLimitHeaders(quota)),
-        },
-        rules,
-      );
+      // A batch's size first, before a single element is read (a lookup each, for a persisted query).
+      const body: unknown = req.body;
+      const tooLarge =
+        req.method === 'POST' && Array.isArray(body)
+          ? batchTooLarge(body.length, options.batchMaxOperations)
+          : undefined;
+      if (tooLarge !== undefined) {
+        sendRefusal(res, tooLarge);
+        return;
+      }
+      const { batch, ...ask } = await readHttpRequest(req, options.landingPage, options.persistedQuery);
+      const asked = {
+        credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
+        address: options.addressOf(req),
+        // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
+        onQuota: (quota: QuotaState) => res.set(rateLimitHeaders(quota)),
+      };
+      const admission =
+        batch === undefined
+          ? await door.admitRequest({ ...asked, ...ask }, rules)
+          : await door.admitBatch({ ...asked, operations: batch }, rules);
       if (isRefusal(admission)) {
         sendRefusal(res, admission);
         return;
       }
-      if (admission.listed && admission.query !== undefined) withListedQuery(req, admission.query);
+      const operations = 'operations' in admission ? admission.operations : [admission];
+      operations.forEach(({ listed, query }, index) => {
+        if (listed && query !== undefined)
+          withListedQuery(req, query, batch === undefined ? undefined : index);
+      });
       await options.execute(req, res, admission);
     } catch (error) {
       next(error);
     }
   };
+}
+
+/**
+ * Why a batch of `size` operations is refused whole, before anyone is asked who sent it (so a
+ * batch of ten thousand costs a count): larger than `max`, or batches are off (`max` 0), or empty.
+ */
+function batchTooLarge(size: number, max: number): Refusal | undefined {
+  if (max === 0) {
+    return refuse('batch-too-large', 'Batched operations are off: send one operation per request.');
+  }
+  if (size === 0) return refuse('parse-failed', 'The batch holds no operation: send at least one.');
+  if (size <= max) return undefined;
+  return refuse(
+    'batch-too-large',
+    `A batch may hold at most ${max} operations; this one holds ${size}: send it in smaller batches.`,
+    { extensions: { maxOperations: max } },
+  );
 }
 
 /** Answers `res` with the refusal table's status, headers and body. */

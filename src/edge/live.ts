@@ -21,6 +21,7 @@ import {
 import type { WebSocketLimits } from '../events/config.ts';
 import type { LiveSessions } from '../events/delivery/live-sessions.ts';
 import type { Logger } from '../logger.ts';
+import type { CallbackUrlPrefix } from './callback-urls.ts';
 import type { Door, TransportDoor, TransportRules } from './door/door.ts';
 import {
   createLiveConnections,
@@ -44,8 +45,11 @@ export interface HowToConnect {
   readonly accept?: string;
   /** A word on who speaks it: `Apollo Client's HttpLink does`. */
   readonly note?: string;
-  /** The wire: a WebSocket, or one streamed HTTP response per subscription. */
-  readonly wire: 'websocket' | 'http-stream';
+  /**
+   * The wire: a WebSocket, one streamed HTTP response per subscription, or requests the facade
+   * sends to a callback URL the subscription names.
+   */
+  readonly wire: 'websocket' | 'http-stream' | 'http-callback';
 }
 
 /** The rules of a live transport, and how a client reaches it. */
@@ -93,6 +97,8 @@ export type LiveExecute = (
 export interface LiveTransportLimits extends LiveWriteLimits {
   /** graphql-ws's limits (`GRAPHQL_WS_*`). */
   readonly webSocket: WebSocketLimits;
+  /** Where callback subscriptions may be sent (`SUBSCRIPTION_CALLBACK_ALLOWED_URLS`; none: nowhere). */
+  readonly callbackUrls: readonly CallbackUrlPrefix[];
 }
 
 /** What every live transport is given when it is attached: the same parts for each. */

@@ -43,6 +43,8 @@ export type RefusalReason =
   | 'bad-input'
   /** The operation type is not served over this transport (a subscription over HTTP ...). */
   | 'wrong-transport'
+  /** A batched request holds more operations than one request may (`HTTP_BATCH_MAX_OPERATIONS`). */
+  | 'batch-too-large'
   /** The connection is not open any more (the socket is closing); nothing more runs on it. */
   | 'connection-closing'
   /** The server is shutting down. */
@@ -145,6 +147,7 @@ export const REFUSALS: Readonly<Record<RefusalReason, RefusalRow>> = {
   'validation-failed': row('GRAPHQL_VALIDATION_FAILED', 400, 'error', CloseCode.BadRequest, 'Bad request'),
   'bad-input': row('BAD_USER_INPUT', 400, 'error', CloseCode.BadRequest, 'Bad request'),
   'wrong-transport': row('BAD_REQUEST', 400, 'error', CloseCode.BadRequest, 'Bad request'),
+  'batch-too-large': row('BATCH_TOO_LARGE', 413, 'error', CloseCode.BadRequest, 'Bad request'),
   'connection-closing': row('UNAUTHENTICATED', 401, 'error', CloseCode.Unauthorized, 'Connection closing'),
   'shutting-down': row('SHUTTING_DOWN', 503, 'close', GOING_AWAY, 'Server shutting down', {
     'retry-after': '5',

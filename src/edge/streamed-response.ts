@@ -229,7 +229,10 @@ async function stream(
 }
 
 /** The same formatting as HTTP and graphql-ws: no internal message leaks here either. */
-function formatted(result: ExecutionResult, parts: LiveTransportParts): FormattedResult {
+export function formatted(
+  result: ExecutionResult,
+  parts: Pick<LiveTransportParts, 'formatError'>,
+): FormattedResult {
   if (result.errors === undefined) return result;
   return { ...result, errors: result.errors.map((error) => parts.formatError(error.toJSON(), error)) };
 }
@@ -279,7 +282,7 @@ function once(result: ExecutionResult): AsyncIterator<ExecutionResult> {
  * and `extensions` in the URL (the last two as JSON), or a POST's JSON body (which may name a
  * trusted document by `documentId` instead). The door refuses a request that names no operation.
  */
-function operationRequestOf(req: Request): OperationRequest | Refusal {
+export function operationRequestOf(req: Request): OperationRequest | Refusal {
   let params: Record<string, unknown>;
   if (req.method === 'GET') {
     const search = new URLSearchParams(req.originalUrl.split('?', 2)[1] ?? '');

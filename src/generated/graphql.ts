@@ -2132,7 +2132,9 @@ export type StatusReasonActor =
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2178,7 +2180,9 @@ export type Subscription = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2201,7 +2205,9 @@ export type SubscriptionAccountChangedArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2223,7 +2229,9 @@ export type SubscriptionCapabilityChangedArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2245,7 +2253,9 @@ export type SubscriptionCustomerChangedArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2266,7 +2276,9 @@ export type SubscriptionDocumentChangedArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2289,7 +2301,9 @@ export type SubscriptionEventsArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2311,7 +2325,9 @@ export type SubscriptionRelatedPartyChangedArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the
@@ -2333,7 +2349,9 @@ export type SubscriptionRuleChangedArgs = {
  * Live changes, on the same port as HTTP, over every live transport: the graphql-ws protocol
  * (WebSocket) at `/graphql`; Apollo's multipart protocol at `/graphql` with
  * `Accept: multipart/mixed;subscriptionSpec=1.0`; Server-Sent Events at `/graphql/stream` with
- * `Accept: text/event-stream`. Each authenticates like HTTP: a bearer token (`Authorization`, in
+ * `Accept: text/event-stream`; Apollo's HTTP callback protocol at `/graphql` with
+ * `Accept: application/json;callbackSpec=1.0`. The last is a gateway's: each result is sent to the
+ * callback URL it names, which must be one the facade is configured to call. Each authenticates like HTTP: a bearer token (`Authorization`, in
  * graphql-ws's `connectionParams` or on the request), or a caller's own platform key where the facade
  * allows one; a request with neither is refused, never served on the facade's own key. A subscriber receives only what its credentials
  * may read, and only events of its key's environment. Each event carries the resource as it is now, read with the

@@ -18,7 +18,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { HTTPGraphQLRequest } from '@apollo/server';
 import { GraphQLError } from 'graphql';
-import type { RequestAdmission, StepRefusal } from '../edge/door/door.ts';
+import type { OperationAdmission, StepRefusal } from '../edge/door/door.ts';
 import { isRefusal, REFUSALS } from '../edge/refusal.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { capCallBudget } from '../upstream/call-budget.ts';
@@ -26,13 +26,16 @@ import type { RequestHooksOf } from './request-hooks.ts';
 
 /** The door's admissions of the HTTP requests Apollo is running, and the hooks that read them. */
 export interface AdmittedOperations {
-  /** Registers the door's admission of one request, as Apollo will see it (`request.http`). */
-  readonly admit: (request: HTTPGraphQLRequest, admission: RequestAdmission) => void;
+  /**
+   * Registers the door's admission of one operation, as Apollo will see its request
+   * (`request.http`: one per request, or one per operation of a batch).
+   */
+  readonly admit: (request: HTTPGraphQLRequest, admission: OperationAdmission) => void;
   readonly hooks: RequestHooksOf<GraphContext>;
 }
 
 export function createAdmittedOperations(): AdmittedOperations {
-  const admissions = new WeakMap<HTTPGraphQLRequest, RequestAdmission>();
+  const admissions = new WeakMap<HTTPGraphQLRequest, OperationAdmission>();
   return {
     admit: (request, admission) => void admissions.set(request, admission),
     hooks({ request }) {

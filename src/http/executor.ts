@@ -36,9 +36,10 @@ export async function createHttpExecutor(options: HttpExecutorOptions): Promise<
   const apollo = await createApolloServer({ ...options, admitted });
   const execute = createGraphQLHandler(apollo, {
     admit: admitted.admit,
-    context: async ({ req, res, admission }) =>
+    context: async ({ req, res, connection, readCache }) =>
       options.createContext({
-        connection: admission.connection,
+        connection,
+        readCache,
         requestId: res.locals.requestId as string,
         facadeRequestId: res.locals.facadeRequestId as string,
         callerRequestId: res.locals.callerRequestId as string | undefined,

@@ -12,17 +12,30 @@
  */
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
 import type { Request, Response } from 'express';
-import type { RequestAdmission } from '../edge/door/door.ts';
+import type { Connection, OperationAdmission } from '../edge/door/door.ts';
 import type { HttpExecutor } from '../edge/http.ts';
+import type { SharedReadCache } from '../upstream/client.ts';
+import { executeBatch } from './batch.ts';
 
 export interface GraphQLHandlerOptions<TContext extends BaseContext> {
-  /** Builds the context of one operation; throwing answers the request with Apollo's error. */
-  context: (args: { req: Request; res: Response; admission: RequestAdmission }) => Promise<TContext>;
-  /** Hands the door's admission of the request to Apollo's hooks. */
-  admit(request: HTTPGraphQLRequest, admission: RequestAdmission): void;
+  /**
+   * Builds the context of one operation of `connection`; throwing answers the request with
+   * Apollo's error. `readCache`: the upstream reads the operations of one batch share.
+   */
+  context: (args: {
+    req: Request;
+    res: Response;
+    connection: Connection;
+    readCache?: SharedReadCache | undefined;
+  }) => Promise<TContext>;
+  /** Hands the door's admission of one operation to Apollo's hooks. */
+  admit: (request: HTTPGraphQLRequest, admission: OperationAdmission) => void;
 }
 
-/** The executor running `server` (started) for the requests the door admitted at the path it serves. */
+/**
+ * The executor running `server` (started) for the requests the door admitted at the path it
+ * serves: one operation, or a batch (`batch.ts`).
+ */
 export function createGraphQLHandler<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
   options: GraphQLHandlerOptions<TContext>,
@@ -40,6 +53,13 @@ export function createGraphQLHandler<TContext extends BaseContext>(
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
     }
+    const { connection } = admission;
+    if ('operations' in admission) {
+      const context = (of: Connection, readCache: SharedReadCache) =>
+        options.context({ req, res, connection: of, readCache });
+      await executeBatch({ server, headers, context, admit: options.admit }, req, res, admission);
+      return;
+    }
     const httpGraphQLRequest: HTTPGraphQLRequest = {
       method: req.method.toUpperCase(),
       headers,
@@ -49,7 +69,7 @@ export function createGraphQLHandler<TContext extends BaseContext>(
     options.admit(httpGraphQLRequest, admission);
     const answer = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest,
-      context: () => options.context({ req, res, admission }),
+      context: () => options.context({ req, res, connection }),
     });
     for (const [name, value] of answer.headers) res.setHeader(name, value);
     res.statusCode = answer.status ?? 200;

@@ -1,17 +1,29 @@
 /**
- * One admission order, one executor of it: every transport (HTTP, graphql-ws, SSE, multipart)
- * takes the door's steps as src/edge/door/door.ts declares them (`ADMISSION_ORDER`), run by the
- * door itself, HTTP included (Apollo Server executes what the door admitted, and words a refused
+ * One admission order, one executor of it: every transport (HTTP, graphql-ws, SSE, multipart, the
+ * HTTP callback protocol) takes the door's steps as src/edge/door/door.ts declares them
+ * (`ADMISSION_ORDER`), run by the door itself, HTTP included (Apollo Server executes what the door admitted, and words a refused
  * document with the door's options). Each step reports itself through `app.lifecycle`
  * (`admissionStep`); each transport's record is pinned to the declared list, and a document over a
  * parse or a validation limit reads the same over HTTP (Apollo's words) as over SSE (the door's own).
  */
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { admissionStepsOf } from '../../src/edge/door/door.ts';
+import {
+  callbackExtension,
+  startCallbackReceiver,
+  subscribeByCallback,
+  UNKNOWN,
+} from '../support/harness/callback-receiver.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { tokenFor } from '../support/tokens.ts';
 
-const stack = useStack({ env: { WEBHOOK_REGISTER: 'true' } });
+/** A gateway's callback endpoint the facade may call (the callback protocol's subscriptions). */
+const gateway = await startCallbackReceiver();
+afterAll(() => gateway.close());
+
+const stack = useStack({
+  env: { WEBHOOK_REGISTER: 'true', SUBSCRIPTION_CALLBACK_ALLOWED_URLS: `${gateway.url}/callback/` },
+});
 
 const SUBSCRIPTION = `subscription { accountChanged(customerId: "cus_acme", accountId: "acc_acme_eth") { eventId } }`;
 
@@ -133,6 +145,29 @@ describe('the door’s one admission order', () => {
     expect(response?.status).toBe(200);
     expect(overMultipart).toEqual(admissionStepsOf('live'));
     abort.abort();
+    await stack.subscriptionsCompleted(1);
+  });
+
+  test('the HTTP callback protocol takes the declared steps of a live connection', async () => {
+    let status: number | undefined;
+    const overCallback = await stepsOf(async () => {
+      status = (
+        await subscribeByCallback(
+          stack.graphqlUrl,
+          await operator(),
+          SUBSCRIPTION,
+          callbackExtension(gateway.url),
+        )
+      ).status;
+      await stack.subscriptionsStarted(1);
+    });
+    expect(status).toBe(200);
+    expect(overCallback).toEqual(admissionStepsOf('live'));
+    // The gateway forgets it at the next event: the facade's side ends.
+    gateway.answerWith(UNKNOWN);
+    await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
+      body: { amount: '1.00', currency: 'USDC' },
+    });
     await stack.subscriptionsCompleted(1);
   });
 

@@ -7,12 +7,13 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateKeyPair, SignJWT } from 'jose';
 import WsClient from 'ws';
 import type { HowToConnect, LiveTransport } from '../../src/edge/live.ts';
 import { LIVE_TRANSPORTS } from '../../src/edge/live-transports.ts';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
+import { callbackExtension, startCallbackReceiver } from '../support/harness/callback-receiver.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import type { Stack } from '../support/harness/stack.ts';
@@ -27,6 +28,12 @@ import {
 } from '../support/tokens.ts';
 
 const ALLOWED_ORIGIN = 'https://app.example.com';
+/**
+ * A gateway's callback endpoint, which the facade may call: only a subscription refused as it
+ * starts (another customer's) gets as far as its `check`, which it takes.
+ */
+const gateway = await startCallbackReceiver();
+afterAll(() => gateway.close());
 const CUSTOMER = '{ customer(id: "cus_acme") { id } }';
 const WATCH = 'subscription Watch { accountChanged(customerId: "cus_acme") { accountId } }';
 /** Another customer's changes after a cursor far ahead of the log: the scope refuses it before the cursor is judged. */
@@ -146,6 +153,28 @@ async function streamRefused(
   return { status: response.status, code: body.errors?.[0]?.extensions?.code };
 }
 
+/**
+ * A subscription the door refuses over a live transport that answers at a callback URL, sent as a
+ * gateway sends it (`how`'s `Accept`, `extensions.subscription` naming the gateway's callback
+ * endpoint): the status and the first error's code.
+ */
+async function callbackRefused(
+  stack: Stack,
+  how: HowToConnect,
+  credentials: Credentials,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<HttpAnswer> {
+  const subscription = callbackExtension(gateway.url);
+  const response = await fetch(`${stack.facadeUrl}${how.path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: how.accept ?? '', ...lowerCased(credentials) },
+    body: JSON.stringify({ query, variables, extensions: { subscription } }),
+  });
+  const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
+  return { status: response.status, code: body.errors?.[0]?.extensions?.code };
+}
+
 /** The first part of a multipart stream that is no heartbeat, as `{ errors }`. */
 function firstMultipartMessage(text: string): string {
   for (const match of text.matchAll(/\r\n\r\n(\{.*\})\r\n/g)) {
@@ -209,6 +238,10 @@ async function liveAnswer(
   { live, expected }: RefusalCase,
 ): Promise<WsAnswer | HttpAnswer> {
   const how = transport.rules.connects;
+  if (how.wire === 'http-callback') {
+    if (live === 'a page of another origin') return preflightRefused(stack, how.path);
+    return callbackRefused(stack, how, await live.as(), live.query, live.variables);
+  }
   if (how.wire === 'http-stream') {
     if (live === 'a page of another origin') return preflightRefused(stack, how.path);
     return streamRefused(stack, how, await live.as(), live.query, live.variables);
@@ -399,7 +432,14 @@ const admissionCases: RefusalCase[] = [
 
 describe('every admission refusal, over HTTP and every live transport', () => {
   const stack = useStack({
-    env: { CORS_ORIGINS: ALLOWED_ORIGIN, QUERY_MAX_COST: '50', QUERY_MAX_TOKENS: '100' },
+    env: {
+      CORS_ORIGINS: ALLOWED_ORIGIN,
+      QUERY_MAX_COST: '50',
+      QUERY_MAX_TOKENS: '100',
+      SUBSCRIPTION_CALLBACK_ALLOWED_URLS: `${gateway.url}/callback/`,
+      // Each bad credential is tried once per transport from one address: room for every transport.
+      RATE_LIMIT_FAILED_AUTH: '100',
+    },
   });
 
   test('warm-up: the facade key’s environment is learnt once', async () => {

@@ -13,12 +13,20 @@ import { request as httpRequest } from 'node:http';
 import { generateWebhookSecret, signWebhook } from '../../emulator/webhooks/signature.ts';
 import { generateSigningKey } from '../../dev-issuer/index.ts';
 import { revokeEmulatorKey } from '../../scripts/key-rotation.ts';
+import {
+  callbackExtension,
+  startCallbackReceiver,
+  subscribeByCallback,
+  UNKNOWN,
+  type CallbackReceiver,
+} from '../support/harness/callback-receiver.ts';
 import { LIVE_KEY, SANDBOX_KEY } from '../support/harness/emulator.ts';
 import { postSignedEvent, upstreamEvent } from '../support/harness/events.ts';
 import { connectLive } from '../support/harness/live-client.ts';
 import { openMultipartStream } from '../support/harness/multipart-stream.ts';
 import { openSseStream } from '../support/harness/sse-stream.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
+import { liveGauges } from '../support/harness/stalled-readers.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
 
@@ -33,6 +41,8 @@ const EVENTS = 'subscription { events { eventId cursor customerId } }';
 let issuer: DevIssuer;
 let signingKey: JWK;
 let stack: Stack;
+/** A gateway's callback endpoint, which the facade may call (callback subscriptions). */
+let gateway: CallbackReceiver;
 
 /** A facade holding a key per environment, its callers' tokens from the run's issuer. */
 const bothEnvironments = () => ({
@@ -57,10 +67,12 @@ beforeAll(async () => {
       { clientId: 'unbound-ops', clientSecret: 'unbound-ops-secret', roles: ['operator'] },
     ],
   });
+  gateway = await startCallbackReceiver();
   stack = await startStack({
     redis: true,
     env: {
       ...bothEnvironments(),
+      SUBSCRIPTION_CALLBACK_ALLOWED_URLS: `${gateway.url}/callback/`,
       WEBHOOK_REGISTER: 'true',
       WEBHOOK_SECRETS_SANDBOX: SANDBOX_SECRET,
       WEBHOOK_SECRETS_LIVE: LIVE_SECRET,
@@ -72,6 +84,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.close();
+  await gateway?.close();
   await issuer?.close();
 });
 
@@ -773,6 +786,121 @@ describe('one facade, sandbox and live callers', () => {
     liveOnWs.stop();
     resumed.stop();
     await Promise.all([sandboxWs.dispose(), liveWs.dispose()]);
+  });
+
+  test('a batch keeps to its caller’s environment: each operation read with that key, a sandbox write refused to a live caller', async () => {
+    const TOP_UP = 'mutation ($input: SandboxTopUpInput!) { sandboxTopUp(input: $input) { topUp { id } } }';
+    const batchOf = async (token: string, operations: unknown[]) => {
+      const response = await fetch(stack.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify(operations),
+      });
+      expect(response.status).toBe(200);
+      // Answers are asserted field by field; a loose type keeps the test readable.
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      return (await response.json()) as any[];
+    };
+    const live = await batchOf(await tokenOf('live-ops'), [
+      { query: CUSTOMERS },
+      { query: STATUS },
+      {
+        query: TOP_UP,
+        variables: {
+          input: {
+            accountId: 'acc_ada_polygon',
+            amount: '1.00',
+            currency: 'USDC',
+            idempotencyKey: `b-${Date.now()}`,
+          },
+        },
+      },
+    ]);
+    expect(idsOf(live[0].data)).toEqual(LIVE_CUSTOMERS);
+    expect(live[1].data.apiStatus).toMatchObject({ environment: 'live', callerEnvironment: 'live' });
+    expect(live[2].errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // Every call the batch made was sent with the live key; the refused write made none.
+    expect(Object.keys(await stack.emulator.upstreamCallsByKey())).toEqual(['live-read-write']);
+
+    const sandbox = await batchOf(await tokenOf('sandbox-ops'), [{ query: CUSTOMERS }, { query: STATUS }]);
+    // The sandbox holds customers earlier tests created too; never the live one.
+    expect(idsOf(sandbox[0].data)).toEqual(expect.arrayContaining(SANDBOX_CUSTOMERS));
+    expect(idsOf(sandbox[0].data)).not.toContain(LIVE_CUSTOMERS[0]);
+    expect(sandbox[1].data.apiStatus).toMatchObject({ callerEnvironment: 'sandbox' });
+  });
+
+  test('a callback subscription hears only its caller’s environment, each cursor naming it', async () => {
+    gateway.received.length = 0;
+    const subscriptions = {
+      sandbox: callbackExtension(gateway.url),
+      live: callbackExtension(gateway.url),
+    };
+    for (const environment of ['sandbox', 'live'] as const) {
+      const answer = await subscribeByCallback(
+        stack.graphqlUrl,
+        { authorization: `Bearer ${await tokenOf(`${environment}-ops`)}` },
+        EVENTS,
+        subscriptions[environment],
+      );
+      expect(answer.status).toBe(200);
+    }
+    const heardBy = (environment: 'sandbox' | 'live') =>
+      gateway.received
+        .filter((request) => request.body.id === subscriptions[environment].subscriptionId)
+        .filter((request) => request.body.action === 'next')
+        .map((request) => ({
+          ...(request.body.payload?.data as { events: { eventId: string; customerId: string } }).events,
+          cursor: request.body.payload?.extensions?.cursor ?? '',
+        }));
+    const event = (environment: 'sandbox' | 'live') =>
+      upstreamEvent({
+        type: 'account.updated',
+        environment,
+        customerId: environment === 'live' ? 'cus_live_northwind' : 'cus_acme',
+        resourceType: 'account',
+        resourceId: environment === 'live' ? 'acc_live_northwind_eth' : 'acc_acme_eth',
+      });
+    // Two rounds of one event per environment: anything crossing over would arrive before the second.
+    for (let round = 0; round < 2; round += 1) {
+      const sent = { sandbox: event('sandbox'), live: event('live') };
+      for (const [environment, secret] of [
+        ['sandbox', SANDBOX_SECRET],
+        ['live', LIVE_SECRET],
+      ] as const) {
+        const posted = await postSignedEvent(
+          `${stack.facadeUrl}/webhooks/platform/${environment}`,
+          secret,
+          sent[environment],
+        );
+        expect(posted.status).toBe(200);
+      }
+      await waitFor(
+        () =>
+          heardBy('sandbox').some((heard) => heard.eventId === sent.sandbox.id) &&
+          heardBy('live').some((heard) => heard.eventId === sent.live.id),
+        'each callback subscription to hear its environment’s event',
+      );
+    }
+    expect([...new Set(heardBy('sandbox').map((heard) => heard.customerId))]).toEqual(['cus_acme']);
+    expect([...new Set(heardBy('live').map((heard) => heard.customerId))]).toEqual(['cus_live_northwind']);
+    expect(heardBy('sandbox').filter((heard) => !/^sandbox~\d+-\d+$/.test(heard.cursor))).toEqual([]);
+    expect(heardBy('live').filter((heard) => !/^live~\d+-\d+$/.test(heard.cursor))).toEqual([]);
+    // The gateway forgets both: each ends at its next heartbeat or event.
+    gateway.answerWith(UNKNOWN);
+    for (const environment of ['sandbox', 'live'] as const) {
+      await postSignedEvent(
+        `${stack.facadeUrl}/webhooks/platform/${environment}`,
+        environment === 'live' ? LIVE_SECRET : SANDBOX_SECRET,
+        event(environment),
+      );
+    }
+    let running = -1;
+    await waitFor(
+      () => running === 0,
+      'both callback subscriptions to end',
+      undefined,
+      async () => void (running = (await liveGauges(stack, 'callback')).subscriptions),
+    );
   });
 
   test('an expired cursor is answered in the caller’s environment’s form', async () => {

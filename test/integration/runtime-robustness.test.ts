@@ -88,7 +88,6 @@ describe('query limits', () => {
 
 describe('malformed requests', () => {
   test.each([
-    ['a JSON array (batching is off)', '[]', 'Operation batching disabled.'],
     ['a query that is not a string', '{"query": 1}', 'GraphQL queries must be strings.'],
     [
       'variables that are not an object',

@@ -26,6 +26,8 @@ describe('readEdgeConfig', () => {
         },
         trustedDocumentsPath: undefined,
         trustedDocumentsMode: 'enforce',
+        callbackUrls: [],
+        batchMaxOperations: 10,
       },
     });
     expect(EDGE_CONFIG_DEFAULTS.RATE_LIMIT_REQUESTS).toBe(600);
@@ -44,6 +46,8 @@ describe('readEdgeConfig', () => {
       RATE_LIMIT_SUBSCRIPTIONS: '9',
       TRUSTED_DOCUMENTS: ' /etc/facade/manifest.json ',
       TRUSTED_DOCUMENTS_MODE: 'log-only',
+      SUBSCRIPTION_CALLBACK_ALLOWED_URLS: 'https://gateway.internal/callback, http://10.0.0.7:4000/callback/',
+      HTTP_BATCH_MAX_OPERATIONS: '25',
     });
     expect(problems).toEqual([]);
     expect(config).toEqual({
@@ -61,6 +65,11 @@ describe('readEdgeConfig', () => {
       },
       trustedDocumentsPath: '/etc/facade/manifest.json',
       trustedDocumentsMode: 'log-only',
+      callbackUrls: [
+        { origin: 'https://gateway.internal', path: '/callback/' },
+        { origin: 'http://10.0.0.7:4000', path: '/callback/' },
+      ],
+      batchMaxOperations: 25,
     });
   });
 

@@ -11,13 +11,7 @@ import { createQueryLimitsRules } from '../../graph/query-limits.ts';
 import type { Logger } from '../../logger.ts';
 import { checkOrigin } from '../origin.ts';
 import { isRefusal, refuse, type Refusal } from '../refusal.ts';
-import {
-  connectCaller,
-  createDoorBudgets,
-  createExpiry,
-  refuseAnonymous,
-  type ConnectOptions,
-} from './connect.ts';
+import { connectCaller, createDoorBudgets, createExpiry, type ConnectOptions } from './connect.ts';
 import { createDocumentSteps, type ParsedDocument } from './documents.ts';
 import {
   admissionStepsOf,
@@ -34,6 +28,7 @@ import {
 } from './door.ts';
 import { createEventCallPools, createOperationHolds } from './holds.ts';
 import { checkOperationOf, type OperationCheckOptions } from './operation-checks.ts';
+import { createRequestAdmissions } from './requests.ts';
 import { trustedQueryOf, type TrustedDocumentOptions } from './trusted.ts';
 
 /** Options of {@link createDoor}. */
@@ -55,7 +50,7 @@ export interface DoorOptions extends ConnectOptions, TrustedDocumentOptions, Ope
 }
 
 /** One operation's admission under way: what its steps read, and what each leaves for the next. */
-interface Admission {
+export interface Admission {
   readonly kind: ConnectRequest['kind'];
   readonly transport: TransportRules;
   readonly connection: Connection;
@@ -124,33 +119,7 @@ export function createDoor(options: DoorOptions): Door {
     checkOrigin: (origin, host) => checkOrigin(origin, host, options.allowedOrigins),
     connect,
 
-    async admitRequest(ask, transport) {
-      const connected = await connect({
-        credentials: ask.credentials,
-        address: ask.address,
-        kind: 'request',
-      });
-      const connection = isRefusal(connected)
-        ? connected
-        : (refuseAnonymous(connected, ask, options.publicIntrospection) ?? connected);
-      if (isRefusal(connection)) return { ...connection, step: 'connect' };
-      const admission: Admission = {
-        kind: 'request',
-        transport,
-        connection,
-        request: ask.request ?? {},
-        onQuota: ask.onQuota,
-        listed: false,
-      };
-      // A request that names no operation spends its budget; its executor answers it, running nothing.
-      const named = ask.request !== undefined;
-      const refusal = await run(admission, 'connect', named ? 'operation-checks' : 'operation-budget');
-      // A refusal of the request itself (its budget, its trusted document) is the adapter's to answer.
-      if (refusal !== undefined && !concernsDocument(refusal.step)) return refusal;
-      const { query, listed } = admission;
-      if (!named) return { connection, operation: undefined, query, listed };
-      return { connection, operation: refusal ?? stepInput(admission.admitted), query, listed };
-    },
+    ...createRequestAdmissions({ connect, run, publicIntrospection: options.publicIntrospection }),
 
     async admit(connection, request, transport) {
       const admission: Admission = { kind: 'live', transport, connection, request, listed: false };
@@ -163,11 +132,6 @@ export function createDoor(options: DoorOptions): Door {
     expiresAt: expiry.expiresAt,
     ...createEventCallPools(options.maxCallsPerOperation, now, callerKey),
   };
-}
-
-/** Whether a refusal at `step` is about the document (from `parse` on) rather than the request. */
-function concernsDocument(step: DoorStep): boolean {
-  return step === 'parse' || step === 'validate' || step === 'operation-checks';
 }
 
 /** The steps after `connect`, each reading what the ones before it left. */

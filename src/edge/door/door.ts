@@ -19,9 +19,9 @@ import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { PlatformEnvironment } from '../../events/event-types.ts';
 import type { OperationMeasure } from '../../graph/query-limits.ts';
 import type { CallBudget } from '../../upstream/call-budget.ts';
-import type { QuotaState } from '../client-budgets.ts';
 import type { Refusal } from '../refusal.ts';
 import type { TrustedDocumentRequest } from '../trusted-documents.ts';
+import type { BatchAdmission, BatchToAdmit, RequestAdmission, RequestToAdmit } from './requests.ts';
 
 /**
  * The door's steps, in the one order every transport takes them. `on`: which connections take the
@@ -155,32 +155,14 @@ export interface StepRefusal extends Refusal {
   readonly document?: DocumentNode;
 }
 
-/** One request of a transport that carries one operation per request (HTTP), as its adapter reads it. */
-export interface RequestToAdmit extends Omit<ConnectRequest, 'kind'> {
-  /** The operation it names; undefined when it names none (its executor answers it, and runs nothing). */
-  request: OperationRequest | undefined;
-  /** The request's own document text as sent, read by the rule for anonymous callers. */
-  ownQuery?: unknown;
-  /** It asks for the landing page, which holds no data: an anonymous caller may have it. */
-  page?: boolean;
-  /** Told what is left of the operation budget it spent (the RateLimit header fields). */
-  onQuota?: ((quota: QuotaState) => void) | undefined;
-}
-
-/**
- * A request the door let in: who sent it, and its operation's verdict. A refusal of the operation
- * (from `parse` on) is the operation's, not the request's: the adapter hands it to its executor,
- * which answers it as it answers an operation it refuses, and runs nothing.
- */
-export interface RequestAdmission {
-  readonly connection: Connection;
-  /** Admitted, refused from `parse` on, or undefined when the request names no operation. */
-  readonly operation: AdmittedOperation | StepRefusal | undefined;
-  /** The text the door read for the operation, when it found one. */
-  readonly query: string | undefined;
-  /** Whether trusted documents gave that text (a listed id's body): the executor must run it. */
-  readonly listed: boolean;
-}
+// The requests of HTTP, as the door takes them and answers them (their admission: `requests.ts`).
+export type {
+  BatchAdmission,
+  BatchToAdmit,
+  OperationAdmission,
+  RequestAdmission,
+  RequestToAdmit,
+} from './requests.ts';
 
 /** A live operation the door let in, holding one of its caller's running operations until released. */
 export interface LiveAdmission {
@@ -200,6 +182,11 @@ export interface TransportDoor {
    * callers, the operation budget, trusted documents, parse, validation, the operation checks.
    */
   admitRequest(request: RequestToAdmit, transport: TransportRules): Promise<RequestAdmission | StepRefusal>;
+  /**
+   * One request of several operations: connect once (an anonymous batch only when every operation
+   * is anonymous-safe), then each operation every later step, in the batch's order.
+   */
+  admitBatch(batch: BatchToAdmit, transport: TransportRules): Promise<BatchAdmission | StepRefusal>;
 }
 
 /** What the live connections use, per operation of an open connection. */

@@ -40,7 +40,7 @@ export async function topUps(stack: Stack, count: number): Promise<number> {
 /** The live wing's open connections and running subscriptions of `transport`, read from its gauges. */
 export async function liveGauges(
   stack: Stack,
-  transport: 'graphql-ws' | 'sse' | 'multipart',
+  transport: 'graphql-ws' | 'sse' | 'multipart' | 'callback',
 ): Promise<{ connections: number; subscriptions: number }> {
   const samples = parseExposition(await stack.facade.app.metrics.registry.metrics());
   return {
