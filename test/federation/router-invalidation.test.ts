@@ -160,6 +160,19 @@ const ACCOUNTS =
 const invalidationsReceived = (): unknown[] =>
   received.flatMap((request) => JSON.parse(request.body) as unknown[]);
 
+/** Waits until `facade_gateway_invalidations_total{gateway="router",outcome}` reaches `total`. */
+async function invalidationsReach(outcome: 'done' | 'failed', total: number): Promise<void> {
+  let counted = 0;
+  await waitFor(
+    () => counted === total,
+    `${total} invalidations ${outcome}`,
+    undefined,
+    async () => {
+      counted = await invalidationsCounted(outcome);
+    },
+  );
+}
+
 /** The count of `facade_gateway_invalidations_total` with these labels. */
 async function invalidationsCounted(outcome: 'done' | 'failed'): Promise<number> {
   const { values } = await stack.app.metrics.gatewayInvalidations.get();
@@ -268,14 +281,14 @@ describe("the facade's invalidations at the Router", () => {
     expect((await postSignedEvent(stack.facade.webhookUrl, secret, acmeAccountUpdated())).status).toBe(200);
     await waitFor(() => received.length === 3, 'the third attempt');
     expect(new Set(received.map((request) => request.body)).size).toBe(1);
-    await waitFor(async () => (await invalidationsCounted('done')) === doneBefore + 1, 'the metric');
+    await invalidationsReach('done', doneBefore + 1);
   });
 
   test('a refusal is not tried again, counted failed, and never fails the webhook; the key is in no log', async () => {
     const failedBefore = await invalidationsCounted('failed');
     behaviours = [{ status: 401 }];
     expect((await postSignedEvent(stack.facade.webhookUrl, secret, acmeAccountUpdated())).status).toBe(200);
-    await waitFor(async () => (await invalidationsCounted('failed')) === failedBefore + 1, 'the metric');
+    await invalidationsReach('failed', failedBefore + 1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(received).toHaveLength(1);
     expect(stack.logs().some((line) => line.includes("a gateway's cache could not be told"))).toBe(true);
@@ -292,6 +305,6 @@ describe("the facade's invalidations at the Router", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(1_900);
     const doneBefore = await invalidationsCounted('done');
     held.shift()!();
-    await waitFor(async () => (await invalidationsCounted('done')) === doneBefore + 1, 'the late answer');
+    await invalidationsReach('done', doneBefore + 1);
   });
 });
