@@ -42,6 +42,7 @@
 import { createPublicKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
 import type { GatewayConfigSupergraph } from '@graphql-hive/gateway-runtime';
 import type { JWTAuthPluginOptions } from '@graphql-mesh/plugin-jwt-auth';
+import { useApolloMultipartSubscriptions } from './gateway-multipart-subscriptions.ts';
 import { useFacadeResponseCache } from './gateway-response-cache.ts';
 
 /** Headers passed from the client request to every subgraph request. */
@@ -430,8 +431,20 @@ export function withResponseCache(config: EdgeGatewayConfig, env: NodeJS.Process
   };
 }
 
+/**
+ * `config` serving subscriptions over Apollo's multipart protocol too (gateway-multipart-subscriptions.ts),
+ * as Apollo Client's `HttpLink` asks for them, after `config`'s own plugins.
+ */
+export function withMultipartSubscriptions(config: EdgeGatewayConfig): EdgeGatewayConfig {
+  const plugins = config.plugins;
+  return {
+    ...config,
+    plugins: (context) => [...(plugins?.(context) ?? []), useApolloMultipartSubscriptions()],
+  };
+}
+
 /** What the image's CLI loads: the edge configured from its environment (compose.yaml's). */
 export const gatewayConfig: EdgeGatewayConfig = withResponseCache(
-  createGatewayConfig(edgeOptionsFromEnv(process.env)),
+  withMultipartSubscriptions(createGatewayConfig(edgeOptionsFromEnv(process.env))),
   process.env,
 );
