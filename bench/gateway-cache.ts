@@ -135,7 +135,7 @@ async function startGateway(supergraph: string, issuer: DevIssuer, redisUrl: str
     },
   );
   const base = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
     if (child.exitCode !== null) break;
     const ready = await fetch(`${base}/readiness`).then(
       (response) => response.ok,

@@ -72,7 +72,11 @@ export interface AnswerCache {
    * own record, which then stands for the answer served as for one executed: a gateway's cache
    * tags and freshness are read from it).
    */
-  find(key: string, cache: ResponseCache, sources?: AnswerSources): Readonly<Record<string, unknown>> | undefined;
+  find(
+    key: string,
+    cache: ResponseCache,
+    sources?: AnswerSources,
+  ): Readonly<Record<string, unknown>> | undefined;
   /**
    * Keeps `data`, the error-free result of the query `key` names, made from what `sources` records,
    * when those are all still current in `cache`. Returns whether it was kept.
@@ -105,7 +109,8 @@ export function createAnswerCache(config: AnswerCacheConfig): AnswerCache {
       const answer = held.get(key);
       if (answer?.cache === cache && cache.isCurrent(answer.sources)) {
         counts.hits += 1;
-        if (sources !== undefined) for (const [read, body] of answer.sources.reads) sources.reads.set(read, body);
+        if (sources !== undefined)
+          for (const [read, body] of answer.sources.reads) sources.reads.set(read, body);
         return answer.data;
       }
       if (answer !== undefined) held.delete(key);

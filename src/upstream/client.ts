@@ -305,7 +305,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       throw error;
     } finally {
       // Awaited: the answer leaves once the gateways' caches dropped what the write may have changed.
-      if (!changedNothing) await responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
+      if (!changedNothing)
+        await responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
     }
   }
 

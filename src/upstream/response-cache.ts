@@ -39,10 +39,7 @@ export {
 export { bucketOfStale, pathMatcherOf, staleReadsOfWrite, type StaleReads } from './stale-reads.ts';
 
 /** Told of every invalidation; see {@link ResponseCache.onInvalidate}. */
-export type InvalidationListener = (
-  stale: readonly StaleReads[],
-  cause: string | undefined,
-) => unknown;
+export type InvalidationListener = (stale: readonly StaleReads[], cause: string | undefined) => unknown;
 
 /** How the cache is configured (`CACHE_ENABLED`, `CACHE_MAX_AGE_SECONDS`, `CACHE_MAX_BYTES`). */
 export interface ResponseCacheConfig {
@@ -207,7 +204,10 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   const invalidateListeners: InvalidationListener[] = [];
 
   /** Drops what `stale` names; the count, and what its listeners started for it. */
-  function drop(stale: readonly StaleReads[], cause: string | undefined): { dropped: number; waits: unknown[] } {
+  function drop(
+    stale: readonly StaleReads[],
+    cause: string | undefined,
+  ): { dropped: number; waits: unknown[] } {
     let dropped = 0;
     for (const reads of stale) dropped += dropNamed(holdings, reads);
     stats.invalidations += dropped;
