@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { dashboardQuery } from '../../bench/workloads.ts';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import type { RunningFacade } from '../support/harness/facade.ts';
@@ -65,49 +66,8 @@ beforeEach(async () => {
   await federation.stack.resetUpstreamCalls();
 });
 
-const DASHBOARD = /* GraphQL */ `
-  query Dashboard($id: ID!) {
-    customer(id: $id) {
-      id
-      displayName
-      accounts {
-        nodes {
-          id
-          balances {
-            currency
-            available
-          }
-          fees {
-            breakdown {
-              developer {
-                fixed
-                bips
-              }
-            }
-          }
-        }
-      }
-      relatedParties {
-        nodes {
-          id
-          displayName
-        }
-      }
-      capabilities {
-        nodes {
-          id
-          status
-          applications {
-            status
-            institution {
-              name
-            }
-          }
-        }
-      }
-    }
-  }
-`;
+/** The benchmark's customer dashboard (bench/workloads.ts), as bench:gateway-cache reads it. */
+const DASHBOARD = dashboardQuery;
 
 /** Operations the facade started so far. */
 const facadeOperations = (): number => facade.lifecycle.count('operationStarted');
