@@ -200,25 +200,6 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   // flights of one key out at once, and an invalidation must mark both.
   const holdings: Holdings = { entries, held, flights: new Map(), flightsByBucket: new Map() };
   const { flights } = holdings;
-  const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
-  const invalidateListeners: InvalidationListener[] = [];
-
-  /** Drops what `stale` names; the count, and what its listeners started for it. */
-  function drop(
-    stale: readonly StaleReads[],
-    cause: string | undefined,
-  ): { dropped: number; waits: unknown[] } {
-    let dropped = 0;
-    for (const reads of stale) dropped += dropNamed(holdings, reads);
-    stats.invalidations += dropped;
-    const waits: unknown[] = [];
-    for (const listener of invalidateListeners) {
-      const started = listener(stale, cause);
-      if (started !== undefined) waits.push(started);
-    }
-    return { dropped, waits };
-  }
-
   function isFresh(entry: Entry): boolean {
     // As lru-cache judges its own ttl: served at the maximum age, not past it.
     return clock() - entry.storedAt <= freshMs;
@@ -310,6 +291,39 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       return current ? Math.floor(leastMs / 1000) : undefined;
     },
 
+    ...invalidations(holdings, stats),
+
+    maxAgeSeconds: options.maxAgeSeconds,
+
+    stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
+  };
+}
+
+/** The invalidating part of a {@link ResponseCache}: what it drops from `holdings`, and who is told. */
+function invalidations(
+  holdings: Holdings,
+  stats: { invalidations: number },
+): Pick<ResponseCache, 'invalidate' | 'invalidateAndWait' | 'invalidateWrite' | 'onWrite' | 'onInvalidate'> {
+  const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
+  const invalidateListeners: InvalidationListener[] = [];
+
+  /** Drops what `stale` names; the count, and what its listeners started for it. */
+  function drop(
+    stale: readonly StaleReads[],
+    cause: string | undefined,
+  ): { dropped: number; waits: unknown[] } {
+    let dropped = 0;
+    for (const reads of stale) dropped += dropNamed(holdings, reads);
+    stats.invalidations += dropped;
+    const waits: unknown[] = [];
+    for (const listener of invalidateListeners) {
+      const started = listener(stale, cause);
+      if (started !== undefined) waits.push(started);
+    }
+    return { dropped, waits };
+  }
+
+  return {
     invalidate(stale, cause) {
       return drop(stale, cause).dropped;
     },
@@ -333,9 +347,5 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     onInvalidate(listener) {
       invalidateListeners.push(listener);
     },
-
-    maxAgeSeconds: options.maxAgeSeconds,
-
-    stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
 }
