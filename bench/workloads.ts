@@ -47,7 +47,8 @@ interface IdRecord {
   id: string;
 }
 
-const dashboardQuery = /* GraphQL */ `
+/** The customer dashboard: a customer, its accounts with balances and fees, parties, capabilities (`$id`). */
+export const dashboardQuery = /* GraphQL */ `
   query Dashboard($id: ID!) {
     customer(id: $id) {
       id

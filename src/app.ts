@@ -38,7 +38,8 @@ import { createLifecycle, type Lifecycle } from './observability/lifecycle.ts';
 import { createMemoryRelease } from './observability/memory-release.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
-import { eventMetrics } from './observability/work-observers.ts';
+import { eventMetrics, gatewayInvalidationObserver } from './observability/work-observers.ts';
+import { createGatewayCaches } from './events/gateway-caches/gateway-caches.ts';
 import { DEAD_LETTERS_PATH, deadLetterListing } from './events/receiving/dead-letter-listing.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
@@ -159,7 +160,7 @@ type AppParts = Awaited<ReturnType<typeof createAppParts>>;
  * The parts that know nothing of routes, each from those before it: the explorer's build, tracing
  * and the logger, the Host allow-list, the lifecycle, metrics and the audit trail, the memory
  * release, the schema and its error formatting, the answer cache, the upstream environments with
- * their event pipelines, and the door.
+ * their event pipelines, the gateways' caches they invalidate, and the door.
  */
 async function createAppParts(config: Config, deps: AppDependencies) {
   // First: the explorer's build is made where missing or stale (a fresh clone), or refused where it
@@ -230,6 +231,15 @@ async function createAppParts(config: Config, deps: AppDependencies) {
       ...(tracing === undefined ? {} : { tracer: tracing.events }),
     },
   });
+  // The gateways' response caches drop what each environment's cache drops (none configured: nothing).
+  const gatewayCaches = createGatewayCaches({
+    config: config.gatewayCaches,
+    logger,
+    observer: gatewayInvalidationObserver(metrics),
+  });
+  for (const { client, environment } of environments.all) {
+    if (client.cache !== undefined) gatewayCaches?.follow(client.cache, environment);
+  }
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
@@ -252,6 +262,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     formatError,
     answers,
     environments,
+    gatewayCaches,
     events: environments.events,
     edge,
   };
@@ -263,7 +274,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
  */
 async function closeApp(
   config: Config,
-  { memoryRelease, environments, events, edge, observability, tracing, logger }: AppParts,
+  { memoryRelease, environments, gatewayCaches, events, edge, observability, tracing, logger }: AppParts,
   { live, apollo }: Transports,
   { shutdown, connections }: { shutdown: AbortController; connections: HttpConnections },
 ): Promise<void> {
@@ -291,6 +302,7 @@ async function closeApp(
     clearTimeout(cutOff);
   }
   await events.close();
+  await gatewayCaches?.close();
   await edge.close();
   await observability.close();
   await Promise.all(environments.all.map((stack) => stack.client.close()));

@@ -4,6 +4,7 @@
  */
 import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
+import { readGatewayCachesConfig, type GatewayCachesConfig } from './events/gateway-caches/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
 import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
@@ -74,6 +75,8 @@ export interface Config {
   outage: { circuit: CircuitConfig; staleIfErrorSeconds: number };
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
+  /** The gateways' response caches the facade invalidates (`src/events/gateway-caches/config.ts`). */
+  gatewayCaches: GatewayCachesConfig;
   metrics: MetricsConfig;
   /** Traces (docs/operations.md): on when the standard OTEL_* variables ask for an exporter. */
   tracing: TracingConfig;
@@ -258,6 +261,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     outage: readOutageConfig(reader),
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
+    gatewayCaches: readGatewayCachesConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(
       env,

@@ -9,7 +9,7 @@ import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import type { ConfiguredDoor } from './edge/configured-door.ts';
 import { httpTransport } from './edge/http.ts';
-import { createLiveWing, type LiveWing } from './edge/live.ts';
+import { createLiveWing, howToReachAny, type LiveWing } from './edge/live.ts';
 import { LIVE_TRANSPORTS } from './edge/live-transports.ts';
 import type { EnvironmentStacks } from './environments.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
@@ -111,6 +111,7 @@ export async function createTransports(
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     formatError,
     answers: parts.answers,
+    liveTransportsElsewhere: howToReachAny(LIVE_TRANSPORTS.map((transport) => transport.rules.connects)),
     plugins: [...observability.plugins, events.apolloPlugin],
     createContext,
   });

@@ -45,6 +45,8 @@
 import { createPublicKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
 import type { GatewayConfigSupergraph, GatewayPlugin } from '@graphql-hive/gateway-runtime';
 import type { JWTAuthPluginOptions } from '@graphql-mesh/plugin-jwt-auth';
+import { useApolloMultipartSubscriptions } from './gateway-multipart-subscriptions.ts';
+import { useFacadeResponseCache } from './gateway-response-cache.ts';
 
 /** Headers passed from the client request to every subgraph request. */
 export const FORWARDED_HEADERS = ['authorization', 'x-request-id', 'x-api-key'] as const;
@@ -479,5 +481,46 @@ function createKeySetProvider(edge: EdgeOptions): (kid?: string) => Promise<stri
   };
 }
 
+/** The default of `GATEWAY_CACHE_KEY_PREFIX`: the facade's default too. */
+const DEFAULT_CACHE_KEY_PREFIX = 'gateway-cache:';
+
+/**
+ * `config` with the response cache when `GATEWAY_CACHE_REDIS_URL` names its Redis: the CLI's Redis
+ * cache storage (the connection the cache uses) and the plugin of gateway-response-cache.ts, after
+ * `config`'s own plugins (the JWT plugin has verified the token it keys by). Without it, `config`.
+ */
+export function withResponseCache(config: EdgeGatewayConfig, env: NodeJS.ProcessEnv): EdgeGatewayConfig {
+  const url = env.GATEWAY_CACHE_REDIS_URL?.trim();
+  if (url === undefined || url === '') return config;
+  const givenPrefix = env.GATEWAY_CACHE_KEY_PREFIX?.trim();
+  const keyPrefix = givenPrefix === undefined || givenPrefix === '' ? DEFAULT_CACHE_KEY_PREFIX : givenPrefix;
+  const plugins = config.plugins;
+  return {
+    ...config,
+    // The CLI's own storage option (the runtime's type names only a storage object): it opens the
+    // connection at start, which the cache's scripts then run on.
+    cache: { type: 'redis', url, lazyConnect: false } as unknown as EdgeGatewayConfig['cache'],
+    plugins: (context) => [
+      ...(plugins?.(context) ?? []),
+      useFacadeResponseCache(context, { keyPrefix, tokenField: JWT_CONTEXT_FIELD }),
+    ],
+  };
+}
+
+/**
+ * `config` serving subscriptions over Apollo's multipart protocol too (gateway-multipart-subscriptions.ts),
+ * as Apollo Client's `HttpLink` asks for them, after `config`'s own plugins.
+ */
+export function withMultipartSubscriptions(config: EdgeGatewayConfig): EdgeGatewayConfig {
+  const plugins = config.plugins;
+  return {
+    ...config,
+    plugins: (context) => [...(plugins?.(context) ?? []), useApolloMultipartSubscriptions()],
+  };
+}
+
 /** What the image's CLI loads: the edge configured from its environment (compose.yaml's). */
-export const gatewayConfig: EdgeGatewayConfig = createGatewayConfig(edgeOptionsFromEnv(process.env));
+export const gatewayConfig: EdgeGatewayConfig = withResponseCache(
+  withMultipartSubscriptions(createGatewayConfig(edgeOptionsFromEnv(process.env))),
+  process.env,
+);

@@ -51,6 +51,15 @@ export function invalidateForEvent(cache: ResponseCache, event: PlatformEvent): 
   return cache.invalidate(staleReadsOfEvent(event), event.id);
 }
 
+/**
+ * As {@link invalidateForEvent}, settling once the gateways' caches dropped the same (within
+ * `GATEWAY_INVALIDATION_WAIT_MS`): what the replica that receives a webhook does before
+ * acknowledging it.
+ */
+export function invalidateForEventAndWait(cache: ResponseCache, event: PlatformEvent): Promise<number> {
+  return cache.invalidateAndWait(staleReadsOfEvent(event), event.id);
+}
+
 /** How long a failed subscription to the event log waits before it is tried again. */
 const RESUBSCRIBE_DELAY_MS = 5_000;
 

@@ -68,9 +68,15 @@ export interface AnswerCache {
   /**
    * The held data answering `key`, when every answer it was made from is still current in `cache`
    * (the response cache of the operation's environment); undefined otherwise, and a held answer no
-   * longer current is dropped.
+   * longer current is dropped. A found answer's reads are recorded in `sources` (the operation's
+   * own record, which then stands for the answer served as for one executed: a gateway's cache
+   * tags and freshness are read from it).
    */
-  find(key: string, cache: ResponseCache): Readonly<Record<string, unknown>> | undefined;
+  find(
+    key: string,
+    cache: ResponseCache,
+    sources?: AnswerSources,
+  ): Readonly<Record<string, unknown>> | undefined;
   /**
    * Keeps `data`, the error-free result of the query `key` names, made from what `sources` records,
    * when those are all still current in `cache`. Returns whether it was kept.
@@ -99,10 +105,12 @@ export function createAnswerCache(config: AnswerCacheConfig): AnswerCache {
     sizeCalculation: (answer) => answer.bytes,
   });
   return {
-    find(key, cache) {
+    find(key, cache, sources) {
       const answer = held.get(key);
       if (answer?.cache === cache && cache.isCurrent(answer.sources)) {
         counts.hits += 1;
+        if (sources !== undefined)
+          for (const [read, body] of answer.sources.reads) sources.reads.set(read, body);
         return answer.data;
       }
       if (answer !== undefined) held.delete(key);

@@ -49,7 +49,7 @@ export function answerCacheHooks(answers: AnswerCache): RequestHooksOf<GraphCont
         if (key === undefined) return null;
         keeping = { key, served: false };
         if (upstream.readThrough === true) return null;
-        const data = answers.find(key, cache);
+        const data = answers.find(key, cache, upstream.answerSources);
         if (data === undefined) return null;
         keeping.served = true;
         return {

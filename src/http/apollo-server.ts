@@ -3,7 +3,7 @@
  * (src/edge/http.ts), which admits every operation before Apollo reads it. Apollo runs the
  * document the door admitted (it parses and validates only to word a document the door refused,
  * with the door's token limit and rules), and its hooks are the one place of what HTTP alone does
- * with an operation's answer (`no-store`, `extensions.cost`, the JSON status of GraphQL over HTTP,
+ * with an operation's answer (`no-store`, or what a gateway's cache may keep, `extensions.cost`, the JSON status of GraphQL over HTTP,
  * the record through the one operation recorder of every transport, whole answers kept and
  * served), run as one plugin (`request-hooks.ts`); the other plugins trace and audit, and drain
  * the server on shutdown.
@@ -31,6 +31,8 @@ import { noStoreHooks } from './no-store-plugin.ts';
 import { operationRecordHooks } from './operation-record-plugin.ts';
 import { createRequestHooksPlugin } from './request-hooks.ts';
 import { answerCacheHooks } from './answer-cache-plugin.ts';
+import { gatewayCacheHooks } from './gateway-cache-hooks.ts';
+import { liveOverHttpHooks } from './live-over-http-hooks.ts';
 import { staleAnswerHooks } from '../graph/answer-cache.ts';
 import type { AnswerCache } from '../graph/answer-cache.ts';
 
@@ -50,6 +52,11 @@ export interface ApolloServerOptions {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** Whole answers of repeated queries (`CACHE_ANSWERS_MAX_BYTES`); undefined when none are held. */
   answers?: AnswerCache | undefined;
+  /**
+   * How a client reaches the live transports (their list's own words): what the answer of a `@live`
+   * query sent over plain HTTP points to.
+   */
+  liveTransportsElsewhere: string;
   /** Plugins of other parts (the audit trail, the events runtime's drain). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
 }
@@ -105,6 +112,10 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         operationRecordHooks(options.record, options.logger, (query) => options.isTrustedDocument(query)),
         // `extensions.stale` on an answer holding reads served stale in an upstream outage.
         staleAnswerHooks,
+        // `extensions.live` on a `@live` query answered once over plain HTTP: where its updates are.
+        liveOverHttpHooks(options.liveTransportsElsewhere),
+        // `Cache-Control` and cache tags for a gateway whose response cache the facade invalidates.
+        gatewayCacheHooks,
         // Last: it keeps (and freezes) an answer's data once the other parts have seen it.
         ...(options.answers === undefined ? [] : [answerCacheHooks(options.answers)]),
       ]),

@@ -9,6 +9,7 @@ import type { GraphContext } from '../graph/context.ts';
 import type { OperationContextInput } from '../graph/operation-context.ts';
 import { createAdmittedOperations } from './admitted-operation.ts';
 import { createApolloServer, type ApolloServerOptions } from './apollo-server.ts';
+import { asksForCacheTags, GATEWAY_CACHE_HEADER } from './gateway-cache-hooks.ts';
 import { createGraphQLHandler } from './graphql-handler.ts';
 
 /**
@@ -45,7 +46,9 @@ export async function createHttpExecutor(options: HttpExecutorOptions): Promise<
         callerRequestId: res.locals.callerRequestId as string | undefined,
         // `Cache-Control: no-cache` on the request: this operation reads through the response cache.
         readThrough: /(?:^|[\s,])no-cache(?:$|[\s,=])/i.test(req.headers['cache-control'] ?? ''),
-        recordAnswerSources: options.answers !== undefined,
+        // What the whole-answer cache and a gateway's cache tags are made from.
+        recordAnswerSources:
+          options.answers !== undefined || asksForCacheTags(req.headers[GATEWAY_CACHE_HEADER]),
       }),
   });
   return {

@@ -8,6 +8,10 @@
  * {@link createOperationLabels}, outcomes and reasons are closed sets.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  createGatewayInvalidationMetrics,
+  type GatewayInvalidationMetrics,
+} from './gateway-invalidation-metrics.ts';
 import type { RequestHandler } from 'express';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createRouteMatcher, type RouteMatcher } from '../upstream/route-template.ts';
@@ -52,7 +56,7 @@ export interface ScrapeSources {
   answerCache?: () => AnswerCacheStats | undefined;
 }
 
-export interface Metrics {
+export interface Metrics extends GatewayInvalidationMetrics {
   readonly registry: Registry;
   /**
    * GraphQL operations over every transport, by bounded name, type and outcome (`ok`, `error`), and
@@ -213,6 +217,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers,
     }),
     ...createMemoryReleaseMetrics(registers),
+    ...createGatewayInvalidationMetrics(registers),
     operationNameLabel,
     handler: () => exposition(registry),
   };

@@ -1,9 +1,10 @@
 /**
  * What the app's work tells the metrics and the memory release: the events runtime's deliveries,
- * latencies, overflows, replays and reconciliations, and every operation the one recorder records
+ * latencies, overflows, replays and reconciliations, the gateways' cache invalidations, and every operation the one recorder records
  * on every transport (each one work the memory release waits past).
  */
 import type { EventsRuntimeOptions } from '../events/events-runtime.ts';
+import type { GatewayInvalidationObserver } from '../events/gateway-caches/gateway-caches.ts';
 import type { MemoryRelease } from './memory-release.ts';
 import type { Metrics } from './metrics.ts';
 import type { OperationRecorder } from './operation-record.ts';
@@ -64,6 +65,16 @@ export function touchingOnEachOperation(
     completed(operation, errorCodes, startedAt, listened) {
       memoryRelease.touch();
       recorder.completed(operation, errorCodes, startedAt, listened);
+    },
+  };
+}
+
+/** What the gateways' cache invalidations tell the metrics: each one's outcome and duration. */
+export function gatewayInvalidationObserver(metrics: Metrics): GatewayInvalidationObserver {
+  return {
+    invalidated(gateway, outcome, seconds) {
+      metrics.gatewayInvalidations.inc({ gateway, outcome });
+      metrics.gatewayInvalidationDuration.observe({ gateway, outcome }, seconds);
     },
   };
 }

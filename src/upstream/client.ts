@@ -189,7 +189,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       changedNothing = progress.attempts === 0 || (progress.attempts === 1 && isRefusalWithoutChange(error));
       throw error;
     } finally {
-      if (!changedNothing) responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
+      // Awaited: the answer leaves once the gateways' caches dropped what the write may have changed.
+      if (!changedNothing)
+        await responseCache?.invalidateWrite(staleReadsOfWrite(request.path, request.actingFor));
     }
   }
 

@@ -47,6 +47,9 @@ export {
 } from './answer-sources.ts';
 export { bucketOfStale, pathMatcherOf, staleReadsOfWrite, type StaleReads } from './stale-reads.ts';
 
+/** Told of every invalidation; see {@link ResponseCache.onInvalidate}. */
+export type InvalidationListener = (stale: readonly StaleReads[], cause: string | undefined) => unknown;
+
 /** How the cache is configured (`CACHE_ENABLED`, `CACHE_MAX_AGE_SECONDS`, `CACHE_MAX_BYTES`). */
 export interface ResponseCacheConfig {
   enabled: boolean;
@@ -119,23 +122,37 @@ export interface ResponseCache {
    */
   invalidate(stale: readonly StaleReads[], cause?: string): number;
   /**
-   * Drops what a write through this facade made stale, and tells the listeners of
-   * {@link onWrite} (which carry it to the other replicas).
+   * As {@link invalidate}, and settles once what its listeners started for it has (a gateway's
+   * cache dropping the same answers, within its own wait): what a webhook's acknowledgement waits for.
    */
-  invalidateWrite(stale: readonly StaleReads[]): void;
+  invalidateAndWait(stale: readonly StaleReads[], cause?: string): Promise<number>;
+  /**
+   * Drops what a write through this facade made stale, and tells the listeners of
+   * {@link onWrite} (which carry it to the other replicas); settles as {@link invalidateAndWait}
+   * does, so the write's answer leaves once the gateways dropped what it changed.
+   */
+  invalidateWrite(stale: readonly StaleReads[]): Promise<void>;
   /** Calls `listener` with what each write through this facade made stale. Must not throw. */
   onWrite(listener: (stale: readonly StaleReads[]) => void): void;
   /**
    * Calls `listener` with what every invalidation names (an event, a write here or on another
-   * replica), whether or not an answer was held: live queries re-run what it makes stale. Must not throw.
+   * replica), whether or not an answer was held: live queries re-run what it makes stale, gateways'
+   * caches drop it. Must not throw; a promise it returns must not reject (the invalidation's
+   * waiters wait for it).
    */
-  onInvalidate(listener: (stale: readonly StaleReads[], cause: string | undefined) => void): void;
+  onInvalidate(listener: InvalidationListener): void;
   /**
    * Whether every answer `sources` records is still held as it was read (not dropped, expired,
    * evicted or read anew since), and they are all there is: a result made from them would be made
    * alike now. False for a record with no read at all (nothing stands for such a result).
    */
   isCurrent(sources: AnswerSources): boolean;
+  /**
+   * Whole seconds for which a result made from what `sources` records stays fresh: the least
+   * freshness left of its reads, when {@link isCurrent} holds; undefined otherwise. What a cache in
+   * front of the facade may keep the result for (`Cache-Control: max-age`).
+   */
+  freshForSeconds(sources: AnswerSources): number | undefined;
   /** `CACHE_MAX_AGE_SECONDS`: longest an answer is served without the upstream being asked again. */
   readonly maxAgeSeconds: number;
   stats(): ResponseCacheStats;
@@ -176,9 +193,6 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   // flights of one key out at once, and an invalidation must mark both.
   const holdings: Holdings = { entries, held, flights: new Map(), flightsByBucket: new Map() };
   const { flights } = holdings;
-  const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
-  const invalidateListeners: ((stale: readonly StaleReads[], cause: string | undefined) => void)[] = [];
-
   function isFresh(entry: Entry): boolean {
     // As lru-cache judges its own ttl: served at the maximum age, not past it.
     return clock() - entry.storedAt <= freshMs;
@@ -259,17 +273,64 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
         return entry !== undefined && isFresh(entry) ? entry.answer.body : undefined;
       }),
 
+    freshForSeconds(sources) {
+      let leastMs = Infinity;
+      const current = isHeldAsRead(sources, (key) => {
+        const entry = entries.get(key);
+        if (entry === undefined || !isFresh(entry)) return undefined;
+        leastMs = Math.min(leastMs, freshMs - (clock() - entry.storedAt));
+        return entry.answer.body;
+      });
+      return current ? Math.floor(leastMs / 1000) : undefined;
+    },
+
+    ...invalidations(holdings, stats),
+
+    maxAgeSeconds: options.maxAgeSeconds,
+
+    stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
+  };
+}
+
+/** The invalidating part of a {@link ResponseCache}: what it drops from `holdings`, and who is told. */
+function invalidations(
+  holdings: Holdings,
+  stats: { invalidations: number },
+): Pick<ResponseCache, 'invalidate' | 'invalidateAndWait' | 'invalidateWrite' | 'onWrite' | 'onInvalidate'> {
+  const writeListeners: ((stale: readonly StaleReads[]) => void)[] = [];
+  const invalidateListeners: InvalidationListener[] = [];
+
+  /** Drops what `stale` names; the count, and what its listeners started for it. */
+  function drop(
+    stale: readonly StaleReads[],
+    cause: string | undefined,
+  ): { dropped: number; waits: unknown[] } {
+    let dropped = 0;
+    for (const reads of stale) dropped += dropNamed(holdings, reads);
+    stats.invalidations += dropped;
+    const waits: unknown[] = [];
+    for (const listener of invalidateListeners) {
+      const started = listener(stale, cause);
+      if (started !== undefined) waits.push(started);
+    }
+    return { dropped, waits };
+  }
+
+  return {
     invalidate(stale, cause) {
-      let dropped = 0;
-      for (const reads of stale) dropped += dropNamed(holdings, reads);
-      stats.invalidations += dropped;
-      for (const listener of invalidateListeners) listener(stale, cause);
+      return drop(stale, cause).dropped;
+    },
+
+    async invalidateAndWait(stale, cause) {
+      const { dropped, waits } = drop(stale, cause);
+      await Promise.allSettled(waits);
       return dropped;
     },
 
-    invalidateWrite(stale) {
-      this.invalidate(stale);
+    async invalidateWrite(stale) {
+      const { waits } = drop(stale, undefined);
       for (const listener of writeListeners) listener(stale);
+      await Promise.allSettled(waits);
     },
 
     onWrite(listener) {
@@ -279,9 +340,5 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
     onInvalidate(listener) {
       invalidateListeners.push(listener);
     },
-
-    maxAgeSeconds: options.maxAgeSeconds,
-
-    stats: () => ({ ...stats, bytes: entries.calculatedSize, entries: entries.size }),
   };
 }

@@ -20,6 +20,7 @@ import { startWebServer, type WebConfig, type WebServer } from '../../examples/w
 import { describeInBrowser, textOf, useBrowser, waitForText } from '../support/harness/browser.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { startStack, type Stack } from '../support/harness/stack.ts';
+import { waitFor } from '../support/harness/wait.ts';
 import { devIssuerEnv, startDevIssuer, type DevIssuer } from '../support/issuer.ts';
 
 const MANIFEST = path.resolve('examples/web/src/gql/persisted-documents.json');
@@ -163,11 +164,22 @@ describeInBrowser('the example web app in Chromium', () => {
     await stack.resetUpstreamCalls();
     await page.click(`${eth} [data-testid="top-up"]`);
     await waitForText(page, `${eth} [data-testid="available"]`, expected);
-    // The write made the live total's answers stale: the facade answered it again.
+    // The live total reads the same cached account, so it shows the new balance at once; the write
+    // also made its answers stale, and the facade answers it again (into the same cache).
     await waitForText(page, '[data-testid="live-balance"]', expected);
     // One write upstream and the account read back: nothing refetched the dashboard's list; the
-    // live total, whose answers the write made stale, read the customer and its accounts once.
-    const calls = await stack.upstreamCalls();
+    // live total, answered again, read the customer and its accounts once.
+    let calls = await stack.upstreamCalls();
+    await waitFor(
+      () =>
+        calls.byRoute['GET /v3/customers/{customerId}'] !== undefined &&
+        calls.byRoute['GET /v3/customers/{customerId}/accounts'] !== undefined,
+      "the live total's new answer",
+      undefined,
+      async () => {
+        calls = await stack.upstreamCalls();
+      },
+    );
     expect(calls.byRoute).toEqual({
       'POST /v3/sandbox/accounts/{accountId}/topup': 1,
       'GET /v3/customers/{customerId}/accounts/{accountId}': 2,

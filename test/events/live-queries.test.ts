@@ -8,6 +8,7 @@
  * subscription; over HTTP POST the query is answered once; a write through the facade and a change
  * only the reconciler finds each send the new answer.
  */
+import { LIVE_TRANSPORTS } from '../../src/edge/live-transports.ts';
 import { describe, expect, test } from 'vitest';
 import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
@@ -224,11 +225,21 @@ describe('live queries driven by the platform’s webhooks (the emulator sends t
     ]);
   });
 
-  test('over HTTP POST a live query is answered once, as the query it also is', async () => {
+  test('over HTTP POST a live query is answered once, as the query it also is, saying where its updates are', async () => {
     const answer = await stack.queryAs('acme', DASHBOARD, { customerId: 'cus_acme' });
     expect(answer.status).toBe(200);
     expect(answer.body.errors).toBeUndefined();
     expect((answer.body.data as unknown as Dashboard).customer.id).toBe('cus_acme');
+    const live = answer.body.extensions?.live as { updates: boolean; message: string };
+    expect(live.updates).toBe(false);
+    expect(live.message).toMatch(
+      /^This query is marked @live, but over HTTP it is answered once and never updated\./,
+    );
+    for (const transport of LIVE_TRANSPORTS)
+      expect(live.message).toContain(`to ${transport.rules.connects.path}`);
+    // A plain query carries no such word.
+    const plain = await stack.queryAs('acme', DASHBOARD.replace(' @live', ''), { customerId: 'cus_acme' });
+    expect(plain.body.extensions).toBeUndefined();
   });
 
   test('a plain query over a live transport is refused, naming where it goes', async () => {

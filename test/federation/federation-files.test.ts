@@ -98,8 +98,8 @@ describe('router.yaml', () => {
     });
   });
 
-  it("expands with no variable set to npm start's OpenID provider: its issuer, audience and key set", async () => {
-    const expanded = expandLikeTheRouter(router, {});
+  it("expands with no variable set but the cache's shared key to npm start's OpenID provider: its issuer, audience and key set", async () => {
+    const expanded = expandLikeTheRouter(router, SHARED_KEY_SET);
     expect(JSON.stringify(expanded)).not.toContain('${');
     // npm start's provider listens on 127.0.0.1:4100 (DEV_ISSUER_PORT's default); a real one on
     // another port shows how its issuer, key set and audience are formed.
@@ -127,14 +127,16 @@ describe('router.yaml', () => {
       AUTH_AUDIENCE: 'platform-api',
       AUTH_JWKS_URL: 'https://id.example.com/realms/platform/protocol/openid-connect/certs',
     };
-    expect(expandLikeTheRouter(router, env).authentication.router.jwt.jwks).toEqual([
-      {
-        url: env.AUTH_JWKS_URL,
-        issuers: [env.AUTH_ISSUER],
-        audiences: [env.AUTH_AUDIENCE],
-        algorithms: ['RS256', 'PS256', 'ES256'],
-      },
-    ]);
+    expect(expandLikeTheRouter(router, { ...SHARED_KEY_SET, ...env }).authentication.router.jwt.jwks).toEqual(
+      [
+        {
+          url: env.AUTH_JWKS_URL,
+          issuers: [env.AUTH_ISSUER],
+          audiences: [env.AUTH_AUDIENCE],
+          algorithms: ['RS256', 'PS256', 'ES256'],
+        },
+      ],
+    );
     // An unset variable without a default stops the Router: none is left without one.
     expect(() => expandLikeTheRouter({ url: '${env.AUTH_JWKS_URL}' }, {})).toThrow(/AUTH_JWKS_URL/);
   });
@@ -173,6 +175,7 @@ describe('router.yaml', () => {
         request: [
           { propagate: { named: 'x-api-key' } },
           { insert: { name: GATEWAY_AUTHORIZATION_HEADER, value: 'Bearer ${env.GATEWAY_TOKEN:-none}' } },
+          { insert: { name: 'x-gateway-cache', value: 'tags' } },
         ],
       },
     });
@@ -180,7 +183,8 @@ describe('router.yaml', () => {
 
   it("sends the router's own gateway-role token to the facade, never a client's, and no token when unset", () => {
     const insert = (env: Record<string, string>) =>
-      expandLikeTheRouter(router, env).headers.subgraphs[FACADE_SUBGRAPH_NAME].request[1].insert.value;
+      expandLikeTheRouter(router, { ...SHARED_KEY_SET, ...env }).headers.subgraphs[FACADE_SUBGRAPH_NAME]
+        .request[1].insert.value;
     expect(insert({ GATEWAY_TOKEN: 'eyJ.router.token' })).toBe('Bearer eyJ.router.token');
     // "none" is no token the facade accepts: no trace, nothing else changes.
     expect(insert({})).toBe('Bearer none');
@@ -197,6 +201,33 @@ describe('router.yaml', () => {
     expect(router.include_subgraph_errors).toEqual({ all: true });
   });
 
+  it("keeps the facade's private answers per caller in Redis, invalidated through a shared key it cannot start without", () => {
+    expect(router.response_cache).toEqual({
+      enabled: true,
+      invalidation: { listen: '0.0.0.0:4090', path: '/invalidation' },
+      subgraph: {
+        all: { enabled: false },
+        subgraphs: {
+          [FACADE_SUBGRAPH_NAME]: {
+            enabled: true,
+            ttl: '30s',
+            private_id: 'facade_caller',
+            redis: { urls: ['${env.ROUTER_CACHE_REDIS_URL:-redis://127.0.0.1:6379}'] },
+            invalidation: { enabled: true, shared_key: '${env.ROUTER_INVALIDATION_SHARED_KEY}' },
+          },
+        },
+      },
+    });
+    // No default key: an unset one stops the Router rather than accept a guessable one.
+    expect(() => expandLikeTheRouter(router, {})).toThrow(/ROUTER_INVALIDATION_SHARED_KEY is not set/);
+    // `private_id` is written by the Rhai script the configuration loads, from the verified token.
+    expect(router.rhai).toEqual({ scripts: 'router', main: 'response-cache.rhai' });
+    const script = readFileSync(resolve(ROOT, 'router', 'response-cache.rhai'), 'utf8');
+    expect(script).toContain('request.context["facade_caller"] = json::encode(identity)');
+    for (const claim of ['exp', 'iat', 'nbf', 'jti', 'auth_time'])
+      expect(script).toContain(`name != "${claim}"`);
+  });
+
   it("passes subscriptions through to the facade's graphql-ws endpoint", () => {
     expect(router.subscription).toEqual({
       enabled: true,
@@ -206,6 +237,9 @@ describe('router.yaml', () => {
     });
   });
 });
+
+/** The one variable the Router cannot start without: the response cache's invalidation key. */
+const SHARED_KEY_SET = { ROUTER_INVALIDATION_SHARED_KEY: 'a-shared-key-of-the-deployment' };
 
 /**
  * The Router's configuration expansion, for what these tests feed it: every string value, one pass

@@ -184,6 +184,7 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
         `ConfigMap/${GATEWAY}-config-<hash>`,
         `Deployment/${NAME}`,
         `Deployment/${GATEWAY}`,
+        `Deployment/${GATEWAY}-cache`,
         `HorizontalPodAutoscaler/${NAME}`,
         `HorizontalPodAutoscaler/${GATEWAY}`,
         `Ingress/${NAME}`,
@@ -191,6 +192,7 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
         `NetworkPolicy/${NAME}-redis`,
         `NetworkPolicy/${NAME}-redis-sentinel`,
         `NetworkPolicy/${GATEWAY}`,
+        `NetworkPolicy/${GATEWAY}-cache`,
         `PodDisruptionBudget/${NAME}`,
         `PodDisruptionBudget/${NAME}-redis`,
         `PodDisruptionBudget/${NAME}-redis-sentinel`,
@@ -200,6 +202,7 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
         `Service/${NAME}-redis`,
         `Service/${NAME}-redis-sentinel`,
         `Service/${GATEWAY}`,
+        `Service/${GATEWAY}-cache`,
         `ServiceMonitor/${NAME}`,
         `ServiceMonitor/${GATEWAY}`,
         `StatefulSet/${NAME}-redis`,
@@ -535,6 +538,51 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
     expect(gateway.readinessProbe.httpGet).toEqual({ path: '/readiness', port: 'http' });
     const clientSecret = gateway.env.find((variable: Json) => variable.name === 'GATEWAY_CLIENT_SECRET');
     expect(clientSecret.valueFrom.secretKeyRef).toMatchObject({ name: GATEWAY, optional: true });
+  });
+
+  it('mounts every file of the gateway configuration, and gives gateway and facade one response-cache Redis only they reach', () => {
+    const gatewayPod = gatewayDeployment().spec.template.spec;
+    const [gateway] = gatewayPod.containers;
+    for (const file of ['gateway-response-cache.ts', 'gateway-multipart-subscriptions.ts']) {
+      const mount = gateway.volumeMounts.find(
+        (candidate: Json) => candidate.mountPath === `/gateway/${file}`,
+      );
+      const volume = gatewayPod.volumes.find((candidate: Json) => candidate.name === mount.name);
+      expect(find('ConfigMap', volume.configMap.name).data[mount.subPath], file).toBe(
+        readFileSync(join(ROOT, 'deploy', file), 'utf8'),
+      );
+    }
+    const byRef = Object.fromEntries(
+      gateway.env.map((variable: Json) => [variable.name, variable.valueFrom?.configMapKeyRef]),
+    );
+    expect(byRef.GATEWAY_CACHE_REDIS_URL).toEqual({
+      name: settings.metadata.name,
+      key: 'GATEWAY_CACHE_REDIS_URL',
+    });
+    const cache = find('Service', `${GATEWAY}-cache`);
+    expect(settings.data.GATEWAY_CACHE_REDIS_URL).toBe(
+      `redis://${cache.metadata.name}:${cache.spec.ports[0].port}`,
+    );
+    const [redis] = find('Deployment', `${GATEWAY}-cache`).spec.template.spec.containers;
+    // Nothing kept on disk; a full cache refuses answers rather than evict an index of tags.
+    expect(redis.args).toEqual([
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory',
+      '200mb',
+      '--maxmemory-policy',
+      'noeviction',
+    ]);
+    const from = (component: string) => ({
+      podSelector: {
+        matchLabels: { 'app.kubernetes.io/name': NAME, 'app.kubernetes.io/component': component },
+      },
+    });
+    expect(find('NetworkPolicy', `${GATEWAY}-cache`).spec.ingress).toEqual([
+      { from: [from('gateway'), from('facade')], ports: [{ port: 'redis', protocol: 'TCP' }] },
+    ]);
   });
 
   it('runs the event log’s Redis from the tested start script: two AOF servers, three Sentinels the facade asks', () => {

@@ -2,13 +2,12 @@
  * The customer dashboard: the signed-in user's customer, its accounts a page at a time, a sandbox
  * top-up per wallet, and the account changes arriving live. Balances are read from the cache only:
  * the top-up's payload and each live event carry the account, and the normalised cache puts them in
- * place, with no refetch. The customer's total is a live query (`query @live` over graphql-ws):
- * the facade answers it again whenever a change makes what it read stale. Money and dates are written in the reader's locale (format.ts); a facade
+ * place, with no refetch. The customer's total is a live query (`query @live`, which the client's
+ * link sends over graphql-ws): the facade answers it again whenever a change makes what it read
+ * stale, each answer lands in the same cache, and an error (an expired token) is shown, not hidden. Money and dates are written in the reader's locale (format.ts); a facade
  * that cannot be asked is explained (facade-problem.ts), not shown as "Failed to fetch".
  */
 import { useEffect, useState, type ReactNode } from 'react';
-import { print } from 'graphql';
-import type { Client } from 'graphql-ws';
 import type { ApolloClient } from '@apollo/client';
 import { CombinedGraphQLErrors, ServerError } from '@apollo/client/errors';
 import { ApolloProvider, useMutation, useQuery, useSubscription } from '@apollo/client/react';
@@ -111,23 +110,15 @@ function OperationProblem({ error, graphqlUrl }: { error: Error; graphqlUrl: str
   );
 }
 
-export function App({
-  client,
-  live,
-  graphqlUrl,
-}: {
-  client: ApolloClient;
-  live: Client;
-  graphqlUrl: string;
-}) {
+export function App({ client, graphqlUrl }: { client: ApolloClient; graphqlUrl: string }) {
   return (
     <ApolloProvider client={client}>
-      <Customers live={live} graphqlUrl={graphqlUrl} />
+      <Customers graphqlUrl={graphqlUrl} />
     </ApolloProvider>
   );
 }
 
-function Customers({ live, graphqlUrl }: { live: Client; graphqlUrl: string }) {
+function Customers({ graphqlUrl }: { graphqlUrl: string }) {
   const { data, error, loading } = useQuery(MyCustomersDocument);
   if (error) return <OperationProblem error={error} graphqlUrl={graphqlUrl} />;
   if (loading || !data) return <p data-testid="loading">Loading…</p>;
@@ -136,7 +127,7 @@ function Customers({ live, graphqlUrl }: { live: Client; graphqlUrl: string }) {
   return (
     <>
       {customers.map((customer) => (
-        <Dashboard key={customer.id} customerId={customer.id} live={live} graphqlUrl={graphqlUrl} />
+        <Dashboard key={customer.id} customerId={customer.id} graphqlUrl={graphqlUrl} />
       ))}
     </>
   );
@@ -148,16 +139,8 @@ interface LiveEvent {
   text: string;
 }
 
-function Dashboard({
-  customerId,
-  live,
-  graphqlUrl,
-}: {
-  customerId: string;
-  live: Client;
-  graphqlUrl: string;
-}) {
-  const { data, error, fetchMore, loading } = useQuery(DashboardDocument, {
+function Dashboard({ customerId, graphqlUrl }: { customerId: string; graphqlUrl: string }) {
+  const { data, error, fetchMore } = useQuery(DashboardDocument, {
     variables: { customerId, first: PAGE_SIZE },
   });
   const [events, setEvents] = useState<LiveEvent[]>([]);
@@ -174,14 +157,15 @@ function Dashboard({
     },
   });
   if (error) return <OperationProblem error={error} graphqlUrl={graphqlUrl} />;
-  if (loading || !data) return <p data-testid="loading">Loading…</p>;
+  // Loading with data is a page being fetched: the dashboard (and its live total) stays.
+  if (!data) return <p data-testid="loading">Loading…</p>;
   const customer = data.customer;
   if (!customer) return <Problem message="This customer cannot be read." />;
   const accounts = customer.accounts;
   return (
     <section>
       <h2 data-testid="customer-name">{customer.displayName ?? customer.id}</h2>
-      <LiveBalance live={live} customerId={customerId} />
+      <LiveBalance customerId={customerId} />
       <table data-testid="accounts">
         <thead>
           <tr>
@@ -229,28 +213,28 @@ function Dashboard({
 
 /**
  * The customer's total available balance, per currency, from a live query: answered at once, then
- * again by the facade whenever a top-up (its webhook, a write, the reconciler) changes it.
+ * again by the facade whenever a top-up (its webhook, a write, the reconciler) changes it. Every
+ * answer goes through Apollo Client's cache (the accounts it reads are the rows' too); when the
+ * query ends with an error (the token expired), the total says it stopped and why.
  */
-function LiveBalance({ live, customerId }: { live: Client; customerId: string }) {
-  const [totals, setTotals] = useState<string>();
-  useEffect(
-    () =>
-      live.subscribe<LiveBalanceQuery>(
-        { query: print(LiveBalanceDocument), operationName: 'LiveBalance', variables: { customerId } },
-        {
-          next: (result) => {
-            if (result.data) setTotals(totalsOf(result.data));
-          },
-          error: () => undefined,
-          complete: () => undefined,
-        },
-      ),
-    [live, customerId],
-  );
-  if (totals === undefined) return null;
+function LiveBalance({ customerId }: { customerId: string }) {
+  // `cache-and-network`: every mount asks the facade, so the live query runs whenever the total
+  // shows; cache-first would answer a remount from the cache and never ask live again.
+  const { data, error } = useQuery(LiveBalanceDocument, {
+    variables: { customerId },
+    fetchPolicy: 'cache-and-network',
+  });
+  if (error) {
+    return (
+      <p role="alert" data-testid="live-balance-error">
+        The live total stopped: {error.message}
+      </p>
+    );
+  }
+  if (!data) return null;
   return (
     <p>
-      Total available, live: <span data-testid="live-balance">{totals}</span>
+      Total available, live: <span data-testid="live-balance">{totalsOf(data)}</span>
     </p>
   );
 }

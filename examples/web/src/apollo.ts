@@ -1,8 +1,14 @@
 /**
- * The Apollo Client of the app: a normalised cache (accounts by id, so a mutation's payload or a
- * subscription event updates every place an account shows), relay-style pagination of a customer's
- * accounts, HTTP for queries and mutations, graphql-ws for subscriptions and live queries, both with
- * the bearer token.
+ * The Apollo Client of the app: a normalised cache (accounts by id, so a mutation's payload, a
+ * subscription event or a live query's new answer updates every place an account shows),
+ * relay-style pagination of a customer's accounts, HTTP for queries and mutations, graphql-ws for
+ * subscriptions and live queries, both with the bearer token.
+ *
+ * The split sends a `query @live` to the WebSocket as well as subscriptions: over HTTP the facade
+ * answers a live query once and never again (its answer's `extensions.live` says so), so the usual
+ * split (subscriptions alone to the WebSocket) would leave it stale without a word. Over graphql-ws
+ * every new answer reaches Apollo Client's cache, and an error (an expired token: the facade ends
+ * the operation with UNAUTHENTICATED and closes the socket with 4401) reaches the query's `error`.
  *
  * Every operation is sent as the exact body listed in the persisted-document manifest that codegen
  * wrote (`gql/persisted-documents.json`), so a facade running with `TRUSTED_DOCUMENTS` set to that
@@ -57,10 +63,25 @@ function withTrustedBodies(client: Client): Client {
 
 export interface AppClient {
   client: ApolloClient;
-  /** The graphql-ws client (trusted bodies swapped in), for live queries (`query @live`). */
-  live: Client;
   /** Closes the WebSocket. */
   dispose(): Promise<void>;
+}
+
+/**
+ * Whether an operation goes over the WebSocket: a subscription, or a query marked `@live` (not
+ * `@live(if: false)`), whose answers keep coming; everything else over HTTP.
+ */
+export function sendsOverWebSocket({ query }: { query: DocumentNode }): boolean {
+  const definition = getMainDefinition(query);
+  if (definition.kind !== Kind.OPERATION_DEFINITION) return false;
+  if (definition.operation === OperationTypeNode.SUBSCRIPTION) return true;
+  const live = definition.directives?.find((directive) => directive.name.value === 'live');
+  const condition = live?.arguments?.find((argument) => argument.name.value === 'if')?.value;
+  return (
+    definition.operation === OperationTypeNode.QUERY &&
+    live !== undefined &&
+    !(condition?.kind === Kind.BOOLEAN && !condition.value)
+  );
 }
 
 export function createAppClient(graphqlUrl: string, session: Session): AppClient {
@@ -78,23 +99,14 @@ export function createAppClient(graphqlUrl: string, session: Session): AppClient
   });
   const trustedSocket = withTrustedBodies(socket);
   const live = new GraphQLWsLink(trustedSocket);
-  const link = ApolloLink.split(
-    ({ query }) => {
-      const definition = getMainDefinition(query);
-      return (
-        definition.kind === Kind.OPERATION_DEFINITION &&
-        definition.operation === OperationTypeNode.SUBSCRIPTION
-      );
-    },
-    live,
-    http,
-  );
+  const link = ApolloLink.split(sendsOverWebSocket, live, http);
   const client = new ApolloClient({
     link,
     cache: new InMemoryCache({
       typePolicies: {
-        // Pages of accounts merge into one list per customer (and per `updatedSince` filter).
-        Customer: { fields: { accounts: relayStylePagination(['updatedSince']) } },
+        // Pages of accounts merge into one list per customer (and per `updatedSince` filter and page
+        // size): the live total's ten accounts are a list of their own, apart from the paged one.
+        Customer: { fields: { accounts: relayStylePagination(['updatedSince', 'first']) } },
       },
     }),
     // Sent as apollographql-client-name/-version, which the facade's CORS allows.
@@ -102,7 +114,6 @@ export function createAppClient(graphqlUrl: string, session: Session): AppClient
   });
   return {
     client,
-    live: trustedSocket,
     async dispose() {
       client.stop();
       await socket.dispose();

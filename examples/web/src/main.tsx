@@ -34,7 +34,7 @@ async function start(): Promise<void> {
   };
   root.render(
     <Page user={userOf(session)} onSignOut={signOut}>
-      <App client={app.client} live={app.live} graphqlUrl={config.graphqlUrl} />
+      <App client={app.client} graphqlUrl={config.graphqlUrl} />
     </Page>,
   );
 }

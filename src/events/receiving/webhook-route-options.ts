@@ -8,7 +8,7 @@ import type { UpstreamClient } from '../../upstream/client.ts';
 import { webhookBodyLimits, type EventsConfig } from '../config.ts';
 import type { EventTracer } from '../event-tracing.ts';
 import type { PlatformEnvironment, WebhookDeliveryOutcome } from '../event-types.ts';
-import { invalidateForEvent } from '../invalidation.ts';
+import { invalidateForEventAndWait } from '../invalidation.ts';
 import type { DeadLetter } from './dead-letters.ts';
 import type { WebhookRouterOptions } from './webhook-route.ts';
 
@@ -52,9 +52,9 @@ export function webhookRouterOptions(
           onDelivery: (outcome: WebhookDeliveryOutcome) =>
             options.onWebhookDelivery?.(outcome, options.environment),
         }),
-    // The receiving replica drops the stale answers before acknowledging: a read that starts
-    // after the acknowledgement asks the upstream.
-    ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEvent(cache, event) }),
+    // The receiving replica drops the stale answers before acknowledging, its own and the
+    // gateways': a read that starts after the acknowledgement asks the upstream.
+    ...(cache === undefined ? {} : { beforePublish: (event) => invalidateForEventAndWait(cache, event) }),
     ...(lifecycle === undefined
       ? {}
       : {

@@ -93,9 +93,10 @@ export interface WebhookRouterOptions {
   onDelivery?: (outcome: WebhookDeliveryOutcome) => void;
   /**
    * Called with each verified, de-duplicated event just before it is published (so before it is
-   * acknowledged): the response cache drops what it makes stale. Must not throw.
+   * acknowledged): the response cache drops what it makes stale, and the gateways' caches (awaited:
+   * the promise settles within `GATEWAY_INVALIDATION_WAIT_MS`). Must not throw nor reject.
    */
-  beforePublish?: (event: PlatformEvent) => void;
+  beforePublish?: (event: PlatformEvent) => unknown;
   /** Told of each event this route published, before the delivery is acknowledged. Must not throw. */
   onPublished?: (event: PlatformEvent) => void;
   /** With tracing on: a receipt span per POST, the publish under it. */
@@ -293,7 +294,7 @@ async function checkFirstDelivery(
 async function appendEvent(context: RouteContext, delivery: ReceivedEvent): Promise<Checked<ReceivedEvent>> {
   const { logger } = context.options;
   const { event } = delivery;
-  context.options.beforePublish?.(event);
+  await context.options.beforePublish?.(event);
   let publication: Publication;
   try {
     publication = await context.publisher.publish(event);

@@ -29,6 +29,8 @@ export interface GraphQLResult<T = Record<string, unknown>> {
       locations?: { line: number; column: number }[];
       extensions?: Record<string, unknown> & { code?: string };
     }[];
+    /** The answer's own extensions (`cost`, `stale`, `live`, a gateway's cache tags). */
+    extensions?: Record<string, unknown>;
   };
   headers: Headers;
 }

@@ -1,0 +1,1 @@
+kubernetes/gateway-multipart-subscriptions.ts

@@ -1,0 +1,1 @@
+kubernetes/gateway-response-cache.ts
