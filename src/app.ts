@@ -258,7 +258,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
 async function closeApp(
   config: Config,
   { memoryRelease, environments, events, edge, observability, tracing, logger }: AppParts,
-  { live, apollo }: Transports,
+  { live, apollo, mcp }: Transports,
   shutdown: AbortController,
 ): Promise<void> {
   memoryRelease.close();
@@ -273,6 +273,7 @@ async function closeApp(
     // request in flight, upgraded ones included.
     await events.drain();
     await live.drain();
+    await mcp?.close();
     // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
     // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
     await apollo.stop();
@@ -297,7 +298,7 @@ function mountRoutes(
   app: express.Express,
   config: Config,
   { hostAllowList, logger, events, explorerRoutes, environments }: AppParts,
-  served: Pick<Transports, 'live' | 'graphQLOverHttp'> & { isShuttingDown: () => boolean },
+  served: Pick<Transports, 'live' | 'graphQLOverHttp' | 'mcp'> & { isShuttingDown: () => boolean },
 ): void {
   app.use(closeConnectionsWhileShuttingDown(served.isShuttingDown));
   app.use(hostAllowList.middleware, frameProtection());
@@ -332,6 +333,7 @@ function mountRoutes(
   // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
   app.use(served.live.routes);
   app.use('/graphql', served.graphQLOverHttp);
+  if (served.mcp !== undefined) app.use(served.mcp.routes);
   const routes = express.Router();
   events.attach({ routes });
   app.use(routes);
