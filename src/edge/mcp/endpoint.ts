@@ -24,7 +24,13 @@
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../../logger.ts';
 import { rateLimitHeaders } from '../client-budgets.ts';
@@ -55,7 +61,7 @@ export interface McpEndpointOptions {
   /** `TRUSTED_DOCUMENTS`: the operation tools are made from it (none without one). */
   readonly manifest: ReloadableTrustedDocuments | undefined;
   readonly runner: OperationRunnerParts;
-  readonly watch: Omit<ResourceWatchParts, 'logger'>;
+  readonly watch: Omit<ResourceWatchParts, 'logger' | 'formatError'>;
   /** CORS for browser clients (`CORS_ORIGINS`), with MCP's headers allowed and exposed. */
   readonly cors: RequestHandler;
   /** The client's address (`TRUST_PROXY` applied). */
@@ -98,7 +104,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
       isListed: (document) => options.manifest?.isTrustedBody(document) === true,
     }),
     runner: options.runner,
-    watch: { ...options.watch, logger },
+    watch: { ...options.watch, formatError: options.runner.formatError, logger },
   };
   const sessions = createMcpSessions(options.config, logger);
   const stopListening = catalogue.onChange(() => {
@@ -192,16 +198,10 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
       onsessionclosed: () => void current().close('deleted'),
     });
     const server = createSessionServer(parts, current);
-    const session = createMcpSession(
-      id,
-      ownerOf(call.caller, call.connection),
-      server,
-      transport,
-      (closed, reason) => {
-        sessions.remove(closed.id);
-        logger.info('MCP session ended', { reason, sessions: sessions.size() });
-      },
-    );
+    const session = createMcpSession(id, ownerOf(call.caller), server, transport, (closed, reason) => {
+      sessions.remove(closed.id);
+      logger.info('MCP session ended', { reason, sessions: sessions.size() });
+    });
     holder.session = session;
     await server.connect(transport);
     await transport.handleRequest(withCall(req, call), res, req.body);
@@ -247,7 +247,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
           .json(jsonRpcError(-32000, 'Bad Request: send the Mcp-Session-Id header of your session.'));
         return;
       }
-      const session = sessions.find(sessionId, ownerOf(call.caller, call.connection));
+      const session = sessions.find(sessionId, ownerOf(call.caller));
       // Unknown, ended, or another caller's: the same answer, so a session id tells nobody anything.
       if (session === undefined) {
         res.status(404).json(jsonRpcError(-32001, 'Session not found'));
@@ -270,6 +270,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
   routes.all(MCP_PATH, (_req, res) => {
     res.status(405).set('allow', 'GET, POST, DELETE').json(jsonRpcError(-32000, 'Method not allowed.'));
   });
+  routes.use(MCP_PATH, answerUnreadBody);
   return {
     routes,
     sessions: () => sessions.size(),
@@ -293,6 +294,16 @@ function withCall(req: Request, call: McpCall): Request & { auth: AuthInfo } {
   };
   return Object.assign(req, { auth });
 }
+
+/** A body the JSON parser could not read, answered in JSON-RPC's words; anything else goes on. */
+const answerUnreadBody: ErrorRequestHandler = (error: unknown, _req, res, next) => {
+  const type = (error as { type?: unknown } | null)?.type;
+  if (type === 'entity.too.large')
+    res.status(413).json(jsonRpcError(-32600, 'The request body is too large.'));
+  else if (type === 'entity.parse.failed')
+    res.status(400).json(jsonRpcError(-32700, 'Parse error: the body is not JSON.'));
+  else next(error);
+};
 
 /** A JSON-RPC error answer to a request whose id is not known here. */
 function jsonRpcError(code: number, message: string, data?: unknown) {

@@ -16,7 +16,7 @@
  * as a graphql-ws socket is closed with 4401.
  */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { ExecutionResult } from 'graphql';
+import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import type { Logger } from '../../logger.ts';
 import type { Connection } from '../door/door.ts';
 import type { LiveConnections } from '../live-connections.ts';
@@ -34,6 +34,8 @@ export interface ResourceWatchParts {
   readonly connections: LiveConnections;
   /** The live wing's executor (`query @live` as a live query). */
   readonly execute: LiveExecute;
+  /** The facade's error formatting: an error's code is given there. */
+  readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   readonly logger: Logger;
 }
 
@@ -71,7 +73,7 @@ export async function watchResource(
   if (!(Symbol.asyncIterator in results)) {
     // Answered once: it read nothing it could follow (the scope refused every read).
     stop();
-    throw answerError(results, ref);
+    throw answerError(formatted(parts, results), ref);
   }
   operation.started();
   const iterator = results[Symbol.asyncIterator]();
@@ -79,7 +81,7 @@ export async function watchResource(
   if (first.done === true || !hasData(first.value)) {
     await iterator.return?.(undefined);
     stop();
-    throw answerError(first.done === true ? {} : first.value, ref);
+    throw answerError(first.done === true ? {} : formatted(parts, first.value), ref);
   }
   void (async () => {
     try {
@@ -93,6 +95,11 @@ export async function watchResource(
     }
   })();
   return { stop: () => void iterator.return?.(undefined) };
+}
+
+/** `result`'s errors as a client reads them (their codes given by the facade's formatting). */
+function formatted(parts: ResourceWatchParts, result: ExecutionResult) {
+  return { errors: result.errors?.map((error) => parts.formatError(error.toJSON(), error)) };
 }
 
 /** Whether an answer holds the resource (a customer), not only errors. */

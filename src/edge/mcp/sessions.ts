@@ -14,7 +14,6 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Caller } from '../../auth/caller.ts';
 import type { Logger } from '../../logger.ts';
-import type { Connection } from '../door/door.ts';
 import type { McpConfig } from './config.ts';
 
 /** A resource a session watches for its client, until stopped. */
@@ -66,17 +65,12 @@ export interface McpSessions {
 }
 
 /**
- * Who owns a session opened by `connection`: the caller's subject and client (and environment, with
- * a key per environment). A new token of the same subject and client reaches the session (a token
- * refreshed while it lasts); another caller's never does.
+ * Who owns a session opened by `caller`: how it proved who it is, its subject and client, and the
+ * environment its token names. A new token of the same subject and client reaches the session (a
+ * token refreshed while it lasts); another caller's never does.
  */
-export function ownerOf(caller: Caller, connection: Connection): string {
-  return JSON.stringify([
-    caller.via,
-    caller.subject,
-    caller.clientId ?? null,
-    connection.environment ?? null,
-  ]);
+export function ownerOf(caller: Caller): string {
+  return JSON.stringify([caller.via, caller.subject, caller.clientId ?? null, caller.environment ?? null]);
 }
 
 /** How often idle sessions are looked for, at most. */
