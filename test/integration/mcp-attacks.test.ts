@@ -90,7 +90,11 @@ function rawRequest(
 
 describe('the MCP endpoint against an attacker', () => {
   const stack = useStack({
-    env: { TRUSTED_DOCUMENTS: manifestPath, CORS_ORIGINS: 'https://agents.example' },
+    env: {
+      TRUSTED_DOCUMENTS: manifestPath,
+      CORS_ORIGINS: 'https://agents.example',
+      AUTH_CLOCK_TOLERANCE_SECONDS: '1',
+    },
   });
 
   test('no token: 401 naming the protected-resource metadata, which names the issuer', async () => {
@@ -227,6 +231,31 @@ describe('the MCP endpoint against an attacker', () => {
     });
   });
 
+  test('the GET stream is cut when the token that opened it expires; the session goes on with a current one', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const shortLived = await issuerSignedToken({ exp: now + 2 });
+    const headers = await openRawSession(stack.facadeUrl, shortLived);
+    const opened = Date.now();
+    // Given up after 10 s: a stream that outlives its token fails the test rather than hanging it.
+    const stream = await fetch(`${stack.facadeUrl}/mcp`, {
+      headers: { ...headers, accept: 'text/event-stream' },
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
+    // Read to its end: the server ends it at the token's expiry (with the clock tolerance, 1 s).
+    const reader = stream.body!.getReader();
+    while (!(await reader.read()).done) {
+      // Keep-alive comments only.
+    }
+    const openForMs = Date.now() - opened;
+    expect(openForMs).toBeGreaterThan(1_000);
+    expect(openForMs).toBeLessThan(8_000);
+    const current = { ...headers, authorization: `Bearer ${await issuerSignedToken()}` };
+    expect((await mcpRequest(stack.facadeUrl, TOOLS_LIST, current)).status).toBe(200);
+    expect((await mcpRequest(stack.facadeUrl, TOOLS_LIST, headers)).status).toBe(401);
+  });
+
   describe('behind a path-normalising proxy', () => {
     let proxy: NormalisingProxy;
     beforeAll(async () => {
@@ -256,6 +285,17 @@ describe('the MCP endpoint against an attacker', () => {
       ).toBe(404);
       expect((await stack.upstreamCalls()).total).toBe(0);
     });
+  });
+});
+
+describe('an idle session', () => {
+  const stack = useStack({ env: { MCP_SESSION_IDLE_MS: '1000' } });
+
+  test('ends once nothing reached it for MCP_SESSION_IDLE_MS', async () => {
+    const headers = await openRawSession(stack.facadeUrl, await tokenFor('acme'));
+    expect((await mcpRequest(stack.facadeUrl, TOOLS_LIST, headers)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect((await mcpRequest(stack.facadeUrl, TOOLS_LIST, headers)).status).toBe(404);
   });
 });
 

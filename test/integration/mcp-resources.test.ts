@@ -11,7 +11,7 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, test } from 'vitest';
 import { connectMcp, mcpRequest, type McpTestClient } from '../support/harness/mcp-client.ts';
-import { useStack } from '../support/harness/stack.ts';
+import { startStack, useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { issuerSignedToken, tokenFor } from '../support/tokens.ts';
 
@@ -150,5 +150,29 @@ describe('resources: a customer’s accounts, kept current by the platform’s w
     expect(expired.headers.get('www-authenticate')).toMatch(
       /^Bearer error="invalid_token", resource_metadata="http:\/\/[^"]+\/\.well-known\/oauth-protected-resource\/mcp"$/,
     );
+  });
+});
+
+describe('a shutdown', () => {
+  test('ends every session, its GET stream and its subscriptions, without waiting out the drain', async () => {
+    const own = await startStack({
+      env: { WEBHOOK_REGISTER: 'true', CACHE_ENABLED: 'true', SHUTDOWN_DRAIN_MS: '10000' },
+    });
+    const client = await connectMcp(own.facadeUrl, await tokenFor('acme'));
+    let closed = false;
+    client.transport.onclose = () => {
+      closed = true;
+    };
+    try {
+      await client.client.subscribeResource({ uri: ACCOUNTS });
+      await own.facade.lifecycle.reached('subscriptionStarted', 1, 'the subscription listening');
+    } finally {
+      const started = Date.now();
+      await own.close();
+      expect(Date.now() - started).toBeLessThan(5_000);
+    }
+    expect(own.facade.lifecycle.count('subscriptionCompleted')).toBe(1);
+    await client.close();
+    expect(closed).toBe(true);
   });
 });
