@@ -22,6 +22,13 @@ export interface RateLimitsConfig {
    * else `azp`), one budget for all of that client's tokens, instead of `requests` per subject.
    */
   byClient?: ClientBudgets;
+  /**
+   * `RATE_LIMIT_CLIENT_SUBJECT_SHARE`: the percentage of a named client's budget one subject of it
+   * (a user, a tenant) may spend per window, so no tenant of a shared client can spend the whole
+   * pool; a token the client holds for itself (its `sub` is its client id) spends the whole pool.
+   * 100 turns the shares off. Absent: 100.
+   */
+  clientSubjectShare?: number;
   /** `RATE_LIMIT_FAILED_AUTH`: failed authentications per window per client address. */
   failedAuth: number;
   /**
@@ -69,6 +76,8 @@ export const EDGE_CONFIG_DEFAULTS = {
   RATE_LIMIT_WINDOW_SECONDS: 60,
   // Ten operations a second, sustained over a minute: far above an interactive client.
   RATE_LIMIT_REQUESTS: 600,
+  // Half: a tenant of a shared client may never spend it all, and two busy tenants both get theirs.
+  RATE_LIMIT_CLIENT_SUBJECT_SHARE: 50,
   // Enough for a client retrying with an expired token; far too few to guess one.
   RATE_LIMIT_FAILED_AUTH: 20,
   RATE_LIMIT_LIVE_CONNECTS: 60,
@@ -127,6 +136,12 @@ export function readEdgeConfig(
         10_000_000,
       ),
       byClient: readClientBudgets(reader),
+      clientSubjectShare: reader.integer(
+        'RATE_LIMIT_CLIENT_SUBJECT_SHARE',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_CLIENT_SUBJECT_SHARE,
+        1,
+        100,
+      ),
       failedAuth: reader.integer(
         'RATE_LIMIT_FAILED_AUTH',
         EDGE_CONFIG_DEFAULTS.RATE_LIMIT_FAILED_AUTH,

@@ -12,7 +12,7 @@ import { boundEnvironment } from '../../upstream/environment-keys.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import { isAnonymousDocument } from '../anonymous-documents.ts';
 import type { QuotaState } from '../client-budgets.ts';
-import type { RateBucket, RateKey, RateLimits } from '../rate-limits.ts';
+import type { ClientKey, RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
 import { rateLimited, refuse, type Refusal } from '../refusal.ts';
 import type { Connection, ConnectRequest } from './door.ts';
 
@@ -42,9 +42,12 @@ export interface DoorBudgets {
   /** The caller's key (the address's when anonymous), in its environment. */
   callerKey(connection: Connection): RateKey;
   /** A verified caller's key in `environment`. */
-  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): RateKey;
-  /** The operations budget of `connection`: its client's, when that has one of its own. */
-  operationsKey(connection: Connection): RateKey;
+  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): SubjectKey;
+  /**
+   * Spends one operation of `connection`'s budget: its subject's, or, when its client has one of
+   * its own, the client's (a subject other than the client itself spending its share of it).
+   */
+  spendOperation(connection: Connection, onQuota?: (quota: QuotaState) => void): Promise<Refusal | undefined>;
   spend(
     bucket: RateBucket,
     key: RateKey,
@@ -71,8 +74,11 @@ export function createDoorBudgets(
     connection.caller === undefined
       ? addressKey(connection.address)
       : subjectKey(connection.caller, connection.environment);
-  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) => {
-    const decision = await rateLimits.consume(bucket, key);
+  const decided = (
+    bucket: RateBucket,
+    decision: RateDecision,
+    onQuota?: (quota: QuotaState) => void,
+  ): Refusal | undefined => {
     if (decision.allowed) {
       if (decision.quota !== undefined) onQuota?.(decision.quota);
       return undefined;
@@ -80,14 +86,22 @@ export function createDoorBudgets(
     options.onRateLimited?.(bucket);
     return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
   };
+  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) =>
+    decided(bucket, await rateLimits.consume(bucket, key), onQuota);
   return {
     callerKey,
     subjectKey,
-    operationsKey(connection) {
-      const clientId = connection.caller?.clientId;
-      return clientId !== undefined && rateLimits.hasClientBudget(clientId)
-        ? `client:${inEnvironment(connection.environment)}${clientId}`
-        : callerKey(connection);
+    async spendOperation(connection, onQuota) {
+      const { caller } = connection;
+      const clientId = caller?.clientId;
+      if (caller === undefined || clientId === undefined || !rateLimits.hasClientBudget(clientId)) {
+        return spend('request', callerKey(connection), onQuota);
+      }
+      const client: ClientKey = `client:${inEnvironment(connection.environment)}${clientId}`;
+      // A token the client holds for itself (client credentials) is the client: the whole budget.
+      if (caller.subject === clientId) return spend('request', client, onQuota);
+      const subject = subjectKey(caller, connection.environment);
+      return decided('request', await rateLimits.consumeShare(client, subject), onQuota);
     },
     spend,
     failed: async (address) =>

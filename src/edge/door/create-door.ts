@@ -190,8 +190,7 @@ function createOperationSteps(
       return undefined;
     },
     'credential-current': (admission) => expiry.checkCurrent(admission.connection),
-    'operation-budget': (admission) =>
-      budgets.spend('request', budgets.operationsKey(admission.connection), admission.onQuota),
+    'operation-budget': (admission) => budgets.spendOperation(admission.connection, admission.onQuota),
     'trusted-document'(admission) {
       const { request } = admission;
       const trusted = trustedQueryOf(options, logger, admission.connection, request);
