@@ -50,7 +50,10 @@ const CLIENT_ID = /^[\x21-\x7e]{1,200}$/;
  * Reads `RATE_LIMIT_BY_CLIENT` (`batch-job=8,web-app=600`): the budgets, or one sentence naming
  * every bad entry. An empty value configures no client.
  */
-export function parseClientBudgets(raw: string): { budgets: ClientBudgets } | { problem: string } {
+export function parseClientBudgets(
+  raw: string,
+  unit: 'operations' | 'upstream calls' = 'operations',
+): { budgets: ClientBudgets } | { problem: string } {
   const budgets = new Map<string, number>();
   const bad: string[] = [];
   const repeated: string[] = [];
@@ -79,7 +82,7 @@ export function parseClientBudgets(raw: string): { budgets: ClientBudgets } | { 
     const problems = [
       ...(bad.length > 0
         ? [
-            `each entry must be <client_id>=<operations per window> with operations from 1 to ` +
+            `each entry must be <client_id>=<${unit} per window> with ${unit} from 1 to ` +
               `${MAX_CLIENT_BUDGET}, e.g. batch-job=8,web-app=600; got ` +
               bad.map((entry) => JSON.stringify(entry.slice(0, 220))).join(', '),
           ]

@@ -34,8 +34,11 @@ import type { RateLimitsConfig } from './config.ts';
  *   only failing attempts are refused by it: a credential that verifies is never refused for it.
  * - `ws-connect`: a connection of any live transport, per authenticated caller (the name kept for
  *   the metrics' `bucket` label).
+ * - `upstream-calls`: the upstream calls a caller's operations sent, one unit per call as it leaves,
+ *   per caller and per named client (`RATE_LIMIT_UPSTREAM_CALLS`, `..._BY_CLIENT`); checked before
+ *   an operation is admitted.
  */
-export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect';
+export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect' | 'upstream-calls';
 
 /**
  * Whether the unit was spent; `quota` (for the operations budget) says what is left of the budget,
@@ -67,6 +70,8 @@ export interface RateLimits {
   check(bucket: RateBucket, key: RateKey): Promise<RateDecision>;
   /** Whether `RATE_LIMIT_BY_CLIENT` gives `clientId` an operations budget of its own. */
   hasClientBudget(clientId: string): boolean;
+  /** Whether `RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT` gives `clientId` an upstream-calls budget. */
+  hasClientUpstreamBudget(clientId: string): boolean;
   /** Stops counting; the Redis connection belongs to the caller and stays open. */
   close(): Promise<void>;
 }
@@ -90,6 +95,9 @@ export interface RateLimitsOptions {
 
 const ALLOWED: RateDecision = Object.freeze({ allowed: true });
 
+/** The size of a budget left uncounted in effect. */
+const MAX_UNCOUNTED = 1_000_000_000;
+
 /** Builds the limiters for every bucket from `config`. */
 export function createRateLimits(options: RateLimitsOptions): RateLimits {
   const { config } = options;
@@ -106,6 +114,7 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
       },
       check: allowAll,
       hasClientBudget: () => false,
+      hasClientUpstreamBudget: () => false,
       close: () => Promise.resolve(),
     };
   }
@@ -134,7 +143,15 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
   const others: Record<Exclude<RateBucket, 'request' | 'subscribe'>, Limiter> = {
     'failed-auth': build('failed-auth', config.failedAuth),
     'ws-connect': build('ws-connect', config.wsConnects),
+    // Without a budget (a configuration built by hand), as good as uncounted.
+    'upstream-calls': build('upstream-calls', config.upstreamCalls ?? MAX_UNCOUNTED),
   };
+  const upstreamPerClient = new Map(
+    [...(config.upstreamCallsByClient ?? [])].map(([clientId, points]) => [
+      clientId,
+      build('client-upstream-calls', points),
+    ]),
+  );
   // With a key per environment the door names the environment first (`client:live:<id>`), so one
   // client's budgets in the two environments are counted apart, each of the client's size: the
   // same limiter under each environment's name, found without taking the key apart.
@@ -154,14 +171,18 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
           'per-client-share',
         );
   const shares = new Map([...perClient.values()].map((pool) => [pool, share(pool)]));
-  const clientLimiter = (key: ClientKey): Limiter => {
+  const clientLimiter = (key: ClientKey, upstream = false): Limiter => {
     const named = key.slice('client:'.length);
-    const limiter = perClient.get(named) ?? perClientIn.get(named);
+    const limiter = upstream
+      ? (upstreamPerClient.get(named) ?? upstreamPerClient.get(named.slice(named.indexOf(':') + 1)))
+      : (perClient.get(named) ?? perClientIn.get(named));
     // The door asks for a client's key only when `hasClientBudget` said yes.
     if (limiter === undefined) throw new TypeError('A client key names a client without a budget');
     return limiter;
   };
   const limiterOf = (bucket: RateBucket, key: RateKey): Limiter => {
+    if (bucket === 'upstream-calls' && key.startsWith('client:'))
+      return clientLimiter(key as ClientKey, true);
     if (bucket !== 'request' && bucket !== 'subscribe') return others[bucket];
     if (key.startsWith('ip:')) return perAddress;
     return key.startsWith('client:') ? clientLimiter(key as ClientKey) : perCaller;
@@ -193,6 +214,7 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
           };
     },
     hasClientBudget: (clientId) => perClient.has(clientId),
+    hasClientUpstreamBudget: (clientId) => upstreamPerClient.has(clientId),
     async check(bucket, key) {
       const storeKey = toStoreKey(key);
       const limiter = limiterOf(bucket, key);
