@@ -11,12 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  connectMcp,
-  MCP_PROTOCOL_VERSION,
-  mcpRequest,
-  openRawSession,
-} from '../support/harness/mcp-client.ts';
+import { connectMcp, initializeMessage, mcpRequest, openRawSession } from '../support/harness/mcp-client.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { startNormalisingProxy, type NormalisingProxy } from '../support/normalising-proxy.ts';
 import { issuerEnv, issuerSignedToken, tokenFor } from '../support/tokens.ts';
@@ -30,16 +25,7 @@ const manifestPath = join(directory, 'manifest.json');
 await writeFile(manifestPath, JSON.stringify({ 'customer-accounts': ACCOUNTS, 'top-up': TOP_UP }));
 afterAll(() => rm(directory, { recursive: true, force: true }));
 
-const INITIALIZE = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: MCP_PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'attacker', version: '1' },
-  },
-};
+const INITIALIZE = initializeMessage('attacker');
 const TOOLS_LIST = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
 const callAccounts = (customerId: unknown) => ({
   jsonrpc: '2.0',

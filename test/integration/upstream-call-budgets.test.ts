@@ -5,11 +5,10 @@
  * transport, MCP included; once a budget is spent the next operation is refused 429 before it
  * sends anything, on either replica.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../support/harness/emulator.ts';
-import { startFacade, type RunningFacade } from '../support/harness/facade.ts';
+import { describe, expect, test } from 'vitest';
+import type { RunningFacade } from '../support/harness/facade.ts';
 import { mcpRequest, openRawSession } from '../support/harness/mcp-client.ts';
-import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
+import { useStack } from '../support/harness/stack.ts';
 import { bearer, issuerSignedToken } from '../support/tokens.ts';
 
 /** A customer and its accounts: more than one upstream call per operation. */
@@ -21,37 +20,25 @@ const READ = {
   params: { uri: 'platform://customers/cus_acme/accounts' },
 };
 
-let emulator: RunningEmulator;
-let replicas: RunningFacade[] = [];
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  const env = {
-    REDIS_URL: requireRedisUrl(),
-    REDIS_KEY_PREFIX: uniqueRedisPrefix(),
-    RATE_LIMIT_UPSTREAM_CALLS: '10',
-    RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT: 'shared-app=6',
-  };
-  replicas = [await startFacade(emulator.url, { env }), await startFacade(emulator.url, { env })];
+const stack = useStack({
+  facades: 2,
+  redis: true,
+  env: { RATE_LIMIT_UPSTREAM_CALLS: '10', RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT: 'shared-app=6' },
 });
+const replica = (index: number): RunningFacade => stack.facades[index]!;
 
-afterAll(async () => {
-  await Promise.all(replicas.map((replica) => replica.close()));
-  await emulator?.close();
-});
-
-const upstreamTotal = async (): Promise<number> => (await emulator.upstreamCalls()).total;
+const upstreamTotal = async (): Promise<number> => (await stack.upstreamCalls()).total;
 
 describe('budgets of upstream calls, across two replicas sharing Redis', () => {
   test('a caller’s operations stop once they sent its budget, on either replica and over MCP; another caller goes on', async () => {
     const acme = await bearer('acme');
     // Opened first: a caller out of upstream calls cannot open a session either (every POST is an operation).
-    const session = await openRawSession(replicas[1]!.url, acme.authorization.slice('Bearer '.length));
+    const session = await openRawSession(replica(1).url, acme.authorization.slice('Bearer '.length));
     const perOperation: number[] = [];
     let refused: Awaited<ReturnType<RunningFacade['query']>> | undefined;
     for (let i = 0; refused === undefined && i < 20; i += 1) {
       const before = await upstreamTotal();
-      const answer = await replicas[i % 2]!.query(QUERY, undefined, acme);
+      const answer = await replica(i % 2).query(QUERY, undefined, acme);
       if (answer.status === 429) refused = answer;
       else {
         expect(answer.status).toBe(200);
@@ -74,16 +61,16 @@ describe('budgets of upstream calls, across two replicas sharing Redis', () => {
     });
 
     const before = await upstreamTotal();
-    expect((await replicas[0]!.query(QUERY, undefined, acme)).status).toBe(429);
-    expect((await replicas[1]!.query(QUERY, undefined, acme)).status).toBe(429);
-    const read = await mcpRequest(replicas[1]!.url, READ, session);
+    expect((await replica(0).query(QUERY, undefined, acme)).status).toBe(429);
+    expect((await replica(1).query(QUERY, undefined, acme)).status).toBe(429);
+    const read = await mcpRequest(replica(1).url, READ, session);
     expect(read.status).toBe(429);
     expect(read.body).toMatchObject({ error: { data: { code: 'RATE_LIMITED' } } });
     expect(await upstreamTotal()).toBe(before);
 
     // Another caller's budget is its own.
     const other = await issuerSignedToken({ sub: 'another-caller', client_id: 'another-app' });
-    const served = await replicas[0]!.query(QUERY, undefined, { authorization: `Bearer ${other}` });
+    const served = await replica(0).query(QUERY, undefined, { authorization: `Bearer ${other}` });
     expect(served.status).toBe(200);
     expect(await upstreamTotal()).toBeGreaterThan(before);
   });
@@ -91,13 +78,13 @@ describe('budgets of upstream calls, across two replicas sharing Redis', () => {
   test('a named client’s tenants share its budget of upstream calls: spent over MCP, it stops the other over HTTP', async () => {
     const tenantA = await issuerSignedToken({ sub: 'tenant-a', client_id: 'shared-app' });
     const tenantB = await issuerSignedToken({ sub: 'tenant-b', client_id: 'shared-app' });
-    const session = await openRawSession(replicas[0]!.url, tenantA);
+    const session = await openRawSession(replica(0).url, tenantA);
     // A reads its accounts over MCP until the client's 6 are spent (before its own 10).
     let reads = 0;
     let refused = false;
     const before = await upstreamTotal();
     while (!refused && reads < 20) {
-      const read = await mcpRequest(replicas[0]!.url, READ, session);
+      const read = await mcpRequest(replica(0).url, READ, session);
       if (read.status === 429) refused = true;
       else {
         expect(read.status).toBe(200);
@@ -111,7 +98,7 @@ describe('budgets of upstream calls, across two replicas sharing Redis', () => {
 
     // B has sent nothing of its own, yet its client's pool is spent: refused on the other replica,
     // nothing sent.
-    const first = await replicas[1]!.query(QUERY, undefined, { authorization: `Bearer ${tenantB}` });
+    const first = await replica(1).query(QUERY, undefined, { authorization: `Bearer ${tenantB}` });
     expect(first.status).toBe(429);
     expect(first.body.errors?.[0]?.extensions?.['code']).toBe('RATE_LIMITED');
     expect(await upstreamTotal()).toBe(before + sentByA);

@@ -103,6 +103,16 @@ export async function mcpRequest(
   return { status: response.status, headers: response.headers, body };
 }
 
+/** An `initialize` request as a client named `name` sends it. */
+export function initializeMessage(name: string): Record<string, unknown> {
+  return {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name, version: '1' } },
+  };
+}
+
 /**
  * A session opened with raw requests (`initialize`, then `notifications/initialized`) and no GET
  * stream: what each later request does at the door is then that request's alone. Answers the
@@ -110,20 +120,7 @@ export async function mcpRequest(
  */
 export async function openRawSession(facadeUrl: string, token: string): Promise<Record<string, string>> {
   const authorization = `Bearer ${token}`;
-  const opened = await mcpRequest(
-    facadeUrl,
-    {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: MCP_PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'raw', version: '1' },
-      },
-    },
-    { authorization },
-  );
+  const opened = await mcpRequest(facadeUrl, initializeMessage('raw'), { authorization });
   const sessionId = opened.headers.get('mcp-session-id');
   if (opened.status !== 200 || sessionId === null) {
     throw new Error(`initialize answered ${opened.status}: ${JSON.stringify(opened.body)}`);
