@@ -275,7 +275,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
 async function closeApp(
   config: Config,
   { memoryRelease, environments, gatewayCaches, events, edge, observability, tracing, logger }: AppParts,
-  { live, apollo }: Transports,
+  { live, apollo, mcp }: Transports,
   { shutdown, connections }: { shutdown: AbortController; connections: HttpConnections },
 ): Promise<void> {
   memoryRelease.close();
@@ -294,6 +294,7 @@ async function closeApp(
     // request in flight, upgraded ones included.
     await events.drain();
     await live.drain();
+    await mcp?.close();
     await released;
     // Apollo's drain plugin closes the http.Server and waits for in-flight requests; those
     // still waiting on the upstream after the drain window answer SHUTTING_DOWN.
@@ -320,7 +321,7 @@ function mountRoutes(
   app: express.Express,
   config: Config,
   { hostAllowList, logger, events, explorerRoutes, environments }: AppParts,
-  served: Pick<Transports, 'live' | 'graphQLOverHttp'> & { isShuttingDown: () => boolean },
+  served: Pick<Transports, 'live' | 'graphQLOverHttp' | 'mcp'> & { isShuttingDown: () => boolean },
 ): void {
   app.use(closeConnectionsWhileShuttingDown(served.isShuttingDown));
   app.use(hostAllowList.middleware, frameProtection());
@@ -356,6 +357,7 @@ function mountRoutes(
   // Before HTTP's `/graphql`, whose prefix the request-based live transports share.
   app.use(served.live.routes);
   app.use('/graphql', served.graphQLOverHttp);
+  if (served.mcp !== undefined) app.use(served.mcp.routes);
   const routes = express.Router();
   events.attach({ routes });
   app.use(routes);

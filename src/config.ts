@@ -6,6 +6,7 @@ import { readAuthConfig, type AuthConfig } from './auth/config.ts';
 import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readGatewayCachesConfig, type GatewayCachesConfig } from './events/gateway-caches/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
+import { readMcpConfig, type McpConfig } from './edge/mcp/config.ts';
 import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { EnvReader, type Env } from './env-reader.ts';
@@ -53,6 +54,8 @@ export interface Config {
   auth: AuthConfig;
   /** Browser origins, trusted proxies, rate limits and trusted documents (docs/security.md). */
   edge: EdgeConfig;
+  /** The MCP endpoint at `/mcp` (`MCP_*`; docs/mcp.md). */
+  mcp: McpConfig;
   /** Documents over these limits are refused before execution (see docs/security.md). */
   queryLimits: QueryLimits;
   /**
@@ -268,6 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
       (name, problem) => reader.report(name, problem),
       (warning) => warnings.push(warning),
     ),
+    mcp: readMcpConfig(env, (name, problem) => reader.report(name, problem)),
     metrics: {
       port: reader.integer('METRICS_PORT', CONFIG_DEFAULTS.METRICS_PORT, 0, 65_535),
       maxOperationNames: reader.integer(

@@ -9,7 +9,11 @@ import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import type { ConfiguredDoor } from './edge/configured-door.ts';
 import { httpTransport } from './edge/http.ts';
-import { createLiveWing, howToReachAny, type LiveWing } from './edge/live.ts';
+import { createLiveWing, howToReachAny, type LiveExecute, type LiveWing } from './edge/live.ts';
+import { createLiveConnections } from './edge/live-connections.ts';
+import { createMcpEndpoint, type McpEndpoint } from './edge/mcp/endpoint.ts';
+import { MCP_LIVE_RULES } from './edge/mcp/rules.ts';
+import { cors } from './http/cors.ts';
 import { LIVE_TRANSPORTS } from './edge/live-transports.ts';
 import type { EnvironmentStacks } from './environments.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
@@ -21,7 +25,8 @@ import type { Logger } from './logger.ts';
 import type { LifecycleEmitter } from './observability/lifecycle.ts';
 import type { MemoryRelease } from './observability/memory-release.ts';
 import type { Observability } from './observability/observability.ts';
-import { createOperationRecorder } from './observability/operation-record.ts';
+import { createOperationRecorder, type OperationRecorder } from './observability/operation-record.ts';
+import type { OperationContextInput } from './graph/operation-context.ts';
 import { touchingOnEachOperation } from './observability/work-observers.ts';
 import type { ApolloServer } from '@apollo/server';
 import type { RequestHandler } from 'express';
@@ -49,6 +54,8 @@ export interface Transports {
   readonly apollo: ApolloServer<GraphContext>;
   /** `/graphql` over HTTP: the door's adapter, then Apollo. Mount after CORS and the JSON parser. */
   readonly graphQLOverHttp: RequestHandler;
+  /** `/mcp` and its OAuth metadata; undefined with `MCP_ENABLED=false`. */
+  readonly mcp: McpEndpoint | undefined;
 }
 
 /**
@@ -79,6 +86,7 @@ export async function createTransports(
     bindsEnvironments: environments.bindsEnvironments,
     operationTimeoutMs: config.operationTimeoutMs,
     shutdown,
+    upstreamMeterOf: (connection) => edge.door.upstreamMeter(connection),
   });
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
   // Every live transport, one kind, each with the limits of its wire.
@@ -125,5 +133,66 @@ export async function createTransports(
     live: LIVE_TRANSPORTS.map((transport) => transport.rules.connects),
     batchMaxOperations: config.edge.batchMaxOperations,
   });
-  return { live, apollo: executor.apollo, graphQLOverHttp };
+  const mcp = config.mcp.enabled
+    ? createMcp(config, parts, { record, createContext, addressOf, execute: subscribeWithEventContexts })
+    : undefined;
+  return { live, apollo: executor.apollo, graphQLOverHttp, mcp };
+}
+
+/**
+ * The MCP endpoint (src/edge/mcp/): the door's adapter at `/mcp`, executing tool calls and resource
+ * reads with graphql-js and the same operation contexts, its resource subscriptions on live
+ * connections of its own run by the live wing's executor, and CORS with MCP's headers.
+ */
+function createMcp(
+  config: Config,
+  parts: TransportParts,
+  shared: {
+    record: OperationRecorder;
+    createContext: (input: OperationContextInput) => GraphContext;
+    addressOf: (req: http.IncomingMessage) => string;
+    execute: LiveExecute;
+  },
+): McpEndpoint {
+  const { edge, schema, observability, logger } = parts;
+  return createMcpEndpoint({
+    config: config.mcp,
+    issuer: config.auth.mode === 'oidc' ? config.auth.oidc?.issuer : undefined,
+    trustProxy: config.edge.trustProxy,
+    introspectionOff: config.introspection === 'off',
+    door: edge.door,
+    manifest: edge.trustedDocuments,
+    runner: {
+      schema,
+      record: shared.record,
+      createContext: shared.createContext,
+      formatError: parts.formatError,
+      noteOperation: (context, admitted, tool) =>
+        observability.audit.noteOperation(context.upstream, admitted.operation, admitted.document, tool),
+      logger: logger.child({ component: 'mcp' }),
+    },
+    watch: {
+      connections: createLiveConnections(MCP_LIVE_RULES, {
+        door: edge.door,
+        schema,
+        live: parts.environments.events.live,
+        record: shared.record,
+        createContext: shared.createContext,
+      }),
+      execute: shared.execute,
+    },
+    cors: cors({
+      origins: config.edge.corsOrigins,
+      extraAllowedHeaders: [
+        ...config.edge.corsAllowedHeaders,
+        'mcp-session-id',
+        'mcp-protocol-version',
+        'last-event-id',
+      ],
+      extraExposedHeaders: ['mcp-session-id', 'www-authenticate'],
+      extraMethods: ['DELETE'],
+    }),
+    addressOf: shared.addressOf,
+    logger: logger.child({ component: 'mcp' }),
+  });
 }

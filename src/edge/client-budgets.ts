@@ -5,7 +5,9 @@
  * operations per window each may run: every token of such a client spends from that one budget,
  * on every replica (the counters live where the other budgets do, in Redis when it is
  * configured). Any other caller keeps its own `RATE_LIMIT_REQUESTS` budget per subject, and an
- * anonymous request the one of its address.
+ * anonymous request the one of its address. Within a client's budget, each subject other than the
+ * client itself (a tenant, a user) spends at most its share (`RATE_LIMIT_CLIENT_SUBJECT_SHARE`), and
+ * is told of that share alone (`per-client-share`), never of what the client's other subjects spent.
  *
  * Whatever the budget, the caller can see it: the IETF RateLimit header fields
  * (draft-ietf-httpapi-ratelimit-headers: `RateLimit-Policy` states the quota and window,
@@ -13,8 +15,11 @@
  * answer that spent from it, accepted or refused, and the same figures in the `rateLimit`
  * extension of a refusal on a live transport, which has no response headers per operation.
  */
-/** The name of the policy a budget follows, as the header fields and the extension name it. */
-export type QuotaPolicyName = 'per-client' | 'per-caller' | 'per-address';
+/**
+ * The name of the policy a budget follows, as the header fields and the extension name it:
+ * `per-client-share` is one subject's share of its client's budget, all such a caller is told of.
+ */
+export type QuotaPolicyName = 'per-client' | 'per-client-share' | 'per-caller' | 'per-address';
 
 /** A budget's size and what is left of it after one operation spent from it. */
 export interface QuotaState {
@@ -45,7 +50,10 @@ const CLIENT_ID = /^[\x21-\x7e]{1,200}$/;
  * Reads `RATE_LIMIT_BY_CLIENT` (`batch-job=8,web-app=600`): the budgets, or one sentence naming
  * every bad entry. An empty value configures no client.
  */
-export function parseClientBudgets(raw: string): { budgets: ClientBudgets } | { problem: string } {
+export function parseClientBudgets(
+  raw: string,
+  unit: 'operations' | 'upstream calls' = 'operations',
+): { budgets: ClientBudgets } | { problem: string } {
   const budgets = new Map<string, number>();
   const bad: string[] = [];
   const repeated: string[] = [];
@@ -74,7 +82,7 @@ export function parseClientBudgets(raw: string): { budgets: ClientBudgets } | { 
     const problems = [
       ...(bad.length > 0
         ? [
-            `each entry must be <client_id>=<operations per window> with operations from 1 to ` +
+            `each entry must be <client_id>=<${unit} per window> with ${unit} from 1 to ` +
               `${MAX_CLIENT_BUDGET}, e.g. batch-job=8,web-app=600; got ` +
               bad.map((entry) => JSON.stringify(entry.slice(0, 220))).join(', '),
           ]

@@ -23,6 +23,21 @@ export interface RateLimitsConfig {
    * else `azp`), one budget for all of that client's tokens, instead of `requests` per subject.
    */
   byClient?: ClientBudgets;
+  /**
+   * `RATE_LIMIT_CLIENT_SUBJECT_SHARE`: the percentage of a named client's budget one subject of it
+   * (a user, a tenant) may spend per window, so no tenant of a shared client can spend the whole
+   * pool; a token the client holds for itself (its `sub` is its client id) spends the whole pool.
+   * 100 turns the shares off. Absent: 100.
+   */
+  clientSubjectShare?: number;
+  /**
+   * `RATE_LIMIT_UPSTREAM_CALLS`: upstream calls one caller's operations may send per window, counted
+   * by what each sent (`upstreamCalls`), over every transport; once spent, its next operation waits.
+   * Absent: not counted.
+   */
+  upstreamCalls?: number;
+  /** `RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT`: upstream calls per window of each named client, all its tokens together. */
+  upstreamCallsByClient?: ClientBudgets;
   /** `RATE_LIMIT_FAILED_AUTH`: failed authentications per window per client address. */
   failedAuth: number;
   /**
@@ -80,6 +95,10 @@ export const EDGE_CONFIG_DEFAULTS = {
   RATE_LIMIT_WINDOW_SECONDS: 60,
   // Ten operations a second, sustained over a minute: far above an interactive client.
   RATE_LIMIT_REQUESTS: 600,
+  // Half: a tenant of a shared client may never spend it all, and two busy tenants both get theirs.
+  RATE_LIMIT_CLIENT_SUBJECT_SHARE: 50,
+  // Fifty a second over a minute: thirty operations at the per-operation ceiling (100), not three thousand a second.
+  RATE_LIMIT_UPSTREAM_CALLS: 3_000,
   // Enough for a client retrying with an expired token; far too few to guess one.
   RATE_LIMIT_FAILED_AUTH: 20,
   RATE_LIMIT_LIVE_CONNECTS: 60,
@@ -139,7 +158,20 @@ export function readEdgeConfig(
         1,
         10_000_000,
       ),
-      byClient: readClientBudgets(reader),
+      byClient: readClientBudgets(reader, 'RATE_LIMIT_BY_CLIENT'),
+      clientSubjectShare: reader.integer(
+        'RATE_LIMIT_CLIENT_SUBJECT_SHARE',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_CLIENT_SUBJECT_SHARE,
+        1,
+        100,
+      ),
+      upstreamCalls: reader.integer(
+        'RATE_LIMIT_UPSTREAM_CALLS',
+        EDGE_CONFIG_DEFAULTS.RATE_LIMIT_UPSTREAM_CALLS,
+        1,
+        100_000_000,
+      ),
+      upstreamCallsByClient: readClientBudgets(reader, 'RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT'),
       failedAuth: reader.integer(
         'RATE_LIMIT_FAILED_AUTH',
         EDGE_CONFIG_DEFAULTS.RATE_LIMIT_FAILED_AUTH,
@@ -214,13 +246,19 @@ function readCorsOrigins(reader: EnvReader): readonly string[] {
   return [...origins];
 }
 
-/** `RATE_LIMIT_BY_CLIENT`: `client_id=operations` pairs, comma separated; unset names no client. */
-function readClientBudgets(reader: EnvReader): ClientBudgets {
-  const raw = reader.trimmed('RATE_LIMIT_BY_CLIENT');
+/**
+ * `RATE_LIMIT_BY_CLIENT` (operations) or `RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT` (upstream calls):
+ * `client_id=amount` pairs, comma separated; unset names no client.
+ */
+function readClientBudgets(
+  reader: EnvReader,
+  name: 'RATE_LIMIT_BY_CLIENT' | 'RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT',
+): ClientBudgets {
+  const raw = reader.trimmed(name);
   if (raw === undefined) return new Map();
-  const parsed = parseClientBudgets(raw);
+  const parsed = parseClientBudgets(raw, name === 'RATE_LIMIT_BY_CLIENT' ? 'operations' : 'upstream calls');
   if ('problem' in parsed) {
-    reader.report('RATE_LIMIT_BY_CLIENT', parsed.problem);
+    reader.report(name, parsed.problem);
     return new Map();
   }
   return parsed.budgets;

@@ -18,7 +18,12 @@ import { configuredEnvironments } from '../upstream/environment-keys.ts';
 import { createDoor, type DoorOptions } from './door/create-door.ts';
 import type { Door } from './door/door.ts';
 import { createRateLimits } from './rate-limits.ts';
-import { createReloadableTrustedDocuments, type ReloadableTrustedDocuments } from './trusted-documents.ts';
+import { MCP_RESOURCE_DOCUMENTS } from './mcp/resources.ts';
+import {
+  createReloadableTrustedDocuments,
+  withOwnDocuments,
+  type ReloadableTrustedDocuments,
+} from './trusted-documents.ts';
 
 /** The door and what closes its connections. */
 export interface ConfiguredDoor {
@@ -76,7 +81,8 @@ export async function createConfiguredDoor(
     authenticator: createConfiguredAuthenticator(config, parts.keyEnvironments, logger),
     rateLimits,
     maxOperationsPerCaller: config.edge.rateLimits.enabled ? config.edge.rateLimits.subscriptions : undefined,
-    trustedDocuments,
+    // The MCP resources' reads are the facade's own documents, admitted as listed ones.
+    trustedDocuments: withOwnDocuments(trustedDocuments, MCP_RESOURCE_DOCUMENTS),
     trustedDocumentsMode: config.edge.trustedDocumentsMode,
     onUntrustedDocument: (reason, action) => parts.metrics.untrustedOperations.inc({ reason, action }),
     queryLimits: config.queryLimits,

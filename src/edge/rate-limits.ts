@@ -34,8 +34,11 @@ import type { RateLimitsConfig } from './config.ts';
  *   only failing attempts are refused by it: a credential that verifies is never refused for it.
  * - `ws-connect`: a connection of any live transport, per authenticated caller (the name kept for
  *   the metrics' `bucket` label).
+ * - `upstream-calls`: the upstream calls a caller's operations sent, one unit per call as it leaves,
+ *   per caller and per named client (`RATE_LIMIT_UPSTREAM_CALLS`, `..._BY_CLIENT`); checked before
+ *   an operation is admitted.
  */
-export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect';
+export type RateBucket = 'request' | 'subscribe' | 'failed-auth' | 'ws-connect' | 'upstream-calls';
 
 /**
  * Whether the unit was spent; `quota` (for the operations budget) says what is left of the budget,
@@ -45,11 +48,21 @@ export type RateDecision =
   { allowed: true; quota?: QuotaState } | { allowed: false; retryAfterSeconds: number; quota?: QuotaState };
 
 /** A rate-limit key: a caller's token subject, its client or a client address, never anything else. */
-export type RateKey = `sub:${string}` | `client:${string}` | `ip:${string}`;
+export type RateKey = SubjectKey | ClientKey | `ip:${string}`;
+/** A caller's key by its token's subject. */
+export type SubjectKey = `sub:${string}`;
+/** A named client's key (`RATE_LIMIT_BY_CLIENT`). */
+export type ClientKey = `client:${string}`;
 
 export interface RateLimits {
   /** Spends one unit of `bucket` for `key`; refused once the window's budget is spent. */
   consume(bucket: RateBucket, key: RateKey): Promise<RateDecision>;
+  /**
+   * Spends one operation of `subject`'s share of `client`'s budget (`RATE_LIMIT_CLIENT_SUBJECT_SHARE`),
+   * then one of the client's budget. The decision's quota is the share's alone: what the client's
+   * other subjects spent is never told, beyond the refusal once the whole budget is spent.
+   */
+  consumeShare(client: ClientKey, subject: SubjectKey): Promise<RateDecision>;
   /**
    * Whether the next {@link consume} of `bucket` for `key` would be refused, without spending (e.g.
    * before an upstream check of a caller's own key that the address could not pay for).
@@ -57,6 +70,8 @@ export interface RateLimits {
   check(bucket: RateBucket, key: RateKey): Promise<RateDecision>;
   /** Whether `RATE_LIMIT_BY_CLIENT` gives `clientId` an operations budget of its own. */
   hasClientBudget(clientId: string): boolean;
+  /** Whether `RATE_LIMIT_UPSTREAM_CALLS_BY_CLIENT` gives `clientId` an upstream-calls budget. */
+  hasClientUpstreamBudget(clientId: string): boolean;
   /** Stops counting; the Redis connection belongs to the caller and stays open. */
   close(): Promise<void>;
 }
@@ -80,6 +95,9 @@ export interface RateLimitsOptions {
 
 const ALLOWED: RateDecision = Object.freeze({ allowed: true });
 
+/** The size of a budget left uncounted in effect. */
+const MAX_UNCOUNTED = 1_000_000_000;
+
 /** Builds the limiters for every bucket from `config`. */
 export function createRateLimits(options: RateLimitsOptions): RateLimits {
   const { config } = options;
@@ -90,8 +108,13 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
     };
     return {
       consume: allowAll,
+      consumeShare: async (client, subject) => {
+        assertRateKey(subject);
+        return allowAll('request', client);
+      },
       check: allowAll,
       hasClientBudget: () => false,
+      hasClientUpstreamBudget: () => false,
       close: () => Promise.resolve(),
     };
   }
@@ -120,7 +143,15 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
   const others: Record<Exclude<RateBucket, 'request' | 'subscribe'>, Limiter> = {
     'failed-auth': build('failed-auth', config.failedAuth),
     'ws-connect': build('ws-connect', config.wsConnects),
+    // Without a budget (a configuration built by hand), as good as uncounted.
+    'upstream-calls': build('upstream-calls', config.upstreamCalls ?? MAX_UNCOUNTED),
   };
+  const upstreamPerClient = new Map(
+    [...(config.upstreamCallsByClient ?? [])].map(([clientId, points]) => [
+      clientId,
+      build('client-upstream-calls', points),
+    ]),
+  );
   // With a key per environment the door names the environment first (`client:live:<id>`), so one
   // client's budgets in the two environments are counted apart, each of the client's size: the
   // same limiter under each environment's name, found without taking the key apart.
@@ -129,29 +160,61 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
       PLATFORM_ENVIRONMENTS.map((environment): [string, Limiter] => [`${environment}:${clientId}`, limiter]),
     ),
   );
-  const limiterOf = (bucket: RateBucket, key: RateKey): Limiter => {
-    if (bucket !== 'request' && bucket !== 'subscribe') return others[bucket];
-    if (key.startsWith('ip:')) return perAddress;
-    if (!key.startsWith('client:')) return perCaller;
+  // Each named client's share for one subject (keyed by the client's key, so per environment too).
+  const sharePercent = config.clientSubjectShare ?? 100;
+  const share = (pool: Limiter): Limiter | undefined =>
+    sharePercent >= 100
+      ? undefined
+      : build(
+          'client-share',
+          Math.max(1, Math.floor((pool.points * sharePercent) / 100)),
+          'per-client-share',
+        );
+  const shares = new Map([...perClient.values()].map((pool) => [pool, share(pool)]));
+  const clientLimiter = (key: ClientKey, upstream = false): Limiter => {
     const named = key.slice('client:'.length);
-    const limiter = perClient.get(named) ?? perClientIn.get(named);
+    const limiter = upstream
+      ? (upstreamPerClient.get(named) ?? upstreamPerClient.get(named.slice(named.indexOf(':') + 1)))
+      : (perClient.get(named) ?? perClientIn.get(named));
     // The door asks for a client's key only when `hasClientBudget` said yes.
     if (limiter === undefined) throw new TypeError('A client key names a client without a budget');
     return limiter;
   };
+  const limiterOf = (bucket: RateBucket, key: RateKey): Limiter => {
+    if (bucket === 'upstream-calls' && key.startsWith('client:'))
+      return clientLimiter(key as ClientKey, true);
+    if (bucket !== 'request' && bucket !== 'subscribe') return others[bucket];
+    if (key.startsWith('ip:')) return perAddress;
+    return key.startsWith('client:') ? clientLimiter(key as ClientKey) : perCaller;
+  };
+  // Async: a bad key is a rejected promise, never an exception thrown at the caller.
+  const consume = async (bucket: RateBucket, key: RateKey): Promise<RateDecision> =>
+    spendFrom(limiterOf(bucket, key), toStoreKey(key), bucket, logger);
   return {
-    async consume(bucket, key) {
-      const storeKey = toStoreKey(key);
-      const limiter = limiterOf(bucket, key);
-      try {
-        const spent = await limiter.limiter.consume(storeKey);
-        const { policy } = limiter;
-        return policy === undefined ? ALLOWED : { allowed: true, quota: quotaOf(limiter, policy, spent) };
-      } catch (outcome) {
-        return refusalOf(outcome, bucket, logger, limiter);
-      }
+    consume,
+    async consumeShare(client, subject) {
+      const pool = clientLimiter(client);
+      const subjectShare = shares.get(pool);
+      if (subjectShare === undefined) return consume('request', client);
+      const shareKey = toShareStoreKey(client, subject);
+      const own = await spendFrom(subjectShare, shareKey, 'request', logger);
+      if (!own.allowed) return own;
+      const pooled = await consume('request', client);
+      if (pooled.allowed) return own.quota === undefined ? pooled : own;
+      // The client's other subjects spent the pool: this one's unit is given back, and all it is
+      // told is to wait (`r=0` of its own share), not how much the others spent.
+      await subjectShare.limiter.reward(shareKey).catch(() => undefined);
+      const { retryAfterSeconds } = pooled;
+      return own.quota === undefined
+        ? { allowed: false, retryAfterSeconds }
+        : {
+            allowed: false,
+            retryAfterSeconds,
+            quota: { ...own.quota, remaining: 0, resetSeconds: retryAfterSeconds },
+          };
     },
     hasClientBudget: (clientId) => perClient.has(clientId),
+    hasClientUpstreamBudget: (clientId) => upstreamPerClient.has(clientId),
     async check(bucket, key) {
       const storeKey = toStoreKey(key);
       const limiter = limiterOf(bucket, key);
@@ -166,6 +229,22 @@ export function createRateLimits(options: RateLimitsOptions): RateLimits {
     // Nothing to release: memory counters expire on unref'd timers, the Redis connection is the caller's.
     close: () => Promise.resolve(),
   };
+}
+
+/** Spends one unit of `limiter` for `storeKey`: the decision, with its quota for a told budget. */
+async function spendFrom(
+  limiter: Limiter,
+  storeKey: string,
+  bucket: RateBucket,
+  logger: Logger,
+): Promise<RateDecision> {
+  try {
+    const spent = await limiter.limiter.consume(storeKey);
+    const { policy } = limiter;
+    return policy === undefined ? ALLOWED : { allowed: true, quota: quotaOf(limiter, policy, spent) };
+  } catch (outcome) {
+    return refusalOf(outcome, bucket, logger, limiter);
+  }
 }
 
 interface Limiter {
@@ -298,4 +377,11 @@ function toStoreKey(key: RateKey): string {
   assertRateKey(key);
   const kind = key.slice(0, key.indexOf(':'));
   return `${kind}.${createHash('sha256').update(key).digest('base64url')}`;
+}
+
+/** The store's key for `subject`'s share of `client`'s budget: a digest of both. */
+function toShareStoreKey(client: ClientKey, subject: SubjectKey): string {
+  assertRateKey(client);
+  assertRateKey(subject);
+  return `share.${createHash('sha256').update(`${client}\n${subject}`).digest('base64url')}`;
 }

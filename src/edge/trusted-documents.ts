@@ -21,6 +21,8 @@ export interface TrustedDocumentStore {
   findById(id: string): string | undefined;
   /** Whether `query` is, byte for byte, the body of a listed operation. */
   isTrustedBody(query: string): boolean;
+  /** Every listed `[id, body]`, in the manifest's order (the MCP endpoint's tools are made from them). */
+  entries(): Iterable<readonly [id: string, body: string]>;
 }
 
 /** Thrown by {@link loadTrustedDocuments}: the manifest is missing, not JSON, or not a manifest. */
@@ -54,6 +56,7 @@ export function createTrustedDocumentStore(
       return hash === undefined ? undefined : bySha256.get(hash.toLowerCase());
     },
     isTrustedBody: (query) => bodies.has(query),
+    entries: () => byId.entries(),
   };
 }
 
@@ -148,6 +151,31 @@ function apolloEntries(manifest: Record<string, unknown>): [string, string][] {
   });
 }
 
+/**
+ * `manifest` with the facade's own documents listed beside it (the MCP endpoint's resource reads,
+ * under ids of their own): found first by their ids, trusted by their bodies. Undefined when there
+ * is no manifest: then every document is accepted anyway. `manifest` is read at each call, so its
+ * reloads show through.
+ */
+export function withOwnDocuments(
+  manifest: TrustedDocumentStore | undefined,
+  own: Iterable<readonly [id: string, body: string]>,
+): TrustedDocumentStore | undefined {
+  if (manifest === undefined) return undefined;
+  const ownStore = createTrustedDocumentStore(own);
+  return {
+    get size() {
+      return manifest.size + ownStore.size;
+    },
+    findById: (id) => ownStore.findById(id) ?? manifest.findById(id),
+    isTrustedBody: (query) => ownStore.isTrustedBody(query) || manifest.isTrustedBody(query),
+    *entries() {
+      yield* ownStore.entries();
+      yield* manifest.entries();
+    },
+  };
+}
+
 /** What a GraphQL request may carry to name its operation. */
 export interface TrustedDocumentRequest {
   query?: unknown;
@@ -210,6 +238,8 @@ export interface ReloadableTrustedDocuments extends TrustedDocumentStore {
    * request from then on; one that does not leaves the old one in place. Never rejects.
    */
   reload(): Promise<{ ok: true; size: number } | { ok: false; problem: string }>;
+  /** Calls `listener` after each reload that replaced the manifest; answers the function that stops it. */
+  onReload(listener: () => void): () => void;
 }
 
 /**
@@ -222,17 +252,30 @@ export async function createReloadableTrustedDocuments(
   logger: Logger,
 ): Promise<ReloadableTrustedDocuments> {
   let current = await loadTrustedDocuments(path);
+  const listeners = new Set<() => void>();
   return {
     get size() {
       return current.size;
     },
     findById: (id) => current.findById(id),
     isTrustedBody: (query) => current.isTrustedBody(query),
+    entries: () => current.entries(),
+    onReload(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
     async reload() {
       try {
         const next = await loadTrustedDocuments(path);
         current = next;
         logger.info('trusted documents reloaded', { operations: next.size });
+        for (const listener of listeners) {
+          try {
+            listener();
+          } catch (error) {
+            logger.error('a listener of the trusted documents failed on reload', { error });
+          }
+        }
         return { ok: true, size: next.size };
       } catch (error) {
         const problem = error instanceof Error ? error.message : String(error);

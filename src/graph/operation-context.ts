@@ -6,7 +6,7 @@
 import type { Caller } from '../auth/caller.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from '../upstream/access.ts';
-import type { CallBudget } from '../upstream/call-budget.ts';
+import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import { deferredOperationSignal } from '../upstream/cancellation.ts';
 import type { SharedReadCache, UpstreamClient } from '../upstream/client.ts';
 import { createUpstreamContext } from '../upstream/context.ts';
@@ -56,6 +56,8 @@ export interface OperationContextsOptions {
   operationTimeoutMs: number;
   /** Aborted when a shutdown's drain window has passed. */
   shutdown: AbortSignal;
+  /** What each upstream call of an operation of `connection` is charged to (its caller's budget). */
+  upstreamMeterOf?: (connection: OperationContextInput['connection']) => () => void;
 }
 
 /** Builds the factory of operation contexts of one app. */
@@ -63,7 +65,7 @@ export function createOperationContexts(
   options: OperationContextsOptions,
 ): (input: OperationContextInput) => GraphContext {
   return ({
-    connection: { caller, apiKey, environment },
+    connection,
     requestId,
     facadeRequestId,
     callerRequestId,
@@ -72,6 +74,7 @@ export function createOperationContexts(
     callBudget,
     recordAnswerSources,
   }) => {
+    const { caller, apiKey, environment } = connection;
     // Bound only with a key per environment: the live connections of one key learn its environment
     // too, and that changes nothing then.
     const bound =
@@ -79,6 +82,8 @@ export function createOperationContexts(
         ? environment
         : undefined;
     const upstream = options.upstreamOf(bound);
+    const budget = callBudget ?? createCallBudget(upstream.client.maxCallsPerOperation);
+    if (options.upstreamMeterOf !== undefined) budget.onSent = options.upstreamMeterOf(connection);
     return createGraphContext(
       createUpstreamContext(upstream.client, {
         apiKey: apiKey ?? upstream.key,
@@ -101,7 +106,7 @@ export function createOperationContexts(
         idempotencyOwner: caller?.subject,
         readCache,
         readThrough,
-        callBudget,
+        callBudget: budget,
         recordAnswerSources,
       }),
       caller,

@@ -10,7 +10,10 @@ import { isRfc3339DateTime } from '../rfc3339.ts';
 const DECIMAL = /^-?\d+(\.\d+)?$/;
 
 /** Longer values are refused rather than passed upstream: no amount of money needs them. */
-const MAX_DECIMAL_LENGTH = 40;
+export const MAX_DECIMAL_LENGTH = 40;
+
+/** The pattern a `Decimal` string matches (an MCP tool's input schema states it). */
+export const DECIMAL_PATTERN = DECIMAL.source;
 
 /** Whether `value` is a decimal money string the schema accepts. */
 export function isDecimalString(value: string): boolean {

@@ -56,6 +56,10 @@ export interface CorsOptions {
    * lower case; a repeated one is listed once.
    */
   extraAllowedHeaders?: readonly string[];
+  /** Response headers a browser may read beyond the defaults (MCP's `mcp-session-id`). */
+  extraExposedHeaders?: readonly string[];
+  /** Methods besides GET, POST and OPTIONS (MCP's DELETE, which ends a session). */
+  extraMethods?: readonly string[];
 }
 
 /** The `Access-Control-Allow-Headers` list: the defaults, then the configured extras. */
@@ -81,9 +85,9 @@ export function cors(options: CorsOptions): RequestHandler {
     origin: (origin, callback) => {
       callback(null, origin);
     },
-    methods: CORS_ALLOWED_METHODS.join(', '),
+    methods: [...CORS_ALLOWED_METHODS, ...(options.extraMethods ?? [])].join(', '),
     allowedHeaders: corsAllowedHeaders(options.extraAllowedHeaders).join(', '),
-    exposedHeaders: CORS_EXPOSED_HEADERS.join(', '),
+    exposedHeaders: [...CORS_EXPOSED_HEADERS, ...(options.extraExposedHeaders ?? [])].join(', '),
     maxAge: CORS_MAX_AGE_SECONDS,
     credentials: false,
     preflightContinue: false,

@@ -42,6 +42,8 @@ export interface AuditOperation {
   name: string | null;
   /** The root fields of the mutation (`["sandboxTopUp"]`), aliases resolved to field names. */
   fields: string[];
+  /** The MCP tool that ran it, when it came through `/mcp`. */
+  tool?: string;
 }
 
 /** One audit line's fields (besides `level`, `time`, `msg` and `log`). */
@@ -85,6 +87,17 @@ export interface AuditTrail {
   readonly upstreamObserver: UpstreamObserver;
   /** Records which mutation each operation's upstream calls belong to. */
   readonly plugin: ApolloServerPlugin<AuditableContext>;
+  /**
+   * Records that the upstream calls made with `upstream` (an operation's upstream context) belong
+   * to `operation`, for an executor other than Apollo Server's (the MCP endpoint names its `tool`).
+   * Only a mutation is recorded: reads leave no audit line.
+   */
+  noteOperation(
+    upstream: object,
+    operation: OperationDefinitionNode,
+    document: DocumentNode,
+    tool?: string,
+  ): void;
 }
 
 /** What the plugin reads from the request context. */
@@ -149,27 +162,33 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
     options.logger.info('upstream write', { ...entry });
   }
 
+  const noteOperation: AuditTrail['noteOperation'] = (upstream, operation, document, tool) => {
+    if (operation.operation !== OperationTypeNode.MUTATION) return;
+    operations.set(upstream, {
+      name: operation.name?.value ?? null,
+      fields: rootFieldNames(operation, document),
+      ...(tool === undefined ? {} : { tool }),
+    });
+  };
+
   return {
     upstreamObserver: { call: record },
     plugin: {
       async requestDidStart() {
         return {
           async didResolveOperation({ operation, document, contextValue }) {
-            if (operation?.operation !== OperationTypeNode.MUTATION) return;
-            if (contextValue.upstream === undefined) return;
-            operations.set(contextValue.upstream, {
-              name: operation.name?.value ?? null,
-              fields: rootFieldNames(operation, document),
-            });
+            if (operation === undefined || contextValue.upstream === undefined) return;
+            noteOperation(contextValue.upstream, operation, document);
           },
         };
       },
     },
+    noteOperation,
   };
 }
 
 /** The field names selected at the root of `operation`, through fragments, in order, once each. */
-function rootFieldNames(operation: OperationDefinitionNode, document: DocumentNode): string[] {
+export function rootFieldNames(operation: OperationDefinitionNode, document: DocumentNode): string[] {
   const names = new Set<string>();
   const visit = (selectionSet: SelectionSetNode, seen: Set<string>): void => {
     for (const selection of selectionSet.selections) {

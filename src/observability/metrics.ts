@@ -56,14 +56,18 @@ export interface ScrapeSources {
   answerCache?: () => AnswerCacheStats | undefined;
 }
 
+/** The labels of the operation counts and durations. */
+type OperationLabel = 'operation_name' | 'operation_type' | 'outcome' | 'environment' | 'transport';
+
 export interface Metrics extends GatewayInvalidationMetrics {
   readonly registry: Registry;
   /**
-   * GraphQL operations over every transport, by bounded name, type and outcome (`ok`, `error`), and
-   * by `environment` only when callers are bound to one (a key per environment).
+   * GraphQL operations over every transport, by bounded name, type, outcome (`ok`, `error`) and
+   * transport (`http`, `graphql-ws`, `sse`, `multipart`, `mcp`), and by `environment` only when
+   * callers are bound to one (a key per environment).
    */
-  readonly operations: Counter<'operation_name' | 'operation_type' | 'outcome' | 'environment'>;
-  readonly operationDuration: Histogram<'operation_name' | 'operation_type' | 'outcome' | 'environment'>;
+  readonly operations: Counter<OperationLabel>;
+  readonly operationDuration: Histogram<OperationLabel>;
   /** Values asked of the per-operation DataLoaders: `hit` (answered from the loader) or `miss` (read upstream). */
   readonly loaderLoads: Counter<'operation_name' | 'operation_type' | 'result'>;
   /** Upstream calls (retries included) made by operations, by bounded name and type. */
@@ -132,20 +136,26 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   // `environment` only with a key per environment: one deployment's sandbox and live traffic apart,
   // a single environment's series unchanged.
-  const operationLabels = ['operation_name', 'operation_type', 'outcome', 'environment'] as const;
+  const operationLabels = [
+    'operation_name',
+    'operation_type',
+    'outcome',
+    'environment',
+    'transport',
+  ] as const;
   const operationNameLabel = createOperationLabels(options.maxOperationNames);
 
   const metrics: Metrics = {
     registry,
     operations: new Counter({
       name: 'graphql_operations_total',
-      help: 'GraphQL operations over HTTP, by operation name (bounded), type and outcome.',
+      help: 'GraphQL operations over every transport, by operation name (bounded), type, outcome and transport.',
       labelNames: operationLabels,
       registers,
     }),
     operationDuration: new Histogram({
       name: 'graphql_operation_duration_seconds',
-      help: 'Duration of GraphQL operations over HTTP, by operation name (bounded), type and outcome.',
+      help: 'Duration of GraphQL operations over every transport, by operation name (bounded), type, outcome and transport.',
       labelNames: operationLabels,
       buckets: DURATION_BUCKETS,
       registers,

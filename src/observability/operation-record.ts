@@ -47,6 +47,11 @@ interface OperationLine {
 
 /** One HTTP operation once its answer is ready, as Apollo's hooks saw it. */
 export interface HttpOperation {
+  /**
+   * The transport of one operation per request that answered it: `http` when absent (Apollo's
+   * hooks), `mcp` for a tool call or a resource read over the MCP endpoint.
+   */
+  readonly transport?: string;
   readonly requestId: string;
   /** Apollo's name of the operation (null while none is known). */
   readonly operationName: string | null;
@@ -122,15 +127,19 @@ export function createOperationRecorder(options: {
     },
     httpCompleted(operation) {
       const elapsedMs = performance.now() - operation.startedAt;
+      const transport = operation.transport ?? 'http';
       line({
-        transport: 'http',
+        transport,
         operationName: operation.operationName,
         requestId: operation.requestId,
         status: operation.status,
         durationMs: Math.round(elapsedMs),
         errorCodes: operation.errorCodes,
       });
-      countHttpOperation(metrics, operation, elapsedMs, environmentLabel(operation.environment));
+      countHttpOperation(metrics, operation, elapsedMs, {
+        ...environmentLabel(operation.environment),
+        transport,
+      });
       if (lifecycle.observed('operationCompleted')) {
         lifecycle.emit('operationCompleted', {
           requestId: operation.requestId,
@@ -167,6 +176,7 @@ export function createOperationRecorder(options: {
         operation_type: operation.operationType,
         outcome: errorCodes.length > 0 ? 'error' : 'ok',
         ...environmentLabel(operation.environment),
+        transport: operation.transport,
       };
       metrics.operations.inc(labels);
       metrics.operationDuration.observe(labels, durationMs / 1000);
@@ -184,7 +194,7 @@ function countHttpOperation(
   metrics: Metrics,
   operation: HttpOperation,
   elapsedMs: number,
-  inEnvironment: { environment?: PlatformEnvironment },
+  labels: { environment?: PlatformEnvironment; transport: string },
 ): void {
   const { parsed } = operation;
   // Only a name from the parsed operation: the request's own `operationName` is any string.
@@ -192,14 +202,14 @@ function countHttpOperation(
   const operationName =
     parsed === undefined ? UNKNOWN_OPERATION : metrics.operationNameLabel(parsed.name, operation.nameSource);
   const failed = (operation.answerErrors?.length ?? 0) > 0 || operation.status >= 400;
-  const labels = {
+  const byOutcome = {
     operation_name: operationName,
     operation_type: operationType,
     outcome: failed ? 'error' : 'ok',
-    ...inEnvironment,
+    ...labels,
   };
-  metrics.operations.inc(labels);
-  metrics.operationDuration.observe(labels, elapsedMs / 1000);
+  metrics.operations.inc(byOutcome);
+  metrics.operationDuration.observe(byOutcome, elapsedMs / 1000);
 
   const byOperation = { operation_name: operationName, operation_type: operationType };
   const stats = operation.loaderStats;

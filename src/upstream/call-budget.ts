@@ -16,6 +16,8 @@ export interface CallBudget {
   remaining: number;
   /** Requests sent to the upstream, retries included: the calls the operation made. */
   sent: number;
+  /** Told of each request sent (after `sent` counts it): the caller's upstream-calls budget. */
+  onSent?: (() => void) | undefined;
 }
 
 /** A fresh budget of `limit` calls for one operation (or one subscription event). */

@@ -86,6 +86,7 @@ export function createRetryingSender(parts: {
       try {
         spendCall(call.callBudget);
         call.callBudget.sent += 1;
+        call.callBudget.onSent?.();
         progress.attempts = attempt;
         const response = await sendOnce(call, request, attempt, traceHeaders, apiKey);
         if (observer?.call) {

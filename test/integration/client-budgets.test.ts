@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { startEmulator, type RunningEmulator } from '../support/harness/emulator.ts';
+import { mcpRequest, openRawSession } from '../support/harness/mcp-client.ts';
 import { facadeTestEnv, startFacade, type RunningFacade } from '../support/harness/facade.ts';
 import { requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
 import { bearer, issuerSignedToken, tokenFor } from '../support/tokens.ts';
@@ -21,7 +22,7 @@ beforeAll(async () => {
   const env = {
     REDIS_URL: requireRedisUrl(),
     REDIS_KEY_PREFIX: uniqueRedisPrefix(),
-    RATE_LIMIT_BY_CLIENT: 'test-batch-job=8, test-web-app=600',
+    RATE_LIMIT_BY_CLIENT: 'test-batch-job=8, test-web-app=600, shared-app=40',
     RATE_LIMIT_REQUESTS: '5',
   };
   replicas = [await startFacade(emulator.url, { env }), await startFacade(emulator.url, { env })];
@@ -107,15 +108,17 @@ describe('budgets per client, across two replicas sharing Redis', () => {
 
   test('every token of a named client spends from its one budget; other callers keep RATE_LIMIT_REQUESTS per subject', async () => {
     // Two tokens of one client with different subjects (an `azp` only, as some issuers write it):
-    // one budget of 600 between them.
+    // each spends its share (half of 600) of the one budget, and is told of its share alone.
     const first = await issuerSignedToken({ sub: 'user-1', client_id: undefined, azp: 'test-web-app' });
     const second = await issuerSignedToken({ sub: 'user-2', client_id: undefined, azp: 'test-web-app' });
     const a = await replicas[0]!.query(QUERY, undefined, { authorization: `Bearer ${first}` });
     const b = await replicas[1]!.query(QUERY, undefined, { authorization: `Bearer ${second}` });
-    const ra = fieldOf(a.headers.get('ratelimit')).params['r'] ?? 0;
-    const rb = fieldOf(b.headers.get('ratelimit')).params['r'] ?? 0;
-    expect(fieldOf(b.headers.get('ratelimit-policy')).params['q']).toBe(600);
-    expect(rb).toBe(ra - 1);
+    expect(fieldOf(a.headers.get('ratelimit-policy'))).toEqual({
+      policy: 'per-client-share',
+      params: { q: 300, w: 60 },
+    });
+    expect(fieldOf(a.headers.get('ratelimit')).params['r']).toBe(299);
+    expect(fieldOf(b.headers.get('ratelimit')).params['r']).toBe(299);
 
     // A client no entry names: its own subject's budget of RATE_LIMIT_REQUESTS (5).
     const acme = await bearer('acme');
@@ -173,6 +176,94 @@ describe('budgets per client, across two replicas sharing Redis', () => {
     expect(fieldOf(response.headers.get('ratelimit')).params['r']).toBe(0);
     const body = (await response.json()) as { errors: { extensions: Record<string, unknown> }[] };
     expect(body.errors[0]?.extensions['code']).toBe('RATE_LIMITED');
+  });
+});
+
+describe('tenants of one shared client, across two replicas, MCP included', () => {
+  const asTenant = async (sub: string) => ({
+    authorization: `Bearer ${await issuerSignedToken({ sub, client_id: 'shared-app' })}`,
+  });
+  const remainingOf = (headers: Headers) => fieldOf(headers.get('ratelimit')).params['r'];
+
+  test('no tenant spends the whole pool, and none is told what another spent', async () => {
+    const tenantA = await asTenant('tenant-a');
+    const tenantB = await asTenant('tenant-b');
+    // A spends its share of the pool of 40 (50%: 20), on both replicas, and is told of its share.
+    const seen: (number | undefined)[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const answer = await replicas[i % 2]!.query(QUERY, undefined, tenantA);
+      expect(answer.status).toBe(200);
+      expect(fieldOf(answer.headers.get('ratelimit-policy'))).toEqual({
+        policy: 'per-client-share',
+        params: { q: 20, w: 60 },
+      });
+      seen.push(remainingOf(answer.headers));
+    }
+    expect(seen).toEqual([...Array(20).keys()].map((spent) => 19 - spent));
+    const upstreamBefore = (await emulator.upstreamCalls()).total;
+    for (const replica of replicas) {
+      const refused = await replica.query(QUERY, undefined, tenantA);
+      expect(refused.status).toBe(429);
+      expect(remainingOf(refused.headers)).toBe(0);
+    }
+    expect((await emulator.upstreamCalls()).total).toBe(upstreamBefore);
+
+    // B is served, and its header counts its own operations only: nothing of A's 22.
+    const first = await replicas[1]!.query(QUERY, undefined, tenantB);
+    expect(first.status).toBe(200);
+    expect(remainingOf(first.headers)).toBe(19);
+
+    // Over MCP, on the other replica: the same share, the same header.
+    const session = await openRawSession(replicas[0]!.url, tenantB.authorization.slice('Bearer '.length));
+    const read = await mcpRequest(
+      replicas[0]!.url,
+      { jsonrpc: '2.0', id: 3, method: 'resources/read', params: { uri: 'platform://customers/cus_acme' } },
+      session,
+    );
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ result: { contents: [{ uri: 'platform://customers/cus_acme' }] } });
+    expect(fieldOf(read.headers.get('ratelimit-policy')).params).toEqual({ q: 20, w: 60 });
+    // Every POST to /mcp is an operation: `initialize`, `notifications/initialized`, the read.
+    expect(remainingOf(read.headers)).toBe(16);
+  });
+
+  test('once the tenants together spent the pool, a tenant with share left waits, told only r=0', async () => {
+    // The pool (40) holds B's 4 and A's 20 (A's refusals never reached it); B's new session 2 more.
+    const session = await openRawSession(
+      replicas[1]!.url,
+      (await asTenant('tenant-b')).authorization.slice(7),
+    );
+    const tenantC = await asTenant('tenant-c');
+    let accepted = 0;
+    let refused: Awaited<ReturnType<RunningFacade['query']>> | undefined;
+    while (refused === undefined && accepted < 20) {
+      const answer = await replicas[accepted % 2]!.query(QUERY, undefined, tenantC);
+      if (answer.status === 200) accepted += 1;
+      else refused = answer;
+    }
+    // C stopped short of its share of 20: the pool was spent.
+    expect(accepted).toBe(14);
+    expect(refused?.status).toBe(429);
+    const retryAfter = Number(refused?.headers.get('retry-after'));
+    expect(fieldOf(refused!.headers.get('ratelimit'))).toEqual({
+      policy: 'per-client-share',
+      params: { r: 0, t: retryAfter },
+    });
+    expect(refused!.body.errors?.[0]?.extensions?.['rateLimit']).toEqual({
+      policy: 'per-client-share',
+      quota: 20,
+      windowSeconds: 60,
+      remaining: 0,
+      resetSeconds: retryAfter,
+    });
+    // Over MCP too: B, with share left, is refused by the spent pool, told r=0 and nothing more.
+    const read = await mcpRequest(
+      replicas[1]!.url,
+      { jsonrpc: '2.0', id: 3, method: 'resources/read', params: { uri: 'platform://customers/cus_acme' } },
+      session,
+    );
+    expect(read.status).toBe(429);
+    expect(remainingOf(read.headers)).toBe(0);
   });
 });
 

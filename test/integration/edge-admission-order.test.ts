@@ -1,6 +1,6 @@
 /**
  * One admission order, one executor of it: every transport (HTTP, graphql-ws, SSE, multipart, the
- * HTTP callback protocol) takes the door's steps as src/edge/door/door.ts declares them
+ * HTTP callback protocol, MCP) takes the door's steps as src/edge/door/door.ts declares them
  * (`ADMISSION_ORDER`), run by the door itself, HTTP included (Apollo Server executes what the door admitted, and words a refused
  * document with the door's options). Each step reports itself through `app.lifecycle`
  * (`admissionStep`); each transport's record is pinned to the declared list, and a document over a
@@ -14,6 +14,7 @@ import {
   subscribeByCallback,
   UNKNOWN,
 } from '../support/harness/callback-receiver.ts';
+import { mcpRequest, openRawSession } from '../support/harness/mcp-client.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { tokenFor } from '../support/tokens.ts';
 
@@ -169,6 +170,22 @@ describe('the door’s one admission order', () => {
       body: { amount: '1.00', currency: 'USDC' },
     });
     await stack.subscriptionsCompleted(1);
+  });
+
+  test('MCP takes the declared steps: a resource read a request’s, a resource subscription a live connection’s', async () => {
+    const session = await openRawSession(stack.facadeUrl, await tokenFor('operator'));
+    const uri = 'platform://customers/cus_acme/accounts';
+    const send = (method: string) =>
+      mcpRequest(stack.facadeUrl, { jsonrpc: '2.0', id: 2, method, params: { uri } }, session);
+    const overRead = await stepsOf(async () => {
+      expect((await send('resources/read')).status).toBe(200);
+    });
+    expect(overRead).toEqual(admissionStepsOf('request'));
+    const overSubscribe = await stepsOf(async () => {
+      expect((await send('resources/subscribe')).status).toBe(200);
+    });
+    expect(overSubscribe).toEqual(admissionStepsOf('live'));
+    await mcpRequest(stack.facadeUrl, undefined, session, 'DELETE');
   });
 
   test('a refusal stops the order at its step: a query over SSE is refused after validation, nothing run', async () => {

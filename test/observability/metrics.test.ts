@@ -89,10 +89,10 @@ describe('/metrics', () => {
       '{method="GET",route="/v3/customers/{customerId}/capabilities",status="200"}': 1,
     });
     expect(deltas(before, after, 'graphql_operations_total')).toEqual({
-      '{operation_name="Dashboard",operation_type="query",outcome="ok"}': 1,
+      '{operation_name="Dashboard",operation_type="query",outcome="ok",transport="http"}': 1,
     });
     expect(deltas(before, after, 'graphql_operation_duration_seconds_count')).toEqual({
-      '{operation_name="Dashboard",operation_type="query",outcome="ok"}': 1,
+      '{operation_name="Dashboard",operation_type="query",outcome="ok",transport="http"}': 1,
     });
     expect(deltas(before, after, 'graphql_operation_upstream_calls_total')).toEqual({
       '{operation_name="Dashboard",operation_type="query"}': 4,
@@ -125,7 +125,7 @@ describe('/metrics', () => {
     expect(result.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     const after = await scrape(metricsUrl());
     expect(deltas(before, after, 'graphql_operations_total')).toEqual({
-      '{operation_name="Missing",operation_type="query",outcome="error"}': 1,
+      '{operation_name="Missing",operation_type="query",outcome="error",transport="http"}': 1,
     });
     expect(deltas(before, after, 'facade_upstream_requests_total')).toEqual({
       '{method="GET",route="/v3/customers/{customerId}",status="404"}': 1,
@@ -158,8 +158,8 @@ describe('/metrics', () => {
     expect((await stack.query('{ apiStatus { reachable } }')).status).toBe(200);
     const after = await scrape(metricsUrl());
     expect(deltas(before, after, 'graphql_operations_total')).toEqual({
-      '{operation_name="unknown",operation_type="unknown",outcome="error"}': 1,
-      '{operation_name="anonymous",operation_type="query",outcome="ok"}': 1,
+      '{operation_name="unknown",operation_type="unknown",outcome="error",transport="http"}': 1,
+      '{operation_name="anonymous",operation_type="query",outcome="ok",transport="http"}': 1,
     });
   });
 
@@ -213,6 +213,7 @@ describe('/metrics', () => {
         operation_name: 'other',
         operation_type: 'query',
         outcome: 'ok',
+        transport: 'http',
       }),
     ).toBeGreaterThanOrEqual(5);
   });
@@ -244,6 +245,7 @@ describe('METRICS_PORT', () => {
           operation_name: 'OnItsOwnPort',
           operation_type: 'query',
           outcome: 'ok',
+          transport: 'http',
         }),
       ).toBe(1);
       expect((await fetch(`${own.facadeUrl}/metrics`)).status).toBe(404);
@@ -263,8 +265,8 @@ describe('operation name labels', () => {
       await own.queryAs('acme', 'query NamedByOperator { apiStatus { reachable } }');
       const after = await scrape(own.metricsUrl);
       expect(deltas(before, after, 'graphql_operations_total')).toEqual({
-        '{operation_name="other",operation_type="query",outcome="ok"}': 1,
-        '{operation_name="NamedByOperator",operation_type="query",outcome="ok"}': 2,
+        '{operation_name="other",operation_type="query",outcome="ok",transport="http"}': 1,
+        '{operation_name="NamedByOperator",operation_type="query",outcome="ok",transport="http"}': 2,
       });
     } finally {
       await own.close();
@@ -288,7 +290,7 @@ describe('operation name labels', () => {
       expect((await own.queryAs('acme', listed)).status).toBe(200);
       const after = await scrape(own.metricsUrl);
       expect(deltas(before, after, 'graphql_operations_total')).toEqual({
-        '{operation_name="ListedStatus",operation_type="query",outcome="ok"}': 1,
+        '{operation_name="ListedStatus",operation_type="query",outcome="ok",transport="http"}': 1,
       });
     } finally {
       await own.close();

@@ -242,6 +242,7 @@ describe('runnable commands in README.md and docs/', () => {
       'README.md',
       'docs/events.md',
       'docs/federation.md',
+      'docs/mcp.md',
       'docs/operations.md',
     ]);
   });

@@ -13,9 +13,9 @@ import { boundEnvironment } from '../../upstream/environment-keys.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import { isAnonymousDocument } from '../anonymous-documents.ts';
 import type { QuotaState } from '../client-budgets.ts';
-import type { RateBucket, RateKey, RateLimits } from '../rate-limits.ts';
+import type { ClientKey, RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
 import { rateLimited, refuse, type Refusal } from '../refusal.ts';
-import type { Connection, ConnectRequest } from './door.ts';
+import type { Connection, ConnectRequest, UpstreamCaller } from './door.ts';
 
 /** The same message whatever was wrong with a credential, so it helps no forger. */
 const UNAUTHENTICATED_MESSAGE =
@@ -48,9 +48,20 @@ export interface DoorBudgets {
   /** The caller's key (the address's when anonymous), in its environment. */
   callerKey(connection: Connection): RateKey;
   /** A verified caller's key in `environment`. */
-  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): RateKey;
-  /** The operations budget of `connection`: its client's, when that has one of its own. */
-  operationsKey(connection: Connection): RateKey;
+  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): SubjectKey;
+  /**
+   * Spends one operation of `connection`'s budget: its subject's, or, when its client has one of
+   * its own, the client's (a subject other than the client itself spending its share of it).
+   */
+  spendOperation(connection: Connection, onQuota?: (quota: QuotaState) => void): Promise<Refusal | undefined>;
+  /**
+   * Whether the upstream-calls budgets of `connection`'s caller (its own, its client's when named)
+   * have calls left: a refusal once either is spent, nothing spent by asking. An anonymous request
+   * (a status read) has none.
+   */
+  checkUpstreamCalls(connection: UpstreamCaller): Promise<Refusal | undefined>;
+  /** Charges one upstream call to the caller's upstream-calls budgets (as it leaves; never waits). */
+  chargeUpstreamCall(connection: UpstreamCaller): void;
   spend(
     bucket: RateBucket,
     key: RateKey,
@@ -77,8 +88,11 @@ export function createDoorBudgets(
     connection.caller === undefined
       ? addressKey(connection.address)
       : subjectKey(connection.caller, connection.environment);
-  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) => {
-    const decision = await rateLimits.consume(bucket, key);
+  const decided = (
+    bucket: RateBucket,
+    decision: RateDecision,
+    onQuota?: (quota: QuotaState) => void,
+  ): Refusal | undefined => {
     if (decision.allowed) {
       if (decision.quota !== undefined) onQuota?.(decision.quota);
       return undefined;
@@ -86,14 +100,42 @@ export function createDoorBudgets(
     options.onRateLimited?.(bucket);
     return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
   };
+  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) =>
+    decided(bucket, await rateLimits.consume(bucket, key), onQuota);
+  const upstreamKeys = ({ caller, environment }: UpstreamCaller): RateKey[] => {
+    if (caller === undefined) return [];
+    const own = subjectKey(caller, environment);
+    const { clientId } = caller;
+    return clientId !== undefined && rateLimits.hasClientUpstreamBudget(clientId)
+      ? [own, `client:${inEnvironment(environment)}${clientId}`]
+      : [own];
+  };
   return {
     callerKey,
     subjectKey,
-    operationsKey(connection) {
-      const clientId = connection.caller?.clientId;
-      return clientId !== undefined && rateLimits.hasClientBudget(clientId)
-        ? `client:${inEnvironment(connection.environment)}${clientId}`
-        : callerKey(connection);
+    async checkUpstreamCalls(connection) {
+      for (const key of upstreamKeys(connection)) {
+        const decision = await rateLimits.check('upstream-calls', key);
+        if (!decision.allowed) return decided('upstream-calls', decision);
+      }
+      return undefined;
+    },
+    chargeUpstreamCall(connection) {
+      // Counted after the fact: a call already sent is spent whatever the answer, and a failure to
+      // count it (Redis gone and memory too) is logged by the limiter, never the operation's.
+      for (const key of upstreamKeys(connection)) void rateLimits.consume('upstream-calls', key);
+    },
+    async spendOperation(connection, onQuota) {
+      const { caller } = connection;
+      const clientId = caller?.clientId;
+      if (caller === undefined || clientId === undefined || !rateLimits.hasClientBudget(clientId)) {
+        return spend('request', callerKey(connection), onQuota);
+      }
+      const client: ClientKey = `client:${inEnvironment(connection.environment)}${clientId}`;
+      // A token the client holds for itself (client credentials) is the client: the whole budget.
+      if (caller.subject === clientId) return spend('request', client, onQuota);
+      const subject = subjectKey(caller, connection.environment);
+      return decided('request', await rateLimits.consumeShare(client, subject), onQuota);
     },
     spend,
     failed: async (address) =>

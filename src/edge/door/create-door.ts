@@ -131,6 +131,7 @@ export function createDoor(options: DoorOptions): Door {
     checkCurrent: expiry.checkCurrent,
     expiresAt: expiry.expiresAt,
     ...createEventCallPools(options.maxCallsPerOperation, now, callerKey),
+    upstreamMeter: (connection) => () => budgets.chargeUpstreamCall(connection),
   };
 }
 
@@ -154,8 +155,10 @@ function createOperationSteps(
       return undefined;
     },
     'credential-current': (admission) => expiry.checkCurrent(admission.connection),
-    'operation-budget': (admission) =>
-      budgets.spend('request', budgets.operationsKey(admission.connection), admission.onQuota),
+    // An operation, and the upstream calls its caller's operations sent so far.
+    'operation-budget': async (admission) =>
+      (await budgets.spendOperation(admission.connection, admission.onQuota)) ??
+      budgets.checkUpstreamCalls(admission.connection),
     'trusted-document'(admission) {
       const { request } = admission;
       const trusted = trustedQueryOf(options, logger, admission.connection, request);

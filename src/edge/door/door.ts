@@ -210,6 +210,9 @@ export interface LiveDoor {
   expiresAt(connection: Connection): number | undefined;
 }
 
+/** Whose upstream calls an operation sends: its caller in its environment. */
+export type UpstreamCaller = Pick<Connection, 'caller' | 'environment'>;
+
 /** What an event's executions use: the caller's one pool of upstream calls per event. */
 export interface EventCallPools {
   /**
@@ -218,6 +221,15 @@ export interface EventCallPools {
    * it runs, one event costs the caller at most `maxCallsPerOperation` upstream calls.
    */
   eventCallBudget(connection: Connection, eventId: string, callLimit: number): CallBudget;
+}
+
+/** What an operation's upstream calls are charged to, whatever its transport. */
+export interface UpstreamMeters {
+  /**
+   * What each upstream call an operation of `connection` sends is charged to: its caller's (and its
+   * client's) upstream-calls budget, which the door checks before admitting the next operation.
+   */
+  upstreamMeter(connection: UpstreamCaller): () => void;
 }
 
 /**
@@ -230,4 +242,4 @@ export interface ExecutorDoor {
 }
 
 /** The door of one app: every audience's part. */
-export interface Door extends TransportDoor, LiveDoor, EventCallPools, ExecutorDoor {}
+export interface Door extends TransportDoor, LiveDoor, EventCallPools, UpstreamMeters, ExecutorDoor {}
