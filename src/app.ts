@@ -16,6 +16,7 @@ import { createConfiguredDoor } from './edge/configured-door.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEnvironmentStacks } from './environments.ts';
 import { createSchema } from './graph/schema.ts';
+import { createAudiences, singleAudience } from './graph/audiences.ts';
 import { createTransports, type Transports } from './transports.ts';
 import { createAnswerCache } from './graph/answer-cache.ts';
 import { clientAddress } from './http/client-address.ts';
@@ -44,7 +45,10 @@ import type { KeyReload } from './upstream/key-source.ts';
 export interface AppDependencies {
   /** Default: JSON lines on stdout at `config.logLevel`, the configured key redacted. */
   logger?: Logger;
-  /** Default: `createSchema()`, the facade's federated subgraph schema. */
+  /**
+   * Default: `createSchema()`, the facade's federated subgraph schema, with a schema per contract of
+   * `schema/contracts.json`. Given, it is every caller's, whatever contract its token names.
+   */
   schema?: GraphQLSchema;
   /** Default: JSON lines on stdout with `"log":"audit"`, whatever `config.logLevel` says. */
   auditLogger?: Logger;
@@ -199,6 +203,9 @@ async function createAppParts(config: Config, deps: AppDependencies) {
   });
   metrics.memoryReleaseArmed.set(memoryRelease.armed ? 1 : 0);
   const schema = deps.schema ?? createSchema();
+  // The schema each caller is served: its contract's (src/graph/audiences.ts).
+  const audiences =
+    deps.schema === undefined ? createAudiences(schema, config.contracts) : singleAudience(schema);
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
   // Whole answers of repeated HTTP queries, served while the response cache holds what they read.
   const cache = config.upstream.cache;
@@ -227,6 +234,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
   // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
+    audiences,
     keyEnvironments: environments.keyEnvironments,
     metrics,
     logger,
@@ -243,6 +251,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     observability,
     memoryRelease,
     schema,
+    audiences,
     formatError,
     answers,
     environments,

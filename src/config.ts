@@ -7,6 +7,7 @@ import { readEventsConfig, type EventsConfig } from './events/config.ts';
 import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
 import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
+import { readContractsConfig, type ContractsConfig } from './graph/contracts.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
@@ -50,6 +51,8 @@ export interface Config {
   introspection: IntrospectionMode;
   /** Who the callers are: OpenID Connect access tokens, callers' own keys, or nobody checked. */
   auth: AuthConfig;
+  /** The contracts served (`schema/contracts.json`) and `CONTRACT_DEFAULT` (src/graph/audiences.ts). */
+  contracts: ContractsConfig;
   /** Browser origins, trusted proxies, rate limits and trusted documents (docs/security.md). */
   edge: EdgeConfig;
   /** Documents over these limits are refused before execution (see docs/security.md). */
@@ -246,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     outage: readOutageConfig(reader),
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
+    contracts: readContractsConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(
       env,
       (name, problem) => reader.report(name, problem),

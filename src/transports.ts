@@ -14,6 +14,7 @@ import { LIVE_TRANSPORTS } from './edge/live-transports.ts';
 import type { EnvironmentStacks } from './environments.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
 import type { AnswerCache } from './graph/answer-cache.ts';
+import type { Audiences } from './graph/audiences.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { clientAddress } from './http/client-address.ts';
 import { createHttpExecutor } from './http/executor.ts';
@@ -34,6 +35,8 @@ export interface TransportParts {
   readonly observability: Observability;
   readonly memoryRelease: MemoryRelease;
   readonly schema: GraphQLSchema;
+  /** The schema each caller is served (its contract's); HTTP runs a server per schema. */
+  readonly audiences: Audiences;
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   /** Whole answers of repeated HTTP queries; undefined when none are held. */
   readonly answers: AnswerCache | undefined;
@@ -110,7 +113,9 @@ export async function createTransports(
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     formatError,
     answers: parts.answers,
-    plugins: [...observability.plugins, events.apolloPlugin],
+    plugins: observability.plugins,
+    serverPlugins: [events.apolloPlugin],
+    contractSchemas: parts.audiences.schemas.filter((served) => served !== schema),
     createContext,
   });
   // HTTP's adapter of the door: one call into the door per request, then Apollo executes.

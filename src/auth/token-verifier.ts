@@ -106,6 +106,8 @@ export interface TokenVerifierOptions extends Pick<OidcConfig, 'issuer' | 'audie
   operatorRole?: string;
   /** Default `environment`; read like {@link customerIdsClaim}. */
   environmentClaim?: string;
+  /** Default `contract`; read like {@link customerIdsClaim}. */
+  contractClaim?: string;
   /**
    * Least time between two key-set fetches triggered by unknown key ids (default 30 000 ms, jose's):
    * a token with a made-up `kid` cannot make the facade hammer the issuer. A token signed with a
@@ -162,6 +164,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   const customerIdsClaim = options.customerIdsClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_CUSTOMER_IDS_CLAIM;
   const operatorRole = options.operatorRole ?? AUTH_CONFIG_DEFAULTS.AUTH_OPERATOR_ROLE;
   const environmentClaim = options.environmentClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_ENVIRONMENT_CLAIM;
+  const contractClaim = options.contractClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_CONTRACT_CLAIM;
   const now = options.now ?? Date.now;
   const keySet = createIssuerKeySet(options);
 
@@ -198,7 +201,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       } catch (error) {
         throw toAuthenticationError(error);
       }
-      return toCaller(verified.payload, { rolesClaim, customerIdsClaim, operatorRole, environmentClaim });
+      return toCaller(verified.payload, {
+        rolesClaim,
+        customerIdsClaim,
+        operatorRole,
+        environmentClaim,
+        contractClaim,
+      });
     },
   };
 }
@@ -397,6 +406,7 @@ interface ClaimNames {
   customerIdsClaim: string;
   operatorRole: string;
   environmentClaim: string;
+  contractClaim: string;
 }
 
 function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
@@ -415,6 +425,7 @@ function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
   const clientId = [payload['client_id'], payload['azp']].find((value) => typeof value === 'string');
   // Anything but exactly `sandbox` or `live` names no environment (refused where one is needed).
   const environment = environmentOfClaim(readClaim(payload, names.environmentClaim));
+  const contract = readContract(readClaim(payload, names.contractClaim));
   return Object.freeze({
     via: 'token',
     subject: sub,
@@ -424,7 +435,19 @@ function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
     scope,
     expiresAt: exp * 1000,
     ...(environment === undefined ? {} : { environment }),
+    ...(contract === undefined ? {} : { contract }),
   });
+}
+
+/**
+ * The contract a token names: a non-empty string, or none when the claim is absent. Any other
+ * value is refused with the token (`malformed`): a claim the facade cannot read must never widen
+ * what the caller is served to the default contract.
+ */
+function readContract(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw new AuthenticationError('malformed');
+  return value;
 }
 
 /**

@@ -7,7 +7,7 @@
  * document's own and the caller's one pool per event, and the same record (log line, metrics,
  * lifecycle) for an operation that runs and for one refused.
  */
-import type { ExecutionArgs, GraphQLSchema } from 'graphql';
+import type { ExecutionArgs } from 'graphql';
 import type { LiveGraphContext } from '../events/delivery/live-context.ts';
 import type { LiveSessions, LiveSubscriber } from '../events/delivery/live-sessions.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
@@ -28,7 +28,6 @@ import { graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 export interface LiveConnectionsOptions {
   /** The door's parts for live operations: their admission, the token's expiry, each event's pool. */
   door: LiveDoor & EventCallPools;
-  schema: GraphQLSchema;
   live: LiveSessions;
   record: OperationRecorder;
   /** Builds an operation's context for `connection`, as HTTP does, with the door's call budget. */
@@ -261,7 +260,8 @@ function startOperation(
     admitted.trustedDocument === true,
   );
   const args = {
-    schema: options.schema,
+    // The caller's own (its contract's): what the door validated the document against.
+    schema: admitted.schema,
     document: admitted.document,
     operationName: admitted.operationName,
     variableValues: admitted.variables,

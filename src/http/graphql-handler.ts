@@ -12,6 +12,7 @@
  */
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
 import type { Request, Response } from 'express';
+import type { GraphQLSchema } from 'graphql';
 import type { RequestAdmission } from '../edge/door/door.ts';
 import type { HttpExecutor } from '../edge/http.ts';
 
@@ -22,13 +23,16 @@ export interface GraphQLHandlerOptions<TContext extends BaseContext> {
   admit(request: HTTPGraphQLRequest, admission: RequestAdmission): void;
 }
 
-/** The executor running `server` (started) for the requests the door admitted at the path it serves. */
+/**
+ * The executor running, for each request the door admitted at the path it serves, the server (started)
+ * of the schema the door served its caller (`serverOf`).
+ */
 export function createGraphQLHandler<TContext extends BaseContext>(
-  server: ApolloServer<TContext>,
+  serverOf: (schema: GraphQLSchema) => ApolloServer<TContext>,
   options: GraphQLHandlerOptions<TContext>,
 ): HttpExecutor {
-  server.assertStarted('createGraphQLHandler()');
   return async (req, res, admission) => {
+    const server = serverOf(admission.schema);
     if (!('body' in req)) {
       res
         .status(500)

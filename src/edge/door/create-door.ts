@@ -18,7 +18,7 @@ import {
   refuseAnonymous,
   type ConnectOptions,
 } from './connect.ts';
-import { createDocumentSteps, type ParsedDocument } from './documents.ts';
+import { createDocumentStepsOfSchemas, type DocumentSteps, type ParsedDocument } from './documents.ts';
 import {
   admissionStepsOf,
   type AdmissionStep,
@@ -38,6 +38,7 @@ import { trustedQueryOf, type TrustedDocumentOptions } from './trusted.ts';
 
 /** Options of {@link createDoor}. */
 export interface DoorOptions extends ConnectOptions, TrustedDocumentOptions, OperationCheckOptions {
+  /** The whole schema: every caller's when `schemaOf` is absent. */
   schema: GraphQLSchema;
   /** `RATE_LIMIT_LIVE_OPERATIONS`: long-lived operations one caller may run at once; none when absent. */
   maxOperationsPerCaller?: number | undefined;
@@ -63,6 +64,8 @@ interface Admission {
   readonly onQuota?: RequestToAdmit['onQuota'];
   /** Trusted documents gave the text (a listed id's body). */
   listed: boolean;
+  /** The caller's schema, as `schemaOf` answered at `connect`. */
+  readonly schema: GraphQLSchema;
   query?: string;
   parsed?: ParsedDocument;
   admitted?: AdmittedOperation;
@@ -80,12 +83,13 @@ export function createDoor(options: DoorOptions): Door {
   const budgets = createDoorBudgets(options);
   const expiry = createExpiry(options.clockToleranceSeconds, now);
   const callerKey = (connection: Connection) => budgets.callerKey(connection);
+  const schemaOf: NonNullable<DoorOptions['schemaOf']> = (caller) =>
+    options.schemaOf === undefined ? options.schema : options.schemaOf(caller);
   const steps = createOperationSteps(options, logger, {
     budgets,
     expiry,
     holds: createOperationHolds(options.maxOperationsPerCaller, callerKey),
-    documents: createDocumentSteps({
-      schema: options.schema,
+    documentsOf: createDocumentStepsOfSchemas({
       validationRules,
       maxTokens: options.queryLimits.maxTokens,
       hideSchemaDetails: options.introspectionOff === true,
@@ -117,6 +121,8 @@ export function createDoor(options: DoorOptions): Door {
     options.onStep?.('connect');
     return connectCaller(options, budgets, logger, request);
   };
+  /** The schema of a connection `connect` let in (it refused any served none). */
+  const servedTo = (connection: Connection) => stepInput(schemaOf(connection.caller));
 
   return {
     validationRules,
@@ -141,19 +147,21 @@ export function createDoor(options: DoorOptions): Door {
         request: ask.request ?? {},
         onQuota: ask.onQuota,
         listed: false,
+        schema: servedTo(connection),
       };
       // A request that names no operation spends its budget; its executor answers it, running nothing.
       const named = ask.request !== undefined;
       const refusal = await run(admission, 'connect', named ? 'operation-checks' : 'operation-budget');
       // A refusal of the request itself (its budget, its trusted document) is the adapter's to answer.
       if (refusal !== undefined && !concernsDocument(refusal.step)) return refusal;
-      const { query, listed } = admission;
-      if (!named) return { connection, operation: undefined, query, listed };
-      return { connection, operation: refusal ?? stepInput(admission.admitted), query, listed };
+      const { query, listed, schema } = admission;
+      if (!named) return { connection, operation: undefined, query, listed, schema };
+      return { connection, operation: refusal ?? stepInput(admission.admitted), query, listed, schema };
     },
 
     async admit(connection, request, transport) {
-      const admission: Admission = { kind: 'live', transport, connection, request, listed: false };
+      const schema = servedTo(connection);
+      const admission: Admission = { kind: 'live', transport, connection, request, listed: false, schema };
       const refusal = await run(admission, 'connect');
       if (refusal !== undefined) return refusal;
       return { operation: stepInput(admission.admitted), release: stepInput(admission.release) };
@@ -178,10 +186,10 @@ function createOperationSteps(
     budgets: ReturnType<typeof createDoorBudgets>;
     expiry: ReturnType<typeof createExpiry>;
     holds: ReturnType<typeof createOperationHolds>;
-    documents: ReturnType<typeof createDocumentSteps>;
+    documentsOf: (schema: GraphQLSchema) => DocumentSteps;
   },
 ): Record<Exclude<DoorStep, 'connect'>, OperationStep> {
-  const { budgets, expiry, holds, documents } = parts;
+  const { budgets, expiry, holds, documentsOf } = parts;
   return {
     hold(admission) {
       const release = holds.hold(admission.connection, admission.transport);
@@ -209,17 +217,23 @@ function createOperationSteps(
           'The request names no operation: send `query` (or a listed `documentId`).',
         );
       }
-      const parsed = documents.parse(admission.query);
+      const parsed = documentsOf(admission.schema).parse(admission.query);
       if (isRefusal(parsed)) return parsed;
       admission.parsed = parsed;
       return undefined;
     },
-    validate: (admission) => documents.validate(stepInput(admission.query), stepInput(admission.parsed)),
+    validate: ({ schema, query, parsed }) =>
+      documentsOf(schema).validate(stepInput(query), stepInput(parsed)),
     'operation-checks'(admission) {
-      const { connection, request, transport } = admission;
+      const {
+        connection: { caller },
+        request,
+        transport,
+        schema,
+      } = admission;
       const query = stepInput(admission.query);
       const { document } = stepInput(admission.parsed);
-      const checked = checkOperationOf(options, connection.caller, query, document, request, transport);
+      const checked = checkOperationOf(options, schema, caller, query, document, request, transport);
       if (isRefusal(checked)) return checked;
       const trustedDocument = options.trustedDocuments?.isTrustedBody(query) === true;
       admission.admitted = trustedDocument ? { ...checked, trustedDocument } : checked;
