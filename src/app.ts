@@ -35,6 +35,7 @@ import { createMemoryRelease } from './observability/memory-release.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { eventMetrics } from './observability/work-observers.ts';
+import { createFieldUsage, USAGE_PATH, usageListing } from './observability/usage-export.ts';
 import { DEAD_LETTERS_PATH, deadLetterListing } from './events/receiving/dead-letter-listing.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
@@ -120,6 +121,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     DEAD_LETTERS_PATH,
     deadLetterListing({ list: (limit) => events.deadLetters.list(limit) }),
   );
+  observability.serveOperatorRoute(USAGE_PATH, usageListing(parts.usage.reader, config.usage.days));
   let shuttingDown = false;
   mountRoutes(app, config, parts, { ...transports, isShuttingDown: () => shuttingDown });
   parts.hostAllowList.guardUpgrades(httpServer);
@@ -232,6 +234,13 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     },
   });
   // Every transport admits callers and operations through this door, and through nothing else.
+  // Which coordinates each client's operations use, per day, for the schema check against usage.
+  const usage = createFieldUsage(config.usage, {
+    redis: config.events.redis,
+    redisKeyPrefix: config.events.redisKeyPrefix,
+    contractOf: (caller) => audiences.of(caller)?.contract,
+    logger,
+  });
   const edge = await createConfiguredDoor(config, {
     schema,
     audiences,
@@ -252,6 +261,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     memoryRelease,
     schema,
     audiences,
+    usage,
     formatError,
     answers,
     environments,
@@ -266,7 +276,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
  */
 async function closeApp(
   config: Config,
-  { memoryRelease, environments, events, edge, observability, tracing, logger }: AppParts,
+  { memoryRelease, environments, events, edge, observability, tracing, logger, usage }: AppParts,
   { live, apollo }: Transports,
   shutdown: AbortController,
 ): Promise<void> {
@@ -289,6 +299,8 @@ async function closeApp(
     clearTimeout(cutOff);
   }
   await events.close();
+  // What the last operations used is stored before the connections close.
+  await usage.close();
   await edge.close();
   await observability.close();
   await Promise.all(environments.all.map((stack) => stack.client.close()));

@@ -22,6 +22,7 @@ import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
 import type { MemoryReleaseConfig } from './observability/memory-release.ts';
+import { readUsageConfig, type UsageConfig } from './observability/usage-recorder.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
 
@@ -73,6 +74,8 @@ export interface Config {
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
   metrics: MetricsConfig;
+  /** Field usage per client for the schema check (`USAGE_*`; src/observability/usage-recorder.ts). */
+  usage: UsageConfig;
   /** Traces (docs/operations.md): on when the standard OTEL_* variables ask for an exporter. */
   tracing: TracingConfig;
   /** Host names served besides the defaults (`ALLOWED_HOSTS`; src/http/host-allow-list.ts). */
@@ -264,6 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
         10_000,
       ),
     },
+    usage: readUsageConfig(reader),
     tracing: { enabled: tracingRequested(env) },
     warnings,
     allowedHosts: (reader.trimmed('ALLOWED_HOSTS') ?? '')

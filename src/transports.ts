@@ -15,6 +15,7 @@ import type { EnvironmentStacks } from './environments.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
 import type { AnswerCache } from './graph/answer-cache.ts';
 import type { Audiences } from './graph/audiences.ts';
+import type { FieldUsage } from './observability/usage-export.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { clientAddress } from './http/client-address.ts';
 import { createHttpExecutor } from './http/executor.ts';
@@ -37,6 +38,8 @@ export interface TransportParts {
   readonly schema: GraphQLSchema;
   /** The schema each caller is served (its contract's); HTTP runs a server per schema. */
   readonly audiences: Audiences;
+  /** Field usage per client: the operation recorder counts every executed operation in it. */
+  readonly usage: FieldUsage;
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   /** Whole answers of repeated HTTP queries; undefined when none are held. */
   readonly answers: AnswerCache | undefined;
@@ -74,6 +77,7 @@ export async function createTransports(
       metrics: observability.metrics,
       lifecycle,
       bindsEnvironments: environments.bindsEnvironments,
+      usage: parts.usage.recorder,
     }),
     parts.memoryRelease,
   );
