@@ -87,7 +87,7 @@ export interface OperationUsage {
 }
 
 /** What the document of an operation uses, worked out once per parsed document. */
-interface OperationShape {
+export interface OperationShape {
   readonly name: string | null;
   readonly type: UsageIdentity['type'];
   readonly hash: string;

@@ -11,7 +11,13 @@
 import { createHash } from 'node:crypto';
 import type { Caller } from '../auth/caller.ts';
 import type { Logger } from '../logger.ts';
-import { addValueCoordinates, shapeOf, type OperationUsage, type UsageIdentity } from './field-usage.ts';
+import {
+  addValueCoordinates,
+  shapeOf,
+  type OperationShape,
+  type OperationUsage,
+  type UsageIdentity,
+} from './field-usage.ts';
 
 /** `USAGE_*`: whether field usage is recorded, how long it is kept, and its bounds. */
 export interface UsageConfig {
@@ -90,6 +96,10 @@ export function dayOf(at: number): string {
 
 const DAY_MS = 86_400_000;
 
+/**
+ * The recorder of one process: counts in memory per UTC day, hands the counts to `store` every
+ * `USAGE_FLUSH_SECONDS` (a timer that keeps no process alive) and once more on `close`.
+ */
 export function createUsageRecorder(options: {
   config: UsageConfig;
   store: UsageWriter;
@@ -122,107 +132,17 @@ export function createUsageRecorder(options: {
     if (!config.enabled) return;
     const shape = shapeOf(usage.schema, usage.document, usage.operationName);
     if (shape === null) return;
-    const day = dayNow();
-    const contract = options.contractOf(usage.caller) ?? null;
-    const client = usage.caller?.clientId ?? null;
-    const clientName = clientLabel(usage.clientName);
-    const clientVersion = clientLabel(usage.clientVersion);
-    const lookup = `${contract ?? ''}\0${client ?? ''}\0${clientName ?? ''}\0${clientVersion ?? ''}\0${shape.hash}`;
-    let entry = day.entries.get(lookup);
-    if (entry === undefined) {
-      if (day.entries.size >= config.maxOperations) {
-        day.dropped += 1;
-        return;
-      }
-      const identity: UsageIdentity = {
-        contract,
-        client,
-        clientName,
-        clientVersion,
-        operation: shape.name,
-        hash: shape.hash,
-        type: shape.type,
-      };
-      const key = createHash('sha256').update(lookup).digest('base64url').slice(0, 22);
-      entry = {
-        key,
-        identity,
-        coordinates: shape.coordinates,
-        dynamic: undefined,
-        count: 0,
-        described: false,
-        sent: 0,
-      };
-      day.entries.set(lookup, entry);
-    }
-    entry.count += 1;
-    const { variables } = usage;
-    if (shape.variables.length === 0 || variables === null || variables === undefined) return;
-    entry.dynamic ??= new Set();
-    for (const variable of shape.variables) {
-      addValueCoordinates(
-        variables[variable.name],
-        variable.type,
-        entry.dynamic,
-        MAX_COORDINATES_PER_OPERATION,
-      );
-    }
+    countIn(dayNow(), shape, usage, options.contractOf(usage.caller) ?? null, config.maxOperations);
   };
 
-  const flushDay = async (name: string, day: Day): Promise<void> => {
-    const taken = new Map<Entry, { count: number; size: number }>();
-    const operations: UsageDelta[] = [];
-    for (const entry of day.entries.values()) {
-      const size = entry.dynamic?.size ?? 0;
-      const fresh = entry.dynamic === undefined ? [] : [...entry.dynamic].slice(entry.sent);
-      if (entry.described && entry.count === 0 && fresh.length === 0) continue;
-      taken.set(entry, { count: entry.count, size });
-      operations.push(
-        entry.described
-          ? {
-              key: entry.key,
-              count: entry.count,
-              coordinates: fresh.filter((c) => !entry.coordinates.has(c)),
-            }
-          : {
-              key: entry.key,
-              count: entry.count,
-              identity: entry.identity,
-              coordinates: [...entry.coordinates, ...(entry.dynamic ?? [])].slice(
-                0,
-                MAX_COORDINATES_PER_OPERATION,
-              ),
-            },
-      );
-      entry.count = 0;
-    }
-    const dropped = day.dropped;
-    day.dropped = 0;
-    if (operations.length === 0 && dropped === 0) return;
-    try {
-      const { missing } = await store.write(name, operations, dropped);
-      for (const [entry, { size }] of taken) {
-        entry.described = true;
-        entry.sent = size;
-      }
-      for (const entry of day.entries.values()) {
-        if (missing.includes(entry.key)) {
-          entry.described = false;
-          entry.count += taken.get(entry)?.count ?? 0;
-        }
-      }
-    } catch (error) {
-      // Kept for the next flush: nothing counted is lost while the store is away.
-      for (const [entry, { count }] of taken) entry.count += count;
-      day.dropped += dropped;
-      if (now() - lastWarned > 60_000) {
-        lastWarned = now();
-        logger.warn('field usage could not be stored; kept for the next flush', {
-          error: (error as Error).message,
-        });
-      }
-    }
+  const warn = (error: unknown): void => {
+    if (now() - lastWarned <= 60_000) return;
+    lastWarned = now();
+    logger.warn('field usage could not be stored; kept for the next flush', {
+      error: (error as Error).message,
+    });
   };
+  const flushDay = (name: string, day: Day) => writeDay(store, name, day, warn);
 
   const flush = (): Promise<void> => {
     flushing ??= (async () => {
@@ -259,6 +179,119 @@ export function createUsageRecorder(options: {
       if (config.enabled) await flush();
     },
   };
+}
+
+/** Counts one operation of `shape` in `day`, a new one only while the day holds fewer than `maxOperations`. */
+function countIn(
+  day: Day,
+  shape: OperationShape,
+  usage: OperationUsage,
+  contract: string | null,
+  maxOperations: number,
+): void {
+  const client = usage.caller?.clientId ?? null;
+  const clientName = clientLabel(usage.clientName);
+  const clientVersion = clientLabel(usage.clientVersion);
+  const lookup = `${contract ?? ''}\0${client ?? ''}\0${clientName ?? ''}\0${clientVersion ?? ''}\0${shape.hash}`;
+  let entry = day.entries.get(lookup);
+  if (entry === undefined) {
+    if (day.entries.size >= maxOperations) {
+      day.dropped += 1;
+      return;
+    }
+    const identity: UsageIdentity = {
+      contract,
+      client,
+      clientName,
+      clientVersion,
+      operation: shape.name,
+      hash: shape.hash,
+      type: shape.type,
+    };
+    const key = createHash('sha256').update(lookup).digest('base64url').slice(0, 22);
+    entry = {
+      key,
+      identity,
+      coordinates: shape.coordinates,
+      dynamic: undefined,
+      count: 0,
+      described: false,
+      sent: 0,
+    };
+    day.entries.set(lookup, entry);
+  }
+  entry.count += 1;
+  const { variables } = usage;
+  if (shape.variables.length === 0 || variables === null || variables === undefined) return;
+  entry.dynamic ??= new Set();
+  for (const variable of shape.variables) {
+    addValueCoordinates(
+      variables[variable.name],
+      variable.type,
+      entry.dynamic,
+      MAX_COORDINATES_PER_OPERATION,
+    );
+  }
+}
+
+/**
+ * Hands `store` what `day` (named `name`) counted since its last write. Counts a write that fails
+ * are kept for the next (`warn` is told); an operation the store no longer holds (lost with a Redis
+ * that failed over) is sent again whole next time, with the counts of this write.
+ */
+async function writeDay(
+  store: UsageWriter,
+  name: string,
+  day: Day,
+  warn: (error: unknown) => void,
+): Promise<void> {
+  const taken = new Map<Entry, { count: number; size: number }>();
+  const operations: UsageDelta[] = [];
+  for (const entry of day.entries.values()) {
+    const size = entry.dynamic?.size ?? 0;
+    const fresh = entry.dynamic === undefined ? [] : [...entry.dynamic].slice(entry.sent);
+    if (entry.described && entry.count === 0 && fresh.length === 0) continue;
+    taken.set(entry, { count: entry.count, size });
+    operations.push(
+      entry.described
+        ? {
+            key: entry.key,
+            count: entry.count,
+            coordinates: fresh.filter((c) => !entry.coordinates.has(c)),
+          }
+        : {
+            key: entry.key,
+            count: entry.count,
+            identity: entry.identity,
+            coordinates: [...entry.coordinates, ...(entry.dynamic ?? [])].slice(
+              0,
+              MAX_COORDINATES_PER_OPERATION,
+            ),
+          },
+    );
+    entry.count = 0;
+  }
+  const dropped = day.dropped;
+  day.dropped = 0;
+  if (operations.length === 0 && dropped === 0) return;
+  try {
+    const { missing } = await store.write(name, operations, dropped);
+    for (const [entry, { size }] of taken) {
+      entry.described = true;
+      entry.sent = size;
+    }
+    for (const entry of day.entries.values()) {
+      if (missing.includes(entry.key)) {
+        entry.described = false;
+        entry.count += taken.get(entry)?.count ?? 0;
+      }
+    }
+  } catch (error) {
+    // Kept for the next flush: nothing counted is lost while the store is away.
+    for (const [entry, { count }] of taken) entry.count += count;
+    day.dropped += dropped;
+    warn(error);
+  }
 }
 
 /** Documented defaults of `USAGE_*`, also shown in the README's configuration table. */
