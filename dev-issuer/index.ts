@@ -36,6 +36,11 @@ export interface DevIssuerClient {
    * `live`) a facade serving both binds the client to.
    */
   environment?: 'sandbox' | 'live';
+  /**
+   * Put in the contract claim (omitted when undefined): the contract (filtered schema) the facade
+   * serves the client, e.g. `partner`.
+   */
+  contract?: string;
 }
 
 export interface DevIssuerOptions {
@@ -61,6 +66,8 @@ export interface DevIssuerOptions {
   rolesClaim?: string;
   /** Name of the environment claim (default `environment`, the facade's default). */
   environmentClaim?: string;
+  /** Name of the contract claim (default `contract`, the facade's default). */
+  contractClaim?: string;
   /** Interface to listen on (default `127.0.0.1`). */
   host?: string;
   /** Port (default 0: a free one). */
@@ -112,6 +119,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
   const customerIdsClaim = options.customerIdsClaim ?? 'customer_ids';
   const rolesClaim = options.rolesClaim ?? 'roles';
   const environmentClaim = options.environmentClaim ?? 'environment';
+  const contractClaim = options.contractClaim ?? 'contract';
   const host = options.host ?? '127.0.0.1';
   // RFC 8707 wants the resource indicator to be an absolute URI; the audience need not be one.
   const resource = URL.canParse(audience) ? audience : `urn:${audience}`;
@@ -202,6 +210,7 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
         ...(holder.roles === undefined ? {} : { [rolesClaim]: [...holder.roles] }),
         ...(holder.customerIds === undefined ? {} : { [customerIdsClaim]: [...holder.customerIds] }),
         ...(holder.environment === undefined ? {} : { [environmentClaim]: holder.environment }),
+        ...(holder.contract === undefined ? {} : { [contractClaim]: holder.contract }),
       };
     },
     formats: {

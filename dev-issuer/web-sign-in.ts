@@ -31,6 +31,8 @@ export interface DevIssuerUser {
   customerIds?: readonly string[];
   /** Put in the environment claim (omitted when undefined): the upstream environment it is in. */
   environment?: 'sandbox' | 'live';
+  /** Put in the contract claim (omitted when undefined): the contract the facade serves the user. */
+  contract?: string;
 }
 
 /** The example web app (examples/web/), served on port 5173 by `npm run example:web`. */

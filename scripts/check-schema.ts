@@ -25,8 +25,17 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildSubgraphSchema, printSubgraphSchema } from '@apollo/subgraph';
 import { CriticalityLevel, diff, type Change } from '@graphql-inspector/core';
-import { buildSchema, type DocumentNode } from 'graphql';
+import { buildSchema, parse, print, type DocumentNode, type GraphQLSchema } from 'graphql';
+import {
+  contractTypeDefs,
+  isWholeSchema,
+  readContracts,
+  tagsIn,
+  type Contract,
+} from '../src/graph/contracts.ts';
 import { loadTypeDefs } from '../src/graph/schema.ts';
+import type { UsageReport } from '../src/observability/usage-store.ts';
+import { readRecordedUsage, recordedOperations, unusedFields, type UsageSource } from './recorded-usage.ts';
 import {
   displayPath,
   indexUsage,
@@ -49,6 +58,8 @@ export interface AcknowledgedChange {
   type: string;
   path: string;
   reason: string;
+  /** The contract whose schema the change is of (schema/contracts.json); absent: the whole schema's. */
+  contract?: string;
 }
 
 /** A change and the client operations it reaches (`'unknown'`: a kind the usage index cannot judge). */
@@ -77,6 +88,30 @@ export interface SchemaCheckResult {
 /** The subgraph SDL of `typeDefs` as released: built with buildSubgraphSchema, then printed. */
 export function printReleasableSdl(typeDefs: DocumentNode = loadTypeDefs()): string {
   return `${printSubgraphSchema(buildSubgraphSchema([{ typeDefs }]))}\n`;
+}
+
+/** Where an operation can carry a directive; a directive with none of them only annotates the schema. */
+const EXECUTABLE_LOCATIONS: ReadonlySet<string> = new Set([
+  'QUERY',
+  'MUTATION',
+  'SUBSCRIPTION',
+  'FIELD',
+  'FRAGMENT_DEFINITION',
+  'FRAGMENT_SPREAD',
+  'INLINE_FRAGMENT',
+  'VARIABLE_DEFINITION',
+]);
+
+/**
+ * Whether `change` is to the definition of a directive no operation can carry (federation's `@tag`,
+ * `@key`...: type-system locations only, in the released schema): no client can send it, so no
+ * change to it can break one, however graphql-inspector rates it. Such a directive is renamed when
+ * it is first imported by `@link` (`@federation__tag` becomes `@tag`).
+ */
+function definesSchemaOnly(change: Change, released: GraphQLSchema): boolean {
+  if (!(change.type as string).startsWith('DIRECTIVE_') || !change.path?.startsWith('@')) return false;
+  const directive = released.getDirective(change.path.slice(1).split('.')[0] ?? '');
+  return directive != null && !directive.locations.some((location) => EXECUTABLE_LOCATIONS.has(location));
 }
 
 /**
@@ -113,7 +148,7 @@ export async function checkSchemaChanges(
       change,
       operations: affected === 'unknown' ? affected : [...affected],
     };
-    if (change.criticality.level !== CriticalityLevel.Breaking) {
+    if (change.criticality.level !== CriticalityLevel.Breaking || definesSchemaOnly(change, releasedSchema)) {
       result.other.push(classified);
       continue;
     }
@@ -146,18 +181,19 @@ export function readAcknowledgedChanges(path = ACKNOWLEDGED_BREAKING_CHANGES): A
   const value = JSON.parse(readFileSync(path, 'utf8')) as unknown;
   if (!Array.isArray(value)) throw new Error(`${path} must hold a JSON array`);
   return value.map((entry: unknown, index) => {
-    const { type, path: changePath, reason } = (entry ?? {}) as Record<string, unknown>;
+    const { type, path: changePath, reason, contract } = (entry ?? {}) as Record<string, unknown>;
     if (
       typeof type !== 'string' ||
       typeof changePath !== 'string' ||
       typeof reason !== 'string' ||
-      reason === ''
+      reason === '' ||
+      (contract !== undefined && typeof contract !== 'string')
     ) {
       throw new Error(
-        `${path}[${index}] must be { "type": string, "path": string, "reason": non-empty string }`,
+        `${path}[${index}] must be { "type": string, "path": string, "reason": non-empty string, "contract"?: string }`,
       );
     }
-    return { type, path: changePath, reason };
+    return { type, path: changePath, reason, ...(contract === undefined ? {} : { contract }) };
   });
 }
 
@@ -177,78 +213,77 @@ function describeInvalid({ operation, errors }: InvalidOperation): string {
   return errors.map((error) => `  ${operation.client}: ${operation.name}: ${error}`).join('\n');
 }
 
-async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      release: { type: 'boolean', default: false },
-      released: { type: 'string', default: RELEASED_SCHEMA },
-      acknowledged: { type: 'string', default: ACKNOWLEDGED_BREAKING_CHANGES },
-      manifests: { type: 'string', default: CLIENT_MANIFESTS },
-      'schema-dir': { type: 'string' },
-    },
-  });
-  const schemaDir = values['schema-dir'];
-  const current = printReleasableSdl(
-    schemaDir === undefined ? loadTypeDefs() : loadTypeDefs(new URL(`file://${resolve(schemaDir)}/`)),
-  );
-  if (values.release) {
-    writeFileSync(values.released, current);
-    console.log(`Wrote the released schema to ${values.released}`);
-    return 0;
-  }
-  let operations: ClientOperation[] | undefined;
-  try {
-    const manifests = readClientManifests(values.manifests);
-    operations = manifests.length === 0 ? undefined : await loadClientOperations(manifests);
-    console.log(
-      manifests.length === 0
-        ? `No client manifest listed in ${displayPath(values.manifests)}: every breaking change counts as in use.`
-        : `Client operations (${displayPath(values.manifests)}): ` +
-            manifests
-              .map(({ name, path }) => {
-                const count = (operations ?? []).filter((operation) => operation.client === name).length;
-                return `${name} (${displayPath(path)}) ${count}`;
-              })
-              .join(', '),
-    );
-  } catch (error) {
-    console.error(`The client manifests cannot be read: ${(error as Error).message}`);
-    return 2;
-  }
-  const result = await checkSchemaChanges(
-    readFileSync(values.released, 'utf8'),
-    current,
-    readAcknowledgedChanges(values.acknowledged),
-    operations,
-  );
+/** What the command was asked. */
+interface CheckArguments {
+  released: string;
+  acknowledged: string;
+  manifests: string;
+  /** Days of recorded usage to judge by (`--usage`), and where to read it (`--usage-file`, else Redis). */
+  usage: { days: number; source: UsageSource } | undefined;
+}
+
+/** The whole schema and each contract that filters it: one check each. */
+interface Audience {
+  /** Undefined for the whole schema. */
+  readonly contract: Contract | undefined;
+  /** The contract names recorded usage and manifests give for it (null: none, the whole schema). */
+  readonly names: readonly (string | null)[];
+}
+
+function audiencesOf(contracts: readonly Contract[]): Audience[] {
+  const whole = contracts.filter(isWholeSchema).map(({ name }) => name);
+  return [
+    { contract: undefined, names: [null, ...whole] },
+    ...contracts
+      .filter((contract) => !isWholeSchema(contract))
+      .map((contract) => ({ contract, names: [contract.name] })),
+  ];
+}
+
+/** `sdl` (printed subgraph SDL) as `contract`'s callers are served it. */
+function sdlOf(sdl: string, contract: Contract | undefined): string {
+  return contract === undefined ? sdl : `${print(contractTypeDefs(parse(sdl), contract))}\n`;
+}
+
+/**
+ * Prints one audience's result under `heading` (the whole schema's with none, as it always read)
+ * and answers whether it fails the check.
+ */
+function printResult(result: SchemaCheckResult, heading: string): boolean {
+  const say = (text: string) => `${heading}${text}`;
   if (result.other.length > 0) {
     console.log(
-      `Safe and dangerous changes since the released schema:\n${result.other.map(describe).join('\n')}`,
+      say(`Safe and dangerous changes since the released schema:\n${result.other.map(describe).join('\n')}`),
     );
   }
   if (result.unusedBreaking.length > 0) {
     console.log(
-      'Breaking changes no operation of the client manifests uses (reported; no acknowledgement needed):\n' +
-        result.unusedBreaking.map(describe).join('\n'),
+      say(
+        'Breaking changes no operation of the client manifests uses (reported; no acknowledgement needed):\n',
+      ) + result.unusedBreaking.map(describe).join('\n'),
     );
   }
   if (result.acknowledged.length > 0) {
-    console.log(`Acknowledged breaking changes:\n${result.acknowledged.map(describe).join('\n')}`);
+    console.log(say(`Acknowledged breaking changes:\n${result.acknowledged.map(describe).join('\n')}`));
   }
   for (const entry of result.staleAcknowledgements) {
-    console.warn(`An acknowledgement matches no change (remove it): [${entry.type}] ${entry.path}`);
+    console.warn(say(`An acknowledgement matches no change (remove it): [${entry.type}] ${entry.path}`));
   }
   const explained = result.invalid.filter((invalid) => !result.unexplainedInvalid.includes(invalid));
   if (explained.length > 0) {
     console.log(
-      `Client operations that no longer validate, broken by a change above:\n${explained.map(describeInvalid).join('\n')}`,
+      say(
+        `Client operations that no longer validate, broken by a change above:\n${explained.map(describeInvalid).join('\n')}`,
+      ),
     );
   }
   let failed = false;
   if (result.unacknowledged.length > 0) {
     failed = true;
     console.error(
-      `Breaking changes for operations clients ship, since the released schema (schema/released.graphql):\n` +
+      say(
+        `Breaking changes for operations clients ship, since the released schema (schema/released.graphql):\n`,
+      ) +
         `${result.unacknowledged.map(describe).join('\n')}\n` +
         'Keep the schema compatible, or acknowledge each change in schema/acknowledged-breaking-changes.json ' +
         '({ "type", "path", "reason" }), or release the schema on purpose with `npm run schema:release`.',
@@ -257,14 +292,191 @@ async function main(): Promise<number> {
   if (result.unexplainedInvalid.length > 0) {
     failed = true;
     console.error(
-      `Client operations that do not validate against the schema, and no breaking change explains:\n` +
+      say(`Client operations that do not validate against the schema, and no breaking change explains:\n`) +
         `${result.unexplainedInvalid.map(describeInvalid).join('\n')}\n` +
         'Regenerate the manifest from operations that validate, or bring back what they read.',
+    );
+  }
+  return failed;
+}
+
+/** The operations of the manifests and of the recorded usage; undefined where nothing says who reads what. */
+async function loadOperations(
+  args: CheckArguments,
+): Promise<{ manifests: ClientOperation[] | undefined; usage: UsageReport | undefined } | number> {
+  let manifests: ClientOperation[] | undefined;
+  try {
+    const listed = readClientManifests(args.manifests);
+    manifests = listed.length === 0 ? undefined : await loadClientOperations(listed);
+    console.log(
+      listed.length === 0
+        ? `No client manifest listed in ${displayPath(args.manifests)}: every breaking change counts as in use.`
+        : `Client operations (${displayPath(args.manifests)}): ` +
+            listed
+              .map(({ name, path }) => {
+                const count = (manifests ?? []).filter((operation) => operation.client === name).length;
+                return `${name} (${displayPath(path)}) ${count}`;
+              })
+              .join(', '),
+    );
+  } catch (error) {
+    console.error(`The client manifests cannot be read: ${(error as Error).message}`);
+    return 2;
+  }
+  if (args.usage === undefined) return { manifests, usage: undefined };
+  const { days, source } = args.usage;
+  let usage: UsageReport;
+  try {
+    usage = await readRecordedUsage(days, source);
+  } catch (error) {
+    console.error(`The recorded usage cannot be read: ${(error as Error).message}`);
+    return 2;
+  }
+  const clients = new Set(usage.operations.map((operation) => operation.client));
+  console.log(
+    `Recorded usage (${'file' in source ? displayPath(source.file) : 'Redis'}, ${usage.from} to ${usage.to}): ` +
+      `${usage.operations.length} operations of ${clients.size} clients`,
+  );
+  if (usage.dropped > 0) {
+    console.warn(
+      `${usage.dropped} operations were counted beyond USAGE_MAX_OPERATIONS: what they used is unknown to this check; raise it.`,
+    );
+  }
+  return { manifests, usage };
+}
+
+function parseCheckArguments(): CheckArguments & { release: boolean; schemaDir: string | undefined } {
+  const { values } = parseArgs({
+    options: {
+      release: { type: 'boolean', default: false },
+      released: { type: 'string', default: RELEASED_SCHEMA },
+      acknowledged: { type: 'string', default: ACKNOWLEDGED_BREAKING_CHANGES },
+      manifests: { type: 'string', default: CLIENT_MANIFESTS },
+      'schema-dir': { type: 'string' },
+      usage: { type: 'string' },
+      'usage-file': { type: 'string' },
+    },
+  });
+  const days = values.usage === undefined ? undefined : Number(values.usage);
+  if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > 90)) {
+    throw new Error('--usage must be a number of days from 1 to 90');
+  }
+  const file = values['usage-file'];
+  return {
+    release: values.release,
+    schemaDir: values['schema-dir'],
+    released: values.released,
+    acknowledged: values.acknowledged,
+    manifests: values.manifests,
+    usage:
+      days === undefined ? undefined : { days, source: file === undefined ? { env: process.env } : { file } },
+  };
+}
+
+async function main(): Promise<number> {
+  let args: ReturnType<typeof parseCheckArguments>;
+  try {
+    args = parseCheckArguments();
+  } catch (error) {
+    console.error((error as Error).message);
+    return 2;
+  }
+  const { schemaDir } = args;
+  const current = printReleasableSdl(
+    schemaDir === undefined ? loadTypeDefs() : loadTypeDefs(new URL(`file://${resolve(schemaDir)}/`)),
+  );
+  if (args.release) {
+    writeFileSync(args.released, current);
+    console.log(`Wrote the released schema to ${args.released}`);
+    return 0;
+  }
+  const loaded = await loadOperations(args);
+  if (typeof loaded === 'number') return loaded;
+  const released = readFileSync(args.released, 'utf8');
+  const acknowledged = readAcknowledgedChanges(args.acknowledged);
+  let failed = false;
+  // The whole schema's changes first: each contract is then judged on the changes of its own.
+  const judged = new Set<string>();
+  for (const audience of audiencesOf(readContracts())) {
+    failed = (await checkAudience(audience, { released, current, acknowledged, loaded, judged })) || failed;
+  }
+  if (loaded.usage !== undefined) {
+    const unused = unusedFields(buildSchema(current), loaded.usage);
+    console.log(
+      `Fields no recorded operation used from ${loaded.usage.from} to ${loaded.usage.to} (candidates for removal; not judged):\n` +
+        unused.map((line) => `  ${line}`).join('\n'),
     );
   }
   if (failed) return 1;
   console.log('No unacknowledged breaking change for the operations clients ship.');
   return 0;
+}
+
+/**
+ * Checks one audience's schema and prints it; answers whether it fails. The whole schema is judged
+ * by every operation, whatever contract its client is served (a contract's schema is part of the
+ * whole, so what breaks the whole breaks it too); a contract is judged by its own clients'
+ * operations, on the changes that are its own (a field it newly hides), its `judged` ones left out.
+ * A contract none of whose tags the released schema carries is new: it has no released version to
+ * break, and only its manifests' operations are validated against it.
+ */
+async function checkAudience(
+  audience: Audience,
+  {
+    released,
+    current,
+    acknowledged,
+    loaded,
+    judged,
+  }: {
+    released: string;
+    current: string;
+    acknowledged: readonly AcknowledgedChange[];
+    loaded: { manifests: ClientOperation[] | undefined; usage: UsageReport | undefined };
+    /** The changes of the whole schema, by type and path. */
+    judged: Set<string>;
+  },
+): Promise<boolean> {
+  const { contract } = audience;
+  const tags = contract === undefined ? [] : [...contract.exclude, ...contract.include];
+  const releasedTags = tagsIn(parse(released));
+  const isNew = contract !== undefined && !tags.some((tag) => releasedTags.has(tag));
+  const ours = (operation: { contract?: string | undefined; recorded?: { contract: string | null } }) =>
+    contract === undefined ||
+    audience.names.includes(operation.recorded?.contract ?? operation.contract ?? null);
+  const manifests = loaded.manifests?.filter(ours);
+  const recorded = loaded.usage === undefined ? [] : recordedOperations(loaded.usage).filter(ours);
+  const known =
+    manifests === undefined && loaded.usage === undefined ? undefined : [...(manifests ?? []), ...recorded];
+  const result = await checkSchemaChanges(
+    sdlOf(isNew ? current : released, contract),
+    sdlOf(current, contract),
+    acknowledged.filter((entry) => entry.contract === contract?.name),
+    known,
+  );
+  const heading = contract === undefined ? '' : `Contract ${contract.name}: `;
+  const keyOf = ({ change }: ClassifiedChange) => `${String(change.type)} ${change.path ?? ''}`;
+  if (contract === undefined) {
+    for (const list of [result.unacknowledged, result.acknowledged, result.unusedBreaking, result.other]) {
+      for (const classified of list) judged.add(keyOf(classified));
+    }
+    return printResult(result, heading);
+  }
+  if (isNew)
+    console.log(
+      `${heading}new since the released schema, which carries none of its tags: nothing released to break.`,
+    );
+  const own = (list: ClassifiedChange[]) => list.filter((classified) => !judged.has(keyOf(classified)));
+  return printResult(
+    {
+      ...result,
+      unacknowledged: own(result.unacknowledged),
+      acknowledged: own(result.acknowledged),
+      unusedBreaking: own(result.unusedBreaking),
+      other: own(result.other),
+    },
+    heading,
+  );
 }
 
 if (import.meta.main) process.exitCode = await main();

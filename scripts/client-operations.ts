@@ -34,11 +34,15 @@ import {
 } from 'graphql';
 import type { Change } from '@graphql-inspector/core';
 import { loadTrustedDocumentEntries } from '../src/edge/trusted-documents.ts';
+import type { UsedOperation } from '../src/observability/usage-store.ts';
+import { indexRecorded } from './recorded-usage.ts';
 
 /** One manifest the check reads: a name for the client and the file's path. */
 export interface ClientManifest {
   name: string;
   path: string;
+  /** The contract its client is served (schema/contracts.json); absent: the whole schema. */
+  contract?: string;
 }
 
 /** `schema/client-manifests.json`: `{ "manifests": [{ "name", "path" }] }`, paths relative to the file. */
@@ -55,13 +59,20 @@ export function readClientManifests(configPath: string): ClientManifest[] {
   }
   const names = new Set<string>();
   return manifests.map((entry: unknown, index) => {
-    const { name, path } = (entry ?? {}) as Record<string, unknown>;
+    const { name, path, contract } = (entry ?? {}) as Record<string, unknown>;
     if (typeof name !== 'string' || name === '' || typeof path !== 'string' || path === '') {
       throw new Error(`${configPath} manifests[${index}] must be { "name": string, "path": string }`);
     }
+    if (contract !== undefined && typeof contract !== 'string') {
+      throw new Error(`${configPath} manifests[${index}].contract must name a contract`);
+    }
     if (names.has(name)) throw new Error(`${configPath} names the manifest ${JSON.stringify(name)} twice`);
     names.add(name);
-    return { name, path: resolve(dirname(configPath), path) };
+    return {
+      name,
+      path: resolve(dirname(configPath), path),
+      ...(contract === undefined ? {} : { contract }),
+    };
   });
 }
 
@@ -76,6 +87,10 @@ export interface ClientOperation {
   document: DocumentNode | undefined;
   /** Why the body does not parse. */
   parseError?: string;
+  /** The contract its client is served; absent: the whole schema. */
+  contract?: string;
+  /** An operation a client sent, as the facade recorded it (no document: what it used instead). */
+  recorded?: UsedOperation;
 }
 
 /** Every operation of every manifest; a manifest that cannot be read is an error, not an empty list. */
@@ -93,6 +108,7 @@ export async function loadClientOperations(manifests: readonly ClientManifest[])
           kind: OperationTypeNode.QUERY,
           document: undefined,
           parseError: (error as Error).message,
+          ...(manifest.contract === undefined ? {} : { contract: manifest.contract }),
         });
         continue;
       }
@@ -103,6 +119,7 @@ export async function loadClientOperations(manifests: readonly ClientManifest[])
           name: name === '' ? id : name,
           kind: definition?.operation ?? OperationTypeNode.QUERY,
           document: separated,
+          ...(manifest.contract === undefined ? {} : { contract: manifest.contract }),
         });
       }
     }
@@ -116,6 +133,10 @@ export interface UsageIndex {
   arguments: Map<string, Set<ClientOperation>>;
   types: Map<string, Set<ClientOperation>>;
   directives: Map<string, Set<ClientOperation>>;
+  /** Input fields (`Input.field`) sent, known for recorded operations only. */
+  inputFields: Map<string, Set<ClientOperation>>;
+  /** The operations whose input fields are known exactly (recorded ones): an input field they never sent is not theirs. */
+  precise: Set<ClientOperation>;
   /** Every operation indexed, by kind (a changed root type touches all of one kind). */
   byKind: Map<string, Set<ClientOperation>>;
 }
@@ -137,10 +158,14 @@ export function indexUsage(schema: GraphQLSchema, operations: readonly ClientOpe
     arguments: new Map(),
     types: new Map(),
     directives: new Map(),
+    inputFields: new Map(),
+    precise: new Set(),
     byKind: new Map(),
   };
   for (const operation of operations) {
     record(usage.byKind, operation.kind, operation);
+    if (operation.recorded !== undefined)
+      indexRecorded(usage, schema, operation, operation.recorded.coordinates);
     if (operation.document === undefined) continue;
     const recordType = (type: GraphQLNamedType | null | undefined) => {
       if (type == null || usage.types.get(type.name)?.has(operation)) return;
@@ -221,15 +246,23 @@ export function operationsAffectedBy(
   const union = (...sets: Set<ClientOperation>[]) => new Set(sets.flatMap((set) => [...set]));
   const field = `${typeName}.${member ?? ''}`;
   switch (change.type as string) {
+    case 'INPUT_FIELD_REMOVED':
+    case 'INPUT_FIELD_TYPE_CHANGED': {
+      // A recorded operation that never sent the input field is not reached; one of a manifest may send it.
+      const senders = users(usage.inputFields, field);
+      return new Set(
+        [...users(usage.types, typeName)].filter(
+          (operation) => !usage.precise.has(operation) || senders.has(operation),
+        ),
+      );
+    }
     case 'TYPE_REMOVED':
     case 'TYPE_KIND_CHANGED':
     case 'ENUM_VALUE_REMOVED':
     case 'ENUM_VALUE_ADDED':
     case 'UNION_MEMBER_REMOVED':
     case 'UNION_MEMBER_ADDED':
-    case 'INPUT_FIELD_REMOVED':
     case 'INPUT_FIELD_ADDED':
-    case 'INPUT_FIELD_TYPE_CHANGED':
     case 'INPUT_FIELD_DEFAULT_VALUE_CHANGED':
     case 'OBJECT_TYPE_INTERFACE_ADDED':
       return users(usage.types, typeName);
@@ -289,6 +322,8 @@ export function invalidOperations(
   operations: readonly ClientOperation[],
 ): InvalidOperation[] {
   return operations.flatMap((operation) => {
+    // A recorded operation has no document to validate: what it used is judged by the index alone.
+    if (operation.recorded !== undefined) return [];
     if (operation.document === undefined) {
       return [{ operation, errors: [`does not parse: ${operation.parseError ?? 'unknown error'}`] }];
     }

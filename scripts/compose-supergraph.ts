@@ -5,10 +5,13 @@
  * As a command (`npm run supergraph`) it writes `supergraph/supergraph.graphql` (a generated file,
  * not committed: tests compose from source every run, so a stale copy can never be what is tested)
  * and exits non-zero with every composition error (code, message, locations) when composition fails.
+ * `-- --contract <name>` composes a contract of `schema/contracts.json` instead: each subgraph's SDL
+ * filtered by the contract's tags (src/graph/contracts.ts), as the facade serves that contract's
+ * callers, into `supergraph/supergraph.<name>.graphql`, for a gateway serving that audience.
  * As a module it exports {@link composeSupergraph}, which the federation tests use.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { composeServices } from '@apollo/composition';
 import {
@@ -22,6 +25,7 @@ import {
   type DocumentNode,
 } from 'graphql';
 import { supportNotesTypeDefs } from '../examples/support-notes/server.ts';
+import { contractTypeDefs, readContracts, type Contract } from '../src/graph/contracts.ts';
 import { loadTypeDefs } from '../src/graph/schema.ts';
 
 /**
@@ -127,6 +131,23 @@ export function withoutEdgeAuthorization(subgraphs: SubgraphSource[]): SubgraphS
 }
 
 /**
+ * `subgraphs` as `contract`'s audience sees them: every subgraph's SDL filtered by the contract's
+ * tags, the facade's exactly as it serves that contract's callers (`_service` included).
+ */
+export function contractSubgraphs(
+  subgraphs: SubgraphSource[],
+  contract: Pick<Contract, 'exclude' | 'include'>,
+): SubgraphSource[] {
+  return subgraphs.map((subgraph) => {
+    const document =
+      typeof subgraph.typeDefs === 'string'
+        ? parseSubgraph(subgraph.name, subgraph.typeDefs)
+        : subgraph.typeDefs;
+    return { ...subgraph, typeDefs: contractTypeDefs(document, contract) };
+  });
+}
+
+/**
  * Composes the given subgraphs (by default this repository's two, routed to `urls`) into a
  * supergraph. Throws {@link SupergraphCompositionError} listing every error when they do not compose.
  */
@@ -203,12 +224,14 @@ export function formatCompositionProblem(problem: CompositionProblem): string {
   );
 }
 
-const DEFAULT_OUTPUT = resolve(import.meta.dirname, '../supergraph/supergraph.graphql');
+const OUTPUT_DIRECTORY = resolve(import.meta.dirname, '../supergraph');
 
 function main(): number {
   const { values } = parseArgs({
     options: {
-      out: { type: 'string', default: DEFAULT_OUTPUT },
+      out: { type: 'string' },
+      // A contract of schema/contracts.json: its callers' supergraph.
+      contract: { type: 'string' },
       'facade-url': { type: 'string', default: process.env.FACADE_SUBGRAPH_URL },
       'support-notes-url': { type: 'string', default: process.env.SUPPORT_NOTES_SUBGRAPH_URL },
       // `apollo-gateway`: without @authenticated/@requiresScopes, which Apollo Gateway refuses.
@@ -220,12 +243,20 @@ function main(): number {
     console.error(`--for must be router or apollo-gateway, got ${JSON.stringify(values.for)}`);
     return 1;
   }
+  const contract =
+    values.contract === undefined ? undefined : readContracts().find(({ name }) => name === values.contract);
+  if (values.contract !== undefined && contract === undefined) {
+    const names = readContracts().map(({ name }) => name);
+    console.error(`--contract must name a contract of schema/contracts.json (${names.join(', ')})`);
+    return 1;
+  }
   let composed: ComposedSupergraph;
   try {
-    const subgraphs = loadRepositorySubgraphs({
+    const repository = loadRepositorySubgraphs({
       facadeUrl: values['facade-url'],
       supportNotesUrl: values['support-notes-url'],
     });
+    const subgraphs = contract === undefined ? repository : contractSubgraphs(repository, contract);
     composed = composeSupergraph(
       values.for === 'apollo-gateway' ? withoutEdgeAuthorization(subgraphs) : subgraphs,
     );
@@ -241,7 +272,13 @@ function main(): number {
     }
     throw error;
   }
-  const out = resolve(values.out);
+  const out = resolve(
+    values.out ??
+      join(
+        OUTPUT_DIRECTORY,
+        contract === undefined ? 'supergraph.graphql' : `supergraph.${contract.name}.graphql`,
+      ),
+  );
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(
     out,

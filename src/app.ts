@@ -16,6 +16,7 @@ import { createConfiguredDoor } from './edge/configured-door.ts';
 import { createFormatError } from './errors/format-error.ts';
 import { createEnvironmentStacks } from './environments.ts';
 import { createSchema } from './graph/schema.ts';
+import { createAudiences, singleAudience } from './graph/audiences.ts';
 import { createTransports, type Transports } from './transports.ts';
 import { createAnswerCache } from './graph/answer-cache.ts';
 import { clientAddress } from './http/client-address.ts';
@@ -40,6 +41,7 @@ import type { Metrics } from './observability/metrics.ts';
 import { createObservability } from './observability/observability.ts';
 import { eventMetrics, gatewayInvalidationObserver } from './observability/work-observers.ts';
 import { createGatewayCaches } from './events/gateway-caches/gateway-caches.ts';
+import { createFieldUsage, USAGE_PATH, usageListing } from './observability/usage-export.ts';
 import { DEAD_LETTERS_PATH, deadLetterListing } from './events/receiving/dead-letter-listing.ts';
 import { tracingStarted } from './observability/tracing-config.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
@@ -50,7 +52,10 @@ import type { KeyReload } from './upstream/key-source.ts';
 export interface AppDependencies {
   /** Default: JSON lines on stdout at `config.logLevel`, the configured key redacted. */
   logger?: Logger;
-  /** Default: `createSchema()`, the facade's federated subgraph schema. */
+  /**
+   * Default: `createSchema()`, the facade's federated subgraph schema, with a schema per contract of
+   * `schema/contracts.json`. Given, it is every caller's, whatever contract its token names.
+   */
   schema?: GraphQLSchema;
   /** Default: JSON lines on stdout with `"log":"audit"`, whatever `config.logLevel` says. */
   auditLogger?: Logger;
@@ -123,6 +128,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     DEAD_LETTERS_PATH,
     deadLetterListing({ list: (limit) => events.deadLetters.list(limit) }),
   );
+  observability.serveOperatorRoute(USAGE_PATH, usageListing(parts.usage.reader, config.usage.days));
   let shuttingDown = false;
   mountRoutes(app, config, parts, { ...transports, isShuttingDown: () => shuttingDown });
   parts.hostAllowList.guardUpgrades(httpServer);
@@ -206,6 +212,9 @@ async function createAppParts(config: Config, deps: AppDependencies) {
   });
   metrics.memoryReleaseArmed.set(memoryRelease.armed ? 1 : 0);
   const schema = deps.schema ?? createSchema();
+  // The schema each caller is served: its contract's (src/graph/audiences.ts).
+  const audiences =
+    deps.schema === undefined ? createAudiences(schema, config.contracts) : singleAudience(schema);
   const formatError = createFormatError({ includeStacktrace: config.nodeEnv === 'development' });
   // Whole answers of repeated HTTP queries, served while the response cache holds what they read.
   const cache = config.upstream.cache;
@@ -241,8 +250,16 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     if (client.cache !== undefined) gatewayCaches?.follow(client.cache, environment);
   }
   // Every transport admits callers and operations through this door, and through nothing else.
+  // Which coordinates each client's operations use, per day, for the schema check against usage.
+  const usage = createFieldUsage(config.usage, {
+    redis: config.events.redis,
+    redisKeyPrefix: config.events.redisKeyPrefix,
+    contractOf: (caller) => audiences.of(caller)?.contract,
+    logger,
+  });
   const edge = await createConfiguredDoor(config, {
     schema,
+    audiences,
     keyEnvironments: environments.keyEnvironments,
     metrics,
     logger,
@@ -259,6 +276,8 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     observability,
     memoryRelease,
     schema,
+    audiences,
+    usage,
     formatError,
     answers,
     environments,
@@ -274,7 +293,17 @@ async function createAppParts(config: Config, deps: AppDependencies) {
  */
 async function closeApp(
   config: Config,
-  { memoryRelease, environments, gatewayCaches, events, edge, observability, tracing, logger }: AppParts,
+  {
+    memoryRelease,
+    environments,
+    gatewayCaches,
+    events,
+    edge,
+    observability,
+    tracing,
+    logger,
+    usage,
+  }: AppParts,
   { live, apollo, mcp }: Transports,
   { shutdown, connections }: { shutdown: AbortController; connections: HttpConnections },
 ): Promise<void> {
@@ -304,6 +333,8 @@ async function closeApp(
   }
   await events.close();
   await gatewayCaches?.close();
+  // What the last operations used is stored before the connections close.
+  await usage.close();
   await edge.close();
   await observability.close();
   await Promise.all(environments.all.map((stack) => stack.client.close()));

@@ -9,6 +9,7 @@ import { readEdgeConfig, type EdgeConfig } from './edge/config.ts';
 import { readMcpConfig, type McpConfig } from './edge/mcp/config.ts';
 import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
+import { readContractsConfig, type ContractsConfig } from './graph/contracts.ts';
 import { EnvReader, type Env } from './env-reader.ts';
 import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
@@ -23,6 +24,7 @@ import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
 import type { MemoryReleaseConfig } from './observability/memory-release.ts';
+import { readUsageConfig, type UsageConfig } from './observability/usage-recorder.ts';
 
 export const NODE_ENVS = ['development', 'production', 'test'] as const;
 
@@ -52,6 +54,8 @@ export interface Config {
   introspection: IntrospectionMode;
   /** Who the callers are: OpenID Connect access tokens, callers' own keys, or nobody checked. */
   auth: AuthConfig;
+  /** The contracts served (`schema/contracts.json`) and `CONTRACT_DEFAULT` (src/graph/audiences.ts). */
+  contracts: ContractsConfig;
   /** Browser origins, trusted proxies, rate limits and trusted documents (docs/security.md). */
   edge: EdgeConfig;
   /** The MCP endpoint at `/mcp` (`MCP_*`; docs/mcp.md). */
@@ -81,6 +85,8 @@ export interface Config {
   /** The gateways' response caches the facade invalidates (`src/events/gateway-caches/config.ts`). */
   gatewayCaches: GatewayCachesConfig;
   metrics: MetricsConfig;
+  /** Field usage per client for the schema check (`USAGE_*`; src/observability/usage-recorder.ts). */
+  usage: UsageConfig;
   /** Traces (docs/operations.md): on when the standard OTEL_* variables ask for an exporter. */
   tracing: TracingConfig;
   /** Host names served besides the defaults (`ALLOWED_HOSTS`; src/http/host-allow-list.ts). */
@@ -266,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     gatewayCaches: readGatewayCachesConfig(env, (name, problem) => reader.report(name, problem)),
     auth: readAuthConfig(env, (name, problem) => reader.report(name, problem)),
+    contracts: readContractsConfig(env, (name, problem) => reader.report(name, problem)),
     edge: readEdgeConfig(
       env,
       (name, problem) => reader.report(name, problem),
@@ -281,6 +288,7 @@ export function loadConfig(env: Env = process.env): Config {
         10_000,
       ),
     },
+    usage: readUsageConfig(reader),
     tracing: { enabled: tracingRequested(env) },
     warnings,
     allowedHosts: (reader.trimmed('ALLOWED_HOSTS') ?? '')

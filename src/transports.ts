@@ -18,6 +18,8 @@ import { LIVE_TRANSPORTS } from './edge/live-transports.ts';
 import type { EnvironmentStacks } from './environments.ts';
 import { cursorOf, subscribeWithEventContexts } from './events/delivery/execute-live-event.ts';
 import type { AnswerCache } from './graph/answer-cache.ts';
+import type { Audiences } from './graph/audiences.ts';
+import type { FieldUsage } from './observability/usage-export.ts';
 import { createOperationContexts } from './graph/operation-context.ts';
 import { clientAddress } from './http/client-address.ts';
 import { createHttpExecutor } from './http/executor.ts';
@@ -39,6 +41,10 @@ export interface TransportParts {
   readonly observability: Observability;
   readonly memoryRelease: MemoryRelease;
   readonly schema: GraphQLSchema;
+  /** The schema each caller is served (its contract's); HTTP runs a server per schema. */
+  readonly audiences: Audiences;
+  /** Field usage per client: the operation recorder counts every executed operation in it. */
+  readonly usage: FieldUsage;
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   /** Whole answers of repeated HTTP queries; undefined when none are held. */
   readonly answers: AnswerCache | undefined;
@@ -78,6 +84,7 @@ export async function createTransports(
       metrics: observability.metrics,
       lifecycle,
       bindsEnvironments: environments.bindsEnvironments,
+      usage: parts.usage.recorder,
     }),
     parts.memoryRelease,
   );
@@ -120,7 +127,9 @@ export async function createTransports(
     formatError,
     answers: parts.answers,
     liveTransportsElsewhere: howToReachAny(LIVE_TRANSPORTS.map((transport) => transport.rules.connects)),
-    plugins: [...observability.plugins, events.apolloPlugin],
+    plugins: observability.plugins,
+    serverPlugins: [events.apolloPlugin],
+    contractSchemas: parts.audiences.schemas.filter((served) => served !== schema),
     createContext,
   });
   // HTTP's adapter of the door: one call into the door per request, then Apollo executes.
@@ -174,7 +183,6 @@ function createMcp(
     watch: {
       connections: createLiveConnections(MCP_LIVE_RULES, {
         door: edge.door,
-        schema,
         live: parts.environments.events.live,
         record: shared.record,
         createContext: shared.createContext,

@@ -28,6 +28,11 @@ export interface Caller {
    * absent when it names none. Read only when the facade holds a key per environment.
    */
   readonly environment?: PlatformEnvironment;
+  /**
+   * The contract the token's contract claim (`AUTH_CONTRACT_CLAIM`) names: the filtered schema this
+   * caller is served (src/graph/audiences.ts); absent when it names none.
+   */
+  readonly contract?: string;
 }
 
 /** True when `caller` may read or change anything of `customerId`. */

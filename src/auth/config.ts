@@ -48,6 +48,11 @@ export interface OidcConfig {
    * caller is bound to, read when the facade holds a key per environment. Absent: `environment`.
    */
   environmentClaim?: string;
+  /**
+   * `AUTH_CONTRACT_CLAIM`: the claim naming the contract (the filtered schema) a caller is served.
+   * Absent: `contract`.
+   */
+  contractClaim?: string;
 }
 
 export type AuthConfig =
@@ -76,6 +81,7 @@ export const AUTH_CONFIG_DEFAULTS = {
   AUTH_ROLES_CLAIM: 'roles',
   AUTH_OPERATOR_ROLE: 'operator',
   AUTH_ENVIRONMENT_CLAIM: 'environment',
+  AUTH_CONTRACT_CLAIM: 'contract',
   AUTH_ALLOW_CALLER_API_KEY: false,
 } as const;
 
@@ -111,6 +117,7 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
   const rolesClaim = reader.string('AUTH_ROLES_CLAIM', AUTH_CONFIG_DEFAULTS.AUTH_ROLES_CLAIM);
   const operatorRole = reader.string('AUTH_OPERATOR_ROLE', AUTH_CONFIG_DEFAULTS.AUTH_OPERATOR_ROLE);
   const environmentClaim = reader.trimmed('AUTH_ENVIRONMENT_CLAIM');
+  const contractClaim = reader.trimmed('AUTH_CONTRACT_CLAIM');
 
   const issuerSet = reader.trimmed('AUTH_ISSUER') !== undefined;
   if (!issuerSet && !allowCallerApiKey) {
@@ -140,6 +147,7 @@ export function readAuthConfig(env: Env, report: ReportProblem): AuthConfig {
       rolesClaim,
       operatorRole,
       ...(environmentClaim === undefined ? {} : { environmentClaim }),
+      ...(contractClaim === undefined ? {} : { contractClaim }),
     },
     allowCallerApiKey,
   };

@@ -1,6 +1,6 @@
 /**
  * The Caller an accepted token stands for, read from its claims: its subject, roles, customers and
- * environment, each claim found by its configured name. A claim that cannot be read grants nothing.
+ * environment and contract, each claim found by its configured name. A claim that cannot be read grants nothing.
  */
 import type { JWTPayload } from 'jose';
 import type { Caller, CustomerScope } from './caller.ts';
@@ -13,6 +13,7 @@ export interface ClaimNames {
   customerIdsClaim: string;
   operatorRole: string;
   environmentClaim: string;
+  contractClaim: string;
 }
 
 /** The Caller of a verified token's `payload`. */
@@ -32,6 +33,7 @@ export function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
   const clientId = [payload['client_id'], payload['azp']].find((value) => typeof value === 'string');
   // Anything but exactly `sandbox` or `live` names no environment (refused where one is needed).
   const environment = environmentOfClaim(readClaim(payload, names.environmentClaim));
+  const contract = readContract(readClaim(payload, names.contractClaim));
   return Object.freeze({
     via: 'token',
     subject: sub,
@@ -41,7 +43,19 @@ export function toCaller(payload: JWTPayload, names: ClaimNames): Caller {
     scope,
     expiresAt: exp * 1000,
     ...(environment === undefined ? {} : { environment }),
+    ...(contract === undefined ? {} : { contract }),
   });
+}
+
+/**
+ * The contract a token names: a non-empty string, or none when the claim is absent. Any other
+ * value is refused with the token (`malformed`): a claim the facade cannot read must never widen
+ * what the caller is served to the default contract.
+ */
+function readContract(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw new AuthenticationError('malformed');
+  return value;
 }
 
 /**

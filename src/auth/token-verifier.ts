@@ -43,6 +43,8 @@ export interface TokenVerifierOptions extends IssuerKeySetOptions, Pick<OidcConf
   operatorRole?: string;
   /** Default `environment`; read like {@link customerIdsClaim}. */
   environmentClaim?: string;
+  /** Default `contract`; read like {@link customerIdsClaim}. */
+  contractClaim?: string;
   /** Longest token examined (default {@link DEFAULT_MAX_TOKEN_LENGTH}). */
   maxTokenLength?: number;
   /** The clock `exp` and `nbf` are compared with (ms since the epoch); default `Date.now`. */
@@ -83,6 +85,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   const customerIdsClaim = options.customerIdsClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_CUSTOMER_IDS_CLAIM;
   const operatorRole = options.operatorRole ?? AUTH_CONFIG_DEFAULTS.AUTH_OPERATOR_ROLE;
   const environmentClaim = options.environmentClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_ENVIRONMENT_CLAIM;
+  const contractClaim = options.contractClaim ?? AUTH_CONFIG_DEFAULTS.AUTH_CONTRACT_CLAIM;
   const now = options.now ?? Date.now;
   const keySet = createIssuerKeySet(options);
 
@@ -119,7 +122,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       } catch (error) {
         throw toAuthenticationError(error);
       }
-      return toCaller(verified.payload, { rolesClaim, customerIdsClaim, operatorRole, environmentClaim });
+      return toCaller(verified.payload, {
+        rolesClaim,
+        customerIdsClaim,
+        operatorRole,
+        environmentClaim,
+        contractClaim,
+      });
     },
   };
 }

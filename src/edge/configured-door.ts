@@ -10,6 +10,7 @@ import { createAuthenticator, type Authenticator } from '../auth/authenticate.ts
 import { createGatewayVerifier } from '../auth/gateway-credential.ts';
 import { createTokenVerifier } from '../auth/token-verifier.ts';
 import type { Config } from '../config.ts';
+import type { Audiences } from '../graph/audiences.ts';
 import { openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -36,11 +37,15 @@ export interface ConfiguredDoor {
   close(): Promise<void>;
 }
 
-/** Builds the door of `config`; the schema is the one every transport serves. */
+/**
+ * Builds the door of `config`; the schema is the whole one every transport serves, and each
+ * caller is served its audience's (`audiences`: its contract's).
+ */
 export async function createConfiguredDoor(
   config: Config,
   parts: {
     schema: GraphQLSchema;
+    audiences: Audiences;
     keyEnvironments: KeyEnvironments;
     metrics: Metrics;
     logger: Logger;
@@ -78,6 +83,7 @@ export async function createConfiguredDoor(
   }
   const door = createDoor({
     schema: parts.schema,
+    schemaOf: (caller) => parts.audiences.of(caller)?.schema,
     authenticator: createConfiguredAuthenticator(config, parts.keyEnvironments, logger),
     rateLimits,
     maxOperationsPerCaller: config.edge.rateLimits.enabled ? config.edge.rateLimits.subscriptions : undefined,

@@ -16,6 +16,7 @@ import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { gatewayStillHolds } from '../auth/gateway-credential.ts';
 import type { WebSocketLimits } from '../events/config.ts';
+import { clientLabelOf } from '../observability/field-usage.ts';
 import { closeWith, credentialsOf, cutWhenGone, drainSockets } from './graphql-ws-socket.ts';
 import {
   liveTransportRules,
@@ -126,7 +127,14 @@ function serverOptions(
       }
       // A socket closed while its credential was checked has no `close` event to come.
       if (socket.readyState !== socket.OPEN) return false;
-      const live = connections.open(connection, (expired) => closeWith(socket, expired));
+      const live = connections.open(
+        connection,
+        (expired) => closeWith(socket, expired),
+        clientLabelOf((header) => {
+          const value = request.headers[header];
+          return Array.isArray(value) ? value[0] : value;
+        }),
+      );
       socket.once('close', () => live.close());
       ctx.extra.live = live;
       ctx.extra.operations = new Map();

@@ -7,7 +7,7 @@
  * document's own and the caller's one pool per event, and the same record (log line, metrics,
  * lifecycle) for an operation that runs and for one refused.
  */
-import type { ExecutionArgs, GraphQLSchema } from 'graphql';
+import type { ExecutionArgs } from 'graphql';
 import type { LiveGraphContext } from '../events/delivery/live-context.ts';
 import type { LiveSessions, LiveSubscriber } from '../events/delivery/live-sessions.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
@@ -23,12 +23,12 @@ import type {
   TransportRules,
 } from './door/door.ts';
 import type { OperationRecorder, RecordedOperation } from '../observability/operation-record.ts';
+import type { ClientLabel } from '../observability/field-usage.ts';
 import { graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 export interface LiveConnectionsOptions {
   /** The door's parts for live operations: their admission, the token's expiry, each event's pool. */
   door: LiveDoor & EventCallPools;
-  schema: GraphQLSchema;
   live: LiveSessions;
   record: OperationRecorder;
   /** Builds an operation's context for `connection`, as HTTP does, with the door's call budget. */
@@ -74,9 +74,10 @@ export interface LiveConnections {
   /**
    * Opens the live side of `connection` (admitted by `door.connect` with `kind: 'live'`).
    * `onExpired` is called once its credential has expired (its queues already ended with an
-   * UNAUTHENTICATED error), with the refusal to close the transport with.
+   * UNAUTHENTICATED error), with the refusal to close the transport with. `client`: what the client
+   * calls itself (its name and version headers), for the field usage.
    */
-  open(connection: Connection, onExpired: (refusal: Refusal) => void): LiveConnection;
+  open(connection: Connection, onExpired: (refusal: Refusal) => void, client?: ClientLabel): LiveConnection;
   /**
    * The form of the cursors `connection`'s caller is handed and gives back (its environment's),
    * to read one the transport carries beside the document before the connection is opened.
@@ -100,7 +101,7 @@ export function createLiveConnections(
   let nextConnection = 0;
 
   return {
-    open(connection, onExpired) {
+    open(connection, onExpired, client) {
       const { caller, environment } = connection;
       if (caller === undefined || environment === undefined)
         throw new Error('a live connection without a caller');
@@ -112,7 +113,7 @@ export function createLiveConnections(
           onExpired(refuse('credentials-expired', 'The access token has expired.')),
         );
       });
-      const operations = { transport, options, connection, subscriber, listening };
+      const operations = { transport, options, connection, subscriber, listening, client };
 
       return {
         connection,
@@ -224,6 +225,7 @@ interface ConnectionParts {
   connection: Connection;
   subscriber: LiveSubscriber;
   listening: Listening;
+  client: ClientLabel | undefined;
 }
 
 /**
@@ -231,7 +233,7 @@ interface ConnectionParts {
  * pool), its live session, and its record from the moment it listens to its completion.
  */
 function startOperation(
-  { transport, options, connection, subscriber, listening }: ConnectionParts,
+  { transport, options, connection, subscriber, listening, client }: ConnectionParts,
   key: string,
   admitted: AdmittedOperation,
   resumeAfter: string | undefined,
@@ -251,17 +253,29 @@ function startOperation(
     });
   const context = contextFor(undefined);
   const operationName = admitted.operationName ?? admitted.operation.name?.value ?? null;
-  const recorded = recordOf(
-    transport,
-    connection,
-    key,
-    operationName,
-    admitted.operation.operation,
-    context.upstream.requestId,
-    admitted.trustedDocument === true,
-  );
+  const recorded: RecordedOperation = {
+    ...recordOf(
+      transport,
+      connection,
+      key,
+      operationName,
+      admitted.operation.operation,
+      context.upstream.requestId,
+      admitted.trustedDocument === true,
+    ),
+    usage: {
+      schema: admitted.schema,
+      document: admitted.document,
+      operationName: admitted.operationName,
+      variables: admitted.variables,
+      caller: connection.caller,
+      clientName: client?.name,
+      clientVersion: client?.version,
+    },
+  };
   const args = {
-    schema: options.schema,
+    // The caller's own (its contract's): what the door validated the document against.
+    schema: admitted.schema,
     document: admitted.document,
     operationName: admitted.operationName,
     variableValues: admitted.variables,

@@ -166,7 +166,7 @@ export interface LiveTransportStats {
 /** Parts the wing shares between its transports. */
 export interface LiveWingOptions
   extends
-    Pick<LiveConnectionsOptions, 'schema' | 'record' | 'createContext'>,
+    Pick<LiveConnectionsOptions, 'record' | 'createContext'>,
     Omit<LiveTransportParts, 'door' | 'connections' | 'routes'> {
   /** The door: each transport's adapter gets its part, and the live connections theirs. */
   door: Door;

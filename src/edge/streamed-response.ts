@@ -20,6 +20,7 @@
 import type { Request, Response, Router } from 'express';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
+import { clientLabelOf } from '../observability/field-usage.ts';
 import type { OperationRequest } from './door/door.ts';
 import { sendRefusal } from './http.ts';
 import type {
@@ -125,11 +126,15 @@ function attachStreamed(
     // Once the token expires the subscription ends with an UNAUTHENTICATED error, which ends the
     // stream. A response not yet wholly written after a grace is cut: its reader stopped reading,
     // and an expired token holds neither its socket nor its place any longer.
-    const live = connections.open(connection, () => {
-      setTimeout(() => {
-        if (!res.writableFinished) res.destroy();
-      }, EXPIRY_GRACE_MS).unref();
-    });
+    const live = connections.open(
+      connection,
+      () => {
+        setTimeout(() => {
+          if (!res.writableFinished) res.destroy();
+        }, EXPIRY_GRACE_MS).unref();
+      },
+      clientLabelOf((header) => req.get(header)),
+    );
     open.add(res);
     // A socket error (a reset, a write the peer will never read) ends this stream, never the process.
     res.on('error', () => res.destroy());

@@ -17,7 +17,8 @@
  * `{ __typename }`: executing those is the cheap part).
  *
  * Who asks is part of the key, whole: the upstream key's partition, the bound environment, the
- * subject, the client, the roles, the operator flag and the customers of the scope. Two callers
+ * subject, the client, the roles, the contract (the schema it is served), the operator flag and the
+ * customers of the scope. Two callers
  * never share an answer, and a caller whose token's scope changed does not meet its old answers.
  *
  * During an upstream outage the response cache may serve a read past its freshness; such a read
@@ -159,7 +160,7 @@ export function answerKey(question: AnswerQuestion): string | undefined {
 
 /**
  * Everything about who asks that can change a result: the key's partition (a caller's own key or
- * the facade's), the environment, the subject and client, the roles, and the scope.
+ * the facade's), the environment, the subject and client, the roles, the contract, and the scope.
  */
 function callerKey(upstream: UpstreamContext, caller: Caller | undefined): string {
   const { authenticated, operator, customers } = upstream.scope;
@@ -170,6 +171,8 @@ function callerKey(upstream: UpstreamContext, caller: Caller | undefined): strin
     caller?.subject ?? null,
     caller?.clientId ?? null,
     caller?.roles ?? [],
+    // The contract it is served: another schema, whose answer to the same document may differ.
+    caller?.contract ?? null,
     authenticated,
     operator,
     customers.kind === 'all' ? 'all' : [...customers.customerIds].sort(),

@@ -53,12 +53,15 @@ export function mergeResolverMaps(maps: readonly Resolvers[]): Resolvers {
   return merged;
 }
 
-/** Builds the subgraph schema. Call it once per process and share the result. */
-export function createSchema(): GraphQLSchema {
+/**
+ * Builds the subgraph schema of `typeDefs` (by default the whole SDL; a contract's filtered SDL for
+ * its audience, `audiences.ts`). Call it once per process and audience, and share the result.
+ */
+export function createSchema(typeDefs: DocumentNode = loadTypeDefs()): GraphQLSchema {
   return guardEntities(
     buildSubgraphSchema([
       {
-        typeDefs: loadTypeDefs(),
+        typeDefs,
         resolvers: withIdempotencyKeyOnErrors(
           withIdArgumentsChecked(mergeResolverMaps(resolverMaps)),
         ) as GraphQLResolverMap<unknown>,

@@ -39,7 +39,10 @@ import type { AnswerCache } from '../graph/answer-cache.ts';
 export interface ApolloServerOptions {
   config: Config;
   schema: GraphQLSchema;
-  httpServer: http.Server;
+  /** The server drained at shutdown; undefined for a contract's server (the first one drains it). */
+  httpServer: http.Server | undefined;
+  /** The cache of automatic persisted queries, shared by every audience's server; default: its own. */
+  cache?: ApolloServer<GraphContext>['cache'];
   /** The door's parser options and rules, with which Apollo words a document the door refused. */
   door: ExecutorDoor;
   /** The door's admissions, handed to Apollo's hooks. */
@@ -57,8 +60,10 @@ export interface ApolloServerOptions {
    * query sent over plain HTTP points to.
    */
   liveTransportsElsewhere: string;
-  /** Plugins of other parts (the audit trail, the events runtime's drain). */
+  /** Plugins of other parts run for every request (the audit trail). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
+  /** Plugins of the server's own start and stop (the events runtime's drain): the first server's only. */
+  serverPlugins?: readonly ApolloServerPlugin<GraphContext>[];
 }
 
 /**
@@ -91,11 +96,16 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
     parseOptions: door.parseOptions,
     includeStacktraceInErrorResponses: development,
     formatError: (formatted, error) => options.formatError(formatted, error),
+    ...(options.cache === undefined ? {} : { cache: options.cache }),
     plugins: [
-      ApolloServerPluginDrainHttpServer({
-        httpServer: options.httpServer,
-        stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
-      }),
+      ...(options.httpServer === undefined
+        ? []
+        : [
+            ApolloServerPluginDrainHttpServer({
+              httpServer: options.httpServer,
+              stopGracePeriodMillis: config.shutdownDrainMs + SHUTDOWN_ANSWER_GRACE_MS,
+            }),
+          ]),
       // Field timings (`ftv1`) for a gateway that asks, never for any caller's header.
       createGatewayInlineTracePlugin(createGatewayCredentialCheck(config.auth)),
       // No @cacheControl in the schema: every response is `no-store`, set without a per-field hook.
@@ -120,6 +130,7 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         ...(options.answers === undefined ? [] : [answerCacheHooks(options.answers)]),
       ]),
       ...options.plugins,
+      ...(options.serverPlugins ?? []),
     ],
   });
   await apollo.start();

@@ -2,8 +2,15 @@
  * HTTP's executor, as the HTTP adapter of the door (src/edge/http.ts) is given it: Apollo Server
  * (`apollo-server.ts`) running each request the door admitted, with that request's operation
  * context, and the automatic persisted queries Apollo holds, which the door reads too.
+ *
+ * One Apollo Server per schema served (the whole one, and each contract's: src/graph/audiences.ts),
+ * each running the requests of its audience's callers: Apollo executes with the schema it was
+ * built with, and words a document the door refused with it, so a contract's callers meet nothing
+ * it hides, not even in a "Did you mean" suggestion. The first server drains the http.Server at a
+ * shutdown and stops the others; they share its cache of persisted queries.
  */
-import type { ApolloServer } from '@apollo/server';
+import type { ApolloServer, ApolloServerPlugin } from '@apollo/server';
+import type { GraphQLSchema } from 'graphql';
 import type { HttpExecutor } from '../edge/http.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { OperationContextInput } from '../graph/operation-context.ts';
@@ -18,13 +25,16 @@ import { createGraphQLHandler } from './graphql-handler.ts';
  */
 const PERSISTED_QUERY_KEY = 'apq:';
 
-export interface HttpExecutorOptions extends Omit<ApolloServerOptions, 'admitted'> {
+export interface HttpExecutorOptions extends Omit<ApolloServerOptions, 'admitted' | 'cache'> {
   /** Builds an operation's context (the same for every transport). */
   createContext(input: OperationContextInput): GraphContext;
+  /** Every contract's schema besides `schema` (the whole one): each gets a server of its own. */
+  contractSchemas: readonly GraphQLSchema[];
 }
 
 /** Apollo Server, started, as HTTP's executor. */
 export interface StartedHttpExecutor {
+  /** The whole schema's server: stopping it drains the http.Server, then stops every other. */
   readonly apollo: ApolloServer<GraphContext>;
   readonly execute: HttpExecutor;
   /** The text Apollo holds for an automatic persisted query's hash (the door reads it). */
@@ -34,8 +44,42 @@ export interface StartedHttpExecutor {
 export async function createHttpExecutor(options: HttpExecutorOptions): Promise<StartedHttpExecutor> {
   // The door's admission of each request, handed to Apollo's hooks.
   const admitted = createAdmittedOperations();
-  const apollo = await createApolloServer({ ...options, admitted });
-  const execute = createGraphQLHandler(apollo, {
+  const others: ApolloServer<GraphContext>[] = [];
+  // Stopped once the first has drained the http.Server: no request of theirs is left by then.
+  const stopOthers: ApolloServerPlugin<GraphContext> = {
+    async serverWillStart() {
+      return {
+        async serverWillStop() {
+          await Promise.all(others.map((other) => other.stop()));
+        },
+      };
+    },
+  };
+  const apollo = await createApolloServer({
+    ...options,
+    admitted,
+    serverPlugins: [...(options.serverPlugins ?? []), stopOthers],
+  });
+  const servers = new Map([[options.schema, apollo]]);
+  for (const schema of options.contractSchemas) {
+    const server = await createApolloServer({
+      ...options,
+      schema,
+      httpServer: undefined,
+      serverPlugins: [],
+      cache: apollo.cache,
+      admitted,
+    });
+    others.push(server);
+    servers.set(schema, server);
+  }
+  const serverOf = (schema: GraphQLSchema): ApolloServer<GraphContext> => {
+    const server = servers.get(schema);
+    // Never another audience's server in place of the caller's.
+    if (server === undefined) throw new Error('no Apollo Server runs the schema the door served');
+    return server;
+  };
+  const execute = createGraphQLHandler(serverOf, {
     admit: admitted.admit,
     context: async ({ req, res, connection, readCache }) =>
       options.createContext({

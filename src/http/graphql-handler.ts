@@ -12,6 +12,7 @@
  */
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
 import type { Request, Response } from 'express';
+import type { GraphQLSchema } from 'graphql';
 import type { Connection, OperationAdmission } from '../edge/door/door.ts';
 import type { HttpExecutor } from '../edge/http.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
@@ -33,15 +34,16 @@ export interface GraphQLHandlerOptions<TContext extends BaseContext> {
 }
 
 /**
- * The executor running `server` (started) for the requests the door admitted at the path it
- * serves: one operation, or a batch (`batch.ts`).
+ * The executor running, for the requests the door admitted at the path it serves (one operation,
+ * or a batch: `batch.ts`), the server (started) of the schema the door served its caller
+ * (`serverOf`).
  */
 export function createGraphQLHandler<TContext extends BaseContext>(
-  server: ApolloServer<TContext>,
+  serverOf: (schema: GraphQLSchema) => ApolloServer<TContext>,
   options: GraphQLHandlerOptions<TContext>,
 ): HttpExecutor {
-  server.assertStarted('createGraphQLHandler()');
   return async (req, res, admission) => {
+    const server = serverOf(admission.schema);
     if (!('body' in req)) {
       res
         .status(500)

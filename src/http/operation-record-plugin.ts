@@ -4,9 +4,11 @@
  * every live transport: Apollo Server stays HTTP's executor, and its hooks only gather what the
  * record needs (name, type, status, error codes, loader and upstream counts, the door's estimate).
  * It also logs the real cause of every error the client only sees masked. Never logs variables,
- * headers or keys.
+ * headers or keys. An operation the door admitted carries what it used, for the field usage: its
+ * document, the schema it ran with, and the client's own name and version headers.
  */
 import type { OperationRecorder } from '../observability/operation-record.ts';
+import { CLIENT_NAME_HEADER, CLIENT_VERSION_HEADER } from '../observability/field-usage.ts';
 import { isUnexpectedError, toGraphQLError } from '../errors/to-graphql-error.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';
@@ -40,9 +42,20 @@ export function operationRecordHooks(
           }
         }
       },
-      willSendResponse({ operation, operationName, contextValue: built, response, source }) {
+      willSendResponse({
+        operation,
+        operationName,
+        contextValue: built,
+        response,
+        source,
+        document,
+        schema,
+      }) {
         const answered = built as Partial<GraphContext>;
         const single = response.body.kind === 'single' ? response.body.singleResult : undefined;
+        // Admitted by the door (its estimate is set once Apollo resolved it), so it ran.
+        const ran = answered.cost?.estimated !== undefined && document !== undefined;
+        const headers = request.http?.headers;
         record.httpCompleted({
           requestId: answered.upstream?.requestId ?? '',
           operationName: operationName ?? null,
@@ -61,6 +74,17 @@ export function operationRecordHooks(
           upstreamCalls: answered.upstream?.callBudget.sent ?? 0,
           estimatedCost: answered.cost?.estimated,
           environment: answered.upstream?.environment,
+          usage: ran
+            ? {
+                schema,
+                document,
+                operationName,
+                variables: request.variables,
+                caller: answered.caller,
+                clientName: headers?.get(CLIENT_NAME_HEADER),
+                clientVersion: headers?.get(CLIENT_VERSION_HEADER),
+              }
+            : undefined,
         });
       },
     };

@@ -5,7 +5,8 @@
  * every live transport (graphql-ws, SSE and any later one, through src/edge/live-connections.ts),
  * with the transport named. It lives with the metrics and the lifecycle it writes, so neither
  * transport reaches back into the other's folder to record. Refusals are recorded too, as Apollo records an operation refused at validation.
- * Nothing is built for the lifecycle while nobody listens to it.
+ * Nothing is built for the lifecycle while nobody listens to it. An executed operation that carries
+ * its `usage` is also counted in the field usage (`usage-recorder.ts`), whatever its transport.
  */
 import type { GraphQLFormattedError } from 'graphql';
 import type { LoaderStats } from '../loaders/fan-out-loader.ts';
@@ -14,6 +15,8 @@ import type { LifecycleEmitter, OperationOutcome } from './lifecycle.ts';
 import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from './metrics.ts';
 import type { OperationNameSource } from './operation-labels.ts';
 import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { OperationUsage } from './field-usage.ts';
+import type { UsageRecorder } from './usage-recorder.ts';
 
 /** One operation, as the record names it. */
 export interface RecordedOperation {
@@ -32,6 +35,12 @@ export interface RecordedOperation {
   readonly nameSource: OperationNameSource;
   /** The connection's environment (its key's, or the one its token binds it to). */
   readonly environment?: PlatformEnvironment | undefined;
+  /**
+   * What the operation used, for the field usage: given for an operation the door admitted (one
+   * refused before execution used nothing). Counted once, when it starts listening, or when it ends
+   * if it never did.
+   */
+  readonly usage?: OperationUsage | undefined;
 }
 
 /** The `graphql operation` log line, the same for every transport. */
@@ -76,6 +85,8 @@ export interface HttpOperation {
   readonly estimatedCost: number | undefined;
   /** The environment the door bound its caller to; undefined with one key or before one was bound. */
   readonly environment: PlatformEnvironment | undefined;
+  /** What the operation used, for the field usage: given once the door admitted it and it ran. */
+  readonly usage?: OperationUsage | undefined;
 }
 
 export interface OperationRecorder {
@@ -106,8 +117,10 @@ export function createOperationRecorder(options: {
    * operation metrics carry `environment`, so one environment's series keep their labels.
    */
   bindsEnvironments?: boolean;
+  /** Field usage per client (`USAGE_*`): told of every executed operation that carries its usage. */
+  usage?: Pick<UsageRecorder, 'record'> | undefined;
 }): OperationRecorder {
-  const { logger, metrics, lifecycle } = options;
+  const { logger, metrics, lifecycle, usage } = options;
   const environmentLabel = (environment: PlatformEnvironment | undefined) =>
     options.bindsEnvironments === true && environment !== undefined ? { environment } : {};
   const line = (fields: OperationLine): void => {
@@ -126,6 +139,7 @@ export function createOperationRecorder(options: {
         lifecycle.emit('operationStarted', { requestId, operationName });
     },
     httpCompleted(operation) {
+      if (operation.usage !== undefined) usage?.record(operation.usage);
       const elapsedMs = performance.now() - operation.startedAt;
       const transport = operation.transport ?? 'http';
       line({
@@ -155,6 +169,7 @@ export function createOperationRecorder(options: {
       }
     },
     started(operation) {
+      if (operation.usage !== undefined) usage?.record(operation.usage);
       if (!lifecycle.observed('subscriptionStarted')) return;
       lifecycle.emit('subscriptionStarted', {
         subscriptionId: operation.id,
@@ -163,6 +178,7 @@ export function createOperationRecorder(options: {
       });
     },
     completed(operation, errorCodes, startedAt, listened) {
+      if (!listened && operation.usage !== undefined) usage?.record(operation.usage);
       const durationMs = Math.round(performance.now() - startedAt);
       line({
         transport: operation.transport,

@@ -42,6 +42,22 @@ export const TEST_CLIENTS = {
     roles: ['gateway'],
     customerIds: ['cus_acme'],
   },
+  /** A partner's application acting for `cus_acme`, served the `partner` contract (no internal fields). */
+  partner: {
+    clientId: 'test-partner',
+    clientSecret: 'test-partner-secret',
+    roles: [],
+    customerIds: ['cus_acme'],
+    contract: 'partner',
+  },
+  /** An internal tool acting for `cus_acme`, served the `internal` contract: the whole schema. */
+  internalTool: {
+    clientId: 'test-internal-tool',
+    clientSecret: 'test-internal-tool-secret',
+    roles: [],
+    customerIds: ['cus_acme'],
+    contract: 'internal',
+  },
   /** Authenticated, with no customer and no role: may read only what any caller may. */
   nobody: { clientId: 'test-nobody', clientSecret: 'test-nobody-secret', roles: [], customerIds: [] },
 } as const;

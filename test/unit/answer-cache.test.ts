@@ -192,6 +192,7 @@ describe('answerKey', () => {
     ['another subject', question(caller({ subject: 'user-2' }))],
     ['another client', question(caller({ clientId: 'batch' }))],
     ['another role', question(caller({ roles: ['gateway'] }))],
+    ['another contract', question(caller({ contract: 'partner' }))],
     ['a narrower scope', question(caller({ scope: { kind: 'customers', customerIds: new Set(['cus_a']) } }))],
     ['an operator', question(caller({ operator: true, scope: { kind: 'all' } }))],
     ['another environment', question(caller(), { environment: 'live' })],

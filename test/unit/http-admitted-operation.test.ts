@@ -7,7 +7,7 @@
  */
 import type { GraphQLRequestContext, HTTPGraphQLRequest } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
-import { GraphQLError, parse } from 'graphql';
+import { buildSchema, GraphQLError, parse } from 'graphql';
 import { describe, expect, test } from 'vitest';
 import type { AdmittedOperation, RequestAdmission, StepRefusal } from '../../src/edge/door/door.ts';
 import { refuse } from '../../src/edge/refusal.ts';
@@ -17,6 +17,7 @@ import { createCallBudget } from '../../src/upstream/call-budget.ts';
 
 const QUERY = 'query Mine($id: ID!) { customer(id: $id) { id } }';
 const DOCUMENT = parse(QUERY);
+const SCHEMA = buildSchema('type Query { customer(id: ID!): Customer } type Customer { id: ID! }');
 
 function admitted(variables: Record<string, unknown>): AdmittedOperation {
   return {
@@ -27,6 +28,7 @@ function admitted(variables: Record<string, unknown>): AdmittedOperation {
     variables,
     measure: { cost: 3 } as AdmittedOperation['measure'],
     callLimit: 2,
+    schema: SCHEMA,
   };
 }
 
@@ -36,6 +38,7 @@ function admission(operation: RequestAdmission['operation']): RequestAdmission {
     operation,
     query: QUERY,
     listed: false,
+    schema: SCHEMA,
   };
 }
 

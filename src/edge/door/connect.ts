@@ -4,6 +4,7 @@
  * may go on, and for a live connection its scope, its connection budget and its key's environment;
  * then how long the credential holds.
  */
+import type { GraphQLSchema } from 'graphql';
 import type { Authenticator } from '../../auth/authenticate.ts';
 import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { Caller } from '../../auth/caller.ts';
@@ -41,6 +42,12 @@ export interface ConnectOptions {
    * presents; absent, no connection is a gateway's. Never throws.
    */
   verifyGateway?: (header: string | undefined) => Promise<VerifiedGateway | undefined>;
+  /**
+   * The schema `caller` is served (undefined: anonymous): its contract's (src/graph/audiences.ts),
+   * against which its documents are parsed, validated, checked and executed. Undefined when its
+   * token names a contract not served: `connect` refuses it. Absent: the whole schema, for all.
+   */
+  schemaOf?(caller: Caller | undefined): GraphQLSchema | undefined;
 }
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
@@ -182,6 +189,10 @@ export async function connectCaller(
       break;
   }
   const { caller, apiKey } = authentication;
+  // Never the whole schema in place of a contract the token names: such a caller is served none.
+  if (options.schemaOf !== undefined && options.schemaOf(caller) === undefined) {
+    return refuse('forbidden', 'This token names a contract this service does not serve.');
+  }
   const bound =
     options.environments === undefined
       ? undefined

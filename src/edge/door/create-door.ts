@@ -12,7 +12,7 @@ import type { Logger } from '../../logger.ts';
 import { checkOrigin } from '../origin.ts';
 import { isRefusal, refuse, type Refusal } from '../refusal.ts';
 import { connectCaller, createDoorBudgets, createExpiry, type ConnectOptions } from './connect.ts';
-import { createDocumentSteps, type ParsedDocument } from './documents.ts';
+import { createDocumentStepsOfSchemas, type DocumentSteps, type ParsedDocument } from './documents.ts';
 import {
   admissionStepsOf,
   type AdmissionStep,
@@ -33,6 +33,7 @@ import { trustedQueryOf, type TrustedDocumentOptions } from './trusted.ts';
 
 /** Options of {@link createDoor}. */
 export interface DoorOptions extends ConnectOptions, TrustedDocumentOptions, OperationCheckOptions {
+  /** The whole schema: every caller's when `schemaOf` is absent. */
   schema: GraphQLSchema;
   /** `RATE_LIMIT_LIVE_OPERATIONS`: long-lived operations one caller may run at once; none when absent. */
   maxOperationsPerCaller?: number | undefined;
@@ -58,6 +59,8 @@ export interface Admission {
   readonly onQuota?: RequestToAdmit['onQuota'];
   /** Trusted documents gave the text (a listed id's body). */
   listed: boolean;
+  /** The caller's schema, as `schemaOf` answered at `connect`. */
+  readonly schema: GraphQLSchema;
   query?: string;
   parsed?: ParsedDocument;
   admitted?: AdmittedOperation;
@@ -75,12 +78,13 @@ export function createDoor(options: DoorOptions): Door {
   const budgets = createDoorBudgets(options);
   const expiry = createExpiry(options.clockToleranceSeconds, now);
   const callerKey = (connection: Connection) => budgets.callerKey(connection);
+  const schemaOf: NonNullable<DoorOptions['schemaOf']> = (caller) =>
+    options.schemaOf === undefined ? options.schema : options.schemaOf(caller);
   const steps = createOperationSteps(options, logger, {
     budgets,
     expiry,
     holds: createOperationHolds(options.maxOperationsPerCaller, callerKey),
-    documents: createDocumentSteps({
-      schema: options.schema,
+    documentsOf: createDocumentStepsOfSchemas({
       validationRules,
       maxTokens: options.queryLimits.maxTokens,
       hideSchemaDetails: options.introspectionOff === true,
@@ -112,6 +116,8 @@ export function createDoor(options: DoorOptions): Door {
     options.onStep?.('connect');
     return connectCaller(options, budgets, logger, request);
   };
+  /** The schema of a connection `connect` let in (it refused any served none). */
+  const servedTo = (connection: Connection) => stepInput(schemaOf(connection.caller));
 
   return {
     validationRules,
@@ -119,10 +125,16 @@ export function createDoor(options: DoorOptions): Door {
     checkOrigin: (origin, host) => checkOrigin(origin, host, options.allowedOrigins),
     connect,
 
-    ...createRequestAdmissions({ connect, run, publicIntrospection: options.publicIntrospection }),
+    ...createRequestAdmissions({
+      connect,
+      run,
+      publicIntrospection: options.publicIntrospection,
+      servedTo,
+    }),
 
     async admit(connection, request, transport) {
-      const admission: Admission = { kind: 'live', transport, connection, request, listed: false };
+      const schema = servedTo(connection);
+      const admission: Admission = { kind: 'live', transport, connection, request, listed: false, schema };
       const refusal = await run(admission, 'connect');
       if (refusal !== undefined) return refusal;
       return { operation: stepInput(admission.admitted), release: stepInput(admission.release) };
@@ -143,10 +155,10 @@ function createOperationSteps(
     budgets: ReturnType<typeof createDoorBudgets>;
     expiry: ReturnType<typeof createExpiry>;
     holds: ReturnType<typeof createOperationHolds>;
-    documents: ReturnType<typeof createDocumentSteps>;
+    documentsOf: (schema: GraphQLSchema) => DocumentSteps;
   },
 ): Record<Exclude<DoorStep, 'connect'>, OperationStep> {
-  const { budgets, expiry, holds, documents } = parts;
+  const { budgets, expiry, holds, documentsOf } = parts;
   return {
     hold(admission) {
       const release = holds.hold(admission.connection, admission.transport);
@@ -176,17 +188,23 @@ function createOperationSteps(
           'The request names no operation: send `query` (or a listed `documentId`).',
         );
       }
-      const parsed = documents.parse(admission.query);
+      const parsed = documentsOf(admission.schema).parse(admission.query);
       if (isRefusal(parsed)) return parsed;
       admission.parsed = parsed;
       return undefined;
     },
-    validate: (admission) => documents.validate(stepInput(admission.query), stepInput(admission.parsed)),
+    validate: ({ schema, query, parsed }) =>
+      documentsOf(schema).validate(stepInput(query), stepInput(parsed)),
     'operation-checks'(admission) {
-      const { connection, request, transport } = admission;
+      const {
+        connection: { caller },
+        request,
+        transport,
+        schema,
+      } = admission;
       const query = stepInput(admission.query);
       const { document } = stepInput(admission.parsed);
-      const checked = checkOperationOf(options, connection.caller, query, document, request, transport);
+      const checked = checkOperationOf(options, schema, caller, query, document, request, transport);
       if (isRefusal(checked)) return checked;
       const trustedDocument = options.trustedDocuments?.isTrustedBody(query) === true;
       admission.admitted = trustedDocument ? { ...checked, trustedDocument } : checked;

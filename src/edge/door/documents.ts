@@ -46,6 +46,24 @@ export interface DocumentSteps {
   validate(query: string, parsed: ParsedDocument): Refusal | undefined;
 }
 
+/**
+ * The steps of each schema served, each built the first time a caller of that schema asks: a
+ * document found valid for one contract's callers is never taken as valid for another's.
+ */
+export function createDocumentStepsOfSchemas(
+  options: Omit<DocumentStepsOptions, 'schema'>,
+): (schema: GraphQLSchema) => DocumentSteps {
+  const bySchema = new Map<GraphQLSchema, DocumentSteps>();
+  return (schema) => {
+    let steps = bySchema.get(schema);
+    if (steps === undefined) {
+      steps = createDocumentSteps({ ...options, schema });
+      bySchema.set(schema, steps);
+    }
+    return steps;
+  };
+}
+
 /** Builds the steps of one schema. */
 export function createDocumentSteps(options: DocumentStepsOptions): DocumentSteps {
   const rules = [...specifiedRules, ...options.validationRules];

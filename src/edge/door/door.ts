@@ -12,7 +12,13 @@
  * {@link EventCallPools}, and an executor that words a refused document itself (Apollo Server over
  * HTTP) the {@link ExecutorDoor}.
  */
-import type { DocumentNode, OperationDefinitionNode, OperationTypeNode, ValidationRule } from 'graphql';
+import type {
+  DocumentNode,
+  GraphQLSchema,
+  OperationDefinitionNode,
+  OperationTypeNode,
+  ValidationRule,
+} from 'graphql';
 import type { Credentials } from '../../auth/authenticate.ts';
 import type { Caller } from '../../auth/caller.ts';
 import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
@@ -147,6 +153,8 @@ export interface AdmittedOperation {
   readonly callLimit: number;
   /** Its text is a listed trusted document (metrics label such operations by name). */
   readonly trustedDocument?: boolean;
+  /** The caller's schema (its contract's, src/graph/audiences.ts): validated against, executed with. */
+  readonly schema: GraphQLSchema;
 }
 
 /** A refusal, with the step that made it and, once the document was found valid, that document. */

@@ -27,7 +27,6 @@ import type { AdmittedOperation, OperationRequest, TransportRules } from './door
 
 /** What the step is built from (the door's options). */
 export interface OperationCheckOptions {
-  schema: GraphQLSchema;
   /** `QUERY_MAX_*`: `maxCost` is the ceiling of the cost with the variables. */
   queryLimits: QueryLimits;
   /** `INTROSPECTION=off`: only operators and schema readers read `_service`. */
@@ -38,9 +37,13 @@ export interface OperationCheckOptions {
   retriesPerOperation: number;
 }
 
-/** The step for `document` (parsed and valid) as `request` names its operation and variables. */
+/**
+ * The step for `document` (parsed and valid against `schema`, the caller's) as `request` names its
+ * operation and variables.
+ */
 export function checkOperationOf(
   options: OperationCheckOptions,
+  schema: GraphQLSchema,
   caller: Caller | undefined,
   query: string,
   document: DocumentNode,
@@ -59,13 +62,14 @@ export function checkOperationOf(
   }
   const variables = request.variables ?? undefined;
   const { maxCost } = options.queryLimits;
-  const measure = checkOperation(options.schema, document, operation, variables, maxCost, transport);
+  const measure = checkOperation(schema, document, operation, variables, maxCost, transport);
   if (isRefusal(measure)) return measure;
   if (options.introspectionOff === true) {
-    const hidden = checkServiceReader(document, caller, options.schema);
+    const hidden = checkServiceReader(document, caller, schema);
     if (hidden !== undefined) return hidden;
   }
   return {
+    schema,
     query,
     document,
     operation,

@@ -5,6 +5,7 @@
  * step after `connect` for each operation; what a refusal at each step is (the request's, or the
  * operation's alone) is said here.
  */
+import type { GraphQLSchema } from 'graphql';
 import { isRefusal, type Refusal } from '../refusal.ts';
 import { refuseAnonymous } from './connect.ts';
 import type { QuotaState } from '../client-budgets.ts';
@@ -52,6 +53,8 @@ export interface OperationAdmission {
  */
 export interface RequestAdmission extends OperationAdmission {
   readonly connection: Connection;
+  /** The caller's schema (its contract's): the executor words a refusal and runs the operation with it. */
+  readonly schema: GraphQLSchema;
 }
 
 /**
@@ -62,6 +65,8 @@ export interface RequestAdmission extends OperationAdmission {
  */
 export interface BatchAdmission {
   readonly connection: Connection;
+  /** The caller's schema (its contract's), every operation's. */
+  readonly schema: GraphQLSchema;
   readonly operations: readonly OperationAdmission[];
 }
 
@@ -78,10 +83,17 @@ export interface RequestAdmissionParts {
   run: (admission: Admission, after: DoorStep, last?: DoorStep) => Promise<StepRefusal | undefined>;
   /** `INTROSPECTION=public`: an anonymous caller may introspect. */
   publicIntrospection: boolean | undefined;
+  /** The schema of a connection `connect` let in (its contract's). */
+  servedTo: (connection: Connection) => GraphQLSchema;
 }
 
 /** The door's `admitRequest` and `admitBatch`. */
-export function createRequestAdmissions({ connect, run, publicIntrospection }: RequestAdmissionParts) {
+export function createRequestAdmissions({
+  connect,
+  run,
+  publicIntrospection,
+  servedTo,
+}: RequestAdmissionParts) {
   /** Connects once for a request whose operations' own texts are `ownQueries`. */
   const connectRequest = async (
     ask: Omit<RequestToAdmit, 'request'>,
@@ -111,6 +123,7 @@ export function createRequestAdmissions({ connect, run, publicIntrospection }: R
       request,
       onQuota: ask.onQuota,
       listed: false,
+      schema: servedTo(connection),
     };
     return { admission, refusal: await run(admission, 'connect', last) };
   };
@@ -133,9 +146,9 @@ export function createRequestAdmissions({ connect, run, publicIntrospection }: R
       );
       // A refusal of the request itself (its budget, its trusted document) is the adapter's to answer.
       if (refusal !== undefined && !concernsDocument(refusal.step)) return refusal;
-      const { query, listed } = admission;
-      if (!named) return { connection, operation: undefined, query, listed };
-      return { connection, operation: refusal ?? admitted(admission), query, listed };
+      const { query, listed, schema } = admission;
+      if (!named) return { connection, operation: undefined, query, listed, schema };
+      return { connection, operation: refusal ?? admitted(admission), query, listed, schema };
     },
 
     async admitBatch(batch: BatchToAdmit, transport: TransportRules): Promise<BatchAdmission | StepRefusal> {
@@ -151,7 +164,7 @@ export function createRequestAdmissions({ connect, run, publicIntrospection }: R
         const { query, listed } = admission;
         operations.push({ operation: refusal ?? admitted(admission), query, listed });
       }
-      return { connection, operations };
+      return { connection, schema: servedTo(connection), operations };
     },
   };
 }
