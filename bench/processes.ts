@@ -138,10 +138,20 @@ export async function readRssBytes(pid: number): Promise<number> {
 
 /** CPU time (user + system) process `pid` has used so far, in milliseconds (/proc/<pid>/stat). */
 export async function readCpuMs(pid: number): Promise<number> {
+  const { userMs, systemMs } = await readCpuSplitMs(pid);
+  return userMs + systemMs;
+}
+
+/**
+ * CPU time process `pid` has used so far in its own code (user) and in the kernel on its behalf
+ * (system: its system calls, a socket write's TCP work among them), in milliseconds.
+ */
+export async function readCpuSplitMs(pid: number): Promise<{ userMs: number; systemMs: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Fields after the parenthesised command name; utime and stime are the 14th and 15th fields.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond()) * 1000;
+  const ms = (ticks: string | undefined): number => (Number(ticks) / ticksPerSecond()) * 1000;
+  return { userMs: ms(fields[11]), systemMs: ms(fields[12]) };
 }
 
 function serviceProcess(name: string, url: string, child: ChildProcess): ServiceProcess {
