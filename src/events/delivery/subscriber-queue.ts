@@ -41,6 +41,9 @@ export type QueueItem =
   /** The log trimmed events of the replay before they were read: nothing more is delivered. */
   | { kind: 'expired'; after: string; oldest: string | undefined };
 
+/** A live event as the queue hands it out. */
+export type LiveQueueItem = Extract<QueueItem, { kind: 'event' }>;
+
 /** A subscriber's bounded queue: an async iterator that never blocks the publisher or the other subscribers. */
 export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
   /** Stops listening at once; a pending `next()` answers `done`. */
@@ -52,6 +55,18 @@ export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
    * `next()` yields one `revoked` item, then the queue is done.
    */
   revoke(): void;
+  /**
+   * The next item at once, without waiting, when it is a live event handed out in order (no
+   * replay of the log is being read before it): `empty` when nothing waits (and the queue has not
+   * ended), `other` when what comes next is something else (a notice, a replayed event, the end),
+   * which {@link SubscriberQueue.next} then yields. A consumer may mix the two, one at a time.
+   */
+  takeLive(): LiveQueueItem | 'empty' | 'other';
+  /**
+   * Calls `listener` whenever an item is queued while no `next()` waits, and when the queue ends:
+   * what a consumer of {@link SubscriberQueue.takeLive} waits on. One listener; undefined removes it.
+   */
+  onQueued(listener: (() => void) | undefined): void;
   /** Events waiting in the queue right now. */
   readonly size: number;
   /** The log position the queue started listening after: it holds the events after it. */
@@ -105,9 +120,11 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   let closing = false;
   /** Nothing to stop until the bus listens for this queue. */
   let stopListening: () => void = () => undefined;
+  let queued: (() => void) | undefined;
   const items = createPushPullQueue<QueueItem>({
     onEnd: () => stopListening(),
     endsAfter: (item) => item.kind !== 'event',
+    onQueued: () => queued?.(),
   });
 
   /** Stops listening, drops the backlog and queues `notice` as the last item. */
@@ -166,6 +183,10 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
   let handedUpTo = after ?? subscription.position;
 
+  /** Whether `item` was already replayed (at or before where the replay ran up to): skipped. */
+  const coveredByReplay = (item: LiveQueueItem): boolean =>
+    replayedUpTo !== undefined && compareCursors(item.cursor, replayedUpTo) <= 0;
+
   /** The next replayed event, or undefined once the replay is over (done, abandoned or expired). */
   const nextReplayed = async (): Promise<QueueItem | undefined> => {
     if (replay === undefined) return undefined;
@@ -195,12 +216,27 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
       const item = result.value;
       if (item.kind === 'overflow') return { value: { ...item, resumeAfter: handedUpTo }, done: false };
       if (item.kind !== 'event') return result;
-      if (replayedUpTo !== undefined && compareCursors(item.cursor, replayedUpTo) <= 0) continue;
+      if (coveredByReplay(item)) continue;
       return result;
     }
   };
 
   const queue: SubscriberQueue = {
+    takeLive() {
+      if (replay !== undefined) return 'other';
+      for (;;) {
+        const head = items.waiting[0];
+        if (head === undefined) return items.ended ? 'other' : 'empty';
+        if (head.kind !== 'event') return 'other';
+        items.waiting.shift();
+        if (coveredByReplay(head)) continue;
+        handedUpTo = head.cursor;
+        return head;
+      }
+    },
+    onQueued(listener) {
+      queued = listener;
+    },
     get size() {
       return items.waiting.filter((item) => item.kind === 'event').length;
     },
