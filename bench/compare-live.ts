@@ -17,10 +17,9 @@ import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { readMemory } from './lib/facade-memory.ts';
 import {
-  ACCOUNT_ID,
+  ACCOUNT_SUBSCRIPTION,
   accountUpdated,
   checkOpenFiles,
-  CUSTOMER_ID,
   postSigned,
   share,
   sourceAddressesFor,
@@ -32,11 +31,7 @@ import {
 import { percentile } from './load.ts';
 import type { ServiceProcess } from './processes.ts';
 
-const SUBSCRIPTION = `subscription {
-  accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
-    eventId type occurredAt account { id status balances { currency available } }
-  }
-}`;
+const SUBSCRIPTION = ACCOUNT_SUBSCRIPTION;
 const CONNECT_CONCURRENCY = 50;
 const EVENT_TIMEOUT_MS = 60_000;
 /** Pause after every subscriber got an event, so nothing of it still runs when the next is sent. */

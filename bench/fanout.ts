@@ -27,7 +27,11 @@
  * scenario, to look at them from outside), BENCH_FANOUT_HEAP_SNAPSHOTS (a directory: heap snapshots
  * of each facade with its subscribers idle and after the GC that follows their leaving),
  * BENCH_FACADE_SCRIPT (the facade's entry point: another checkout's `src/main.ts` to compare two
- * versions). Environment variables the facade reads (e.g.
+ * versions), BENCH_FANOUT_PER_CONNECTION (subscriptions per graphql-ws connection, 1: past the
+ * process's open-file limit, 50,000 subscribers are held on fewer sockets), BENCH_FANOUT_SOURCE_ADDRESSES
+ * (loopback source addresses, one per 20,000 connections by default), BENCH_FANOUT_PROFILE (a
+ * directory: each facade runs with `--cpu-prof` and the report charges its CPU over the events to
+ * the steps of a delivery, `lib/delivery-profile.ts`). Environment variables the facade reads (e.g.
  * `MALLOC_ARENA_MAX`) pass through. The report goes to bench/results/ (`fanout-<time>.md`,
  * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
  */
@@ -37,9 +41,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import {
-  ACCOUNT_ID,
+  ACCOUNT_SUBSCRIPTION,
   accountUpdated,
-  CUSTOMER_ID,
   facadeNodeArgs,
   facadeScript,
   postSigned,
@@ -61,12 +64,7 @@ import type { GarbageCollection } from './memory-probe-protocol.ts';
 import { readCpuMs, readCpuSplitMs, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
-/** Every subscriber runs this; its event reads the account (and its balances) upstream. */
-const SUBSCRIPTION = `subscription {
-  accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
-    eventId type occurredAt account { id status balances { currency available } }
-  }
-}`;
+const SUBSCRIPTION = ACCOUNT_SUBSCRIPTION;
 /** Connections each client process opens at once. */
 const CONNECT_CONCURRENCY = 50;
 /** Longest wait for every subscriber to receive one event before the run goes on without it. */

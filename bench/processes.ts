@@ -65,7 +65,7 @@ export async function startService(options: {
     try {
       const response = await fetch(`${url}${options.readyPath}`);
       await response.arrayBuffer();
-      if (response.ok) return serviceProcess(options.name, url, child);
+      if (response.ok) return serviceProcess(options.name, url, child, () => output);
     } catch {
       // Not listening yet.
     }
@@ -154,8 +154,22 @@ export async function readCpuSplitMs(pid: number): Promise<{ userMs: number; sys
   return { userMs: ms(fields[11]), systemMs: ms(fields[12]) };
 }
 
-function serviceProcess(name: string, url: string, child: ChildProcess): ServiceProcess {
+function serviceProcess(
+  name: string,
+  url: string,
+  child: ChildProcess,
+  lastOutput: () => string,
+): ServiceProcess {
   const pid = child.pid ?? 0;
+  let stopping = false;
+  // A service that ends before the benchmark stops it would otherwise leave only figures that stop
+  // making sense: say so, with what it last wrote.
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    console.error(
+      `${name} (pid ${pid}) exited during the run (${signal ?? `code ${String(code)}`}); its last output:\n${lastOutput()}`,
+    );
+  });
   return {
     name,
     url,
@@ -164,6 +178,7 @@ function serviceProcess(name: string, url: string, child: ChildProcess): Service
     rssBytes: () => readRssBytes(pid),
     cpuMs: () => readCpuMs(pid),
     async stop() {
+      stopping = true;
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

@@ -21,6 +21,13 @@ const API_KEY = 'sk_sandbox_emulator';
 export const CUSTOMER_ID = 'cus_acme';
 export const ACCOUNT_ID = 'acc_acme_eth';
 
+/** What the live benchmarks' subscribers run: an account's changes, each read (with its balances) upstream. */
+export const ACCOUNT_SUBSCRIPTION = `subscription {
+  accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
+    eventId type occurredAt account { id status balances { currency available } }
+  }
+}`;
+
 /** The repository's root, with its trailing slash. */
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const facadeScript = process.env.BENCH_FACADE_SCRIPT ?? `${root}src/main.ts`;
