@@ -336,13 +336,17 @@ function toMarkdown(report: {
     '',
     `Run at ${report.at} on ${report.machine.cores} cores, Node ${report.machine.node}; load average ` +
       `(1, 5, 15 min) ${load(report.machine.loadAverageBefore)} before, ${load(report.machine.loadAverageAfter)} after.`,
+  ];
+  // Only the live rows were asked for (BENCH_COMPARE_ROWS=live): no table of query rows.
+  if (report.rows.length === 0) return lines.join('\n');
+  lines.push(
     `${rounds} pairs of rounds of ${roundMs / 1000} s per row, the order alternating; ${concurrency} operations in flight.`,
     'Each ratio is current / earlier, the median of its ratios within a pair (below 1 is better for time and',
     'CPU, above 1 for throughput); the figures beside it are medians over the rounds, current / earlier.',
     '',
     '| row | p50 ms | p50 ratio | p99 ms | p99 ratio | ops/s | throughput ratio | CPU ms / op | CPU ratio | failures |',
     '|---|---|---|---|---|---|---|---|---|---|',
-  ];
+  );
   for (const row of report.rows) {
     const { current: c, earlier: e, ratios: r } = row;
     lines.push(
