@@ -8,7 +8,7 @@ import { CursorExpiredError } from '../../errors/cursor-expired.ts';
 import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { startLogReplay, type LogReplay } from './log-replay.ts';
-import { createPushPullQueue } from './push-pull-queue.ts';
+import { createPushPullQueue, type PushPullQueue } from './push-pull-queue.ts';
 
 /** Default bound of one subscriber's queue. */
 export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
@@ -100,6 +100,24 @@ export interface SubscriberQueueOptions {
 }
 
 /**
+ * The live event at the head of `items`, taken, when a live event comes next: events the replay
+ * already covered are dropped on the way; `empty` when nothing waits and the queue goes on,
+ * `other` when something else comes next (see {@link SubscriberQueue.takeLive}).
+ */
+function takeLiveFrom(
+  items: PushPullQueue<QueueItem>,
+  covered: (item: LiveQueueItem) => boolean,
+): LiveQueueItem | 'empty' | 'other' {
+  for (;;) {
+    const head = items.waiting[0];
+    if (head === undefined) return items.ended ? 'other' : 'empty';
+    if (head.kind !== 'event') return 'other';
+    items.waiting.shift();
+    if (!covered(head)) return head;
+  }
+}
+
+/**
  * Subscribes to `environment`'s events and queues them for one subscriber. Resolves once the
  * subscription is active, so a caller can subscribe first and read what happened before
  * afterwards, without a gap.
@@ -183,7 +201,6 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
   let handedUpTo = after ?? subscription.position;
 
-  /** Whether `item` was already replayed (at or before where the replay ran up to): skipped. */
   const coveredByReplay = (item: LiveQueueItem): boolean =>
     replayedUpTo !== undefined && compareCursors(item.cursor, replayedUpTo) <= 0;
 
@@ -223,16 +240,9 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
 
   const queue: SubscriberQueue = {
     takeLive() {
-      if (replay !== undefined) return 'other';
-      for (;;) {
-        const head = items.waiting[0];
-        if (head === undefined) return items.ended ? 'other' : 'empty';
-        if (head.kind !== 'event') return 'other';
-        items.waiting.shift();
-        if (coveredByReplay(head)) continue;
-        handedUpTo = head.cursor;
-        return head;
-      }
+      const taken = replay === undefined ? takeLiveFrom(items, coveredByReplay) : 'other';
+      if (typeof taken === 'object') handedUpTo = taken.cursor;
+      return taken;
     },
     onQueued(listener) {
       queued = listener;
