@@ -15,9 +15,16 @@
  * operation through the door). Per row: p50, p99, throughput, and the facade process's CPU per
  * operation (user + system from /proc).
  *
+ * Then the live rows (`compare-live.ts`): one event fanned out to many graphql-ws subscribers on each
+ * version, p50 and p99 to the subscribers, the facade's CPU per delivered event, and memory per
+ * subscriber.
+ *
  * Options (environment): BENCH_SECONDS per round (default 2), BENCH_ROUNDS pairs per row (default
  * 4, at least 2 so each order is run), BENCH_CONCURRENCY (16), BENCH_LATENCY_MS and BENCH_JITTER_MS
- * (20 ± 5). The report is printed and written to bench/results/compare-<ref>.md and .json.
+ * (20 ± 5), BENCH_COMPARE_ROWS (`all`, `queries` or `live`), and the live rows' own
+ * (BENCH_COMPARE_LIVE_SUBSCRIBERS, 10000; BENCH_COMPARE_LIVE_EVENTS per round, 5;
+ * BENCH_COMPARE_LIVE_CLIENT_PROCESSES, 4). The report is printed and written to
+ * bench/results/compare-<ref>.md and .json.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -27,6 +34,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { BENCH_CONNECTIONS, comparedFacadeEnv, graphqlAsker, setFaults } from './asking.ts';
+import { compareLive, liveMarkdown, type LiveComparison } from './compare-live.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import { runLoad, type LoadResult } from './load.ts';
 import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
@@ -39,6 +47,9 @@ const rounds = Math.max(2, positiveIntegerFromEnv('BENCH_ROUNDS', 4));
 const concurrency = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
 const latencyMs = positiveIntegerFromEnv('BENCH_LATENCY_MS', 20);
 const jitterMs = Math.min(latencyMs, Number(process.env.BENCH_JITTER_MS ?? 5));
+const rowSets = process.env.BENCH_COMPARE_ROWS ?? 'all';
+if (!['all', 'queries', 'live'].includes(rowSets))
+  throw new Error('BENCH_COMPARE_ROWS must be all, queries or live.');
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -104,45 +115,22 @@ async function main(): Promise<void> {
       };
       return { label, uncached, cached, askUncached: asker(uncached), askCached: asker(cached) };
     };
-    const now = await version(currentLabel, root);
-    const before = await version(short, earlierRoot);
-
-    const dashboard = workload('customer dashboard');
-    const portfolio = workload('portfolio');
-    const noLatency = { latency: { fixedMs: 0, jitterMs: 0 } };
-    const withLatency = { latency: { fixedMs: latencyMs - jitterMs, jitterMs: 2 * jitterMs } };
     const rows: Row[] = [];
-    const row = async (
-      name: string,
-      faults: object,
-      pick: (version: Version) => { ask: (body: string) => Promise<unknown>; server: ServiceProcess },
-      body: string,
-    ) => {
-      await setFaults(emulator, faults);
-      const side = (version: Version) => {
-        const { ask, server } = pick(version);
-        return {
-          server,
-          operation: async () => {
-            await ask(body);
-          },
-        };
-      };
-      rows.push({ name, pairs: await alternate(side(now), side(before)) });
-      console.log(`measured: ${name}`);
-    };
-    const uncached = (version: Version) => ({ ask: version.askUncached, server: version.uncached });
-    const cached = (version: Version) => ({ ask: version.askCached, server: version.cached });
-    await row('dashboard, cache off', noLatency, uncached, dashboard);
-    await row(
-      `dashboard, cache off, ${latencyMs} ± ${jitterMs} ms upstream`,
-      withLatency,
-      uncached,
-      dashboard,
-    );
-    await row('dashboard, cache on (repeated: hits)', noLatency, cached, dashboard);
-    await row('portfolio, cache off', noLatency, uncached, portfolio);
-    await row('`{ __typename }`', noLatency, uncached, JSON.stringify({ query: TRIVIAL_QUERY }));
+    if (rowSets !== 'live') {
+      rows.push(...(await queryRows(emulator, version, currentLabel, short, earlierRoot)));
+      // The query rows' facades leave the machine to the live rows.
+      await Promise.all(pools.splice(0).map((pool) => pool.close()));
+      for (const service of services.splice(1).reverse()) await service.stop();
+    }
+    const live: LiveComparison | undefined =
+      rowSets === 'queries'
+        ? undefined
+        : await compareLive(
+            emulator,
+            { label: currentLabel, script: join(root, 'src/main.ts') },
+            { label: short, script: join(earlierRoot, 'src/main.ts') },
+            rounds,
+          );
 
     const report = {
       at: started.toISOString(),
@@ -156,8 +144,9 @@ async function main(): Promise<void> {
       },
       settings: { roundMs, rounds, concurrency, latencyMs, jitterMs },
       rows: rows.map(summarise),
+      ...(live === undefined ? {} : { live }),
     };
-    const markdown = toMarkdown(report);
+    const markdown = [toMarkdown(report), ...(live === undefined ? [] : liveMarkdown(live))].join('\n');
     console.log(`\n${markdown}`);
     await mkdir(join(root, 'bench/results'), { recursive: true });
     const name = `compare-${ref.replaceAll(/[^A-Za-z0-9._-]/g, '_')}`;
@@ -169,6 +158,52 @@ async function main(): Promise<void> {
     for (const service of services.reverse()) await service.stop();
     git(['worktree', 'remove', '--force', earlierRoot]);
   }
+}
+
+/** The query rows, each on both versions' facades (started here, cache off and on). */
+async function queryRows(
+  emulator: ServiceProcess,
+  version: (label: string, checkout: string) => Promise<Version>,
+  currentLabel: string,
+  short: string,
+  earlierRoot: string,
+): Promise<Row[]> {
+  const now = await version(currentLabel, root);
+  const before = await version(short, earlierRoot);
+
+  const dashboard = workload('customer dashboard');
+  const portfolio = workload('portfolio');
+  const noLatency = { latency: { fixedMs: 0, jitterMs: 0 } };
+  const withLatency = { latency: { fixedMs: latencyMs - jitterMs, jitterMs: 2 * jitterMs } };
+  const rows: Row[] = [];
+  const row = async (
+    name: string,
+    faults: object,
+    pick: (version: Version) => { ask: (body: string) => Promise<unknown>; server: ServiceProcess },
+    body: string,
+  ) => {
+    await setFaults(emulator, faults);
+    const side = (version: Version) => {
+      const { ask, server } = pick(version);
+      return {
+        server,
+        operation: async () => {
+          await ask(body);
+        },
+      };
+    };
+    rows.push({ name, pairs: await alternate(side(now), side(before)) });
+    console.log(`measured: ${name}`);
+  };
+  const uncached = (version: Version) => ({ ask: version.askUncached, server: version.uncached });
+  const cached = (version: Version) => ({ ask: version.askCached, server: version.cached });
+  await row('dashboard, cache off', noLatency, uncached, dashboard);
+  await row(`dashboard, cache off, ${latencyMs} ± ${jitterMs} ms upstream`, withLatency, uncached, dashboard);
+  await row('dashboard, cache on (repeated: hits)', noLatency, cached, dashboard);
+  await row('portfolio, cache off', noLatency, uncached, portfolio);
+  await row('`{ __typename }`', noLatency, uncached, JSON.stringify({ query: TRIVIAL_QUERY }));
+
+  return rows;
 }
 
 /**
@@ -301,13 +336,17 @@ function toMarkdown(report: {
     '',
     `Run at ${report.at} on ${report.machine.cores} cores, Node ${report.machine.node}; load average ` +
       `(1, 5, 15 min) ${load(report.machine.loadAverageBefore)} before, ${load(report.machine.loadAverageAfter)} after.`,
+  ];
+  // Only the live rows were asked for (BENCH_COMPARE_ROWS=live): no table of query rows.
+  if (report.rows.length === 0) return lines.join('\n');
+  lines.push(
     `${rounds} pairs of rounds of ${roundMs / 1000} s per row, the order alternating; ${concurrency} operations in flight.`,
     'Each ratio is current / earlier, the median of its ratios within a pair (below 1 is better for time and',
     'CPU, above 1 for throughput); the figures beside it are medians over the rounds, current / earlier.',
     '',
     '| row | p50 ms | p50 ratio | p99 ms | p99 ratio | ops/s | throughput ratio | CPU ms / op | CPU ratio | failures |',
     '|---|---|---|---|---|---|---|---|---|---|',
-  ];
+  );
   for (const row of report.rows) {
     const { current: c, earlier: e, ratios: r } = row;
     lines.push(

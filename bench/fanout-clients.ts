@@ -30,13 +30,28 @@ export type ClientsRequest =
       query: string;
       /** Connections being opened at once. */
       concurrency: number;
+      /**
+       * Subscriptions per graphql-ws connection (default 1: one small client each); each is a
+       * subscriber of its own in the counts. The streamed transports carry one per connection.
+       */
+      perConnection?: number;
+      /**
+       * Loopback addresses to connect from, taken in turn (default: the system's choice): one source
+       * address and one facade port give at most the ephemeral port range's connections
+       * (`net.ipv4.ip_local_port_range`, about 28,000).
+       */
+      sourceAddresses?: string[];
     }
   | {
-      /** Resolves once every subscriber received `eventId`, or after `timeoutMs`. */
+      /**
+       * Resolves once every subscriber received `eventId` (or `expected` of them, when the
+       * process holds subscribers of several facades and the event goes to one), or after `timeoutMs`.
+       */
       op: 'await-event';
       id: number;
       eventId: string;
       timeoutMs: number;
+      expected?: number;
     }
   | { op: 'report'; id: number }
   | { op: 'disconnect'; id: number };
@@ -85,6 +100,8 @@ function noteError(message: string): void {
   firstError ??= message;
 }
 
+/** Subscribers an `await-event` waits for, when not every subscriber of the process. */
+const expectedOf = new Map<string, number>();
 /** Subscribers that received each event (at most once each). */
 const receivedBy = new Map<string, number>();
 const received = (eventId: string): number => receivedBy.get(eventId) ?? 0;
@@ -113,17 +130,33 @@ function arrived(
   times.push(at);
   arrivals.set(key, times);
   receivedBy.set(eventId, received(eventId) + 1);
-  if (received(eventId) >= subscribers.length) eventWaiters.get(eventId)?.();
+  if (received(eventId) >= (expectedOf.get(eventId) ?? subscribers.length)) eventWaiters.get(eventId)?.();
 }
 
-/** Opens one subscriber; resolves once it listens (`connection_ack`, a stream's 200) or failed. */
-function openSubscriber(
-  transport: LiveClientTransport,
-  label: string,
-  wsUrl: string,
-  query: string,
-): Promise<string | undefined> {
-  if (transport !== 'graphql-ws') return openStreamedSubscriber(transport, label, wsUrl, query);
+/** How one connection is opened: its transport, the facade, and what it subscribes. */
+interface ConnectionPlan {
+  transport: LiveClientTransport;
+  label: string;
+  wsUrl: string;
+  query: string;
+  /** Subscriptions on it (graphql-ws only). */
+  perConnection: number;
+  localAddress: string | undefined;
+}
+
+/** Opens one connection and its subscribers; resolves once it listens (`connection_ack`, a stream's 200) or failed. */
+function openSubscriber(plan: ConnectionPlan): Promise<string | undefined> {
+  const { transport, label, wsUrl, query, localAddress } = plan;
+  if (transport !== 'graphql-ws') return openStreamedSubscriber(transport, label, wsUrl, query, localAddress);
+  // The `ws` client takes its socket's source address as an option of its own.
+  const webSocketImpl =
+    localAddress === undefined
+      ? WebSocket
+      : class extends WebSocket {
+          constructor(address: string, protocols?: string | string[]) {
+            super(address, protocols, { localAddress });
+          }
+        };
   return new Promise((resolve) => {
     let settled = false;
     const settle = (failure: string | undefined): void => {
@@ -133,7 +166,7 @@ function openSubscriber(
     };
     const client = createClient({
       url: wsUrl,
-      webSocketImpl: WebSocket,
+      webSocketImpl,
       lazy: true,
       retryAttempts: 0,
       on: {
@@ -143,23 +176,27 @@ function openSubscriber(
         error: (error) => settle(`socket error: ${String(error)}`),
       },
     });
-    const subscriber: Subscriber = {
-      label,
-      seen: new Set(),
-      results: 0,
-      close: async () => {
-        await client.dispose();
-      },
-    };
-    subscribers.push(subscriber);
-    client.subscribe(
-      { query },
-      {
-        next: (result) => arrived(subscriber, result),
-        error: (error) => noteError(`subscription error: ${JSON.stringify(error).slice(0, 300)}`),
-        complete: () => undefined,
-      },
-    );
+    let disposed: Promise<void> | undefined;
+    for (let index = 0; index < plan.perConnection; index += 1) {
+      const subscriber: Subscriber = {
+        label,
+        seen: new Set(),
+        results: 0,
+        close: async () => {
+          disposed ??= Promise.resolve(client.dispose());
+          await disposed;
+        },
+      };
+      subscribers.push(subscriber);
+      client.subscribe(
+        { query },
+        {
+          next: (result) => arrived(subscriber, result),
+          error: (error) => noteError(`subscription error: ${JSON.stringify(error).slice(0, 300)}`),
+          complete: () => undefined,
+        },
+      );
+    }
   });
 }
 
@@ -184,6 +221,7 @@ function openStreamedSubscriber(
   label: string,
   wsUrl: string,
   query: string,
+  localAddress: string | undefined,
 ): Promise<string | undefined> {
   const { path, accept, separator } = STREAMED_TRANSPORTS[transport];
   const url = new URL(path, wsUrl.replace(/^ws/, 'http'));
@@ -191,6 +229,7 @@ function openStreamedSubscriber(
     const request = http.request(url, {
       method: 'POST',
       agent: false,
+      ...(localAddress === undefined ? {} : { localAddress }),
       headers: { 'content-type': 'application/json', accept },
     });
     const subscriber: Subscriber = {
@@ -228,23 +267,36 @@ function openStreamedSubscriber(
 }
 
 async function connect(request: Extract<ClientsRequest, { op: 'connect' }>): Promise<ClientsReply> {
+  const transport = request.transport ?? 'graphql-ws';
+  const perConnection = transport === 'graphql-ws' ? (request.perConnection ?? 1) : 1;
+  const sources = request.sourceAddresses ?? [];
   const pending = request.groups.flatMap((group) =>
-    Array.from({ length: group.count }, () => ({ label: group.label, wsUrl: group.wsUrl })),
+    Array.from({ length: Math.ceil(group.count / perConnection) }, (_, index) => ({
+      label: group.label,
+      wsUrl: group.wsUrl,
+      // The last connection of a group carries what is left.
+      subscriptions: Math.min(perConnection, group.count - index * perConnection),
+    })),
   );
+  let opened = 0;
   let connected = 0;
   let failed = 0;
   let failure: string | undefined;
   const worker = async (): Promise<void> => {
     for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
-      const problem = await openSubscriber(
-        request.transport ?? 'graphql-ws',
-        next.label,
-        next.wsUrl,
-        request.query,
-      );
-      if (problem === undefined) connected += 1;
+      const localAddress = sources.length === 0 ? undefined : sources[opened % sources.length];
+      opened += 1;
+      const problem = await openSubscriber({
+        transport,
+        label: next.label,
+        wsUrl: next.wsUrl,
+        query: request.query,
+        perConnection: next.subscriptions,
+        localAddress,
+      });
+      if (problem === undefined) connected += next.subscriptions;
       else {
-        failed += 1;
+        failed += next.subscriptions;
         failure ??= problem;
       }
     }
@@ -260,7 +312,9 @@ async function connect(request: Extract<ClientsRequest, { op: 'connect' }>): Pro
 }
 
 async function awaitEvent(request: Extract<ClientsRequest, { op: 'await-event' }>): Promise<ClientsReply> {
-  if (received(request.eventId) < subscribers.length) {
+  const expected = request.expected ?? subscribers.length;
+  if (request.expected !== undefined) expectedOf.set(request.eventId, request.expected);
+  if (received(request.eventId) < expected) {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, request.timeoutMs);
       eventWaiters.set(request.eventId, () => {
@@ -270,6 +324,7 @@ async function awaitEvent(request: Extract<ClientsRequest, { op: 'await-event' }
     });
     eventWaiters.delete(request.eventId);
   }
+  expectedOf.delete(request.eventId);
   return { id: request.id, op: 'await-event', received: received(request.eventId) };
 }
 

@@ -13,7 +13,10 @@
  * (forward, then reversed, ...) so that neither warm-up nor the machine's load favours one.
  *
  * Per transport: event → subscriber p50/p99/max over every round, deliveries against expected,
- * the facade's CPU per event, and each as a ratio to graphql-ws's.
+ * the facade's CPU per event, and each as a ratio to graphql-ws's; and the facade's memory per
+ * subscriber: its V8 heap after a full GC and its RSS, read before the turn's subscribers connect
+ * and once they all listen (the RSS of a later turn starts from pages the earlier ones left, so
+ * the heap is the figure to compare).
  *
  * Options (environment): BENCH_TRANSPORTS_SUBSCRIBERS (1000 per transport),
  * BENCH_TRANSPORTS_EVENTS (10 per turn), BENCH_TRANSPORTS_ROUNDS (2), BENCH_FANOUT_CLIENT_PROCESSES
@@ -38,6 +41,7 @@ import {
   transportCounts,
   type ClientProcess,
 } from './lib/live-facade.ts';
+import { readMemory } from './lib/facade-memory.ts';
 import { percentile } from './load.ts';
 import { startEmulatorService, type ServiceProcess } from './processes.ts';
 
@@ -66,6 +70,9 @@ interface Turn {
   expected: number;
   connectFailures: number;
   facadeCpuMs: number;
+  /** What the facade held per subscriber once they all listened, in KiB (heap after a full GC, RSS). */
+  heapKibPerSubscriber: number;
+  rssKibPerSubscriber: number;
   errors: number;
   firstError?: string;
 }
@@ -76,8 +83,11 @@ interface TransportResult {
   expected: number;
   latency: { p50Ms: number; p99Ms: number; maxMs: number };
   facadeCpuMsPerEvent: number;
+  /** The medians over the turns. */
+  heapKibPerSubscriber: number;
+  rssKibPerSubscriber: number;
   /** To graphql-ws's, in this run. */
-  ratios: { p50: number; p99: number; facadeCpu: number };
+  ratios: { p50: number; p99: number; facadeCpu: number; heap: number };
   connectFailures: number;
   errors: number;
   firstError?: string;
@@ -151,6 +161,7 @@ async function runTurn(
   round: number,
 ): Promise<Turn> {
   const label = `${transport}#${round}`;
+  const before = await readMemory(facade, 'full');
   const replies = await Promise.all(
     clients.map((client, index) =>
       client.ask({
@@ -179,6 +190,9 @@ async function runTurn(
     120_000,
   );
   await sleep(1_000);
+  const connected = await readMemory(facade, 'full');
+  const perSubscriberKib = (bytes: number): number =>
+    bytes / 1024 / Math.max(1, subscribers - connectFailures);
 
   const sentAt = new Map<string, number>();
   const cpuBefore = await facade.cpuMs();
@@ -216,6 +230,10 @@ async function runTurn(
     expected: subscribers * events,
     connectFailures,
     facadeCpuMs,
+    heapKibPerSubscriber: perSubscriberKib(
+      (connected.heapUsedBytes ?? Number.NaN) - (before.heapUsedBytes ?? Number.NaN),
+    ),
+    rssKibPerSubscriber: perSubscriberKib(connected.rssBytes - before.rssBytes),
     errors,
     ...(firstError === undefined ? {} : { firstError }),
   };
@@ -237,6 +255,8 @@ function summarise(turns: readonly Turn[]): TransportResult[] {
         maxMs: latencies.at(-1) ?? Number.NaN,
       },
       facadeCpuMsPerEvent: own.reduce((sum, turn) => sum + turn.facadeCpuMs, 0) / (own.length * events),
+      heapKibPerSubscriber: median(own.map((turn) => turn.heapKibPerSubscriber)),
+      rssKibPerSubscriber: median(own.map((turn) => turn.rssKibPerSubscriber)),
       connectFailures: own.reduce((sum, turn) => sum + turn.connectFailures, 0),
       errors: own.reduce((sum, turn) => sum + turn.errors, 0),
       ...(firstError === undefined ? {} : { firstError }),
@@ -249,8 +269,14 @@ function summarise(turns: readonly Turn[]): TransportResult[] {
       p50: result.latency.p50Ms / baseline.latency.p50Ms,
       p99: result.latency.p99Ms / baseline.latency.p99Ms,
       facadeCpu: result.facadeCpuMsPerEvent / baseline.facadeCpuMsPerEvent,
+      heap: result.heapKibPerSubscriber / baseline.heapKibPerSubscriber,
     },
   }));
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
 }
 
 async function waitFor(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -277,12 +303,13 @@ function toMarkdown(report: {
       `${settings.subscribers} subscribers per transport, ${settings.events} events per turn, ${settings.rounds} rounds ` +
       `(the transports in turn, the order reversed each round), subscribers spread over ${settings.clientProcesses} client processes.`,
     '',
-    '| transport | delivered / expected | event → subscriber p50 / p99 / max ms | p50 / p99 to graphql-ws | facade CPU ms / event | to graphql-ws |',
-    '|---|--:|--:|--:|--:|--:|',
+    '| transport | delivered / expected | event → subscriber p50 / p99 / max ms | p50 / p99 to graphql-ws | facade CPU ms / event | to graphql-ws | KiB per subscriber: heap after GC / RSS | heap to graphql-ws |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|',
     ...report.transports.map(
       (result) =>
         `| ${result.transport} | ${result.received} / ${result.expected} | ${ms(result.latency.p50Ms)} / ${ms(result.latency.p99Ms)} / ${ms(result.latency.maxMs)} ` +
-        `| ${ratio(result.ratios.p50)} / ${ratio(result.ratios.p99)} | ${ms(result.facadeCpuMsPerEvent)} | ${ratio(result.ratios.facadeCpu)} |`,
+        `| ${ratio(result.ratios.p50)} / ${ratio(result.ratios.p99)} | ${ms(result.facadeCpuMsPerEvent)} | ${ratio(result.ratios.facadeCpu)} ` +
+        `| ${result.heapKibPerSubscriber.toFixed(1)} / ${result.rssKibPerSubscriber.toFixed(1)} | ${ratio(result.ratios.heap)} |`,
     ),
     '',
     ...report.transports

@@ -27,24 +27,29 @@
  * scenario, to look at them from outside), BENCH_FANOUT_HEAP_SNAPSHOTS (a directory: heap snapshots
  * of each facade with its subscribers idle and after the GC that follows their leaving),
  * BENCH_FACADE_SCRIPT (the facade's entry point: another checkout's `src/main.ts` to compare two
- * versions). Environment variables the facade reads (e.g.
+ * versions), BENCH_FANOUT_PER_CONNECTION (subscriptions per graphql-ws connection, 1: past the
+ * process's open-file limit, 50,000 subscribers are held on fewer sockets), BENCH_FANOUT_SOURCE_ADDRESSES
+ * (loopback source addresses, one per 20,000 connections by default), BENCH_FANOUT_PROFILE (a
+ * directory: each facade runs with `--cpu-prof` and the report charges its CPU over the events to
+ * the steps of a delivery, `lib/delivery-profile.ts`). Environment variables the facade reads (e.g.
  * `MALLOC_ARENA_MAX`) pass through. The report goes to bench/results/ (`fanout-<time>.md`,
  * `fanout-latest.md`, `fanout-latest.json`) with the machine's load average before and after.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import {
-  ACCOUNT_ID,
+  ACCOUNT_SUBSCRIPTION,
   accountUpdated,
-  CUSTOMER_ID,
   facadeNodeArgs,
   facadeScript,
   postSigned,
   root,
+  checkOpenFiles,
   share,
+  sourceAddressesFor,
   startClientProcess,
   startFacade,
   upstreamRequests,
@@ -53,16 +58,13 @@ import {
 } from './lib/live-facade.ts';
 import { percentile } from './load.ts';
 import { readMemory, type MemoryReading } from './lib/facade-memory.ts';
+import { DELIVERY_STEPS, NATIVE_DELIVERY_STEPS } from './lib/delivery-profile.ts';
+import { microsecondsNow, summariseProfile, type CpuProfile } from './lib/cpu-profile.ts';
 import type { GarbageCollection } from './memory-probe-protocol.ts';
-import { readCpuMs, type ServiceProcess, startEmulatorService } from './processes.ts';
+import { readCpuMs, readCpuSplitMs, type ServiceProcess, startEmulatorService } from './processes.ts';
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 
-/** Every subscriber runs this; its event reads the account (and its balances) upstream. */
-const SUBSCRIPTION = `subscription {
-  accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
-    eventId type occurredAt account { id status balances { currency available } }
-  }
-}`;
+const SUBSCRIPTION = ACCOUNT_SUBSCRIPTION;
 /** Connections each client process opens at once. */
 const CONNECT_CONCURRENCY = 50;
 /** Longest wait for every subscriber to receive one event before the run goes on without it. */
@@ -78,6 +80,8 @@ const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 
 const settleMs = positiveIntegerFromEnv('BENCH_FANOUT_SETTLE_MS', 5000);
 const holdMs = Number(process.env.BENCH_FANOUT_HOLD_MS ?? 0);
 const heapSnapshotDir = process.env.BENCH_FANOUT_HEAP_SNAPSHOTS;
+const perConnection = positiveIntegerFromEnv('BENCH_FANOUT_PER_CONNECTION', 1);
+const profileDir = process.env.BENCH_FANOUT_PROFILE;
 const wanted = (process.env.BENCH_FANOUT_SCENARIOS ?? 'small,large,redis').split(',').map((s) => s.trim());
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -101,6 +105,8 @@ interface ReplicaResult {
   expected: number;
   latency: { p50Ms: number; p99Ms: number; maxMs: number };
   facadeCpuMs: number;
+  /** Of it, the kernel's on the facade's behalf (its system calls: the socket writes, mostly). */
+  facadeSystemCpuMs: number;
   memory: Partial<Record<MemoryPoint, MemoryReading>>;
   /** Connections and subscriptions the facade still counted once every client had disconnected. */
   openAfterDisconnect: { connections: number; subscriptions: number };
@@ -125,6 +131,8 @@ interface ScenarioResult {
   connectSeconds: number;
   clientCpuMs: number;
   replicas: ReplicaResult[];
+  /** With BENCH_FANOUT_PROFILE: each replica's CPU per delivery by step, as markdown. */
+  profiles?: string[];
 }
 
 async function main(): Promise<void> {
@@ -209,9 +217,24 @@ async function runScenario(
   const redisKeyPrefix = `bench-fanout-${process.pid}-${scenario.key}:`;
   const facades: ServiceProcess[] = [];
   const clients: ClientProcess[] = [];
+  const connections = Math.ceil(scenario.subscribersPerReplica / perConnection);
+  await checkOpenFiles(connections * scenario.replicas, clientProcesses);
+  let result: ScenarioResult;
+  /** The events' window on the monotonic clock, for the profiles. */
+  const window: [number, number] = [0, 0];
   try {
     for (let replica = 0; replica < scenario.replicas; replica += 1) {
-      facades.push(await startFacade(emulator.url, secret, redisUrl, redisKeyPrefix, replica + 1));
+      const profile =
+        profileDir === undefined
+          ? {}
+          : {
+              nodeArgs: [
+                '--cpu-prof',
+                `--cpu-prof-dir=${profileDirOf(scenario, replica)}`,
+                '--cpu-prof-interval=500',
+              ],
+            };
+      facades.push(await startFacade(emulator.url, secret, redisUrl, redisKeyPrefix, replica + 1, profile));
     }
     for (let index = 0; index < clientProcesses; index += 1) clients.push(startClientProcess());
 
@@ -239,6 +262,8 @@ async function runScenario(
           id: 0,
           query: SUBSCRIPTION,
           concurrency: CONNECT_CONCURRENCY,
+          perConnection,
+          sourceAddresses: sourceAddressesFor(connections * scenario.replicas),
           groups: facades.map((facade, replica) => ({
             label: labelOf(replica),
             wsUrl: `${facade.url.replace(/^http/, 'ws')}/graphql`,
@@ -275,6 +300,7 @@ async function runScenario(
 
     // Events, one after another.
     const facadeCpuBefore = await Promise.all(facades.map((facade) => facade.cpuMs()));
+    const facadeSystemBefore = await Promise.all(facades.map((facade) => readCpuSplitMs(facade.pid)));
     const clientCpuBefore = await Promise.all(clients.map((client) => readCpuMs(client.pid)));
     const peakRss = facades.map(() => 0);
     const sampling = { on: true };
@@ -294,6 +320,7 @@ async function runScenario(
     const acks: number[] = [];
     const statuses: number[] = [];
     const redeliveryStatuses: { status: number; duplicate: unknown }[] = [];
+    window[0] = microsecondsNow();
     for (let index = 0; index < events; index += 1) {
       const event = accountUpdated(index);
       const before = await upstreamRequests(emulator);
@@ -318,8 +345,12 @@ async function runScenario(
       await sleep(EVENT_GAP_MS);
       upstreamRequestsPerEvent.push((await upstreamRequests(emulator)) - before);
     }
+    window[1] = microsecondsNow();
     const facadeCpuMs = (await Promise.all(facades.map((facade) => facade.cpuMs()))).map(
       (ms, index) => ms - facadeCpuBefore[index]!,
+    );
+    const facadeSystemCpuMs = (await Promise.all(facades.map((facade) => readCpuSplitMs(facade.pid)))).map(
+      (split, index) => split.systemMs - facadeSystemBefore[index]!.systemMs,
     );
     const clientCpuMs = (await Promise.all(clients.map((client) => readCpuMs(client.pid)))).reduce(
       (sum, ms, index) => sum + ms - clientCpuBefore[index]!,
@@ -379,12 +410,13 @@ async function runScenario(
           maxMs: latencies.at(-1) ?? Number.NaN,
         },
         facadeCpuMs: facadeCpuMs[replica]!,
+        facadeSystemCpuMs: facadeSystemCpuMs[replica]!,
         memory: { ...memory[replica], peak: { rssBytes: peakRss[replica]! } },
         openAfterDisconnect: openAfterDisconnect[replica]!,
       };
     });
     const sortedAcks = [...acks].sort((a, b) => a - b);
-    return {
+    result = {
       key: scenario.key,
       name: scenario.name,
       subscribers: scenario.replicas * scenario.subscribersPerReplica,
@@ -405,6 +437,45 @@ async function runScenario(
     for (const client of clients) client.stop();
     await Promise.all(facades.map((facade) => facade.stop()));
   }
+  if (profileDir !== undefined) {
+    result.profiles = await Promise.all(
+      result.replicas.map((replica, index) =>
+        deliveryProfile(scenario, index, window, replica.facadeCpuMs, replica.received),
+      ),
+    );
+  }
+  return result;
+}
+
+function profileDirOf(scenario: Scenario, replica: number): string {
+  return `${profileDir ?? ''}/${scenario.key}-${labelOf(replica).replace(' ', '-')}`;
+}
+
+/**
+ * Where the facade's CPU went per delivery over the events (its profile is written when it
+ * exits): the samples of the events' window, charged to the steps of a delivery.
+ */
+async function deliveryProfile(
+  scenario: Scenario,
+  replica: number,
+  window: [number, number],
+  cpuMs: number,
+  deliveries: number,
+): Promise<string> {
+  const directory = profileDirOf(scenario, replica);
+  const file = (await readdir(directory)).find((name) => name.endsWith('.cpuprofile'));
+  if (file === undefined) return `(${scenario.name}, ${labelOf(replica)}: no profile written)`;
+  const profile = JSON.parse(await readFile(`${directory}/${file}`, 'utf8')) as CpuProfile;
+  return summariseProfile({
+    name: `${scenario.name}, ${labelOf(replica)}: where a delivery's CPU goes`,
+    profile,
+    window,
+    cpuMsPerUnit: cpuMs / Math.max(1, deliveries),
+    units: deliveries,
+    unit: 'delivery',
+    steps: DELIVERY_STEPS,
+    nativeSteps: NATIVE_DELIVERY_STEPS,
+  });
 }
 
 function labelOf(replica: number): string {
@@ -455,9 +526,9 @@ function toMarkdown(report: {
       (settings.mallocArenaMax === null ? '' : `, MALLOC_ARENA_MAX=${settings.mallocArenaMax}`) +
       '.',
     '',
-    '| scenario | facade | upstream GETs / event | delivered / expected | event → subscriber p50 / p99 / max ms | webhook ack p50 / max ms | facade CPU s | client CPU s | RSS MiB: before / idle / peak / disconnected / +' +
+    '| scenario | facade | upstream GETs / event | delivered / expected | event → subscriber p50 / p99 / max ms | webhook ack p50 / max ms | facade CPU s | facade CPU µs / delivery (of it kernel) | client CPU s | RSS MiB: before / idle / peak / disconnected / +' +
       `${settings.settleMs / 1000} s / after GC / after memory-reducing GC |`,
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const scenario of report.scenarios) {
     const reads = scenario.upstreamRequestsPerEvent;
@@ -467,6 +538,7 @@ function toMarkdown(report: {
         : `${median(reads)} (${Math.min(...reads)}–${Math.max(...reads)})`;
     scenario.replicas.forEach((replica, index) => {
       const m = replica.memory;
+      const perDelivery = (ms: number): string => ((ms * 1000) / Math.max(1, replica.received)).toFixed(1);
       const exact =
         (scenario.duplicates === 0 ? '' : `, ${scenario.duplicates} duplicates`) +
         (scenario.errors === 0 ? '' : `, ${scenario.errors} with errors`);
@@ -475,7 +547,7 @@ function toMarkdown(report: {
           `| ${index === 0 ? readsText : '(same events)'} | ${replica.received} / ${replica.expected}${index === 0 ? exact : ''} ` +
           `| ${ms(replica.latency.p50Ms)} / ${ms(replica.latency.p99Ms)} / ${ms(replica.latency.maxMs)} ` +
           `| ${index === 0 ? `${ms(scenario.ack.p50Ms)} / ${ms(scenario.ack.maxMs)}` : '–'} ` +
-          `| ${(replica.facadeCpuMs / 1000).toFixed(1)} | ${index === 0 ? (scenario.clientCpuMs / 1000).toFixed(1) : '(shared)'} ` +
+          `| ${(replica.facadeCpuMs / 1000).toFixed(1)} | ${perDelivery(replica.facadeCpuMs)} (${perDelivery(replica.facadeSystemCpuMs)}) | ${index === 0 ? (scenario.clientCpuMs / 1000).toFixed(1) : '(shared)'} ` +
           `| ${mib(m.before?.rssBytes)} / ${mib(m.idle?.rssBytes)} / ${mib(m.peak?.rssBytes)} / ${mib(m.disconnected?.rssBytes)} / ${mib(m.settled?.rssBytes)} / ${mib(m.afterGc?.rssBytes)} / ${mib(m.afterReducingGc?.rssBytes)} |`,
       );
     });
@@ -525,6 +597,8 @@ function toMarkdown(report: {
     );
   }
   lines.push('', ...notes.map((note) => `- ${note}`));
+  for (const scenario of report.scenarios)
+    lines.push(...(scenario.profiles ?? []).map((text) => `\n${text}`));
   return `${lines.join('\n')}\n`;
 }
 

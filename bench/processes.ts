@@ -55,7 +55,7 @@ export async function startService(options: {
     try {
       const response = await fetch(`${url}${options.readyPath}`);
       await response.arrayBuffer();
-      if (response.ok) return serviceProcess(options.name, url, child);
+      if (response.ok) return serviceProcess(options.name, url, child, () => output);
     } catch {
       // Not listening yet.
     }
@@ -128,14 +128,38 @@ export async function readRssBytes(pid: number): Promise<number> {
 
 /** CPU time (user + system) process `pid` has used so far, in milliseconds (/proc/<pid>/stat). */
 export async function readCpuMs(pid: number): Promise<number> {
+  const { userMs, systemMs } = await readCpuSplitMs(pid);
+  return userMs + systemMs;
+}
+
+/**
+ * CPU time process `pid` has used so far in its own code (user) and in the kernel on its behalf
+ * (system: its system calls, a socket write's TCP work among them), in milliseconds.
+ */
+export async function readCpuSplitMs(pid: number): Promise<{ userMs: number; systemMs: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Fields after the parenthesised command name; utime and stime are the 14th and 15th fields.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond()) * 1000;
+  const ms = (ticks: string | undefined): number => (Number(ticks) / ticksPerSecond()) * 1000;
+  return { userMs: ms(fields[11]), systemMs: ms(fields[12]) };
 }
 
-function serviceProcess(name: string, url: string, child: ChildProcess): ServiceProcess {
+function serviceProcess(
+  name: string,
+  url: string,
+  child: ChildProcess,
+  lastOutput: () => string,
+): ServiceProcess {
   const pid = child.pid ?? 0;
+  let stopping = false;
+  // A service that ends before the benchmark stops it would otherwise leave only figures that stop
+  // making sense: say so, with what it last wrote.
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    console.error(
+      `${name} (pid ${pid}) exited during the run (${signal ?? `code ${String(code)}`}); its last output:\n${lastOutput()}`,
+    );
+  });
   return {
     name,
     url,
@@ -144,6 +168,7 @@ function serviceProcess(name: string, url: string, child: ChildProcess): Service
     rssBytes: () => readRssBytes(pid),
     cpuMs: () => readCpuMs(pid),
     async stop() {
+      stopping = true;
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

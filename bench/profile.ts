@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { BENCH_CONNECTIONS, comparedFacadeEnv, graphqlAsker, setFaults } from './asking.ts';
 import { positiveIntegerFromEnv } from './env.ts';
+import { microsecondsNow, summariseProfile, type CpuProfile, type ProfileSteps } from './lib/cpu-profile.ts';
 import { runLoad } from './load.ts';
 import { findFreePort, startEmulatorService, startService, type ServiceProcess } from './processes.ts';
 import { workloads } from './workloads.ts';
@@ -42,7 +43,7 @@ const label = process.env.BENCH_PROFILE_CHECKOUT === undefined ? 'current' : bas
  * The steps of an operation, by where the code is: the first pattern that matches a function's file
  * names its step. Node's own files are told apart by their names (`node:_http_server`).
  */
-const STEPS: readonly (readonly [step: string, pattern: RegExp])[] = [
+const STEPS: ProfileSteps = [
   ['tracing hooks (OpenTelemetry)', /node_modules\/@opentelemetry\//],
   ['logging, audit, metrics', /src\/(logger\.ts|observability\/)|node_modules\/(prom-client|pino)/],
   ['door checks', /src\/edge\//],
@@ -64,24 +65,6 @@ const STEPS: readonly (readonly [step: string, pattern: RegExp])[] = [
     /node:internal\/(async_hooks|process\/task_queues|timers|async_context)/,
   ],
 ];
-
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-}
-interface ProfileNode {
-  id: number;
-  callFrame: CallFrame;
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
 
 /** One profiled case: how it is asked and of which facade. */
 interface Case {
@@ -171,115 +154,15 @@ async function profileCase(emulator: ServiceProcess, each: Case): Promise<string
     join(kept, `${slug}.window.json`),
     `${JSON.stringify({ fromUs: window[0], toUs: window[1] })}\n`,
   );
-  return summarise(each.name, profile, window, cpuMsPerOp, operations);
-}
-
-/** The monotonic clock in microseconds, the clock of a V8 CPU profile's timestamps on Linux. */
-function microsecondsNow(): number {
-  return Number(process.hrtime.bigint() / 1000n);
-}
-
-/** The module a file belongs to: a package name, a source file, or Node's own file. */
-function moduleOf(url: string): string {
-  const packageMatch = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-  if (packageMatch) return packageMatch[1]!;
-  const source = url.indexOf('/src/');
-  if (source >= 0 && !url.includes('node_modules')) return url.slice(source + 1);
-  if (url.startsWith('node:')) return url;
-  return url === '' ? '' : url.replace(/^file:\/\//, '');
-}
-
-function stepOf(url: string): string {
-  for (const [step, pattern] of STEPS) if (pattern.test(url)) return step;
-  return 'other';
-}
-
-function summarise(
-  name: string,
-  profile: CpuProfile,
-  window: [number, number],
-  cpuMsPerOp: number,
-  operations: number,
-): string {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-
-  // The file a node's time is charged to: its own, or its nearest caller's with one.
-  const chargedUrl = new Map<number, string>();
-  const urlOf = (id: number): string => {
-    const known = chargedUrl.get(id);
-    if (known !== undefined) return known;
-    const node = byId.get(id)!;
-    const up = parent.get(id);
-    const url = node.callFrame.url !== '' || up === undefined ? node.callFrame.url : urlOf(up);
-    chargedUrl.set(id, url);
-    return url;
-  };
-
-  const self = new Map<string, number>();
-  const selfModule = new Map<string, number>();
-  const selfFunction = new Map<string, number>();
-  const total = new Map<string, number>();
-  let busy = 0;
-  let inWindow = 0;
-  let time = profile.startTime;
-  for (let index = 0; index < profile.samples.length; index += 1) {
-    time += profile.timeDeltas[index]!;
-    if (time < window[0] || time > window[1]) continue;
-    inWindow += 1;
-    const id = profile.samples[index]!;
-    const node = byId.get(id)!;
-    const frame = node.callFrame.functionName;
-    if (frame === '(idle)') continue;
-    busy += 1;
-    let step: string;
-    if (frame === '(garbage collector)') step = 'garbage collection';
-    else if (frame === '(program)') step = 'V8 and Node outside JavaScript (program)';
-    else step = stepOf(urlOf(id));
-    self.set(step, (self.get(step) ?? 0) + 1);
-    const module = frame.startsWith('(') ? frame : moduleOf(urlOf(id)) || '(native)';
-    selfModule.set(module, (selfModule.get(module) ?? 0) + 1);
-    const functionKey = `${frame || '(anonymous)'} ${moduleOf(node.callFrame.url) || '(native)'}`;
-    selfFunction.set(functionKey, (selfFunction.get(functionKey) ?? 0) + 1);
-    // Total: each step on the stack once.
-    const seen = new Set<string>([step]);
-    for (let up = parent.get(id); up !== undefined; up = parent.get(up)) {
-      const upFrame = byId.get(up)!.callFrame;
-      if (upFrame.functionName === '(root)') break;
-      if (upFrame.url !== '') seen.add(stepOf(upFrame.url));
-    }
-    for (const each of seen) total.set(each, (total.get(each) ?? 0) + 1);
-  }
-  if (inWindow === 0) throw new Error(`${name}: no sample fell in the load's window (clock mismatch?)`);
-  const microsPerSample = (cpuMsPerOp * 1000) / Math.max(1, busy);
-  const us = (samples: number) => (samples * microsPerSample).toFixed(1);
-  const pct = (samples: number) => `${((samples / busy) * 100).toFixed(1)} %`;
-  const top = (map: Map<string, number>, count: number) =>
-    [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
-
-  const lines = [
-    `## ${name}`,
-    '',
-    `${operations} operations; ${(cpuMsPerOp * 1000).toFixed(0)} µs of CPU per operation (/proc); ` +
-      `${busy} busy samples of ${inWindow} in the window.`,
-    '',
-    '| step | self µs / op | self share | total µs / op | total share |',
-    '|---|---:|---:|---:|---:|',
-  ];
-  for (const [step, samples] of top(self, 50)) {
-    const all = total.get(step) ?? samples;
-    lines.push(`| ${step} | ${us(samples)} | ${pct(samples)} | ${us(all)} | ${pct(all)} |`);
-  }
-  lines.push('', '| module (self) | µs / op | share |', '|---|---:|---:|');
-  for (const [module, samples] of top(selfModule, 25)) {
-    lines.push(`| ${module} | ${us(samples)} | ${pct(samples)} |`);
-  }
-  lines.push('', '| function (self) | µs / op | share |', '|---|---:|---:|');
-  for (const [fn, samples] of top(selfFunction, 30))
-    lines.push(`| ${fn} | ${us(samples)} | ${pct(samples)} |`);
-  lines.push('');
-  return lines.join('\n');
+  return summariseProfile({
+    name: each.name,
+    profile,
+    window,
+    cpuMsPerUnit: cpuMsPerOp,
+    units: operations,
+    unit: 'operation',
+    steps: STEPS,
+  });
 }
 
 await main();

@@ -10,6 +10,7 @@
  * started here.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { signWebhook } from '../../emulator/webhooks/signature.ts';
@@ -19,6 +20,13 @@ import { findFreePort, startService, type ServiceProcess } from '../processes.ts
 const API_KEY = 'sk_sandbox_emulator';
 export const CUSTOMER_ID = 'cus_acme';
 export const ACCOUNT_ID = 'acc_acme_eth';
+
+/** What the live benchmarks' subscribers run: an account's changes, each read (with its balances) upstream. */
+export const ACCOUNT_SUBSCRIPTION = `subscription {
+  accountChanged(customerId: "${CUSTOMER_ID}", accountId: "${ACCOUNT_ID}") {
+    eventId type occurredAt account { id status balances { currency available } }
+  }
+}`;
 
 /** The repository's root, with its trailing slash. */
 export const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,6 +40,57 @@ export function share(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
+/** Connections one source address opens to one port, well inside the ephemeral port range. */
+const CONNECTIONS_PER_SOURCE_ADDRESS = 20_000;
+
+/**
+ * The loopback addresses subscribers connect from, `BENCH_FANOUT_SOURCE_ADDRESSES` (a count, the
+ * addresses 127.0.0.1 onwards) or one per {@link CONNECTIONS_PER_SOURCE_ADDRESS} connections: one
+ * source address and one facade port give at most `net.ipv4.ip_local_port_range`'s connections
+ * (about 28,000 by default). Every 127.0.0.x is on the loopback interface already.
+ */
+export function sourceAddressesFor(connections: number): string[] {
+  const count =
+    process.env.BENCH_FANOUT_SOURCE_ADDRESSES === undefined
+      ? Math.ceil(connections / CONNECTIONS_PER_SOURCE_ADDRESS)
+      : Number(process.env.BENCH_FANOUT_SOURCE_ADDRESSES);
+  if (!Number.isInteger(count) || count < 1 || count > 250) {
+    throw new Error('BENCH_FANOUT_SOURCE_ADDRESSES must be an integer from 1 to 250.');
+  }
+  return Array.from({ length: count }, (_, index) => `127.0.0.${index + 1}`);
+}
+
+/** File descriptors a process started from here may open (its soft `RLIMIT_NOFILE`, inherited). */
+export async function openFilesLimit(): Promise<number> {
+  const limits = await readFile('/proc/self/limits', 'utf8');
+  const match = /^Max open files\s+(\d+|unlimited)/m.exec(limits);
+  return match === null || match[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(match[1]);
+}
+
+/**
+ * Refuses to start a run whose facade would hold more sockets than its file-descriptor limit lets
+ * it (every connection is one; a few hundred more for its own files, upstream and Redis
+ * connections), rather than measuring a facade that refuses connections with EMFILE. Raising the
+ * limit needs `ulimit -n` (the hard limit as root, with CAP_SYS_RESOURCE) before the benchmark.
+ */
+export async function checkOpenFiles(connectionsPerFacade: number, clientProcesses: number): Promise<void> {
+  const limit = await openFilesLimit();
+  const reserve = 256;
+  if (connectionsPerFacade + reserve > limit) {
+    throw new Error(
+      `${connectionsPerFacade} connections to one facade need ${connectionsPerFacade + reserve} open files; ` +
+        `this process may open ${limit} (ulimit -n), and the facade inherits that. Raise it, or hold ` +
+        'several subscriptions per graphql-ws connection (BENCH_FANOUT_PER_CONNECTION).',
+    );
+  }
+  if (Math.ceil(connectionsPerFacade / clientProcesses) + reserve > limit) {
+    throw new Error(
+      `${connectionsPerFacade} connections over ${clientProcesses} client processes exceed ${limit} open files ` +
+        'per process: give more client processes (BENCH_FANOUT_CLIENT_PROCESSES).',
+    );
+  }
+}
+
 /** Where each facade serves `/metrics`: a port of its own, never the main one. */
 const metricsUrls = new WeakMap<ServiceProcess, string>();
 
@@ -41,14 +100,17 @@ export async function startFacade(
   redisUrl: string | undefined,
   redisKeyPrefix: string,
   replica: number,
-  /** Node options of this facade (after BENCH_FANOUT_NODE_ARGS) and environment variables of its own. */
-  variant: { nodeArgs?: readonly string[]; env?: Record<string, string> } = {},
+  /**
+   * Node options of this facade (after BENCH_FANOUT_NODE_ARGS), environment variables of its own,
+   * and its entry point when not {@link facadeScript} (another checkout's, to compare two versions).
+   */
+  variant: { nodeArgs?: readonly string[]; env?: Record<string, string>; script?: string } = {},
 ): Promise<ServiceProcess> {
   const port = await findFreePort();
   const metricsPort = await findFreePort();
   const facade = await startService({
     name: `facade ${replica}`,
-    script: facadeScript,
+    script: variant.script ?? facadeScript,
     port,
     nodeArgs: [
       '--expose-gc',

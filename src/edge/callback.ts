@@ -33,7 +33,8 @@ import { sendRefusal } from './http.ts';
 import { liveTransportRules, type LiveTransport, type LiveTransportParts } from './live.ts';
 import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
-import { formatted, operationRequestOf, type FormattedResult } from './streamed-response.ts';
+import { formattedResult, type FormattedResult } from './live-results.ts';
+import { operationRequestOf } from './streamed-response.ts';
 
 /** The callback protocol serves subscriptions; a query or mutation is refused with `wrong-transport`. */
 const CALLBACK_TRANSPORT = liveTransportRules(
@@ -283,7 +284,7 @@ async function start({
         .status(200)
         .set(PROTOCOL_HEADER)
         .type('application/json')
-        .send(JSON.stringify(formatted(result, parts)));
+        .send(JSON.stringify(formattedResult(result, parts)));
       return undefined;
     }
     const results = result[Symbol.asyncIterator]();
@@ -357,7 +358,7 @@ async function deliver(
       message =
         step.done === true
           ? { action: 'complete' }
-          : messageOf(formatted(step.value, parts), parts.cursorOf(step.value));
+          : messageOf(formattedResult(step.value, parts), parts.cursorOf(step.value));
     }
     const delivery = await send(message);
     if (delivery !== 'taken') return delivery;

@@ -67,15 +67,49 @@ function cutAfterCloseGrace(socket: WebSocket): void {
   };
 }
 
+/** Writes a prepared frame on a socket held to the stalled-write deadline; see {@link sendFrame}. */
+const frameWriters = new WeakMap<
+  WebSocket,
+  (frame: Buffer, callback: (error?: Error | null) => void) => boolean
+>();
+
+/**
+ * Writes `frame`, a whole WebSocket frame already made (header and payload, unmasked as a server
+ * sends it), straight to `socket`'s connection, held to the same stalled-write deadline as
+ * `socket.send`: one buffer, one write, where `send` would make a header and a second write for
+ * each message. False when the frame cannot be written so (no such socket, an extension such as
+ * compression negotiated, `ws` holding writes of its own back): the caller then uses `send`, and the
+ * order of the messages is kept either way.
+ */
+export function sendFrame(
+  socket: WebSocket,
+  frame: Buffer,
+  callback: (error?: Error | null) => void,
+): boolean {
+  return frameWriters.get(socket)?.(frame, callback) ?? false;
+}
+
+/** What `ws` keeps of a socket, read only to know whether a prepared frame may go straight out. */
+interface WebSocketInternals {
+  _socket?: { write(data: Buffer, callback: (error?: Error | null) => void): boolean } | null;
+  _sender?: { _state?: number; _bufferedBytes?: number } | null;
+  _extensions?: Record<string, unknown>;
+}
+
 /**
  * A socket that takes no write for `stalledMs` while one waits has stopped reading: it is cut, so
  * it holds neither its socket nor its subscription slots while its queue's overflow notice could
  * never reach it anyway. graphql-ws waits for each write's callback (the socket took it) before it
  * pulls the next result; the deadline runs from the oldest write still waiting, and starts again
- * whenever the socket takes one. One timer per socket, re-armed, not one per message.
+ * whenever the socket takes one. A write the kernel took whole at once waits for nothing and arms
+ * nothing: one timer per socket, armed only while something stays buffered, not one per message.
  */
 function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
-  const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
+  const send = socket.send.bind(socket) as (
+    data: unknown,
+    options: object,
+    callback?: (error?: Error | null) => void,
+  ) => void;
   let waiting = 0;
   let stalled: NodeJS.Timeout | undefined;
   const stop = (): void => {
@@ -83,17 +117,47 @@ function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
     stalled = undefined;
   };
   socket.once('close', stop);
-  socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
-    waiting += 1;
-    // A socket no longer open answers the write with an error at once: nothing to wait for.
-    if (socket.readyState === socket.OPEN) stalled ??= setTimeout(() => socket.terminate(), stalledMs);
-    send(data, (error) => {
+  const tracked =
+    (callback?: (error?: Error | null) => void) =>
+    (error?: Error | null): void => {
       waiting -= 1;
-      if (waiting > 0) stalled?.refresh();
+      if (waiting > 0 && socket.bufferedAmount > 0) stalled?.refresh();
       else stop();
       callback?.(error);
-    });
+    };
+  const armIfBuffered = (): void => {
+    // A socket no longer open answers the write with an error at once: nothing to wait for.
+    if (socket.readyState === socket.OPEN && socket.bufferedAmount > 0) {
+      stalled ??= setTimeout(() => socket.terminate(), stalledMs);
+    }
+  };
+  type Callback = (error?: Error | null) => void;
+  socket.send = ((data: unknown, options?: object | Callback, callback?: Callback) => {
+    waiting += 1;
+    if (typeof options === 'function') send(data, {}, tracked(options as Callback));
+    else send(data, options ?? {}, tracked(callback));
+    armIfBuffered();
   }) as WebSocket['send'];
+  const internals = socket as unknown as WebSocketInternals;
+  frameWriters.set(socket, (frame, callback) => {
+    const connection = internals._socket;
+    const sender = internals._sender;
+    const idle = sender?._state === 0 && sender._bufferedBytes === 0;
+    const plain = internals._extensions !== undefined && Object.keys(internals._extensions).length === 0;
+    if (
+      connection === undefined ||
+      connection === null ||
+      !idle ||
+      !plain ||
+      socket.readyState !== socket.OPEN
+    ) {
+      return false;
+    }
+    waiting += 1;
+    connection.write(frame, tracked(callback));
+    armIfBuffered();
+    return true;
+  });
 }
 
 /**

@@ -10,14 +10,17 @@
  * is cut, as an SSE stream is (`graphql-ws-socket.ts`). graphql-ws serves subscriptions and live
  * queries (`query @live`, run by the same function) only: other queries and mutations go over HTTP.
  */
-import type { GraphQLError } from 'graphql';
+import type { ExecutionResult, GraphQLError } from 'graphql';
+import { DIRECT, isDirectStream } from '../direct-delivery-contract.ts';
 import type { ServerOptions } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { gatewayStillHolds } from '../auth/gateway-credential.ts';
 import type { WebSocketLimits } from '../events/config.ts';
 import { clientLabelOf } from '../observability/field-usage.ts';
+import { nextMessages } from './graphql-ws-next-frames.ts';
 import { closeWith, credentialsOf, cutWhenGone, drainSockets } from './graphql-ws-socket.ts';
+import { formattedResult } from './live-results.ts';
 import {
   liveTransportRules,
   type AttachedLiveTransport,
@@ -102,6 +105,7 @@ function serverOptions(
   draining: () => boolean,
 ): ServerOptions<Record<string, unknown> | undefined, Extra & Partial<ConnectionExtra>> {
   const { door, connections, logger } = parts;
+  const nextOf = nextMessages(parts);
   return {
     schema: parts.schema,
     connectionInitWaitTimeout: limits.connectionInitTimeoutMs,
@@ -171,16 +175,18 @@ function serverOptions(
     // graphql-ws sends errors as graphql-js made them; HTTP clients get them through Apollo's
     // formatError. Both go through the same function, so no internal message leaks here either.
     onNext: (_ctx, _id, _payload, _args, result) =>
-      result.errors === undefined
-        ? undefined
-        : { ...result, errors: result.errors.map((error) => parts.formatError(error.toJSON(), error)) },
+      result.errors === undefined ? undefined : formattedResult(result, parts),
     onError: (_ctx, _id, _payload, errors: readonly GraphQLError[]) =>
       errors.map((error) => parts.formatError(error.toJSON(), error)),
     // Told once the operation listens (its queue subscribed, any replay read): from here on no
     // change is missed, which is what a client or a test waits for before making one.
-    onOperation: (ctx, id) => {
+    onOperation: (ctx, id, _payload, _args, result) => {
       ctx.extra.operations?.get(id)?.started();
       logger.debug('subscription started', { subscription: id });
+      // Results shared by many subscribers are framed here around one serialisation of each.
+      return isDirectStream<ExecutionResult>(result)
+        ? result[DIRECT](nextOf(ctx.extra.socket, id))
+        : undefined;
     },
     onComplete: (ctx, id) => {
       const operation = ctx.extra.operations?.get(id);

@@ -18,7 +18,8 @@
  *   selects, so a client that reconnects can resume from the event log where it stopped.
  */
 import type { Request, Response, Router } from 'express';
-import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
+import type { ExecutionResult } from 'graphql';
+import { DIRECT, isDirectStream } from '../direct-delivery-contract.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import { clientLabelOf } from '../observability/field-usage.ts';
 import type { OperationRequest } from './door/door.ts';
@@ -32,16 +33,13 @@ import type {
   LiveWriteLimits,
 } from './live.ts';
 import type { LiveOperation } from './live-connections.ts';
+import { formattedResult, textOnce, type FormattedResult } from './live-results.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /** How long a stream whose token expired has to send its error and end before it is cut. */
 const EXPIRY_GRACE_MS = 1_000;
 
-/** What a streamed live transport may cost the facade beyond its queue. */
-/** A result as it is sent: its errors formatted as over HTTP. */
-export type FormattedResult = Omit<ExecutionResult, 'errors'> & {
-  errors?: readonly GraphQLFormattedError[];
-};
+export type { FormattedResult } from './live-results.ts';
 
 /** How one protocol writes a subscription's results into its response. */
 export interface StreamFraming {
@@ -93,6 +91,11 @@ function attachStreamed(
 ): AttachedLiveTransport {
   const { door, connections, logger } = parts;
   const { name } = transport.rules;
+  const { framing } = transport;
+  // The message of a result shared by many subscribers is the same for each of them: made once.
+  const messageOf = textOnce((result) =>
+    framing.result(formattedResult(result, parts), parts.cursorOf(result)),
+  );
   const open = new Set<Response>();
   let draining = false;
   let nextOperation = 0;
@@ -148,7 +151,7 @@ function attachStreamed(
       sendRefusal(res, operation);
       return;
     }
-    await stream(res, operation, parts, transport.framing, limits);
+    await stream(res, operation, parts, { framing, messageOf, stalledMs: limits.stalledWriteTimeoutMs });
   };
 
   transport.mount(parts.routes, (req, res, next) => {
@@ -174,17 +177,24 @@ function attachStreamed(
   };
 }
 
+/** How one transport writes a stream: its framing, and each result's message (made once per result). */
+interface StreamWriting {
+  framing: StreamFraming;
+  messageOf: (result: ExecutionResult) => string;
+  stalledMs: number;
+}
+
 /**
  * Streams an admitted operation's results to `res`, one at a time: the next result is pulled only
  * once the previous one has left for the socket, so a reader that stops reading stops the pulls
- * and its events wait (bounded) in its subscriber queue.
+ * and its events wait (bounded) in its subscriber queue. Results shared by many subscribers are
+ * written as they are made (`direct-delivery.ts`), the rest through the loop below, in order.
  */
 async function stream(
   res: Response,
   operation: LiveOperation,
   parts: LiveTransportParts,
-  framing: StreamFraming,
-  limits: LiveWriteLimits,
+  { framing, messageOf, stalledMs }: StreamWriting,
 ): Promise<void> {
   let result: Awaited<ReturnType<LiveExecute>>;
   try {
@@ -195,16 +205,24 @@ async function stream(
   }
   if (!(Symbol.asyncIterator in result) && framing.answerUnstarted !== undefined) {
     operation.completed();
-    framing.answerUnstarted(res, formatted(result, parts));
+    framing.answerUnstarted(res, formattedResult(result, parts));
     return;
   }
-  const results: AsyncIterator<ExecutionResult> =
-    Symbol.asyncIterator in result ? result[Symbol.asyncIterator]() : once(result);
+  let wroteAt = performance.now();
+  const write = (message: string): boolean | Promise<boolean> => {
+    const written = send(res, message, stalledMs);
+    wroteAt = performance.now();
+    return written;
+  };
+  const results: AsyncIterator<ExecutionResult> = !(Symbol.asyncIterator in result)
+    ? once(result)
+    : isDirectStream<ExecutionResult>(result)
+      ? result[DIRECT]((shared) => write(messageOf(shared)))
+      : result[Symbol.asyncIterator]();
   res.writeHead(200, framing.headers);
   res.write(framing.opening);
   // Told once the operation listens (its queue subscribed, any replay read).
   operation.started();
-  let wroteAt = performance.now();
   const heartbeat = setInterval(() => {
     // A stalled reader gets no heartbeat on top of what it already does not read, and an ended
     // response none at all (a write after the end is an error).
@@ -219,11 +237,9 @@ async function stream(
   res.once('close', stop);
   try {
     for (let step = await results.next(); step.done !== true; step = await results.next()) {
-      const message = framing.result(formatted(step.value, parts), parts.cursorOf(step.value));
-      if (!(await send(res, message, limits.stalledWriteTimeoutMs))) break;
-      wroteAt = performance.now();
+      if (!(await write(messageOf(step.value)))) break;
     }
-    await send(res, framing.end, limits.stalledWriteTimeoutMs);
+    await send(res, framing.end, stalledMs);
   } finally {
     clearInterval(heartbeat);
     res.off('close', stop);
@@ -233,22 +249,14 @@ async function stream(
   }
 }
 
-/** The same formatting as HTTP and graphql-ws: no internal message leaks here either. */
-export function formatted(
-  result: ExecutionResult,
-  parts: Pick<LiveTransportParts, 'formatError'>,
-): FormattedResult {
-  if (result.errors === undefined) return result;
-  return { ...result, errors: result.errors.map((error) => parts.formatError(error.toJSON(), error)) };
-}
-
 /**
- * Writes `message`, then waits until the socket has taken it (`drain`) when the response's buffer
- * is full; false once the response is closed (nothing more can be written). A reader that takes
- * nothing for `stalledMs` has stopped reading: the stream is cut, so it holds neither its socket
- * nor its subscription slot while its queue's overflow notice could never reach it anyway.
+ * Writes `message`: true when the response took it and can take more, false once the response is
+ * closed (nothing more can be written), else a promise of one of the two once the socket took it
+ * (`drain`). A reader that takes nothing for `stalledMs` has stopped reading: the stream is cut, so
+ * it holds neither its socket nor its subscription slot while its queue's overflow notice could
+ * never reach it anyway.
  */
-async function send(res: Response, message: string, stalledMs: number): Promise<boolean> {
+function send(res: Response, message: string, stalledMs: number): boolean | Promise<boolean> {
   if (!isWritable(res)) return false;
   if (res.write(message)) return true;
   return new Promise((resolve) => {

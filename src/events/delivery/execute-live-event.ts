@@ -16,6 +16,8 @@ import {
 import { liveSessionOf, type LiveGraphContext } from './live-context.ts';
 import type { LiveDelivery } from './live-stream.ts';
 import { pullThrough } from './push-pull-queue.ts';
+import { DIRECT, type DirectStream } from '../../direct-delivery-contract.ts';
+import { DIRECT_CHANGES, hasDirectChanges } from './direct-delivery.ts';
 import type { GraphContext } from '../../graph/context.ts';
 import { isLiveQuery } from '../../live-directive.ts';
 
@@ -50,7 +52,7 @@ export async function subscribeWithEventContexts(
   if (!isAsyncIterable(source)) return source;
 
   // Each delivery executes when it is pulled; stopping the stream stops the source at once.
-  return pullThrough(source[Symbol.asyncIterator](), (delivery): Promise<ExecutionResult> => {
+  const execution = (delivery: unknown): Promise<ExecutionResult> => {
     const run = () =>
       Promise.resolve(
         execute({
@@ -72,13 +74,23 @@ export async function subscribeWithEventContexts(
         : live.sharedExecution(delivery.context, run);
     // With tracing on, the execution (nested reads included) is the end of the delivery's span.
     return (delivery.traced?.finish(shared) ?? shared()).then(withCursor);
-  });
+  };
+  const results = pullThrough(source[Symbol.asyncIterator](), execution);
+  if (!hasDirectChanges<LiveChange, LiveDelivery>(source)) return results;
+  // A transport that frames shared results itself gets each of them once made (`direct-delivery.ts`).
+  const direct: DirectStream<ExecutionResult> = {
+    [DIRECT]: (write) => pullThrough(source[DIRECT_CHANGES](execution, write), execution),
+  };
+  return Object.assign(results, direct);
 }
+
+/** A live delivery of a change. */
+type LiveChange = Extract<LiveDelivery, { kind: 'change' }>;
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }
 
-function isChange(value: unknown): value is Extract<LiveDelivery, { kind: 'change' }> {
+function isChange(value: unknown): value is LiveChange {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'change';
 }

@@ -9,6 +9,7 @@ import type { GraphContext } from '../../graph/context.ts';
 import type { EventTracer } from '../event-tracing.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import type { CursorCodec } from '../log/cursor-codec.ts';
+import type { DROPPED, READ_ALONE, SharedOutcome } from './direct-delivery.ts';
 import type { LiveQueryStream } from './live-queries.ts';
 import type { SubscriberQueue } from './subscriber-queue.ts';
 
@@ -47,6 +48,15 @@ export interface LiveSession {
    * of the same operation and group, else `run()`, kept for the next one.
    */
   sharedExecution<T>(context: GraphContext, run: () => Promise<T>): Promise<T>;
+  /**
+   * The outcome of a live `event` for every subscriber that shares its context (as
+   * {@link LiveSession.eventContext} says), made by `make` the first time within the sharing window:
+   * what direct delivery hands each of them (`direct-delivery.ts`). Absent where nothing is shared.
+   */
+  readonly sharedOutcome?: <R>(
+    event: PlatformEvent,
+    make: () => Promise<R | typeof DROPPED | typeof READ_ALONE>,
+  ) => SharedOutcome<R> | undefined;
   /** Told when an event's payload leaves for the subscriber, and when its queue overflowed (metrics). */
   readonly observer?: LiveObserver;
   /**

@@ -13,6 +13,7 @@ import type { CursorCodec } from '../log/cursor-codec.ts';
 import type { EventLog } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { AwaitableSet } from './awaitable-set.ts';
+import { SharedOutcome, type DROPPED, type READ_ALONE } from './direct-delivery.ts';
 import type { LiveObserver, LiveSession } from './live-context.ts';
 import type { LiveQueries } from './live-queries.ts';
 import { createSharedEventReads, operationKeyOf, readGroupOf } from './shared-event-reads.ts';
@@ -182,6 +183,15 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
                 contexts(event, sharedReads.readCacheFor(event.id, readGroup)),
               ),
         sharedExecution: (context, run) => sharedReads.executionWith(context, run),
+        // Live (not resumed) deliveries of the operations that share contexts share their outcome.
+        ...(sharedBy === undefined
+          ? {}
+          : {
+              sharedOutcome: <R>(
+                event: PlatformEvent,
+                make: () => Promise<R | typeof DROPPED | typeof READ_ALONE>,
+              ) => sharedReads.outcomeFor(event.id, sharedBy, () => new SharedOutcome(make)),
+            }),
         ...(options.observer === undefined ? {} : { observer: options.observer }),
         ...(watchCustomer === undefined
           ? {}

@@ -9,8 +9,10 @@ import type { CursorCodec } from '../log/cursor-codec.ts';
 import type { DeliveryTrace } from '../event-tracing.ts';
 import type { LiveSession } from './live-context.ts';
 import type { PlatformEvent } from '../event-types.ts';
-import type { QueueItem } from './subscriber-queue.ts';
+import type { LiveQueueItem, QueueItem } from './subscriber-queue.ts';
 import { pullThrough, SKIP } from './push-pull-queue.ts';
+import { DIRECT_CHANGES, DirectPump, DROPPED, READ_ALONE, type DirectChanges } from './direct-delivery.ts';
+import type { ResultWrite } from '../../direct-delivery-contract.ts';
 import { isDegraded, waitForUpstream } from '../../upstream/outage.ts';
 
 /**
@@ -161,54 +163,105 @@ async function openStream<P>(
   // Aborted once the stream ends: a delivery waiting for the upstream's return stops waiting.
   const stopped = new AbortController();
 
-  return pullThrough(
-    queue,
-    async (item): Promise<LiveDelivery | typeof SKIP> => {
-      if (item.kind === 'overflow') live.observer?.overflowed();
-      if (item.kind !== 'event') return handedOut(item, cursors);
-      const event = item.event;
-      // With tracing on: this delivery's span (a trace of its own, linked to the publish).
-      const traced = live.observer?.traceDelivery?.(event, item.published, live.operationName);
-      const covered = replayedMsByResource.get(event.data.resourceId);
-      if (covered !== undefined && Date.parse(event.occurredAt) <= covered) {
-        traced?.end('skipped');
-        return SKIP;
-      }
+  const slow = async (item: QueueItem): Promise<LiveDelivery | typeof SKIP> => {
+    if (item.kind === 'overflow') live.observer?.overflowed();
+    if (item.kind !== 'event') return handedOut(item, cursors);
+    const event = item.event;
+    // With tracing on: this delivery's span (a trace of its own, linked to the publish).
+    const traced = live.observer?.traceDelivery?.(event, item.published, live.operationName);
+    if (coveredByReplay(event)) {
+      traced?.end('skipped');
+      return SKIP;
+    }
 
-      const resumed = item.replayed === true;
-      const cursor = cursors.encode(item.cursor);
-      const read = await readThroughOutage(
-        live,
-        stopped.signal,
-        (context) => {
-          const once = () => feed.toPayload(event, cursor, context, resumed);
-          return traced === undefined ? once() : traced.run(once);
-        },
-        live.eventContext(event, resumed),
-      );
-      if (read === undefined) {
-        // The subscriber left while the upstream was down: nothing was delivered.
-        traced?.end('failed');
-        return SKIP;
-      }
-      const { context, payload } = read;
-      if (payload === DROP) {
-        traced?.end('dropped');
-        return SKIP;
-      }
-      live.observer?.delivered(event);
-      if (item.replayed) live.observer?.replayed?.();
-      const change = { kind: 'change', context, payload, cursor, eventId: event.id } as const;
-      return traced === undefined ? change : { ...change, traced };
-    },
-    {
-      first: replayed,
-      onDone: () => {
-        stopped.abort();
-        unwatch();
+    const resumed = item.replayed === true;
+    const cursor = cursors.encode(item.cursor);
+    const read = await readThroughOutage(
+      live,
+      stopped.signal,
+      (context) => {
+        const once = () => feed.toPayload(event, cursor, context, resumed);
+        return traced === undefined ? once() : traced.run(once);
       },
-    },
-  );
+      live.eventContext(event, resumed),
+    );
+    if (read === undefined) {
+      // The subscriber left while the upstream was down: nothing was delivered.
+      traced?.end('failed');
+      return SKIP;
+    }
+    const { context, payload } = read;
+    if (payload === DROP) {
+      traced?.end('dropped');
+      return SKIP;
+    }
+    live.observer?.delivered(event);
+    if (item.replayed) live.observer?.replayed?.();
+    const change = { kind: 'change', context, payload, cursor, eventId: event.id } as const;
+    return traced === undefined ? change : { ...change, traced };
+  };
+  /** Whether the replay already showed this event's resource as it was then, or later. */
+  const coveredByReplay = (event: PlatformEvent): boolean => {
+    const covered = replayedMsByResource.get(event.data.resourceId);
+    return covered !== undefined && Date.parse(event.occurredAt) <= covered;
+  };
+  const onDone = (): void => {
+    stopped.abort();
+    unwatch();
+  };
+  const stream = pullThrough(queue, slow, { first: replayed, onDone });
+  const { sharedOutcome } = live;
+  // Tracing gives every delivery a span of its own: no shared outcome then.
+  if (sharedOutcome === undefined || live.observer?.traceDelivery !== undefined) return stream;
+  const direct: DirectChanges<LiveChange, LiveDelivery> = {
+    [DIRECT_CHANGES]: <R>(toResult: (change: LiveChange) => Promise<R>, write: ResultWrite<R>) =>
+      new DirectPump<R, LiveQueueItem, LiveDelivery>({
+        takeLive: () => queue.takeLive(),
+        next: () => queue.next(),
+        onQueued: (listener) => queue.onQueued(listener),
+        stop: () => queue.return(),
+        shared: (item: LiveQueueItem) => {
+          if (coveredByReplay(item.event)) return SKIP;
+          return sharedOutcome<R>(item.event, () =>
+            sharedRead(live, feed, item, cursors.encode(item.cursor), toResult),
+          );
+        },
+        delivered: (item) => live.observer?.delivered(item.event),
+        slow: (item) => slow(item as QueueItem),
+        first: replayed,
+        write,
+        onDone,
+      }),
+  };
+  return Object.assign(stream, direct);
+}
+
+/** A live delivery of a change, as the execution receives it. */
+type LiveChange = Extract<LiveDelivery, { kind: 'change' }>;
+
+/**
+ * The shared outcome of a live event (`direct-delivery.ts`): its payload read once with the context
+ * its subscribers share, then `toResult` (the execution), once. An upstream outage met by the read
+ * sends every subscriber the ordinary way, where each waits for the upstream and reads again.
+ */
+async function sharedRead<R, P>(
+  live: LiveSession,
+  feed: ChangeFeed<P>,
+  item: LiveQueueItem,
+  cursor: string,
+  toResult: (change: LiveChange) => Promise<R>,
+): Promise<R | typeof DROPPED | typeof READ_ALONE> {
+  const { event } = item;
+  const ended = live.observer?.working?.();
+  try {
+    const context = live.eventContext(event, false);
+    const payload = await feed.toPayload(event, cursor, context, false);
+    if (payload === DROP) return DROPPED;
+    if (isDegraded((context as Partial<GraphContext>).upstream?.degraded)) return READ_ALONE;
+    return await toResult({ kind: 'change', context, payload, cursor, eventId: event.id });
+  } finally {
+    ended?.();
+  }
 }
 
 /**

@@ -24,10 +24,13 @@ export interface PushPullQueue<T> extends EndableIterator<T> {
 
 /**
  * A queue that calls `onEnd` once when it ends, by `end()` or `return()`. `endsAfter(item)` says
- * which items are the last: once such an item is pulled, the queue ends.
+ * which items are the last: once such an item is pulled, the queue ends. `onQueued` is told each
+ * time an item is kept because no `next()` waits, and when the queue ends: a consumer that takes
+ * items from {@link PushPullQueue.waiting} itself, rather than waiting in `next()`, learns there is
+ * something to take.
  */
 export function createPushPullQueue<T>(
-  options: { onEnd?: () => void; endsAfter?: (item: T) => boolean } = {},
+  options: { onEnd?: () => void; endsAfter?: (item: T) => boolean; onQueued?: () => void } = {},
 ): PushPullQueue<T> {
   const waiting: T[] = [];
   let puller: ((result: IteratorResult<T>) => void) | undefined;
@@ -42,6 +45,7 @@ export function createPushPullQueue<T>(
       if (ended) return;
       if (puller === undefined) {
         waiting.push(item);
+        options.onQueued?.();
         return;
       }
       const resolve = puller;
@@ -56,6 +60,7 @@ export function createPushPullQueue<T>(
       puller?.({ value: undefined, done: true });
       puller = undefined;
       options.onEnd?.();
+      options.onQueued?.();
     },
     next() {
       const item = waiting.shift();

@@ -43,6 +43,11 @@ export interface SharedEventReads {
    * `run()` kept as that execution for the next subscriber: such subscribers share one result.
    */
   executionWith<T>(context: GraphContext, run: () => Promise<T>): Promise<T>;
+  /**
+   * The outcome of `eventId` for the subscribers of `group` (the group of a shared context), the
+   * one already made within the window, else a new one from `create`.
+   */
+  outcomeFor<T>(eventId: string, group: string, create: () => T): T;
   /** Contexts and read caches held now (each lives at most the window, events or none). */
   held(): { contexts: number; readCaches: number };
 }
@@ -96,6 +101,8 @@ export function createSharedEventReads(
 ): SharedEventReads {
   const contexts = createWindowedMemo<GraphContext>(options);
   const readCaches = createWindowedMemo<SharedReadCache>(options);
+  // By event, then by group: a fan-out asks once per subscriber, so no key is built per ask.
+  const outcomes = createWindowedMemo<Map<string, unknown>>(options);
   // Kept as long as its context is: a context lives at most the window in `contexts`, then only as
   // long as an execution still holds it.
   const executions = new WeakMap<GraphContext, Promise<unknown>>();
@@ -109,6 +116,15 @@ export function createSharedEventReads(
       return execution;
     },
     held: () => ({ contexts: contexts.held(), readCaches: readCaches.held() }),
+    outcomeFor<T>(eventId: string, group: string, create: () => T): T {
+      const byGroup = outcomes.get(eventId, () => new Map<string, unknown>());
+      let outcome = byGroup.get(group) as T | undefined;
+      if (outcome === undefined) {
+        outcome = create();
+        byGroup.set(group, outcome);
+      }
+      return outcome;
+    },
     contextFor: (eventId, group, create) => contexts.get(JSON.stringify([eventId, group]), create),
     readCacheFor: (eventId, readGroup) =>
       readCaches.get(JSON.stringify([eventId, readGroup]), () => new Map()),

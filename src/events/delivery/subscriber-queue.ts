@@ -8,7 +8,7 @@ import { CursorExpiredError } from '../../errors/cursor-expired.ts';
 import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
 import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
 import { startLogReplay, type LogReplay } from './log-replay.ts';
-import { createPushPullQueue } from './push-pull-queue.ts';
+import { createPushPullQueue, type PushPullQueue } from './push-pull-queue.ts';
 
 /** Default bound of one subscriber's queue. */
 export const DEFAULT_SUBSCRIBER_QUEUE_LIMIT = 1000;
@@ -41,6 +41,9 @@ export type QueueItem =
   /** The log trimmed events of the replay before they were read: nothing more is delivered. */
   | { kind: 'expired'; after: string; oldest: string | undefined };
 
+/** A live event as the queue hands it out. */
+export type LiveQueueItem = Extract<QueueItem, { kind: 'event' }>;
+
 /** A subscriber's bounded queue: an async iterator that never blocks the publisher or the other subscribers. */
 export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
   /** Stops listening at once; a pending `next()` answers `done`. */
@@ -52,6 +55,18 @@ export interface SubscriberQueue extends AsyncIterableIterator<QueueItem> {
    * `next()` yields one `revoked` item, then the queue is done.
    */
   revoke(): void;
+  /**
+   * The next item at once, without waiting, when it is a live event handed out in order (no
+   * replay of the log is being read before it): `empty` when nothing waits (and the queue has not
+   * ended), `other` when what comes next is something else (a notice, a replayed event, the end),
+   * which {@link SubscriberQueue.next} then yields. A consumer may mix the two, one at a time.
+   */
+  takeLive(): LiveQueueItem | 'empty' | 'other';
+  /**
+   * Calls `listener` whenever an item is queued while no `next()` waits, and when the queue ends:
+   * what a consumer of {@link SubscriberQueue.takeLive} waits on. One listener; undefined removes it.
+   */
+  onQueued(listener: (() => void) | undefined): void;
   /** Events waiting in the queue right now. */
   readonly size: number;
   /** The log position the queue started listening after: it holds the events after it. */
@@ -85,6 +100,24 @@ export interface SubscriberQueueOptions {
 }
 
 /**
+ * The live event at the head of `items`, taken, when a live event comes next: events the replay
+ * already covered are dropped on the way; `empty` when nothing waits and the queue goes on,
+ * `other` when something else comes next (see {@link SubscriberQueue.takeLive}).
+ */
+function takeLiveFrom(
+  items: PushPullQueue<QueueItem>,
+  covered: (item: LiveQueueItem) => boolean,
+): LiveQueueItem | 'empty' | 'other' {
+  for (;;) {
+    const head = items.waiting[0];
+    if (head === undefined) return items.ended ? 'other' : 'empty';
+    if (head.kind !== 'event') return 'other';
+    items.waiting.shift();
+    if (!covered(head)) return head;
+  }
+}
+
+/**
  * Subscribes to `environment`'s events and queues them for one subscriber. Resolves once the
  * subscription is active, so a caller can subscribe first and read what happened before
  * afterwards, without a gap.
@@ -105,9 +138,11 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   let closing = false;
   /** Nothing to stop until the bus listens for this queue. */
   let stopListening: () => void = () => undefined;
+  let queued: (() => void) | undefined;
   const items = createPushPullQueue<QueueItem>({
     onEnd: () => stopListening(),
     endsAfter: (item) => item.kind !== 'event',
+    onQueued: () => queued?.(),
   });
 
   /** Stops listening, drops the backlog and queues `notice` as the last item. */
@@ -166,6 +201,9 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
   let handedUpTo = after ?? subscription.position;
 
+  const coveredByReplay = (item: LiveQueueItem): boolean =>
+    replayedThroughCursor !== undefined && compareCursors(item.cursor, replayedThroughCursor) <= 0;
+
   /** The next replayed event, or undefined once the replay is over (done, abandoned or expired). */
   const nextReplayed = async (): Promise<QueueItem | undefined> => {
     if (replay === undefined) return undefined;
@@ -196,13 +234,20 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
       const item = result.value;
       if (item.kind === 'overflow') return { value: { ...item, resumeAfter: handedUpTo }, done: false };
       if (item.kind !== 'event') return result;
-      if (replayedThroughCursor !== undefined && compareCursors(item.cursor, replayedThroughCursor) <= 0)
-        continue;
+      if (coveredByReplay(item)) continue;
       return result;
     }
   };
 
   const queue: SubscriberQueue = {
+    takeLive() {
+      const taken = replay === undefined ? takeLiveFrom(items, coveredByReplay) : 'other';
+      if (typeof taken === 'object') handedUpTo = taken.cursor;
+      return taken;
+    },
+    onQueued(listener) {
+      queued = listener;
+    },
     get size() {
       return items.waiting.filter((item) => item.kind === 'event').length;
     },
