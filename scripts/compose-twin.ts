@@ -461,7 +461,8 @@ async function redisAnswers(url: URL): Promise<boolean> {
  * Subscriptions need nothing more: the runtime loads `@graphql-mesh/transport-ws` for `kind: 'ws'`.
  */
 export function inProcessGatewayConfig(edge: EdgeOptions): Omit<GatewayConfigSupergraph, 'supergraph'> {
-  const { jwt, plugins, ...config } = createGatewayConfig(edge);
+  // The CLI's drain at SIGTERM is the CLI's: the runtime in process has none.
+  const { jwt, plugins, gracefulShutdownTimeout: _drain, ...config } = createGatewayConfig(edge);
   // The plugin's type carries its context extension, which the runtime's plugin list does not name.
   const jwtPlugin = useJWT(jwt) as unknown as GatewayPlugin;
   // The configuration's own plugins run too, after the JWT plugin (as the CLI orders them).

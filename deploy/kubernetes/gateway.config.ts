@@ -73,6 +73,14 @@ type BearerToken = { token: string; prefix: string };
 /** The highest estimated cost accepted by default: the same as router.yaml's `demand_control`. */
 export const DEFAULT_MAX_COST = 1000;
 
+/**
+ * How long the CLI lets requests in flight at SIGTERM finish before it closes every connection (its
+ * `gracefulShutdownTimeout`). Its default, 0, closes them at once, so a query the gateway was
+ * running when its pod stopped failed with a closed socket (the game day's gateway restart). 20 s:
+ * within deploy/kubernetes/gateway.yaml's 30 s grace after its 5 s preStop.
+ */
+export const GATEWAY_SHUTDOWN_GRACE_MS = 20_000;
+
 /** The length assumed for a list without `@listSize` (Apollo Router's `list_size`). */
 export const ASSUMED_LIST_SIZE = 10;
 
@@ -118,6 +126,8 @@ export interface EdgeOptions {
 export type EdgeGatewayConfig = Omit<GatewayConfigSupergraph, 'supergraph'> & {
   /** The CLI's built-in JWT plugin options; in process, give them to `useJWT` as the CLI does. */
   jwt: JWTAuthPluginOptions;
+  /** The CLI's drain at SIGTERM ({@link GATEWAY_SHUTDOWN_GRACE_MS}); no runtime option. */
+  gracefulShutdownTimeout: number;
 };
 
 /** The edge's options from the same variables the facade reads, plus `GATEWAY_MAX_COST`. */
@@ -150,6 +160,7 @@ export function edgeOptionsFromEnv(env: NodeJS.ProcessEnv): EdgeOptions {
 export function createGatewayConfig(edge: EdgeOptions): EdgeGatewayConfig {
   const ownToken = edge.client === undefined ? undefined : createOwnTokenSource(edge, edge.client);
   return {
+    gracefulShutdownTimeout: GATEWAY_SHUTDOWN_GRACE_MS,
     deferStream: true,
     ...(edge.metrics === true ? { prometheus: { metrics: true, endpoint: '/metrics' } } : {}),
     ...(ownToken === undefined ? {} : { plugins: () => [ownTokenInContext(ownToken)] }),

@@ -11,6 +11,8 @@
  * - A query whose connection is cut before any answer is sent once more and answered; a mutation
  *   is never retried by the gateway (its caller retries it, with its idempotency key): one attempt,
  *   nothing written.
+ * - A gateway told to stop (SIGTERM) answers the request it is running before it closes the
+ *   connection (the CLI's `gracefulShutdownTimeout`, 0 by default, closed it at once).
  */
 import { randomUUID } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -32,6 +34,8 @@ interface CuttingProxy {
   port: number;
   /** The next chunk from the gateway holding this text closes its connection, unforwarded. */
   cutting: string | undefined;
+  /** The next chunk from the gateway holding this text is forwarded only after this many ms. */
+  holding: { text: string; ms: number } | undefined;
   /** Chunks from the gateway that held each text, forwarded or cut. */
   seen(text: string): number;
 }
@@ -57,6 +61,12 @@ async function startCuttingProxy(facadePort: number): Promise<CuttingProxy> {
           reset();
           return;
         }
+        const held = proxy.holding;
+        if (held !== undefined && text.includes(held.text)) {
+          proxy.holding = undefined;
+          setTimeout(() => backend.write(chunk), held.ms);
+          return;
+        }
         backend.write(chunk);
       });
       client.on('end', () => backend.end());
@@ -64,6 +74,7 @@ async function startCuttingProxy(facadePort: number): Promise<CuttingProxy> {
     }),
     port: 0,
     cutting: undefined,
+    holding: undefined,
     seen: (text) => chunks.filter((chunk) => chunk.includes(text)).length,
   };
   proxy.server.on('close', () => {
@@ -80,6 +91,8 @@ let proxy: CuttingProxy;
 let withClient: RunningGatewayProcess;
 /** Without one (compose.yaml's demo gateway). */
 let withoutClient: RunningGatewayProcess;
+/** The supergraph whose `platform` is reached through {@link proxy}. */
+let proxiedSupergraphSdl: string;
 
 beforeAll(async () => {
   federation = await startFederationStack({
@@ -90,6 +103,7 @@ beforeAll(async () => {
   const proxied = `http://127.0.0.1:${proxy.port}/graphql`;
   const supergraphSdl = federation.supergraphSdl.replaceAll(facadeUrl, proxied);
   expect(supergraphSdl).toContain(proxied);
+  proxiedSupergraphSdl = supergraphSdl;
   // The run's issuer and audience; one gateway with its own client (the gateway role), one without.
   const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
   const edge = { AUTH_ISSUER: AUTH_ISSUER!, AUTH_AUDIENCE: AUTH_AUDIENCE! };
@@ -111,6 +125,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   proxy.cutting = undefined;
+  proxy.holding = undefined;
 });
 
 describe("a caller's subscriptions through one gateway", () => {
@@ -198,5 +213,32 @@ describe('a request whose connection to the facade is cut before any answer', ()
     expect(answer.body.errors?.length).toBeGreaterThan(0);
     expect(proxy.seen(idempotencyKey)).toBe(1);
     expect((await federation.stack.upstreamCalls()).total).toBe(0);
+  });
+});
+
+describe('a gateway told to stop (SIGTERM) while it runs a request', () => {
+  test('answers it before it closes the connection', async () => {
+    const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
+    const stopping = await startHiveGatewayCli(processes, {
+      supergraphSdl: proxiedSupergraphSdl,
+      env: { AUTH_ISSUER: AUTH_ISSUER!, AUTH_AUDIENCE: AUTH_AUDIENCE! },
+    });
+    const marker = `m${randomUUID().replaceAll('-', '')}`;
+    // The facade's answer comes 1.5 s after the gateway sent the request on.
+    proxy.holding = { text: marker, ms: 1_500 };
+    const answer = postGraphQL(
+      stopping.url,
+      `{ customer(id: "cus_acme") { ${marker}: displayName } }`,
+      undefined,
+      {
+        authorization: `Bearer ${await tokenFor('acme')}`,
+      },
+    );
+    await waitFor(() => proxy.seen(marker) > 0, 'the gateway to send the request on');
+    const exited = new Promise((resolve) => stopping.child.once('exit', resolve));
+    stopping.child.kill('SIGTERM');
+    expect((await answer).body).toEqual({ data: { customer: { [marker]: 'Acme Robotics Ltd' } } });
+    await exited;
+    await stopping.close();
   });
 });
