@@ -11,7 +11,10 @@
  * composes it, and `npm run schema:check` judges each contract's changes on its own.
  *
  * The contracts are listed in `schema/contracts.json`, beside the SDL they filter, and reviewed
- * with it (docs/schema-conventions.md, "Contracts").
+ * with it (docs/schema-conventions.md, "Contracts per audience").
+ *
+ * Longer than 400 lines: the filtering and the making whole again are two passes over the same
+ * eight kinds of definition, each kind's case beside its twin, read and changed together.
  */
 import { readFileSync } from 'node:fs';
 import {

@@ -1,6 +1,6 @@
 /**
  * Field usage from real recorded traffic across two replicas sharing the run's Redis: what each
- * client's operations used (over HTTP and graphql-ws, queries, a mutation's variables, a
+ * client's operations used (over HTTP, graphql-ws and SSE, queries, a mutation's variables, a
  * subscription), counted once per operation whichever replica ran it, served by `GET /usage` on
  * either replica's metrics port, and nothing of any value in it. Then `npm run schema:check --
  * --usage` against that traffic, read from the downloaded export and from Redis itself: a change
@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { USAGE_FORMAT, type UsageReport, type UsedOperation } from '../../src/observability/usage-store.ts';
+import { openSseStream } from '../support/harness/sse-stream.ts';
 import { useStack } from '../support/harness/stack.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { bearer, tokenFor } from '../support/tokens.ts';
@@ -33,6 +34,7 @@ const PARTY_INPUT = {
   idempotencyKey: 'field-usage-secret-key',
 };
 const WATCH = 'subscription Watch { accountChanged(customerId: "cus_acme") { accountId } }';
+const TAIL = 'subscription Tail { accountChanged(customerId: "cus_acme") { accountId occurredAt } }';
 const WEB = { 'apollographql-client-name': 'web', 'apollographql-client-version': '1.4.0' };
 
 const stack = useStack({ facades: 2, redis: true, env: { USAGE_FLUSH_SECONDS: '1' } });
@@ -75,11 +77,20 @@ beforeAll(async () => {
   );
   await stack.facades[1]!.subscriptionsStarted(1);
   watching.stop();
+  // Over SSE, the client names itself in the stream request's headers.
+  const tailing = await openSseStream(stack.facades[0]!.url, TAIL, {
+    ...(await bearer('acme')),
+    'apollographql-client-name': 'ops-cli',
+    'apollographql-client-version': '2.0',
+  });
+  expect(tailing.status).toBe(200);
+  await stack.facades[0]!.subscriptionsStarted(1);
+  tailing.close();
   // Each replica hands its counts to Redis every second: both replicas' are read back together.
   await waitFor(
     () =>
       report.operations.find((used) => used.operation === 'Dashboard')?.count === 5 &&
-      report.operations.length === 4,
+      report.operations.length === 5,
     'both replicas’ usage in Redis',
     undefined,
     async () => {
@@ -138,12 +149,22 @@ describe('what each client’s operations used, across two replicas', () => {
     }
   });
 
-  test('a partner’s operation names its contract; a subscription over graphql-ws is recorded too', () => {
+  test('a partner’s operation names its contract; subscriptions over graphql-ws and SSE are recorded too', () => {
     expect(find('PartnerAccounts', 'test-partner')).toMatchObject({
       contract: 'partner',
       clientName: 'partner-portal',
     });
     expect(find('Watch', 'test-acme')).toMatchObject({ type: 'subscription', count: 1, clientName: null });
+    const tail = find('Tail', 'test-acme');
+    expect(tail).toMatchObject({
+      type: 'subscription',
+      count: 1,
+      clientName: 'ops-cli',
+      clientVersion: '2.0',
+    });
+    expect(tail.coordinates).toEqual(
+      expect.arrayContaining(['Subscription.accountChanged(customerId:)', 'AccountChangedEvent.occurredAt']),
+    );
   });
 
   test('either replica serves the same usage; a window outside 1 to USAGE_DAYS is refused', async () => {
@@ -234,7 +255,7 @@ describe('npm run schema:check -- --usage, against the recorded traffic', () => 
       REDIS_URL: stack.config.events.redisUrl!,
       REDIS_KEY_PREFIX: stack.config.events.redisKeyPrefix,
     });
-    expect(stdout).toMatch(/Recorded usage \(Redis, [-\d]+ to [-\d]+\): 4 operations of 3 clients/);
+    expect(stdout).toMatch(/Recorded usage \(Redis, [-\d]+ to [-\d]+\): 5 operations of 3 clients/);
     expect(status).toBe(1);
     expect(stderr).toContain(
       'used by test-acme web@1.4.0: Dashboard; test-partner partner-portal: PartnerAccounts',
