@@ -173,6 +173,7 @@ function createMcp(
     manifest: edge.trustedDocuments,
     runner: {
       schema,
+      schemaOf: (caller) => parts.audiences.of(caller)?.schema,
       record: shared.record,
       createContext: shared.createContext,
       formatError: parts.formatError,

@@ -45,7 +45,7 @@ import type { OperationRunnerParts } from './run-operation.ts';
 import { createSchemaTools, SCHEMA_TOOL_NAMES } from './schema-tools.ts';
 import { createSessionServer, type McpCall, type SessionServerParts } from './session-server.ts';
 import { createMcpSession, createMcpSessions, ownerOf, type McpSession } from './sessions.ts';
-import { createToolCatalogue } from './tools.ts';
+import { createToolCatalogue, createToolVisibility } from './tools.ts';
 import type { ResourceWatchParts } from './resource-watch.ts';
 
 /** What the endpoint is built from. */
@@ -95,10 +95,15 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
     reserved: SCHEMA_TOOL_NAMES,
     logger,
   });
+  const toolInSchema = createToolVisibility();
   const parts: SessionServerParts = {
     catalogue,
+    toolIsServedTo: (tool, caller) => {
+      const schema = options.runner.schemaOf(caller);
+      return schema !== undefined && toolInSchema(tool, schema);
+    },
     schemaTools: createSchemaTools({
-      schema: options.runner.schema,
+      schemaOf: options.runner.schemaOf,
       door,
       introspectionOff: options.introspectionOff,
       isListed: (document) => options.manifest?.isTrustedBody(document) === true,

@@ -7,6 +7,7 @@
  * (from `parse` on) is recorded too and answered with the same errors and codes as over HTTP;
  * nothing of it reaches the upstream.
  */
+import type { Caller } from '../../auth/caller.ts';
 import {
   execute,
   GraphQLError,
@@ -35,7 +36,13 @@ export interface RequestIds {
 
 /** What runs and records an admitted operation. */
 export interface OperationRunnerParts {
+  /** The whole schema: the tools' catalogue is read from it. */
   readonly schema: GraphQLSchema;
+  /**
+   * The schema a caller is served (its contract's, `src/graph/audiences.ts`): what it may see of the
+   * tools and the schema, and what its operations run against. Undefined: a contract not served.
+   */
+  readonly schemaOf: (caller: Caller | undefined) => GraphQLSchema | undefined;
   readonly record: OperationRecorder;
   readonly createContext: (input: OperationContextInput) => GraphContext;
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
@@ -80,7 +87,9 @@ export async function runOperation(
   let result: ExecutionResult;
   try {
     result = await execute({
-      schema: parts.schema,
+      // The door validated the document against the caller's schema; it runs against the same one,
+      // so nothing the contract hides (introspection included) is reached through a tool either.
+      schema: parts.schemaOf(connection.caller) ?? parts.schema,
       document: operation.document,
       operationName: operation.operationName,
       variableValues: operation.variables,

@@ -8,7 +8,9 @@
  * Who gets them: the callers who may read the schema anyway. With introspection on (the default,
  * or `public`) that is every caller; with `INTROSPECTION=off`, operators and schema readers only
  * (the roles that may read `_service`). So they disclose nothing a caller could not introspect,
- * and neither runs a document: no tool executes GraphQL that is not listed.
+ * and neither runs a document: no tool executes GraphQL that is not listed. Each reads the schema
+ * the caller is served (its contract's): what a contract hides is not found, and a document naming
+ * it does not validate, exactly as if it did not exist.
  */
 import {
   getNamedType,
@@ -101,31 +103,49 @@ export interface SchemaTools {
   definitionsFor(caller: Caller): ToolDefinition[];
   /** Whether `name` is a schema tool `caller` may call. */
   offers(caller: Caller, name: string): name is SchemaToolName;
-  /** Runs `name` with `args`: its structured answer (its `error` when the arguments are wrong). */
-  run(name: SchemaToolName, args: Readonly<Record<string, unknown>>): Record<string, unknown>;
+  /**
+   * Runs `name` with `args` against the schema `caller` is served: its structured answer (its
+   * `error` when the arguments are wrong).
+   */
+  run(name: SchemaToolName, args: Readonly<Record<string, unknown>>, caller: Caller): Record<string, unknown>;
 }
 
 export function createSchemaTools(options: {
-  schema: GraphQLSchema;
+  /** The schema `caller` is served (its contract's); undefined for a contract not served. */
+  schemaOf: (caller: Caller) => GraphQLSchema | undefined;
   door: ExecutorDoor;
   /** `INTROSPECTION=off`: the tools are for operators and schema readers only. */
   introspectionOff: boolean;
   /** Whether the manifest lists `document` byte for byte. */
   isListed(document: string): boolean;
 }): SchemaTools {
-  const { schema } = options;
-  const documents = createDocumentSteps({
-    schema,
-    validationRules: options.door.validationRules,
-    maxTokens: options.door.parseOptions.maxTokens,
-  });
-  const entries = schemaEntries(schema);
-  const mayUse = (caller: Caller) => !options.introspectionOff || mayReadServiceSdl(caller);
+  // Each served schema's document steps and searchable entries, made the first time it is asked for.
+  const bySchema = new WeakMap<GraphQLSchema, SchemaReading>();
+  const readingOf = (schema: GraphQLSchema): SchemaReading => {
+    let reading = bySchema.get(schema);
+    if (reading === undefined) {
+      reading = {
+        documents: createDocumentSteps({
+          schema,
+          validationRules: options.door.validationRules,
+          maxTokens: options.door.parseOptions.maxTokens,
+        }),
+        entries: schemaEntries(schema),
+      };
+      bySchema.set(schema, reading);
+    }
+    return reading;
+  };
+  const mayUse = (caller: Caller) =>
+    (!options.introspectionOff || mayReadServiceSdl(caller)) && options.schemaOf(caller) !== undefined;
   return {
     definitionsFor: (caller) => (mayUse(caller) ? SCHEMA_TOOL_NAMES.map((name) => DEFINITIONS[name]) : []),
     offers: (caller, name): name is SchemaToolName =>
       mayUse(caller) && (SCHEMA_TOOL_NAMES as readonly string[]).includes(name),
-    run(name, args) {
+    run(name, args, caller) {
+      const schema = options.schemaOf(caller);
+      if (schema === undefined) return { error: 'This token names a contract this service does not serve.' };
+      const { documents, entries } = readingOf(schema);
       if (name === 'search_schema') {
         const query = args['query'];
         const limit = args['limit'] ?? 20;
@@ -152,6 +172,12 @@ export function createSchemaTools(options: {
       return { valid: false, listed, errors: errors.length > 0 ? errors : [{ message: refusal.message }] };
     },
   };
+}
+
+/** What the schema tools read of one served schema. */
+interface SchemaReading {
+  readonly documents: ReturnType<typeof createDocumentSteps>;
+  readonly entries: readonly SchemaEntry[];
 }
 
 /** One thing of the schema `search_schema` can find. */

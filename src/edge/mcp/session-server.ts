@@ -57,6 +57,8 @@ export interface McpCall {
 export interface SessionServerParts {
   readonly catalogue: ToolCatalogue;
   readonly schemaTools: SchemaTools;
+  /** Whether `caller`'s schema (its contract's) has `tool`: only then is it listed and called. */
+  readonly toolIsServedTo: (tool: OperationTool, caller: Caller) => boolean;
   readonly runner: OperationRunnerParts;
   readonly watch: ResourceWatchParts;
 }
@@ -99,21 +101,28 @@ export function createSessionServer(parts: SessionServerParts, session: () => Mc
   });
   const { server } = mcp;
 
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
-    tools: [
-      ...parts.catalogue.list().map((tool) => tool.definition),
-      ...parts.schemaTools.definitionsFor(callOf(extra).caller),
-    ],
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => {
+    const { caller } = callOf(extra);
+    return {
+      tools: [
+        ...parts.catalogue
+          .list()
+          .filter((tool) => parts.toolIsServedTo(tool, caller))
+          .map((tool) => tool.definition),
+        ...parts.schemaTools.definitionsFor(caller),
+      ],
+    };
+  });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const call = callOf(extra);
     const { name } = request.params;
     if (parts.schemaTools.offers(call.caller, name)) {
-      const answer = parts.schemaTools.run(name, request.params.arguments ?? {});
+      const answer = parts.schemaTools.run(name, request.params.arguments ?? {}, call.caller);
       return toolResult(answer, 'error' in answer);
     }
-    if (call.tool?.tool.definition.name !== name) {
+    // A tool of an operation the caller's contract cannot run is unknown to it, as if not listed.
+    if (call.tool?.tool.definition.name !== name || !parts.toolIsServedTo(call.tool.tool, call.caller)) {
       throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     }
     const { operation, problem } = call.tool;

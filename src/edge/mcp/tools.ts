@@ -229,3 +229,26 @@ function describedBySchema(
 function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
+
+/**
+ * Whether a tool is one `schema` has: its document validates against it. A contract's schema
+ * (`src/graph/audiences.ts`) leaves out the tools whose operations read what it hides, so they are
+ * neither listed to its callers nor callable by them, exactly as if they did not exist. Kept per
+ * schema and tool: a manifest's reload makes new tool objects, and the old ones are let go.
+ */
+export function createToolVisibility(): (tool: OperationTool, schema: GraphQLSchema) => boolean {
+  const bySchema = new WeakMap<GraphQLSchema, WeakMap<OperationTool, boolean>>();
+  return (tool, schema) => {
+    let verdicts = bySchema.get(schema);
+    if (verdicts === undefined) {
+      verdicts = new WeakMap();
+      bySchema.set(schema, verdicts);
+    }
+    let visible = verdicts.get(tool);
+    if (visible === undefined) {
+      visible = validate(schema, parse(tool.body)).length === 0;
+      verdicts.set(tool, visible);
+    }
+    return visible;
+  };
+}
