@@ -162,7 +162,10 @@ export function createDoor(options: DoorOptions): Door {
     checkCurrent: expiry.checkCurrent,
     expiresAt: expiry.expiresAt,
     ...createEventCallPools(options.maxCallsPerOperation, now, callerKey),
-    upstreamMeter: (connection) => () => budgets.chargeUpstreamCall(connection),
+    upstreamMeter: (connection) => ({
+      sent: () => budgets.chargeUpstreamCall(connection),
+      beforeSend: () => budgets.assertUpstreamCallsLeft(connection),
+    }),
   };
 }
 
