@@ -7,6 +7,7 @@ import { GraphQLError, type GraphQLErrorExtensions } from 'graphql';
 import {
   describeUnavailableReason,
   UpstreamAccessDeniedError,
+  UpstreamCallBudgetSpentError,
   UpstreamCallLimitError,
   UpstreamCancelledError,
   UpstreamProblemError,
@@ -177,7 +178,13 @@ function convert(error: unknown, options: ToGraphQLErrorOptions): GraphQLError {
       located,
       cause,
       cause.message,
-      { code: 'TOO_MANY_UPSTREAM_CALLS' satisfies FacadeErrorCode, limit: cause.limit },
+      {
+        code: 'TOO_MANY_UPSTREAM_CALLS' satisfies FacadeErrorCode,
+        // The caller's budget over time, not the operation's: when it is whole again.
+        ...(cause instanceof UpstreamCallBudgetSpentError
+          ? { retryAfterSeconds: cause.retryAfterSeconds }
+          : { limit: cause.limit }),
+      },
       options,
     );
   }

@@ -57,7 +57,10 @@ export interface OperationContextsOptions {
   /** Aborted when a shutdown's drain window has passed. */
   shutdown: AbortSignal;
   /** What each upstream call of an operation of `connection` is charged to (its caller's budget). */
-  upstreamMeterOf?: (connection: OperationContextInput['connection']) => () => void;
+  upstreamMeterOf?: (connection: OperationContextInput['connection']) => {
+    sent(): void;
+    beforeSend(): void;
+  };
 }
 
 /** Builds the factory of operation contexts of one app. */
@@ -83,7 +86,11 @@ export function createOperationContexts(
         : undefined;
     const upstream = options.upstreamOf(bound);
     const budget = callBudget ?? createCallBudget(upstream.client.maxCallsPerOperation);
-    if (options.upstreamMeterOf !== undefined) budget.onSent = options.upstreamMeterOf(connection);
+    if (options.upstreamMeterOf !== undefined) {
+      const meter = options.upstreamMeterOf(connection);
+      budget.onSent = () => meter.sent();
+      budget.beforeSend = () => meter.beforeSend();
+    }
     return createGraphContext(
       createUpstreamContext(upstream.client, {
         apiKey: apiKey ?? upstream.key,

@@ -18,6 +18,8 @@ export interface CallBudget {
   sent: number;
   /** Told of each request sent (after `sent` counts it): the caller's upstream-calls budget. */
   onSent?: (() => void) | undefined;
+  /** Asked before each request is sent; throws once the caller's upstream-calls budget is spent. */
+  beforeSend?: (() => void) | undefined;
 }
 
 /** A fresh budget of `limit` calls for one operation (or one subscription event). */

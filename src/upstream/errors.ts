@@ -30,13 +30,32 @@ export class UpstreamCallLimitError extends Error {
   /** Calls one operation may make (`UPSTREAM_MAX_CALLS_PER_OPERATION`). */
   readonly limit: number;
 
-  constructor(limit: number) {
-    super(
-      `This operation needs more than ${limit} upstream calls, the most one operation may make. ` +
-        'Ask for less in one operation: fewer aliased fields, representations or pages.',
-    );
+  constructor(
+    limit: number,
+    message = `This operation needs more than ${limit} upstream calls, the most one operation may make. ` +
+      'Ask for less in one operation: fewer aliased fields, representations or pages.',
+  ) {
+    super(message);
     this.name = 'UpstreamCallLimitError';
     this.limit = limit;
+  }
+}
+
+/**
+ * The caller's budget of upstream calls for the window (`RATE_LIMIT_UPSTREAM_CALLS`) ran out while
+ * the operation ran: its calls not yet sent are not sent (mapped as {@link UpstreamCallLimitError}).
+ */
+export class UpstreamCallBudgetSpentError extends UpstreamCallLimitError {
+  /** Seconds until the window ends and the budget is whole again. */
+  readonly retryAfterSeconds: number;
+
+  constructor(retryAfterSeconds: number) {
+    super(
+      0,
+      `The upstream calls this caller may make in this window are spent; try again in ${retryAfterSeconds} s.`,
+    );
+    this.name = 'UpstreamCallBudgetSpentError';
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 

@@ -84,6 +84,7 @@ export function createRetryingSender(parts: {
       const apiKey = call.credentials.apiKey;
       // Every attempt is a call the upstream serves, so retries spend the budget too.
       try {
+        call.callBudget.beforeSend?.();
         spendCall(call.callBudget);
         call.callBudget.sent += 1;
         call.callBudget.onSent?.();

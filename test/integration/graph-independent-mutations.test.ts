@@ -267,7 +267,7 @@ describe('traps closed', () => {
     expect(result.body.errors).toEqual([
       expect.objectContaining({
         message:
-          "Subscriptions are not served by POST /graphql with Accept: application/json: connect a graphql-ws client (WebSocket) to /graphql, POST the subscription to /graphql with Accept: multipart/mixed;subscriptionSpec=1.0 (Apollo Client's HttpLink does), or to /graphql/stream with Accept: text/event-stream (Server-Sent Events).",
+          "Subscriptions are not served by POST /graphql with Accept: application/json: connect a graphql-ws client (WebSocket) to /graphql, POST the subscription to /graphql with Accept: multipart/mixed;subscriptionSpec=1.0 (Apollo Client's HttpLink does), to /graphql/stream with Accept: text/event-stream (Server-Sent Events), or to /graphql with Accept: application/json;callbackSpec=1.0 (and `extensions.subscription`, as a gateway does).",
         extensions: { code: 'BAD_REQUEST' },
       }),
     ]);

@@ -104,3 +104,33 @@ describe('budgets of upstream calls, across two replicas sharing Redis', () => {
     expect(await upstreamTotal()).toBe(before + sentByA);
   });
 });
+
+describe('an operation already running when its caller’s budget runs out', () => {
+  // One call retried up to ten times: one operation alone could send past a budget of 4.
+  const own = useStack({
+    redis: true,
+    env: { RATE_LIMIT_UPSTREAM_CALLS: '4', UPSTREAM_RETRY_MAX_ATTEMPTS: '10' },
+  });
+
+  test('stops sending: its next call is not sent, its field answers TOO_MANY_UPSTREAM_CALLS with the wait', async () => {
+    await own.setFaults({
+      rules: [{ route: 'GET /v3/customers/{customerId}', kind: 'internal_error', rate: 1 }],
+    });
+    const answer = await own.query('{ customer(id: "cus_acme") { id } }', undefined, await bearer('acme'));
+    const sent = (await own.upstreamCalls()).total;
+    // The fifth call's charge finds the budget spent; the sixth attempt, 5 to 20 ms later, stays here.
+    expect(sent).toBeGreaterThanOrEqual(4);
+    expect(sent).toBeLessThanOrEqual(6);
+    expect(answer.body.data).toEqual({ customer: null });
+    const extensions = answer.body.errors?.[0]?.extensions;
+    expect(extensions?.['code']).toBe('TOO_MANY_UPSTREAM_CALLS');
+    expect(Number(extensions?.['retryAfterSeconds'])).toBeGreaterThanOrEqual(1);
+    // Its next operation is refused at the door, nothing sent.
+    await own.clearFaults();
+    await own.resetUpstreamCalls();
+    expect(
+      (await own.query('{ customer(id: "cus_acme") { id } }', undefined, await bearer('acme'))).status,
+    ).toBe(429);
+    expect((await own.upstreamCalls()).total).toBe(0);
+  });
+});

@@ -16,7 +16,8 @@ import { isAnonymousDocument } from '../anonymous-documents.ts';
 import type { QuotaState } from '../client-budgets.ts';
 import type { ClientKey, RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
 import { rateLimited, refuse, type Refusal } from '../refusal.ts';
-import type { Connection, ConnectRequest, UpstreamCaller } from './door.ts';
+import type { Connection, ConnectRequest } from './door.ts';
+import { createUpstreamCallBudgets, type UpstreamCallBudgets } from './upstream-calls.ts';
 
 /** The same message whatever was wrong with a credential, so it helps no forger. */
 const UNAUTHENTICATED_MESSAGE =
@@ -51,7 +52,7 @@ export interface ConnectOptions {
 }
 
 /** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
-export interface DoorBudgets {
+export interface DoorBudgets extends UpstreamCallBudgets {
   /** The caller's key (the address's when anonymous), in its environment. */
   callerKey(connection: Connection): RateKey;
   /** A verified caller's key in `environment`. */
@@ -61,14 +62,6 @@ export interface DoorBudgets {
    * its own, the client's (a subject other than the client itself spending its share of it).
    */
   spendOperation(connection: Connection, onQuota?: (quota: QuotaState) => void): Promise<Refusal | undefined>;
-  /**
-   * Whether the upstream-calls budgets of `connection`'s caller (its own, its client's when named)
-   * have calls left: a refusal once either is spent, nothing spent by asking. An anonymous request
-   * (a status read) has none.
-   */
-  checkUpstreamCalls(connection: UpstreamCaller): Promise<Refusal | undefined>;
-  /** Charges one upstream call to the caller's upstream-calls budgets (as it leaves; never waits). */
-  chargeUpstreamCall(connection: UpstreamCaller): void;
   spend(
     bucket: RateBucket,
     key: RateKey,
@@ -109,29 +102,10 @@ export function createDoorBudgets(
   };
   const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) =>
     decided(bucket, await rateLimits.consume(bucket, key), onQuota);
-  const upstreamKeys = ({ caller, environment }: UpstreamCaller): RateKey[] => {
-    if (caller === undefined) return [];
-    const own = subjectKey(caller, environment);
-    const { clientId } = caller;
-    return clientId !== undefined && rateLimits.hasClientUpstreamBudget(clientId)
-      ? [own, `client:${inEnvironment(environment)}${clientId}`]
-      : [own];
-  };
   return {
     callerKey,
     subjectKey,
-    async checkUpstreamCalls(connection) {
-      for (const key of upstreamKeys(connection)) {
-        const decision = await rateLimits.check('upstream-calls', key);
-        if (!decision.allowed) return decided('upstream-calls', decision);
-      }
-      return undefined;
-    },
-    chargeUpstreamCall(connection) {
-      // Counted after the fact: a call already sent is spent whatever the answer, and a failure to
-      // count it (Redis gone and memory too) is logged by the limiter, never the operation's.
-      for (const key of upstreamKeys(connection)) void rateLimits.consume('upstream-calls', key);
-    },
+    ...createUpstreamCallBudgets({ rateLimits, subjectKey, inEnvironment, decided }),
     async spendOperation(connection, onQuota) {
       const { caller } = connection;
       const clientId = caller?.clientId;

@@ -143,7 +143,10 @@ export function createDoor(options: DoorOptions): Door {
     checkCurrent: expiry.checkCurrent,
     expiresAt: expiry.expiresAt,
     ...createEventCallPools(options.maxCallsPerOperation, now, callerKey),
-    upstreamMeter: (connection) => () => budgets.chargeUpstreamCall(connection),
+    upstreamMeter: (connection) => ({
+      sent: () => budgets.chargeUpstreamCall(connection),
+      beforeSend: () => budgets.assertUpstreamCallsLeft(connection),
+    }),
   };
 }
 

@@ -28,6 +28,7 @@ import type { CallBudget } from '../../upstream/call-budget.ts';
 import type { Refusal } from '../refusal.ts';
 import type { TrustedDocumentRequest } from '../trusted-documents.ts';
 import type { BatchAdmission, BatchToAdmit, RequestAdmission, RequestToAdmit } from './requests.ts';
+import type { UpstreamMeters } from './upstream-calls.ts';
 
 /**
  * The door's steps, in the one order every transport takes them. `on`: which connections take the
@@ -218,9 +219,6 @@ export interface LiveDoor {
   expiresAt(connection: Connection): number | undefined;
 }
 
-/** Whose upstream calls an operation sends: its caller in its environment. */
-export type UpstreamCaller = Pick<Connection, 'caller' | 'environment'>;
-
 /** What an event's executions use: the caller's one pool of upstream calls per event. */
 export interface EventCallPools {
   /**
@@ -229,15 +227,6 @@ export interface EventCallPools {
    * it runs, one event costs the caller at most `maxCallsPerOperation` upstream calls.
    */
   eventCallBudget(connection: Connection, eventId: string, callLimit: number): CallBudget;
-}
-
-/** What an operation's upstream calls are charged to, whatever its transport. */
-export interface UpstreamMeters {
-  /**
-   * What each upstream call an operation of `connection` sends is charged to: its caller's (and its
-   * client's) upstream-calls budget, which the door checks before admitting the next operation.
-   */
-  upstreamMeter(connection: UpstreamCaller): () => void;
 }
 
 /**

@@ -38,14 +38,14 @@ import type { Door, RequestToAdmit } from '../door/door.ts';
 import { httpAnswerOf, isRefusal, refuse, type Refusal } from '../refusal.ts';
 import type { ReloadableTrustedDocuments } from '../trusted-documents.ts';
 import type { McpConfig } from './config.ts';
-import { createProtectedResource, PROTECTED_RESOURCE_PATHS } from './metadata.ts';
+import { createProtectedResource, PROTECTED_RESOURCE_PATHS, type ProtectedResource } from './metadata.ts';
 import { readMessage } from './read-message.ts';
 import { MCP_PATH, MCP_REQUEST_RULES } from './rules.ts';
 import type { OperationRunnerParts } from './run-operation.ts';
 import { createSchemaTools, SCHEMA_TOOL_NAMES } from './schema-tools.ts';
 import { createSessionServer, type McpCall, type SessionServerParts } from './session-server.ts';
 import { createMcpSession, createMcpSessions, ownerOf, type McpSession } from './sessions.ts';
-import { createToolCatalogue, createToolVisibility } from './tools.ts';
+import { createToolCatalogue, createToolVisibility, type ToolCatalogue } from './tools.ts';
 import type { ResourceWatchParts } from './resource-watch.ts';
 
 /** What the endpoint is built from. */
@@ -121,64 +121,15 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
     trustProxy: options.trustProxy,
   });
 
-  /** Answers a refusal from the table, in JSON-RPC's error shape; a 401 names the metadata. */
-  const answerRefusal = (req: Request, res: Response, refusal: Refusal): void => {
-    const answer = httpAnswerOf(refusal);
-    const challenge = resource.challenge(req, answer.headers['www-authenticate']);
-    // The table's GraphQL-shaped body, its first error as JSON-RPC's `error` (its code in `data`).
-    const [error] = (JSON.parse(answer.body) as { errors: { message: string; extensions?: unknown }[] })
-      .errors;
-    res
-      .status(answer.status)
-      .set({ ...answer.headers, ...(challenge === undefined ? {} : { 'www-authenticate': challenge }) })
-      .json(jsonRpcError(-32000, error?.message ?? refusal.message, error?.extensions));
+  const answerRefusal = (req: Request, res: Response, refusal: Refusal): void =>
+    answerRefusalOf(resource, req, res, refusal);
+  const admission: CallAdmission = {
+    door,
+    catalogue,
+    addressOf: (request) => options.addressOf(request),
+    answerRefusal,
   };
-
-  /** The door's one call for this request: the call handed to the SDK, or undefined once answered. */
-  const admit = async (req: Request, res: Response): Promise<McpCall | undefined> => {
-    const plan =
-      req.method === 'POST'
-        ? readMessage(req.body, catalogue)
-        : { kind: 'plain' as const, initialize: false };
-    if (plan.kind === 'invalid') {
-      res.status(400).json(jsonRpcError(-32600, plan.message));
-      return undefined;
-    }
-    const credentials = { authorization: req.get('authorization'), apiKey: req.get('x-api-key') };
-    const address = options.addressOf(req);
-    const ids = {
-      requestId: res.locals['requestId'] as string,
-      facadeRequestId: res.locals['facadeRequestId'] as string,
-      callerRequestId: res.locals['callerRequestId'] as string | undefined,
-    };
-    if (plan.kind === 'subscribe') {
-      const connected = await door.connect({ credentials, address, kind: 'live' });
-      const caller = isRefusal(connected) ? undefined : connected.caller;
-      if (isRefusal(connected) || caller === undefined) {
-        answerRefusal(req, res, isRefusal(connected) ? connected : ANONYMOUS);
-        return undefined;
-      }
-      return { connection: connected, caller, ids, subscribe: plan.ref };
-    }
-    const ask: RequestToAdmit = {
-      credentials,
-      address,
-      request: plan.kind === 'plain' ? undefined : plan.request,
-      onQuota: (quota) => res.set(rateLimitHeaders(quota)),
-    };
-    const admission = await door.admitRequest(ask, MCP_REQUEST_RULES);
-    const caller = isRefusal(admission) ? undefined : admission.connection.caller;
-    if (isRefusal(admission) || caller === undefined) {
-      answerRefusal(req, res, isRefusal(admission) ? admission : ANONYMOUS);
-      return undefined;
-    }
-    const { connection, operation } = admission;
-    const call = { connection, caller, ids };
-    if (plan.kind === 'tool') return { ...call, tool: { tool: plan.tool, operation, problem: plan.problem } };
-    if (plan.kind === 'read' && operation !== undefined)
-      return { ...call, read: { ref: plan.ref, operation } };
-    return call;
-  };
+  const admit = (req: Request, res: Response): Promise<McpCall | undefined> => admitCall(admission, req, res);
 
   /** Opens a session for `initialize`, owned by the caller. */
   const open = async (req: Request, res: Response, call: McpCall): Promise<void> => {
@@ -284,6 +235,73 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
       await sessions.closeAll();
     },
   };
+}
+
+/** Answers a refusal from the table, in JSON-RPC's error shape; a 401 names the metadata. */
+function answerRefusalOf(resource: ProtectedResource, req: Request, res: Response, refusal: Refusal): void {
+  const answer = httpAnswerOf(refusal);
+  const challenge = resource.challenge(req, answer.headers['www-authenticate']);
+  // The table's GraphQL-shaped body, its first error as JSON-RPC's `error` (its code in `data`).
+  const [error] = (JSON.parse(answer.body) as { errors: { message: string; extensions?: unknown }[] }).errors;
+  res
+    .status(answer.status)
+    .set({ ...answer.headers, ...(challenge === undefined ? {} : { 'www-authenticate': challenge }) })
+    .json(jsonRpcError(-32000, error?.message ?? refusal.message, error?.extensions));
+}
+
+/** What {@link admitCall} asks the door with, and answers a refusal by. */
+interface CallAdmission {
+  readonly door: Door;
+  readonly catalogue: ToolCatalogue;
+  readonly addressOf: (request: IncomingMessage) => string;
+  readonly answerRefusal: (req: Request, res: Response, refusal: Refusal) => void;
+}
+
+/** The door's one call for this request: the call handed to the SDK, or undefined once answered. */
+async function admitCall(
+  { door, catalogue, addressOf, answerRefusal }: CallAdmission,
+  req: Request,
+  res: Response,
+): Promise<McpCall | undefined> {
+  const plan =
+    req.method === 'POST' ? readMessage(req.body, catalogue) : { kind: 'plain' as const, initialize: false };
+  if (plan.kind === 'invalid') {
+    res.status(400).json(jsonRpcError(-32600, plan.message));
+    return undefined;
+  }
+  const credentials = { authorization: req.get('authorization'), apiKey: req.get('x-api-key') };
+  const address = addressOf(req);
+  const ids = {
+    requestId: res.locals['requestId'] as string,
+    facadeRequestId: res.locals['facadeRequestId'] as string,
+    callerRequestId: res.locals['callerRequestId'] as string | undefined,
+  };
+  if (plan.kind === 'subscribe') {
+    const connected = await door.connect({ credentials, address, kind: 'live' });
+    const caller = isRefusal(connected) ? undefined : connected.caller;
+    if (isRefusal(connected) || caller === undefined) {
+      answerRefusal(req, res, isRefusal(connected) ? connected : ANONYMOUS);
+      return undefined;
+    }
+    return { connection: connected, caller, ids, subscribe: plan.ref };
+  }
+  const ask: RequestToAdmit = {
+    credentials,
+    address,
+    request: plan.kind === 'plain' ? undefined : plan.request,
+    onQuota: (quota) => res.set(rateLimitHeaders(quota)),
+  };
+  const admission = await door.admitRequest(ask, MCP_REQUEST_RULES);
+  const caller = isRefusal(admission) ? undefined : admission.connection.caller;
+  if (isRefusal(admission) || caller === undefined) {
+    answerRefusal(req, res, isRefusal(admission) ? admission : ANONYMOUS);
+    return undefined;
+  }
+  const { connection, operation } = admission;
+  const call = { connection, caller, ids };
+  if (plan.kind === 'tool') return { ...call, tool: { tool: plan.tool, operation, problem: plan.problem } };
+  if (plan.kind === 'read' && operation !== undefined) return { ...call, read: { ref: plan.ref, operation } };
+  return call;
 }
 
 /** `req` carrying the door's decision to the SDK's handlers (as its auth info: the SDK's channel for it). */
