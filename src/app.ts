@@ -43,7 +43,7 @@ import { eventMetrics, gatewayInvalidationObserver } from './observability/work-
 import { createGatewayCaches } from './events/gateway-caches/gateway-caches.ts';
 import { createFieldUsage, USAGE_PATH, usageListing } from './observability/usage-export.ts';
 import { DEAD_LETTERS_PATH, deadLetterListing } from './events/receiving/dead-letter-listing.ts';
-import { tracingStarted } from './observability/tracing-config.ts';
+import { createTracingAndLogger } from './observability/tracing-and-logger.ts';
 import { OperationCancellation } from './upstream/cancellation.ts';
 import type { ResponseCache } from './upstream/response-cache.ts';
 import type { KeyReload } from './upstream/key-source.ts';
@@ -249,7 +249,6 @@ async function createAppParts(config: Config, deps: AppDependencies) {
   for (const { client, environment } of environments.all) {
     if (client.cache !== undefined) gatewayCaches?.follow(client.cache, environment);
   }
-  // Every transport admits callers and operations through this door, and through nothing else.
   // Which coordinates each client's operations use, per day, for the schema check against usage.
   const usage = createFieldUsage(config.usage, {
     redis: config.events.redis,
@@ -257,6 +256,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     contractOf: (caller) => audiences.of(caller)?.contract,
     logger,
   });
+  // Every transport admits callers and operations through this door, and through nothing else.
   const edge = await createConfiguredDoor(config, {
     schema,
     audiences,
@@ -394,35 +394,4 @@ function mountRoutes(
   app.use(routes);
   app.use(handleNotFound());
   app.use(handleHttpError(logger));
-}
-
-/**
- * Tracing (loaded only when it is on: with it off, nothing of OpenTelemetry is imported) and the
- * logger, whose lines carry the current trace id when tracing is on.
- */
-async function createTracingAndLogger(config: Config, given: Logger | undefined, redact: readonly string[]) {
-  const tracing = config.tracing.enabled
-    ? (await import('./observability/tracing.ts')).createTracing()
-    : undefined;
-  const currentTrace =
-    tracing === undefined
-      ? undefined
-      : () => {
-          const traceId = tracing.traceId();
-          return traceId === undefined ? undefined : { traceId };
-        };
-  const logger =
-    given ??
-    createLogger({
-      level: config.logLevel,
-      redact,
-      ...(currentTrace === undefined ? {} : { current: currentTrace }),
-    });
-  if (config.tracing.enabled && !tracingStarted()) {
-    logger.warn(
-      'tracing is configured but the OpenTelemetry SDK was not started: start with `npm start` or ' +
-        '`node --import ./src/observability/tracing-entry.ts src/main.ts`',
-    );
-  }
-  return { tracing, logger };
 }

@@ -55,13 +55,14 @@ const PER_TOKEN_CLAIMS = new Set(['exp', 'iat', 'nbf', 'jti', 'auth_time']);
 /** The cached answer of `key` (or false) and Redis's time (ms), read at once. ARGV: prefix, key. */
 const LOOKUP_SCRIPT = `
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-return { redis.call('GET', ARGV[1] .. 'answer:' .. ARGV[2]), tostring(now) }
+-- In microseconds, written whole (Lua's tostring would round a number this long): in milliseconds,
+-- a lookup in the same millisecond as an invalidation that preceded it looked as if made before it.
+return { redis.call('GET', ARGV[1] .. 'answer:' .. ARGV[2]), time[1] .. string.format('%06d', tonumber(time[2])) }
 `;
 
 /**
  * Keeps an answer under its tags unless one of them was invalidated at or after the lookup.
- * ARGV: prefix, key, answer, ttl (ms), lookup time (ms), tags... Returns 1 when kept, else 0.
+ * ARGV: prefix, key, answer, ttl (ms), lookup time (µs), tags... Returns 1 when kept, else 0.
  */
 const STORE_SCRIPT = `
 local prefix = ARGV[1]
@@ -88,7 +89,7 @@ export interface RedisEval {
   eval(script: string, keys: number, ...args: (string | number)[]): Promise<unknown>;
 }
 
-/** What a lookup found: the answer kept under the key, if any, and Redis's time then (ms). */
+/** What a lookup found: the answer kept under the key, if any, and Redis's time then (µs). */
 export interface LookedUp {
   answer: Json | undefined;
   lookedAt: number;

@@ -17,7 +17,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { KeyEnvironments } from '../upstream/key-environments.ts';
 import { configuredEnvironments } from '../upstream/environment-keys.ts';
 import { createDoor, type DoorOptions } from './door/create-door.ts';
-import type { Door } from './door/door.ts';
+import type { Door } from './door/audiences.ts';
 import { createRateLimits } from './rate-limits.ts';
 import { MCP_RESOURCE_DOCUMENTS } from './mcp/resources.ts';
 import {

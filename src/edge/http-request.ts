@@ -8,7 +8,8 @@
  * did not admit. A batch (a POST of a JSON array) is read element by element, each as a POST body.
  */
 import type { Request } from 'express';
-import type { BatchToAdmit, OperationRequest, RequestToAdmit } from './door/door.ts';
+import type { OperationRequest } from './door/door.ts';
+import type { BatchToAdmit, RequestToAdmit } from './door/requests.ts';
 
 /**
  * The request as the door's `admitRequest` takes it (who is calling is read beside it); for a

@@ -14,7 +14,9 @@
 import { OperationTypeNode } from 'graphql';
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimitHeaders, type QuotaState } from './client-budgets.ts';
-import type { BatchAdmission, RequestAdmission, TransportDoor, TransportRules } from './door/door.ts';
+import type { TransportRules } from './door/door.ts';
+import type { TransportDoor } from './door/audiences.ts';
+import type { BatchAdmission, RequestAdmission } from './door/requests.ts';
 import { readHttpRequest, withListedQuery } from './http-request.ts';
 import { howToReachAny, type HowToConnect } from './live.ts';
 import { httpAnswerOf, isRefusal, refuse, type Refusal } from './refusal.ts';

@@ -14,14 +14,8 @@ import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
-import type {
-  AdmittedOperation,
-  Connection,
-  EventCallPools,
-  LiveDoor,
-  OperationRequest,
-  TransportRules,
-} from './door/door.ts';
+import type { AdmittedOperation, Connection, OperationRequest, TransportRules } from './door/door.ts';
+import type { EventCallPools, LiveDoor } from './door/audiences.ts';
 import type { OperationRecorder, RecordedOperation } from '../observability/operation-record.ts';
 import type { ClientLabel } from '../observability/field-usage.ts';
 import { graphQLErrorsOf, isRefusal, refuse, type Refusal } from './refusal.ts';

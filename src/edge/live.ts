@@ -22,7 +22,8 @@ import type { WebSocketLimits } from '../events/config.ts';
 import type { LiveSessions } from '../events/delivery/live-sessions.ts';
 import type { Logger } from '../logger.ts';
 import type { CallbackUrlPrefix } from './callback-urls.ts';
-import type { Door, TransportDoor, TransportRules } from './door/door.ts';
+import type { TransportRules } from './door/door.ts';
+import type { Door, TransportDoor } from './door/audiences.ts';
 import {
   createLiveConnections,
   type LiveConnections,

@@ -18,7 +18,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { HTTPGraphQLRequest } from '@apollo/server';
 import { GraphQLError } from 'graphql';
-import type { OperationAdmission, StepRefusal } from '../edge/door/door.ts';
+import type { StepRefusal } from '../edge/door/door.ts';
+import type { OperationAdmission } from '../edge/door/requests.ts';
 import { isRefusal, REFUSALS } from '../edge/refusal.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { capCallBudget } from '../upstream/call-budget.ts';

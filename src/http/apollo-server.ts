@@ -18,7 +18,7 @@ import {
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
-import type { ExecutorDoor } from '../edge/door/door.ts';
+import type { ExecutorDoor } from '../edge/door/audiences.ts';
 import type { OperationRecorder } from '../observability/operation-record.ts';
 import type { GraphContext } from '../graph/context.ts';
 import type { Logger } from '../logger.ts';

@@ -19,7 +19,8 @@
 import type { ApolloServer, BaseContext, HeaderMap, HTTPGraphQLRequest } from '@apollo/server';
 import { OperationTypeNode } from 'graphql';
 import type { Request, Response } from 'express';
-import type { BatchAdmission, Connection, OperationAdmission } from '../edge/door/door.ts';
+import type { Connection } from '../edge/door/door.ts';
+import type { BatchAdmission, OperationAdmission } from '../edge/door/requests.ts';
 import { httpAnswerOf, isRefusal } from '../edge/refusal.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
 

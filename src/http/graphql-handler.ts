@@ -13,7 +13,8 @@
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
 import type { Request, Response } from 'express';
 import type { GraphQLSchema } from 'graphql';
-import type { Connection, OperationAdmission } from '../edge/door/door.ts';
+import type { Connection } from '../edge/door/door.ts';
+import type { OperationAdmission } from '../edge/door/requests.ts';
 import type { HttpExecutor } from '../edge/http.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
 import { executeBatch } from './batch.ts';

@@ -1,8 +1,8 @@
 /**
- * The door's `connect` step and the budgets it and the operation budget spend: who is calling (the
- * credential verified, a failing one spending its address's budget), whether an anonymous request
- * may go on, and for a live connection its scope, its connection budget and its key's environment;
- * then how long the credential holds.
+ * The door's `connect` step: who is calling (the credential verified, a failing one spending its
+ * address's budget), whether an anonymous request may go on, and for a live connection its scope,
+ * its connection budget and its key's environment; then how long the credential holds. The budgets
+ * it and the operation budget spend: `budgets.ts`.
  */
 import type { GraphQLSchema } from 'graphql';
 import type { Authenticator } from '../../auth/authenticate.ts';
@@ -13,15 +13,10 @@ import type { Logger } from '../../logger.ts';
 import { boundEnvironment } from '../../upstream/environment-keys.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';
 import { isAnonymousDocument } from '../anonymous-documents.ts';
-import type { QuotaState } from '../client-budgets.ts';
-import type { ClientKey, RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
-import { rateLimited, refuse, type Refusal } from '../refusal.ts';
+import type { RateBucket, RateLimits } from '../rate-limits.ts';
+import { refuse, type Refusal } from '../refusal.ts';
 import type { Connection, ConnectRequest } from './door.ts';
-import { createUpstreamCallBudgets, type UpstreamCallBudgets } from './upstream-calls.ts';
-
-/** The same message whatever was wrong with a credential, so it helps no forger. */
-const UNAUTHENTICATED_MESSAGE =
-  'Authentication required: send a valid access token as "Authorization: Bearer <token>".';
+import { UNAUTHENTICATED_MESSAGE, type DoorBudgets } from './budgets.ts';
 
 /** What the `connect` step is built from (the door's options). */
 export interface ConnectOptions {
@@ -49,81 +44,6 @@ export interface ConnectOptions {
    * token names a contract not served: `connect` refuses it. Absent: the whole schema, for all.
    */
   schemaOf?(caller: Caller | undefined): GraphQLSchema | undefined;
-}
-
-/** The door's rate-limit buckets: whose budget a connection spends, and the refusal once it is spent. */
-export interface DoorBudgets extends UpstreamCallBudgets {
-  /** The caller's key (the address's when anonymous), in its environment. */
-  callerKey(connection: Connection): RateKey;
-  /** A verified caller's key in `environment`. */
-  subjectKey(caller: Caller, environment: PlatformEnvironment | undefined): SubjectKey;
-  /**
-   * Spends one operation of `connection`'s budget: its subject's, or, when its client has one of
-   * its own, the client's (a subject other than the client itself spending its share of it).
-   */
-  spendOperation(connection: Connection, onQuota?: (quota: QuotaState) => void): Promise<Refusal | undefined>;
-  spend(
-    bucket: RateBucket,
-    key: RateKey,
-    onQuota?: (quota: QuotaState) => void,
-  ): Promise<Refusal | undefined>;
-  /** A failing attempt: spends the address's budget, and is told to wait once it is spent. */
-  failed(address: string): Promise<Refusal>;
-  /** Whether the address may still fail (so it may have a caller's key checked upstream). */
-  mayFail(address: string): Promise<boolean>;
-}
-
-export function createDoorBudgets(
-  options: Pick<ConnectOptions, 'rateLimits' | 'onRateLimited' | 'environments'>,
-): DoorBudgets {
-  const { rateLimits } = options;
-  const addressKey = (address: string): RateKey => `ip:${address}`;
-  // With a key per environment, every budget is the caller's in its environment: a sandbox
-  // caller's traffic is never charged to the same subject's or client's live budget.
-  const inEnvironment = (environment: PlatformEnvironment | undefined): string =>
-    options.environments === undefined || environment === undefined ? '' : `${environment}:`;
-  const subjectKey: DoorBudgets['subjectKey'] = (caller, environment) =>
-    `sub:${inEnvironment(environment)}${caller.subject}`;
-  const callerKey = (connection: Connection): RateKey =>
-    connection.caller === undefined
-      ? addressKey(connection.address)
-      : subjectKey(connection.caller, connection.environment);
-  const decided = (
-    bucket: RateBucket,
-    decision: RateDecision,
-    onQuota?: (quota: QuotaState) => void,
-  ): Refusal | undefined => {
-    if (decision.allowed) {
-      if (decision.quota !== undefined) onQuota?.(decision.quota);
-      return undefined;
-    }
-    options.onRateLimited?.(bucket);
-    return rateLimited(decision.retryAfterSeconds, undefined, decision.quota);
-  };
-  const spend: DoorBudgets['spend'] = async (bucket, key, onQuota) =>
-    decided(bucket, await rateLimits.consume(bucket, key), onQuota);
-  return {
-    callerKey,
-    subjectKey,
-    ...createUpstreamCallBudgets({ rateLimits, subjectKey, inEnvironment, decided }),
-    async spendOperation(connection, onQuota) {
-      const { caller } = connection;
-      const clientId = caller?.clientId;
-      if (caller === undefined || clientId === undefined || !rateLimits.hasClientBudget(clientId)) {
-        return spend('request', callerKey(connection), onQuota);
-      }
-      const client: ClientKey = `client:${inEnvironment(connection.environment)}${clientId}`;
-      // A token the client holds for itself (client credentials) is the client: the whole budget.
-      if (caller.subject === clientId) return spend('request', client, onQuota);
-      const subject = subjectKey(caller, connection.environment);
-      return decided('request', await rateLimits.consumeShare(client, subject), onQuota);
-    },
-    spend,
-    failed: async (address) =>
-      (await spend('failed-auth', addressKey(address))) ??
-      refuse('invalid-credentials', UNAUTHENTICATED_MESSAGE),
-    mayFail: async (address) => (await rateLimits.check('failed-auth', addressKey(address))).allowed,
-  };
 }
 
 /**

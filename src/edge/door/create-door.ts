@@ -11,24 +11,21 @@ import { createQueryLimitsRules } from '../../graph/query-limits.ts';
 import type { Logger } from '../../logger.ts';
 import { checkOrigin } from '../origin.ts';
 import { isRefusal, refuse, type Refusal } from '../refusal.ts';
-import { connectCaller, createDoorBudgets, createExpiry, type ConnectOptions } from './connect.ts';
-import { createDocumentStepsOfSchemas, type DocumentSteps, type ParsedDocument } from './documents.ts';
+import { createDoorBudgets } from './budgets.ts';
+import { connectCaller, createExpiry, type ConnectOptions } from './connect.ts';
+import { createDocumentStepsOfSchemas, type DocumentSteps } from './documents.ts';
+import type { Door } from './audiences.ts';
 import {
   admissionStepsOf,
   type AdmissionStep,
-  type AdmittedOperation,
   type Connection,
   type ConnectRequest,
-  type Door,
   type DoorStep,
-  type OperationRequest,
-  type RequestToAdmit,
   type StepRefusal,
-  type TransportRules,
 } from './door.ts';
 import { createEventCallPools, createOperationHolds } from './holds.ts';
 import { checkOperationOf, type OperationCheckOptions } from './operation-checks.ts';
-import { createRequestAdmissions } from './requests.ts';
+import { createRequestAdmissions, type Admission } from './requests.ts';
 import { trustedQueryOf, type TrustedDocumentOptions } from './trusted.ts';
 
 /** Options of {@link createDoor}. */
@@ -48,23 +45,6 @@ export interface DoorOptions extends ConnectOptions, TrustedDocumentOptions, Ope
   logger: Logger;
   /** The clock, for tests. */
   now?: () => number;
-}
-
-/** One operation's admission under way: what its steps read, and what each leaves for the next. */
-export interface Admission {
-  readonly kind: ConnectRequest['kind'];
-  readonly transport: TransportRules;
-  readonly connection: Connection;
-  readonly request: OperationRequest;
-  readonly onQuota?: RequestToAdmit['onQuota'];
-  /** Trusted documents gave the text (a listed id's body). */
-  listed: boolean;
-  /** The caller's schema, as `schemaOf` answered at `connect`. */
-  readonly schema: GraphQLSchema;
-  query?: string;
-  parsed?: ParsedDocument;
-  admitted?: AdmittedOperation;
-  release?: () => void;
 }
 
 /** One step of an operation (every step but `connect`, which makes the connection). */

@@ -1,34 +1,23 @@
 /**
- * The door's interface and its one order. Every transport admits callers and operations through
+ * The door's words and its one order. Every transport admits callers and operations through
  * the door, in the order {@link ADMISSION_ORDER} declares, and nothing else admits them: one
  * function runs that order (`create-door.ts`), for HTTP and for every live transport. The door
  * knows nothing of HTTP or WebSocket; an adapter reads what its transport carries, makes one call
  * here, and translates the answer: an admitted connection or operation, or a {@link Refusal} it
  * answers through the table in `../refusal.ts`.
  *
- * Each audience gets the part of the door it uses: a transport's adapter the {@link TransportDoor}
- * (origins, a connection, one request's admission), the live connections the {@link LiveDoor} (one
- * live operation's admission, the token's expiry), an event's executions the
- * {@link EventCallPools}, and an executor that words a refused document itself (Apollo Server over
- * HTTP) the {@link ExecutorDoor}.
+ * Each audience gets the part of the door it uses (`audiences.ts`): a transport's adapter, the live
+ * connections, an event's executions, the upstream calls' meters, and an executor that words a
+ * refused document itself. HTTP's requests and batches, as the door takes them: `requests.ts`.
  */
-import type {
-  DocumentNode,
-  GraphQLSchema,
-  OperationDefinitionNode,
-  OperationTypeNode,
-  ValidationRule,
-} from 'graphql';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode, OperationTypeNode } from 'graphql';
 import type { Credentials } from '../../auth/authenticate.ts';
 import type { Caller } from '../../auth/caller.ts';
 import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { PlatformEnvironment } from '../../events/event-types.ts';
 import type { OperationMeasure } from '../../graph/query-limits.ts';
-import type { CallBudget } from '../../upstream/call-budget.ts';
 import type { Refusal } from '../refusal.ts';
 import type { TrustedDocumentRequest } from '../trusted-documents.ts';
-import type { BatchAdmission, BatchToAdmit, RequestAdmission, RequestToAdmit } from './requests.ts';
-import type { UpstreamMeters } from './upstream-calls.ts';
 
 /**
  * The door's steps, in the one order every transport takes them. `on`: which connections take the
@@ -163,80 +152,3 @@ export interface StepRefusal extends Refusal {
   readonly step: DoorStep;
   readonly document?: DocumentNode;
 }
-
-// The requests of HTTP, as the door takes them and answers them (their admission: `requests.ts`).
-export type {
-  BatchAdmission,
-  BatchToAdmit,
-  OperationAdmission,
-  RequestAdmission,
-  RequestToAdmit,
-} from './requests.ts';
-
-/** A live operation the door let in, holding one of its caller's running operations until released. */
-export interface LiveAdmission {
-  readonly operation: AdmittedOperation;
-  /** Gives the caller's running operation back. Idempotent. */
-  readonly release: () => void;
-}
-
-/** What every transport's adapter uses. */
-export interface TransportDoor {
-  /** Whether a browser page of `origin` may connect to `host` (transports without CORS). */
-  checkOrigin(origin: string | undefined, host: string | undefined): Refusal | undefined;
-  /** Who is this (the `connect` step): the connection, or why not. */
-  connect(request: ConnectRequest): Promise<Connection | Refusal>;
-  /**
-   * One request and its one operation, every step in order: connect, the rule for anonymous
-   * callers, the operation budget, trusted documents, parse, validation, the operation checks.
-   */
-  admitRequest(request: RequestToAdmit, transport: TransportRules): Promise<RequestAdmission | StepRefusal>;
-  /**
-   * One request of several operations: connect once (an anonymous batch only when every operation
-   * is anonymous-safe), then each operation every later step, in the batch's order.
-   */
-  admitBatch(batch: BatchToAdmit, transport: TransportRules): Promise<BatchAdmission | StepRefusal>;
-}
-
-/** What the live connections use, per operation of an open connection. */
-export interface LiveDoor {
-  /**
-   * One operation of a live connection, every step in order: the caller's running-operation hold,
-   * the credential still holding, the operation budget, trusted documents, parse, validation, the
-   * operation checks. A refusal releases the hold.
-   */
-  admit(
-    connection: Connection,
-    request: OperationRequest,
-    transport: TransportRules,
-  ): Promise<LiveAdmission | StepRefusal>;
-  /**
-   * Whether `connection`'s credential still holds: a refusal once its `exp` (with the clock
-   * tolerance) has passed. Asked again after every wait.
-   */
-  checkCurrent(connection: Connection): Refusal | undefined;
-  /** When `connection`'s credential stops holding (ms since the epoch, tolerance included). */
-  expiresAt(connection: Connection): number | undefined;
-}
-
-/** What an event's executions use: the caller's one pool of upstream calls per event. */
-export interface EventCallPools {
-  /**
-   * The call budget of one event's execution for one subscription: its own cost-derived limit, and
-   * a pool the caller's other subscriptions share for the same event, so however many subscriptions
-   * it runs, one event costs the caller at most `maxCallsPerOperation` upstream calls.
-   */
-  eventCallBudget(connection: Connection, eventId: string, callLimit: number): CallBudget;
-}
-
-/**
- * What an executor that words a refused document itself uses (Apollo Server over HTTP): the same
- * parser options and validation rules, so its words for the door's refusal are the door's reasons.
- */
-export interface ExecutorDoor {
-  readonly validationRules: readonly ValidationRule[];
-  readonly parseOptions: { readonly maxTokens: number };
-}
-
-/** The door of one app: every audience's part. */
-export interface Door extends TransportDoor, LiveDoor, EventCallPools, UpstreamMeters, ExecutorDoor {}

@@ -6,7 +6,8 @@
 import { createCallBudget, createPooledCallBudget, type CallBudget } from '../../upstream/call-budget.ts';
 import type { RateKey } from '../rate-limits.ts';
 import { refuse, type Refusal } from '../refusal.ts';
-import type { Connection, EventCallPools, TransportRules } from './door.ts';
+import type { Connection, TransportRules } from './door.ts';
+import type { EventCallPools } from './audiences.ts';
 
 /** The `hold` step: each caller's running long-lived operations, over every connection and transport. */
 export function createOperationHolds(

@@ -9,7 +9,7 @@ import type { GraphQLSchema } from 'graphql';
 import { isRefusal, type Refusal } from '../refusal.ts';
 import { refuseAnonymous } from './connect.ts';
 import type { QuotaState } from '../client-budgets.ts';
-import type { Admission } from './create-door.ts';
+import type { ParsedDocument } from './documents.ts';
 import type {
   AdmittedOperation,
   Connection,
@@ -74,6 +74,23 @@ export interface BatchAdmission {
 export interface BatchToAdmit extends Omit<RequestToAdmit, 'request' | 'ownQuery' | 'page'> {
   /** Each operation, in order (an empty one where an element names none), with its own text as sent. */
   operations: readonly { request: OperationRequest; ownQuery: unknown }[];
+}
+
+/** One operation's admission under way: what its steps read, and what each leaves for the next. */
+export interface Admission {
+  readonly kind: ConnectRequest['kind'];
+  readonly transport: TransportRules;
+  readonly connection: Connection;
+  readonly request: OperationRequest;
+  readonly onQuota?: RequestToAdmit['onQuota'];
+  /** Trusted documents gave the text (a listed id's body). */
+  listed: boolean;
+  /** The caller's schema, as `schemaOf` answered at `connect`. */
+  readonly schema: GraphQLSchema;
+  query?: string;
+  parsed?: ParsedDocument;
+  admitted?: AdmittedOperation;
+  release?: () => void;
 }
 
 /** What the request admissions use of the door being built. */

@@ -34,7 +34,8 @@ import express, {
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../../logger.ts';
 import { rateLimitHeaders } from '../client-budgets.ts';
-import type { Door, RequestToAdmit } from '../door/door.ts';
+import type { Door } from '../door/audiences.ts';
+import type { RequestToAdmit } from '../door/requests.ts';
 import { httpAnswerOf, isRefusal, refuse, type Refusal } from '../refusal.ts';
 import type { ReloadableTrustedDocuments } from '../trusted-documents.ts';
 import type { McpConfig } from './config.ts';

@@ -27,7 +27,7 @@ import {
 import type { Caller } from '../../auth/caller.ts';
 import { mayReadServiceSdl } from '../../graph/service-sdl-access.ts';
 import { createDocumentSteps } from '../door/documents.ts';
-import type { ExecutorDoor } from '../door/door.ts';
+import type { ExecutorDoor } from '../door/audiences.ts';
 import { isRefusal } from '../refusal.ts';
 import type { ToolDefinition } from './tools.ts';
 

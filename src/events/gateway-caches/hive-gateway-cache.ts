@@ -7,7 +7,7 @@
  * The layout both sides share, under the prefix (`GATEWAY_CACHE_KEY_PREFIX`):
  * - `answer:<key>`: an answer the gateway keeps, expiring with its `max-age`;
  * - `tag:<tag>`: a sorted set of the answers carrying the tag, scored by when each expires;
- * - `invalidated:<tag>`: when the tag was last invalidated (Redis's clock, ms), kept
+ * - `invalidated:<tag>`: when the tag was last invalidated (Redis's clock, µs), kept
  *   {@link INVALIDATION_MARK_MS}. The gateway keeps no answer whose fetch started at or before that
  *   time (its store is a script that checks it): an answer read before an event and stored after
  *   its invalidation is never kept.
@@ -26,7 +26,8 @@ export const INVALIDATION_MARK_MS = 10 * 60_000;
  */
 const INVALIDATE_SCRIPT = `
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- Microseconds, as the gateway's lookups note them (written whole: tostring would round them).
+local now = time[1] .. string.format('%06d', tonumber(time[2]))
 local prefix = ARGV[1]
 local dropped = 0
 for i = 3, #ARGV do
