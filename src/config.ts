@@ -15,11 +15,8 @@ import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
 import type { CircuitConfig } from './upstream/circuit-breaker.ts';
 import type { ResponseCacheConfig } from './upstream/response-cache.ts';
-import {
-  ENVIRONMENT_KEY_VARIABLES,
-  PLATFORM_ENVIRONMENTS,
-  type EnvironmentKeys,
-} from './upstream/environment-keys.ts';
+import { ENVIRONMENT_KEY_VARIABLES, type EnvironmentKeys } from './upstream/environment-keys.ts';
+import { PLATFORM_ENVIRONMENTS } from './platform-environment.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';

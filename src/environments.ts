@@ -12,7 +12,7 @@ import {
   type EventsRuntime,
   type EventsRuntimeOptions,
 } from './events/events-runtime.ts';
-import type { PlatformEnvironment } from './events/event-types.ts';
+import type { PlatformEnvironment } from './platform-environment.ts';
 import { newestFirst } from './events/receiving/dead-letters.ts';
 import type { LiveSessions, LiveSubscriber } from './events/delivery/live-sessions.ts';
 import type { Logger } from './logger.ts';

@@ -3,7 +3,7 @@
  * Built from verified token claims (src/auth/token-verifier.ts); read by upstream/ to scope every
  * request it sends, by the rate limiter to key its counters, and by the audit trail.
  */
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 
 /** Which customers a caller may act for: every one (operators), or a fixed set. */
 export type CustomerScope =

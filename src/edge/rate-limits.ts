@@ -20,7 +20,7 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.ts';
-import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
+import { PLATFORM_ENVIRONMENTS } from '../platform-environment.ts';
 import type { QuotaPolicyName, QuotaState } from './client-budgets.ts';
 import type { RateLimitsConfig } from './config.ts';
 

@@ -2,9 +2,7 @@
  * The types every step of the event pipeline shares (receiving, fan-out, delivery, tracing), kept
  * at the bottom of events/ so no step imports another for a type alone.
  */
-
-/** The two upstream environments; a key belongs to exactly one. */
-export type PlatformEnvironment = 'sandbox' | 'live';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 
 /** One upstream event, validated. `type` stays an open string: a new upstream kind must not break the route. */
 export interface PlatformEvent {

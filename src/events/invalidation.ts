@@ -7,12 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { COLLECTION_OF_RESOURCE_TYPE, type CustomerCollection } from '../records.ts';
-import { PLATFORM_ENVIRONMENTS } from '../upstream/environment-keys.ts';
+import { PLATFORM_ENVIRONMENTS } from '../platform-environment.ts';
 import type { ResponseCache, StaleReads } from '../upstream/response-cache.ts';
 import type { EventLog } from './log/event-log.ts';
 import { closeRedisConnection, openRedisConnection, whenRedisReady } from '../redis.ts';
 import type { RedisConfig } from '../redis-config.ts';
-import type { PlatformEnvironment, PlatformEvent } from './event-types.ts';
+import type { PlatformEvent } from './event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import { STALE_BY_EVENT_KIND, type StaleByEvent } from './receiving/event-kinds.ts';
 
 /** The answers `event` makes stale, in the cache's terms. */

@@ -4,7 +4,7 @@
  * set. The same for every transport; built per HTTP request and per subscription event.
  */
 import type { Caller } from '../auth/caller.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import { ANONYMOUS_SCOPE, scopeOf } from '../upstream/access.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
 import { deferredOperationSignal } from '../upstream/cancellation.ts';

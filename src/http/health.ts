@@ -17,7 +17,7 @@
  * now?": 503 when its upstream is unreachable or refuses its key (alerts), never for a probe.
  */
 import type { RequestHandler } from 'express';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { PLATFORM_SCOPE } from '../upstream/access.ts';

@@ -16,7 +16,7 @@
  * tracing has its own instrumentation for that (src/observability/tracing-entry.ts).
  */
 import type { Logger } from '../logger.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 
 /** How an operation ended: no errors, errors beside data, or errors and no data. */
 export type OperationOutcome = 'success' | 'partial' | 'failure';

@@ -14,7 +14,7 @@ import type { Logger } from '../logger.ts';
 import type { LifecycleEmitter, OperationOutcome } from './lifecycle.ts';
 import { UNKNOWN_OPERATION, type Metrics, type OperationTypeLabel } from './metrics.ts';
 import type { OperationNameSource } from './operation-labels.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { OperationUsage } from './field-usage.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 

@@ -4,7 +4,7 @@
  */
 import type { Dispatcher, Pool } from 'undici';
 import type { Logger } from '../logger.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import { cancelReasonOf } from './cancellation.ts';
 import type { UpstreamCall, UpstreamObserver, UpstreamResponse } from './call.ts';
 import { CollectedExchange } from './collected-exchange.ts';

@@ -13,7 +13,7 @@
  * key), so a sandbox event never names a live answer. Ids are URI-encoded as paths carry them: a tag
  * holds no `:` of an id, and `*` or spaces never reach a Redis key or a Router tag unencoded.
  */
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { StaleReads } from './stale-reads.ts';
 
 /** The environment part of a tag: the stack's environment, or `default` for the one stack of `UPSTREAM_API_KEY`. */

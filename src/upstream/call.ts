@@ -3,7 +3,7 @@
  * its circuit share, in a file of their own so that none of them imports the client that builds
  * them.
  */
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { UpstreamScope } from './access.ts';
 import type { CallBudget } from './call-budget.ts';
 import type { AnswerSources } from './answer-sources.ts';

@@ -22,7 +22,7 @@
  * callers' requests: no caller waits on a probe to a dead upstream, a mutation is never the probe,
  * and the circuit closes within one interval of the upstream's return whatever the traffic.
  */
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { Logger } from '../logger.ts';
 import { PLATFORM_SCOPE } from './access.ts';
 import type { AttemptSender } from './attempt-sender.ts';

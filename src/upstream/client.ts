@@ -24,7 +24,7 @@ import { createRetryingSender } from './retrying-sender.ts';
 import { refusedCredentialOf, UpstreamProblemError } from './errors.ts';
 import type { UpstreamRequest } from './types.ts';
 import type { EnvironmentKeys } from './environment-keys.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 
 export type { HttpMethod, UpstreamRequest } from './types.ts';
 export type {

@@ -2,7 +2,7 @@
  * What every upstream call of one GraphQL operation shares: the client, the credentials, the
  * request id, the retry budget and the call budget. Resolvers and loaders pass it to the upstream functions as `up`.
  */
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { UpstreamScope } from './access.ts';
 import { createCallBudget, type CallBudget } from './call-budget.ts';
 import type { SharedReadCache, UpstreamClient } from './client.ts';

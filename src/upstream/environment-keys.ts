@@ -3,10 +3,7 @@
  * caller is bound to. The upstream selects the environment by the key alone (one host for both),
  * so a caller's environment decides which key every call of its operations is sent with.
  */
-import type { PlatformEnvironment } from '../events/event-types.ts';
-
-/** The environments the upstream serves, in the order they are listed. */
-export const PLATFORM_ENVIRONMENTS: readonly PlatformEnvironment[] = ['sandbox', 'live'];
+import { PLATFORM_ENVIRONMENTS, type PlatformEnvironment } from '../platform-environment.ts';
 
 /** The variable of each environment's key (each also read as `<name>_FILE`). */
 export const ENVIRONMENT_KEY_VARIABLES: Readonly<Record<PlatformEnvironment, string>> = {

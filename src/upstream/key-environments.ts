@@ -10,7 +10,7 @@ import { PLATFORM_SCOPE } from './access.ts';
 import type { UpstreamClient } from './client.ts';
 import { createUpstreamContext } from './context.ts';
 import type { UpstreamKey } from './credentials.ts';
-import type { PlatformEnvironment } from '../events/event-types.ts';
+import type { PlatformEnvironment } from '../platform-environment.ts';
 import { probeUpstream, type UpstreamProbe } from './probe.ts';
 
 export interface KeyEnvironments {

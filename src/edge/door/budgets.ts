@@ -4,7 +4,7 @@
  * time (`upstream-calls.ts`); each keyed by the caller in its environment, each refusal told.
  */
 import type { Caller } from '../../auth/caller.ts';
-import type { PlatformEnvironment } from '../../events/event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { QuotaState } from '../client-budgets.ts';
 import type { ClientKey, RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
 import { rateLimited, refuse, type Refusal } from '../refusal.ts';

@@ -8,7 +8,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { Authenticator } from '../../auth/authenticate.ts';
 import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
 import type { Caller } from '../../auth/caller.ts';
-import type { PlatformEnvironment } from '../../events/event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { Logger } from '../../logger.ts';
 import { boundEnvironment } from '../../upstream/environment-keys.ts';
 import type { UpstreamProbe } from '../../upstream/probe.ts';

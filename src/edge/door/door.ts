@@ -14,7 +14,7 @@ import type { DocumentNode, GraphQLSchema, OperationDefinitionNode, OperationTyp
 import type { Credentials } from '../../auth/authenticate.ts';
 import type { Caller } from '../../auth/caller.ts';
 import type { VerifiedGateway } from '../../auth/gateway-credential.ts';
-import type { PlatformEnvironment } from '../../events/event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { OperationMeasure } from '../../graph/query-limits.ts';
 import type { Refusal } from '../refusal.ts';
 import type { TrustedDocumentRequest } from '../trusted-documents.ts';

@@ -5,7 +5,7 @@
  * replica that learned one is spent stops the calls of operations already running
  * (docs/security.md, "Upstream calls over time").
  */
-import type { PlatformEnvironment } from '../../events/event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { Caller } from '../../auth/caller.ts';
 import { UpstreamCallBudgetSpentError } from '../../upstream/errors.ts';
 import type { RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';

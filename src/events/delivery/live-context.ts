@@ -7,7 +7,8 @@
 import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { GraphContext } from '../../graph/context.ts';
 import type { EventTracer } from '../event-tracing.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { CursorCodec } from '../log/cursor-codec.ts';
 import type { DROPPED, READ_ALONE, SharedOutcome } from './direct-delivery.ts';
 import type { LiveQueryStream } from './live-queries.ts';

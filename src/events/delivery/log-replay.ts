@@ -2,7 +2,8 @@
  * A subscriber's replay of the event log after a cursor, read page by page as the subscriber pulls
  * it, so a replay of thousands of events holds one page in memory, not thousands.
  */
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import { CursorExpiredError } from '../../errors/cursor-expired.ts';
 import type { EventLog, LoggedEvent, LogRead } from '../log/event-log.ts';
 

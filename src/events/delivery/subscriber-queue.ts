@@ -6,7 +6,8 @@
 import type { EventTraceContext } from '../../observability/trace-context.ts';
 import { CursorExpiredError } from '../../errors/cursor-expired.ts';
 import { compareCursors, type EventLog, type LoggedEvent } from '../log/event-log.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import { startLogReplay, type LogReplay } from './log-replay.ts';
 import { createPushPullQueue, type PushPullQueue } from './push-pull-queue.ts';
 

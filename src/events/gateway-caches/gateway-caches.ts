@@ -25,7 +25,7 @@ import type { Logger } from '../../logger.ts';
 import { closeRedisConnection, openRedisConnection } from '../../redis.ts';
 import { cacheTagsOfStale } from '../../upstream/cache-tags.ts';
 import type { ResponseCache, StaleReads } from '../../upstream/response-cache.ts';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { GatewayCachesConfig } from './config.ts';
 import { invalidateHiveGatewayCache } from './hive-gateway-cache.ts';
 import { postRouterInvalidation, RouterRefusedInvalidation } from './router-invalidation.ts';

@@ -9,7 +9,7 @@
  * malformed one is, before anything listens or reads. With `UPSTREAM_API_KEY` alone there is one
  * log per environment of the key and the caller's key decides which: cursors stay bare positions.
  */
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import { isCursor } from './event-log.ts';
 
 /** What a cursor given back by a client stands for. */

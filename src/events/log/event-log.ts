@@ -4,7 +4,8 @@
  */
 import { readEventTraceContext, type EventTraceContext } from '../../observability/trace-context.ts';
 import { TRACE_CONTEXT_MEMBER } from '../event-tracing.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import { toPlatformEvent } from '../receiving/platform-event.ts';
 
 /** One event as the log holds it: its place in the log, and what its append carried. */

@@ -3,7 +3,7 @@
  * every subscriber of that replica in turn.
  */
 import type { Logger } from '../../logger.ts';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { LoggedEvent } from './event-log.ts';
 
 type Listener = (logged: LoggedEvent) => void;

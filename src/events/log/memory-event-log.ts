@@ -3,7 +3,7 @@
  */
 import type { Logger } from '../../logger.ts';
 import type { EventTracer } from '../event-tracing.ts';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import {
   appendedAt,
   compareCursors,

@@ -8,7 +8,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.ts';
 import type { ReplicaAckPolicy } from '../../redis-config.ts';
 import type { EventTracer } from '../event-tracing.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import {
   appendedAt,
   compareCursors,

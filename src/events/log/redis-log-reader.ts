@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.ts';
 import { replicaAcksOf, type ReplicaAcks } from '../../redis.ts';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { ReplicaAckPolicy } from '../../redis-config.ts';
 import { compareCursors, fromLogMessage, LOG_START, type LoggedEvent } from './event-log.ts';
 

@@ -10,7 +10,7 @@
  * from the body or a header is escaped to printable ASCII and truncated: it may be the poison.
  */
 import type { Redis } from 'ioredis';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import { POISON_REASONS, type EventPoison, type PoisonReason } from './platform-event.ts';
 
 /** Default bound of the record, per environment (`WEBHOOK_DEAD_LETTERS_MAX`). */

@@ -7,7 +7,8 @@
 import type { Request } from 'express';
 import type { Logger } from '../../logger.ts';
 import type { WebhookReceiptTrace } from '../event-tracing.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import {
   deadLetterEnvironmentOf,
   deadLetterOf,

@@ -11,7 +11,8 @@ import { createEventPublisher, type EventPublisher, type Publication } from '../
 import type { EventLog } from '../log/event-log.ts';
 import type { Logger } from '../../logger.ts';
 import type { EventTracer, WebhookReceiptTrace } from '../event-tracing.ts';
-import type { PlatformEnvironment, PlatformEvent, WebhookDeliveryOutcome } from '../event-types.ts';
+import type { PlatformEvent, WebhookDeliveryOutcome } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import {
   createMemoryDeadLetters,
   DEFAULT_DEAD_LETTERS_MAX,

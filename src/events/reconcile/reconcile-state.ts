@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { PlatformEnvironment } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 
 /** The state of the reconciliation, as the reconciler and the subscribers see it. */
 export interface ReconcileState {

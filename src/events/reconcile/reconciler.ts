@@ -17,7 +17,8 @@ import type { ListedRecord, Page, PageParams } from '../../upstream/types.ts';
 import type { EventDeduplicator } from '../dedup/event-dedup.ts';
 import { createEventPublisher, type EventPublisher } from '../dedup/publish-once.ts';
 import type { EventLog } from '../log/event-log.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../event-types.ts';
+import type { PlatformEvent } from '../event-types.ts';
+import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { ReconcileState } from './reconcile-state.ts';
 
 /**

@@ -4,7 +4,8 @@
  */
 import { expect } from 'vitest';
 import { signWebhook } from '../../../emulator/webhooks/signature.ts';
-import type { PlatformEnvironment, PlatformEvent } from '../../../src/events/event-types.ts';
+import type { PlatformEvent } from '../../../src/events/event-types.ts';
+import type { PlatformEnvironment } from '../../../src/platform-environment.ts';
 import type { RunningEmulator } from './emulator.ts';
 
 let sequence = 0;
