@@ -292,11 +292,28 @@ export function retryQueriesOnLostConnections(): UpstreamRetry {
       ? {
           maxRetries: 1,
           retryDelay: LOST_CONNECTION_RETRY_DELAY_MS,
-          shouldRetry: ({ response, executionResult }) =>
-            response === undefined &&
-            (executionResult as { errors?: readonly unknown[] } | undefined)?.errors !== undefined,
+          // Not whether the gateway saw a response: it loses track of it for some requests (its
+          // record of responses is keyed by a request object the executor may replace), and
+          // retried every answered error (another customer's NOT_FOUND read the facade twice).
+          shouldRetry: ({ executionResult }) => {
+            const result = executionResult as { errors?: readonly unknown[] } | undefined;
+            return result === undefined || (result.errors ?? []).some(madeByTheGateway);
+          },
         }
       : undefined;
+}
+
+/**
+ * Whether an error of a subgraph request was made by the gateway (a request that got no answer:
+ * it wraps the fetch's own error), not read from the subgraph's answer (a GraphQL error with no
+ * cause). What @envelop/core's `isOriginalGraphQLError` tells, without importing it here.
+ */
+function madeByTheGateway(error: unknown): boolean {
+  let cause = (error as { originalError?: unknown } | null)?.originalError;
+  while (cause instanceof Error && cause.name === 'GraphQLError') {
+    cause = (cause as { originalError?: unknown }).originalError;
+  }
+  return cause != null;
 }
 
 /**
