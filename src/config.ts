@@ -11,12 +11,13 @@ import { EXPLORER_MODES, type ExplorerMode } from './http/explorer.ts';
 import type { QueryLimits } from './graph/query-limits.ts';
 import { readContractsConfig, type ContractsConfig } from './graph/contracts.ts';
 import { EnvReader, type Env } from './env-reader.ts';
-import { keyOfFileText, readKeyFileSync } from './upstream/key-source.ts';
 import type { UpstreamConfig } from './upstream/client.ts';
-import type { CircuitConfig } from './upstream/circuit-breaker.ts';
-import type { ResponseCacheConfig } from './upstream/response-cache.ts';
-import { ENVIRONMENT_KEY_VARIABLES, type EnvironmentKeys } from './upstream/environment-keys.ts';
-import { PLATFORM_ENVIRONMENTS } from './platform-environment.ts';
+import {
+  readOutageConfig,
+  readUpstreamConfig,
+  UPSTREAM_CONFIG_DEFAULTS,
+  type OutageConfig,
+} from './upstream/config.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { tracingRequested } from './observability/tracing-config.ts';
 import { DEFAULT_SERVER_TIMEOUTS, type ServerTimeouts } from './http/server-timeouts.ts';
@@ -76,7 +77,7 @@ export interface Config {
   shutdownIdleReleaseMs: number;
   upstream: UpstreamConfig;
   /** What an upstream outage does (`UPSTREAM_CIRCUIT_*`, `CACHE_STALE_IF_ERROR_SECONDS`; docs/operations.md). */
-  outage: { circuit: CircuitConfig; staleIfErrorSeconds: number };
+  outage: OutageConfig;
   /** Webhooks, Redis and subscriptions (variables documented in `src/events/config.ts`). */
   events: EventsConfig;
   /** The gateways' response caches the facade invalidates (`src/events/gateway-caches/config.ts`). */
@@ -148,24 +149,8 @@ export const CONFIG_DEFAULTS = {
   SHUTDOWN_DRAIN_MS: 10_000,
   // The advertised `Keep-Alive: timeout=5` and a second's slack for a loaded client.
   SHUTDOWN_IDLE_RELEASE_MS: 6_000,
-  UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
-  UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,
-  UPSTREAM_BODY_TIMEOUT_MS: 15_000,
-  UPSTREAM_CONNECTIONS: 64,
-  UPSTREAM_MAX_CALLS_PER_OPERATION: 100,
-  UPSTREAM_RETRY_MAX_ATTEMPTS: 3,
-  UPSTREAM_RETRY_BUDGET: 10,
-  UPSTREAM_RETRY_BASE_DELAY_MS: 100,
-  UPSTREAM_RETRY_MAX_DELAY_MS: 2_000,
-  UPSTREAM_DOCS_URL: 'https://docs.platform.test/v3',
+  ...UPSTREAM_CONFIG_DEFAULTS,
   METRICS_PORT: 9464,
-  CACHE_ENABLED: true,
-  CACHE_MAX_AGE_SECONDS: 30,
-  CACHE_MAX_BYTES: 64 * 1024 * 1024,
-  CACHE_ANSWERS_MAX_BYTES: 16 * 1024 * 1024,
-  CACHE_STALE_IF_ERROR_SECONDS: 300,
-  UPSTREAM_CIRCUIT_FAILURES: 5,
-  UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS: 2_000,
   METRICS_MAX_OPERATION_NAMES: 100,
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
@@ -211,60 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
       0,
       600_000,
     ),
-    upstream: {
-      baseUrl: readBaseUrl(reader, 'UPSTREAM_BASE_URL'),
-      ...readUpstreamKeys(reader),
-      connectTimeoutMs: reader.integer(
-        'UPSTREAM_CONNECT_TIMEOUT_MS',
-        CONFIG_DEFAULTS.UPSTREAM_CONNECT_TIMEOUT_MS,
-        1,
-        600_000,
-      ),
-      headersTimeoutMs: reader.integer(
-        'UPSTREAM_HEADERS_TIMEOUT_MS',
-        CONFIG_DEFAULTS.UPSTREAM_HEADERS_TIMEOUT_MS,
-        1,
-        600_000,
-      ),
-      bodyTimeoutMs: reader.integer(
-        'UPSTREAM_BODY_TIMEOUT_MS',
-        CONFIG_DEFAULTS.UPSTREAM_BODY_TIMEOUT_MS,
-        1,
-        600_000,
-      ),
-      connections: reader.integer('UPSTREAM_CONNECTIONS', CONFIG_DEFAULTS.UPSTREAM_CONNECTIONS, 1, 10_000),
-      maxCallsPerOperation: reader.integer(
-        'UPSTREAM_MAX_CALLS_PER_OPERATION',
-        CONFIG_DEFAULTS.UPSTREAM_MAX_CALLS_PER_OPERATION,
-        1,
-        1_000_000,
-      ),
-      retry: {
-        maxAttempts: reader.integer(
-          'UPSTREAM_RETRY_MAX_ATTEMPTS',
-          CONFIG_DEFAULTS.UPSTREAM_RETRY_MAX_ATTEMPTS,
-          1,
-          10,
-        ),
-        budget: reader.integer('UPSTREAM_RETRY_BUDGET', CONFIG_DEFAULTS.UPSTREAM_RETRY_BUDGET, 0, 1_000),
-        baseDelayMs: reader.integer(
-          'UPSTREAM_RETRY_BASE_DELAY_MS',
-          CONFIG_DEFAULTS.UPSTREAM_RETRY_BASE_DELAY_MS,
-          0,
-          60_000,
-        ),
-        maxDelayMs: reader.integer(
-          'UPSTREAM_RETRY_MAX_DELAY_MS',
-          CONFIG_DEFAULTS.UPSTREAM_RETRY_MAX_DELAY_MS,
-          0,
-          600_000,
-        ),
-      },
-      problemDocsUrl: reader
-        .string('UPSTREAM_DOCS_URL', CONFIG_DEFAULTS.UPSTREAM_DOCS_URL)
-        .replace(/\/+$/, ''),
-      cache: readCacheConfig(reader),
-    },
+    upstream: readUpstreamConfig(reader),
     outage: readOutageConfig(reader),
     events: readEventsConfig(env, (name, problem) => reader.report(name, problem)),
     gatewayCaches: readGatewayCachesConfig(env, (name, problem) => reader.report(name, problem)),
@@ -323,12 +255,6 @@ export function loadConfig(env: Env = process.env): Config {
       ),
     },
   };
-  if (config.upstream.retry.maxDelayMs < config.upstream.retry.baseDelayMs) {
-    reader.report(
-      'UPSTREAM_RETRY_MAX_DELAY_MS',
-      `must be at least UPSTREAM_RETRY_BASE_DELAY_MS (${config.upstream.retry.baseDelayMs})`,
-    );
-  }
   checkEnvironmentBinding(reader, config);
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
   return config;
@@ -349,128 +275,6 @@ function checkEnvironmentBinding(reader: EnvReader, config: Config): void {
       'cannot be used with UPSTREAM_API_KEY_SANDBOX or UPSTREAM_API_KEY_LIVE: callers are bound to an environment by their token',
     );
   }
-}
-
-/** `CACHE_*`: the upstream response cache and the whole answers made from it. */
-function readCacheConfig(reader: EnvReader): ResponseCacheConfig {
-  return {
-    enabled: reader.boolean('CACHE_ENABLED', CONFIG_DEFAULTS.CACHE_ENABLED),
-    maxAgeSeconds: reader.integer('CACHE_MAX_AGE_SECONDS', CONFIG_DEFAULTS.CACHE_MAX_AGE_SECONDS, 1, 86_400),
-    maxBytes: reader.integer('CACHE_MAX_BYTES', CONFIG_DEFAULTS.CACHE_MAX_BYTES, 4_096, 2 ** 40),
-    answersMaxBytes: reader.integer(
-      'CACHE_ANSWERS_MAX_BYTES',
-      CONFIG_DEFAULTS.CACHE_ANSWERS_MAX_BYTES,
-      0,
-      2 ** 40,
-    ),
-  };
-}
-
-/** `UPSTREAM_CIRCUIT_*` and `CACHE_STALE_IF_ERROR_SECONDS` (0 turns either off). */
-function readOutageConfig(reader: EnvReader): Config['outage'] {
-  const { UPSTREAM_CIRCUIT_FAILURES, UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS, CACHE_STALE_IF_ERROR_SECONDS } =
-    CONFIG_DEFAULTS;
-  return {
-    circuit: {
-      failures: reader.integer('UPSTREAM_CIRCUIT_FAILURES', UPSTREAM_CIRCUIT_FAILURES, 0, 1_000),
-      probeIntervalMs: reader.integer(
-        'UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS',
-        UPSTREAM_CIRCUIT_PROBE_INTERVAL_MS,
-        100,
-        600_000,
-      ),
-    },
-    staleIfErrorSeconds: reader.integer(
-      'CACHE_STALE_IF_ERROR_SECONDS',
-      CACHE_STALE_IF_ERROR_SECONDS,
-      0,
-      86_400,
-    ),
-  };
-}
-
-/**
- * The facade's upstream keys: `UPSTREAM_API_KEY` alone (one environment, today's behaviour), or a
- * key per environment (`UPSTREAM_API_KEY_SANDBOX`, `UPSTREAM_API_KEY_LIVE`, each also `*_FILE`),
- * never both kinds.
- */
-function readUpstreamKeys(
-  reader: EnvReader,
-): Pick<UpstreamConfig, 'apiKey' | 'apiKeyFile' | 'environmentKeys'> {
-  const named = PLATFORM_ENVIRONMENTS.filter((environment) => {
-    const name = ENVIRONMENT_KEY_VARIABLES[environment];
-    return reader.trimmed(name) !== undefined || reader.trimmed(`${name}_FILE`) !== undefined;
-  });
-  if (named.length === 0) return readKey(reader, 'UPSTREAM_API_KEY');
-  if (
-    reader.trimmed('UPSTREAM_API_KEY') !== undefined ||
-    reader.trimmed('UPSTREAM_API_KEY_FILE') !== undefined
-  ) {
-    reader.report(
-      'UPSTREAM_API_KEY',
-      `and ${named.map((environment) => ENVIRONMENT_KEY_VARIABLES[environment]).join(' and ')} are both set; set either one key or a key per environment`,
-    );
-  }
-  const environmentKeys: EnvironmentKeys = {};
-  for (const environment of named) {
-    environmentKeys[environment] = readKey(reader, ENVIRONMENT_KEY_VARIABLES[environment]);
-  }
-  const first = environmentKeys[named[0]!]!;
-  return { apiKey: first.apiKey, environmentKeys };
-}
-
-/** The upstream origin (and optional path prefix), without credentials, query or trailing slash. */
-function readBaseUrl(reader: EnvReader, name: string): string {
-  if (reader.trimmed(name) === undefined) {
-    reader.report(name, 'is required (the upstream API origin, e.g. https://api.example.com)');
-    return '';
-  }
-  // Paths are appended to it, so a query or fragment is refused too; the key has its own variable.
-  const url = reader.httpUrl(name, { refuseQueryAndFragment: true });
-  if (url === undefined) return '';
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-}
-
-/**
- * A required key from `name`, or from the file `${name}_FILE` names (a mounted secret; read again
- * while the facade runs, see `src/upstream/key-source.ts`). Never both. Messages never include
- * the value.
- */
-function readKey(reader: EnvReader, name: string): { apiKey: string; apiKeyFile?: string } {
-  const fileVariable = `${name}_FILE`;
-  const file = reader.trimmed(fileVariable);
-  if (file === undefined) return { apiKey: readSecret(reader, name) };
-  if (reader.trimmed(name) !== undefined) {
-    reader.report(fileVariable, `and ${name} are both set; set one of them`);
-    return { apiKey: '' };
-  }
-  // Bounded, and never blocked on a pipe: the same reading as every reload's.
-  const content = readKeyFileSync(file);
-  if ('problem' in content) {
-    reader.report(fileVariable, `${content.problem}: ${file}`);
-    return { apiKey: '' };
-  }
-  const read = keyOfFileText(content.text);
-  if ('problem' in read) {
-    reader.report(fileVariable, `${read.problem}: ${file}`);
-    return { apiKey: '' };
-  }
-  return { apiKey: read.key, apiKeyFile: file };
-}
-
-/** A required key of visible ASCII; the messages never include the value. */
-function readSecret(reader: EnvReader, name: string): string {
-  const value = reader.verbatim(name);
-  if (value === undefined || value.trim() === '') {
-    reader.report(name, 'is required');
-    return '';
-  }
-  // The value itself is never echoed: only what is wrong with it.
-  if (!/^[\x21-\x7e]+$/.test(value)) {
-    reader.report(name, 'must contain only visible ASCII characters (no spaces or line breaks)');
-    return '';
-  }
-  return value;
 }
 
 /**
