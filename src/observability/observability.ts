@@ -12,7 +12,8 @@ import type { MetricsConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamObserver } from '../upstream/client.ts';
 import { createAuditTrail, type AuditableContext, type AuditTrail } from './audit-trail.ts';
-import { createMetrics, watchScrapeSources, type Metrics, type ScrapeSources } from './metrics.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { watchScrapeSources, type ScrapeSources } from './scrape-metrics.ts';
 
 /** The path metrics are served at, on whichever port. */
 const METRICS_PATH = '/metrics';
