@@ -195,15 +195,7 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
   const runtime: EventsRuntime = {
     live,
     deadLetters,
-    apolloPlugin: {
-      async serverWillStart() {
-        return {
-          async drainServer() {
-            await runtime.drain();
-          },
-        };
-      },
-    },
+    apolloPlugin: drainedWithApollo(() => runtime.drain()),
 
     attach(host) {
       if (webhooks !== undefined) throw new Error('the event pipeline is attached already');
@@ -260,6 +252,19 @@ export function createEventsRuntime(options: EventsRuntimeOptions): EventsRuntim
       redis === undefined ? Promise.resolve(undefined) : pingRedis(redis, timeoutMs),
   };
   return runtime;
+}
+
+/** The plugin that drains the pipeline when Apollo Server drains (it runs every plugin's `drainServer`). */
+function drainedWithApollo(drain: () => Promise<void>): ApolloServerPlugin<GraphContext> {
+  return {
+    async serverWillStart() {
+      return {
+        async drainServer() {
+          await drain();
+        },
+      };
+    },
+  };
 }
 
 /** {@link shareWriteInvalidations} when the pipeline has a response cache and Redis; else nothing to share. */

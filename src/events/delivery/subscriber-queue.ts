@@ -201,7 +201,6 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   let replayedThroughCursor = after;
   /** The cursor of the last event handed out: what an overflow's `resumeAfter` names. */
   let handedUpTo = after ?? subscription.position;
-
   const coveredByReplay = (item: LiveQueueItem): boolean =>
     replayedThroughCursor !== undefined && compareCursors(item.cursor, replayedThroughCursor) <= 0;
 
