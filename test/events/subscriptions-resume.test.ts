@@ -63,8 +63,13 @@ describe('resuming with a cursor', () => {
     await away.done;
 
     // Away: a party created, another created, the first archived (a read can no longer show it).
+    // Each change in the log before the next is made: the platform's webhooks carry no order of
+    // their own, and on a loaded machine two sent at once can arrive swapped (the log's order, which
+    // the replay keeps, is then theirs).
     const missedParty = await createParty('Missed');
+    await waitFor(() => witness.data.length === 2, 'the first change in the log');
     const otherParty = await createParty('Other');
+    await waitFor(() => witness.data.length === 3, 'the second change in the log');
     await archiveParty(missedParty);
     await waitFor(() => witness.data.length === 4, 'the three changes in the log');
 
