@@ -176,3 +176,41 @@ describe('a shutdown', () => {
     expect(closed).toBe(true);
   });
 });
+
+describe('subscribing to one resource several times at once', () => {
+  test('leaves one watch, which the session’s end stops: the caller’s running operations are all given back', async () => {
+    const own = await startStack({
+      env: { WEBHOOK_REGISTER: 'true', CACHE_ENABLED: 'true', RATE_LIMIT_LIVE_OPERATIONS: '3' },
+    });
+    const token = await tokenFor('acme');
+    const other = 'platform://customers/cus_acme';
+    try {
+      const first = await connectMcp(own.facadeUrl, token);
+      await Promise.all([1, 2, 3].map(() => first.client.subscribeResource({ uri: ACCOUNTS })));
+      await first.transport.terminateSession();
+      await first.close();
+      // Every watch of the ended session stopped: the caller's three running operations are free.
+      // A watch left running by a subscribe overtaken by another would keep one, with nothing left
+      // to stop it, and the third subscribe below would be refused until the token expired.
+      const next = await connectMcp(own.facadeUrl, token);
+      try {
+        const held = new Set<string>();
+        const deadline = Date.now() + 10_000;
+        while (held.size < 2 && Date.now() < deadline) {
+          for (const uri of [ACCOUNTS, other]) {
+            if (held.has(uri)) continue;
+            await next.client.subscribeResource({ uri }).then(
+              () => held.add(uri),
+              () => new Promise((resolve) => setTimeout(resolve, 100)),
+            );
+          }
+        }
+        expect([...held].sort()).toEqual([other, ACCOUNTS].sort());
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await own.close();
+    }
+  });
+});

@@ -188,7 +188,9 @@ export function createSessionServer(parts: SessionServerParts, session: () => Mc
       // Nothing tells an MCP client that a subscription ended: the session ends, and its id answers 404.
       expired: () => void current.close('token-expired'),
     });
-    if (!current.isOpen()) watch.stop();
+    // A second subscribe of the same resource may have finished while this one waited: one watch
+    // per resource, so the other is never left running where nothing can stop it.
+    if (!current.isOpen() || current.watches.has(ref.uri)) watch.stop();
     else current.watches.set(ref.uri, watch);
     return {};
   });
