@@ -10,11 +10,13 @@
  * segments resolved (`/callback/../admin` is `/admin`), its host lower-cased and its default port
  * dropped; then its origin must be a prefix's origin exactly and its path must start with the
  * prefix's path at a segment boundary (`/callback/` does not admit `/callbacks`). A URL with
- * credentials, a query or a fragment, or whose path holds an encoded slash, backslash or dot
- * (`%2f`, `%5c`, `%2e`, which a gateway's router could decode into another path) is refused. The
- * addresses a name resolves to are checked when the facade connects (`isForbiddenCallbackAddress`,
- * read by the callback sender's resolver): link-local (cloud metadata at 169.254.169.254),
- * unspecified, multicast and broadcast addresses are never a gateway.
+ * credentials, a query or a fragment, or whose path holds anything but unreserved characters and
+ * slashes (a percent-encoding, `;`, a backslash: what a router or a proxy could read as another
+ * path) is refused. The addresses a name resolves to are checked when the facade connects
+ * (`isForbiddenCallbackAddress`, read by the callback sender's resolver): link-local (cloud metadata
+ * at 169.254.169.254), unspecified, multicast and broadcast addresses, the same embedded in IPv6 by
+ * NAT64, the IPv4-compatible form or 6to4, and the metadata endpoints outside link-local
+ * (fd00:ec2::254, 100.100.100.200) are never a gateway.
  */
 import { BlockList, isIP } from 'node:net';
 
@@ -27,8 +29,13 @@ export interface CallbackUrlPrefix {
 /** The longest callback URL taken: a gateway's public URL and a subscription id. */
 const MAX_URL_LENGTH = 2_048;
 
-/** Path bytes a router may decode into a separator or a dot segment after the prefix was matched. */
-const ENCODED_SEPARATOR = /%(?:2f|5c|2e)/i;
+/**
+ * A path a callback URL may have: unreserved characters and slashes only (a gateway's callback path
+ * is its prefix and a subscription id). Percent-encodings (`%2e`, `%2f`, `%252e` decoded twice),
+ * `;` (`..;/`, a parameter some proxies strip), NUL and bytes beyond ASCII are each a way a router
+ * or a proxy in front of the gateway could read another path than the one matched here.
+ */
+const CALLBACK_PATH = /^[A-Za-z0-9._~/-]*$/;
 
 /**
  * Addresses no callback may reach, whatever name resolves to them: link-local (the cloud metadata
@@ -48,6 +55,24 @@ function createForbiddenAddresses(): BlockList {
   list.addSubnet('::ffff:169.254.0.0', 112, 'ipv6');
   list.addSubnet('::ffff:0.0.0.0', 104, 'ipv6');
   list.addSubnet('::ffff:224.0.0.0', 100, 'ipv6');
+  // The same IPv4 ranges embedded in IPv6 by translation: NAT64 (64:ff9b::/96), the deprecated
+  // IPv4-compatible form (::a.b.c.d) and 6to4 (2002:WWXX:YYZZ::/48).
+  for (const [prefix, bits] of [
+    ['64:ff9b::a9fe:0', 112],
+    ['64:ff9b::', 104],
+    ['64:ff9b::e000:0', 100],
+    ['::a9fe:0', 112],
+    ['::e000:0', 100],
+    ['2002:a9fe::', 32],
+    ['2002::', 24],
+    ['2002:e000::', 20],
+  ] as const) {
+    list.addSubnet(prefix, bits, 'ipv6');
+  }
+  // Cloud metadata endpoints outside link-local: AWS's over IPv6, Alibaba Cloud's.
+  list.addAddress('fd00:ec2::254', 'ipv6');
+  list.addAddress('100.100.100.200', 'ipv4');
+  list.addAddress('::ffff:100.100.100.200', 'ipv6');
   return list;
 }
 
@@ -113,8 +138,8 @@ function callbackUrlOf(value: string): URL | string {
   if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) {
     return 'the callback URL must have no query and no fragment';
   }
-  if (value.includes('\\') || ENCODED_SEPARATOR.test(url.pathname)) {
-    return 'the callback URL must not encode a slash, a backslash or a dot in its path';
+  if (value.includes('\\') || !CALLBACK_PATH.test(url.pathname)) {
+    return 'the callback URL’s path must hold only letters, digits, `-`, `.`, `_`, `~` and `/`';
   }
   // A literal address is checked here; a name, by the sender's resolver when it connects.
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');

@@ -69,6 +69,11 @@ describe('SUBSCRIPTION_CALLBACK_ALLOWED_URLS', () => {
       'fe80::1',
       '::',
       '::ffff:169.254.169.254',
+      '64:ff9b::a9fe:a9fe',
+      '::a9fe:a9fe',
+      '2002:a9fe:a9fe::1',
+      'fd00:ec2::254',
+      '100.100.100.200',
       'not an address',
     ]) {
       expect({ address, forbidden: isForbiddenCallbackAddress(address) }).toEqual({
