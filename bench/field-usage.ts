@@ -53,7 +53,13 @@ const cases = [
 
 const store = createMemoryUsageStore({ days: 1, maxOperations: 1_000 });
 const recorder = createUsageRecorder({
-  config: { enabled: true, days: 1, maxOperations: 1_000, flushSeconds: 3_600 },
+  config: {
+    enabled: true,
+    days: 1,
+    maxOperations: 1_000,
+    maxOperationsPerCaller: 1_000,
+    flushSeconds: 3_600,
+  },
   store,
   contractOf: () => undefined,
   logger: createLogger({ level: 'silent' }),

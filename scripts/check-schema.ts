@@ -337,10 +337,14 @@ async function loadOperations(
     `Recorded usage (${'file' in source ? displayPath(source.file) : 'Redis'}, ${usage.from} to ${usage.to}): ` +
       `${usage.operations.length} operations of ${clients.size} clients`,
   );
+  // Fails closed: an operation left uncounted may use what a change removes, so this usage can
+  // call no such change safe (and one caller could otherwise crowd a real client out on purpose).
   if (usage.dropped > 0) {
-    console.warn(
-      `${usage.dropped} operations were counted beyond USAGE_MAX_OPERATIONS: what they used is unknown to this check; raise it.`,
+    console.error(
+      `${usage.dropped} operations were counted beyond USAGE_MAX_OPERATIONS (or a caller's USAGE_MAX_OPERATIONS_PER_CALLER): ` +
+        'what they used is unknown, so this usage cannot judge a change; raise the bounds, or check without --usage.',
     );
+    return 2;
   }
   return { manifests, usage };
 }

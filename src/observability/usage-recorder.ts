@@ -5,8 +5,11 @@
  * every transport; what an operation used is worked out once per document (`field-usage.ts`).
  *
  * Bounded: a day holds at most `USAGE_MAX_OPERATIONS` distinct operations (client, its version, the
- * contract, the document) here and in the store; an operation beyond is counted as dropped. A flush
- * that fails (Redis away) keeps its counts for the next one.
+ * contract, the document) here and in the store; an operation beyond is counted as dropped. One
+ * caller (a token's client, else its subject) adds at most `USAGE_MAX_OPERATIONS_PER_CALLER` of them
+ * a day on a replica: the name and version a client gives itself are its own to choose, so without
+ * that bound one token could fill the day with names of its making and leave a real client's
+ * operations uncounted. A flush that fails (Redis away) keeps its counts for the next one.
  */
 import { createHash } from 'node:crypto';
 import type { Caller } from '../auth/caller.ts';
@@ -27,6 +30,8 @@ export interface UsageConfig {
   readonly days: number;
   /** `USAGE_MAX_OPERATIONS`: distinct operations one day holds, over every replica. */
   readonly maxOperations: number;
+  /** `USAGE_MAX_OPERATIONS_PER_CALLER`: distinct operations one caller adds to a day, on one replica. */
+  readonly maxOperationsPerCaller: number;
   /** `USAGE_FLUSH_SECONDS`: how often counts leave for the store. */
   readonly flushSeconds: number;
 }
@@ -77,6 +82,8 @@ interface Entry {
 
 interface Day {
   readonly entries: Map<string, Entry>;
+  /** Per caller, how many of `entries` it added. */
+  readonly addedBy: Map<string, number>;
   dropped: number;
 }
 
@@ -122,7 +129,7 @@ export function createUsageRecorder(options: {
     }
     let day = days.get(today.day);
     if (day === undefined) {
-      day = { entries: new Map(), dropped: 0 };
+      day = { entries: new Map(), addedBy: new Map(), dropped: 0 };
       days.set(today.day, day);
     }
     return day;
@@ -132,7 +139,7 @@ export function createUsageRecorder(options: {
     if (!config.enabled) return;
     const shape = shapeOf(usage.schema, usage.document, usage.operationName);
     if (shape === null) return;
-    countIn(dayNow(), shape, usage, options.contractOf(usage.caller) ?? null, config.maxOperations);
+    countIn(dayNow(), shape, usage, options.contractOf(usage.caller) ?? null, config);
   };
 
   const warn = (error: unknown): void => {
@@ -181,13 +188,16 @@ export function createUsageRecorder(options: {
   };
 }
 
-/** Counts one operation of `shape` in `day`, a new one only while the day holds fewer than `maxOperations`. */
+/**
+ * Counts one operation of `shape` in `day`, a new one only while the day holds fewer than
+ * `maxOperations` and its caller added fewer than `maxOperationsPerCaller`.
+ */
 function countIn(
   day: Day,
   shape: OperationShape,
   usage: OperationUsage,
   contract: string | null,
-  maxOperations: number,
+  { maxOperations, maxOperationsPerCaller }: Pick<UsageConfig, 'maxOperations' | 'maxOperationsPerCaller'>,
 ): void {
   const client = usage.caller?.clientId ?? null;
   const clientName = clientLabel(usage.clientName);
@@ -195,10 +205,14 @@ function countIn(
   const lookup = `${contract ?? ''}\0${client ?? ''}\0${clientName ?? ''}\0${clientVersion ?? ''}\0${shape.hash}`;
   let entry = day.entries.get(lookup);
   if (entry === undefined) {
-    if (day.entries.size >= maxOperations) {
+    const caller =
+      usage.caller === undefined ? '' : `${usage.caller.clientId ?? ''}\0${usage.caller.subject}`;
+    const added = day.addedBy.get(caller) ?? 0;
+    if (day.entries.size >= maxOperations || added >= maxOperationsPerCaller) {
       day.dropped += 1;
       return;
     }
+    day.addedBy.set(caller, added + 1);
     const identity: UsageIdentity = {
       contract,
       client,
@@ -299,6 +313,7 @@ export const USAGE_CONFIG_DEFAULTS = {
   USAGE_ENABLED: true,
   USAGE_DAYS: 14,
   USAGE_MAX_OPERATIONS: 1_000,
+  USAGE_MAX_OPERATIONS_PER_CALLER: 100,
   USAGE_FLUSH_SECONDS: 30,
 } as const;
 
@@ -312,6 +327,12 @@ export function readUsageConfig(reader: {
     enabled: reader.boolean('USAGE_ENABLED', defaults.USAGE_ENABLED),
     days: reader.integer('USAGE_DAYS', defaults.USAGE_DAYS, 1, 90),
     maxOperations: reader.integer('USAGE_MAX_OPERATIONS', defaults.USAGE_MAX_OPERATIONS, 1, 100_000),
+    maxOperationsPerCaller: reader.integer(
+      'USAGE_MAX_OPERATIONS_PER_CALLER',
+      defaults.USAGE_MAX_OPERATIONS_PER_CALLER,
+      1,
+      100_000,
+    ),
     flushSeconds: reader.integer('USAGE_FLUSH_SECONDS', defaults.USAGE_FLUSH_SECONDS, 1, 3_600),
   };
 }

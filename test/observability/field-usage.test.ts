@@ -282,6 +282,15 @@ describe('npm run schema:check -- --usage, against the recorded traffic', () => 
     );
   });
 
+  test('usage with operations counted beyond its bounds judges nothing: exit code 2, whatever the change', () => {
+    const args = changed('accounts.graphql', removeLine(/^\s+"[^"\n]*"\n\s+status: String!\n/m));
+    const crowded = join(args[1]!, '../crowded.json');
+    writeFileSync(crowded, JSON.stringify({ ...report, dropped: 3 }));
+    const { status, stderr } = check([...args, '--usage', '7', '--usage-file', crowded]);
+    expect(status).toBe(2);
+    expect(stderr).toContain('3 operations were counted beyond USAGE_MAX_OPERATIONS');
+  });
+
   test('an export that is no export is refused with exit code 2', () => {
     const args = changed('accounts.graphql', removeLine(/^\s+"[^"\n]*"\n\s+status: String!\n/m));
     const bogus = join(args[1]!, '../bogus.json');

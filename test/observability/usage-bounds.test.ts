@@ -13,7 +13,11 @@ import { createLogger } from '../../src/logger.ts';
 import { openRedisConnection } from '../../src/redis.ts';
 import type { OperationUsage } from '../../src/observability/field-usage.ts';
 import { createUsageRecorder, dayOf, type UsageRecorder } from '../../src/observability/usage-recorder.ts';
-import { createRedisUsageStore, type UsageStore } from '../../src/observability/usage-store.ts';
+import {
+  createMemoryUsageStore,
+  createRedisUsageStore,
+  type UsageStore,
+} from '../../src/observability/usage-store.ts';
 import { connectRedis, requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
 
 const schema = buildSchema(`
@@ -39,7 +43,7 @@ const usageOf = (query: string, clientId: string, variables?: Record<string, unk
   variables,
   caller: caller(clientId),
 });
-const config = { enabled: true, days: 3, maxOperations: 3, flushSeconds: 3_600 };
+const config = { enabled: true, days: 3, maxOperations: 3, maxOperationsPerCaller: 3, flushSeconds: 3_600 };
 
 let redis: Redis;
 const opened: { close(): Promise<void> }[] = [];
@@ -157,5 +161,37 @@ describe('Redis away, Redis failed over', () => {
       expect.arrayContaining(['Query.items(filter:)', 'Filter.kind', 'Kind.B', 'Filter.label']),
     );
     expect(operation?.coordinates).not.toContain('Kind.A');
+  });
+});
+
+describe('one caller cannot fill the day', () => {
+  test('the names a client gives itself add at most USAGE_MAX_OPERATIONS_PER_CALLER operations a day for that caller; another caller still counts', async () => {
+    const store = createMemoryUsageStore({ days: 1, maxOperations: 10 });
+    const recorder = createUsageRecorder({
+      config: { enabled: true, days: 1, maxOperations: 10, maxOperationsPerCaller: 2, flushSeconds: 3_600 },
+      store,
+      contractOf: () => undefined,
+      logger,
+    });
+    opened.push(recorder);
+    // One token, a name of its own making on each request: as many distinct operations as names.
+    for (let name = 1; name <= 8; name += 1) {
+      recorder.record({
+        ...usageOf('query Q { item(id: "1") { id } }', 'flooder'),
+        clientName: `junk-${name}`,
+      });
+    }
+    recorder.record({ ...usageOf('query Dashboard { items { id label } }', 'web'), clientName: 'web' });
+    await recorder.flush();
+
+    const report = await store.read(1, Date.now());
+    expect(
+      report.operations.map((operation) => [operation.client, operation.clientName, operation.operation]),
+    ).toEqual([
+      ['flooder', 'junk-1', 'Q'],
+      ['flooder', 'junk-2', 'Q'],
+      ['web', 'web', 'Dashboard'],
+    ]);
+    expect(report.dropped).toBe(6);
   });
 });
