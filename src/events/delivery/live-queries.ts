@@ -56,7 +56,7 @@ import {
 } from './live-query-groups.ts';
 import {
   createRoundAdmission,
-  invalidationRound,
+  invalidationRounds,
   poolSpent,
   refreshRound,
   untilNextRefreshWindow,
@@ -103,7 +103,8 @@ const FINAL = new WeakSet<ExecutionResult>();
 export function createLiveQueries(cache: ResponseCache): LiveQueries {
   const groups = createWatcherGroups();
   const reruns = createGroupReruns(groups, Math.max(1, cache.maxAgeSeconds) * 1000);
-  const invalidationsHeard = listenForInvalidations(cache, groups, (group, round) =>
+  const invalidationRound = invalidationRounds();
+  const invalidationsHeard = listenForInvalidations(cache, groups, invalidationRound, (group, round) =>
     reruns.schedule(group, round),
   );
   let solo = 0;
@@ -284,6 +285,7 @@ function withStaleMark(result: ExecutionResult, context: GraphContext): Executio
 function listenForInvalidations(
   cache: ResponseCache,
   groups: WatcherGroups,
+  invalidationRound: (count: number) => CallRound,
   schedule: (group: Group, round: CallRound) => void,
 ): () => number {
   let invalidations = 0;

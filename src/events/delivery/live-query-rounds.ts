@@ -12,9 +12,16 @@ import type { CallRound } from './live-query-groups.ts';
 /** How long the pool of one invalidation's re-runs is kept: as a subscription event's. */
 const INVALIDATION_ROUND_MS = 10_000;
 
-/** The round of the re-runs the `count`th invalidation heard asks for. */
-export function invalidationRound(count: number): CallRound {
-  return { id: `live-query:invalidation:${count}`, windowMs: INVALIDATION_ROUND_MS };
+/** Live queries of this process (one per environment's runtime), each counting its invalidations. */
+let listeners = 0;
+
+/**
+ * The rounds of one live-query listener's invalidations: the `count`th's. Numbered per listener, so
+ * two environments' listeners, which share the door's pools, never name one round for two changes.
+ */
+export function invalidationRounds(): (count: number) => CallRound {
+  const listener = (listeners += 1);
+  return (count) => ({ id: `live-query:invalidation:${listener}:${count}`, windowMs: INVALIDATION_ROUND_MS });
 }
 
 /** The refresh window of `refreshMs` now: its refreshes share each caller's one pool. */
