@@ -12,6 +12,7 @@
 import { describe, expect, test } from 'vitest';
 import { useStack, type Stack } from '../support/harness/stack.ts';
 import type { LiveClient } from '../support/harness/live-client.ts';
+import { facadeReads, topUp } from '../support/harness/live-query-top-ups.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { loadScaledMs, PROCESS_TEST_TIMEOUT_MS } from '../support/load-budget.ts';
 import { bearer } from '../support/tokens.ts';
@@ -40,22 +41,6 @@ const latestAvailable = (watcher: { data: unknown[] }) =>
       .find((edge) => edge.node.id === 'acc_acme_eth')
       ?.node.balances.find((balance) => balance.currency === 'USDC')?.available ?? '0',
   );
-
-const topUp = async (stack: Stack) => {
-  const response = await stack.emulator.rest('POST', '/v3/sandbox/accounts/acc_acme_eth/topup', {
-    body: { amount: '3.00', currency: 'USDC' },
-  });
-  expect(response.status).toBe(200);
-};
-
-/** Upstream calls since the last reset, without the test's own top-ups at the emulator. */
-const facadeReads = async (stack: Stack) => {
-  const calls = await stack.upstreamCalls();
-  const topUps = Object.entries(calls.byRoute)
-    .filter(([route]) => route.includes('topup'))
-    .reduce((sum, [, count]) => sum + count, 0);
-  return calls.total - topUps;
-};
 
 /** Waits until the facade's reads stop growing for `quietMs`: the re-runs an event caused are over. */
 async function settledReads(stack: Stack, quietMs = loadScaledMs(1_500)): Promise<number> {
@@ -100,7 +85,7 @@ describe('one caller’s 100 live-query groups share one pool per invalidation',
     await waitFor(() => other.data.length === 1, 'the operator’s first answer');
     const before = latestAvailable(other);
     await stack.resetUpstreamCalls();
-    await topUp(stack);
+    await topUp(stack, 'acc_acme_eth');
     await waitFor(() => other.data.length === 2, 'the operator’s answer after the first top-up');
     const operatorAlone = await settledReads(stack);
     expect(operatorAlone).toBeGreaterThan(0);
@@ -109,7 +94,7 @@ describe('one caller’s 100 live-query groups share one pool per invalidation',
     expect(acme.watchers.every((watcher) => latestAvailable(watcher) === before + 3)).toBe(true);
     await settledReads(stack);
     await stack.resetUpstreamCalls();
-    await topUp(stack);
+    await topUp(stack, 'acc_acme_eth');
     await waitFor(() => other.data.length === 3, 'the operator’s answer after the second top-up');
     expect(latestAvailable(other)).toBeCloseTo(before + 6, 6);
     const reads = await settledReads(stack);
@@ -155,7 +140,7 @@ describe('one caller’s 100 live-query groups share one pool per refresh window
       // The window the count ends in may have begun its round too.
       expect(idle).toBeLessThanOrEqual((windows + 1) * 100);
 
-      await topUp(stack);
+      await topUp(stack, 'acc_acme_eth');
       await waitFor(
         () => acme.watchers.every((watcher) => latestAvailable(watcher) === before + 3),
         'every watcher’s answer after the top-up',
