@@ -203,7 +203,8 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
         const reads = new ReadLog();
         const context = watcher.request.contextFor(reads, group.round ?? refreshRound(refreshMs));
         // The round's pool is promised to the runs let in before: this one is owed, spending nothing.
-        group.owed = !admitted(context.upstream.callBudget, group.expectedReads);
+        const admission = admitted(context.upstream.callBudget, group.expectedReads);
+        group.owed = admission === 'refused';
         if (group.owed) continue;
         let result: ExecutionResult;
         const ended = watcher.request.working?.();
@@ -221,8 +222,9 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
           return;
         }
         group.outageRuns = 0;
-        // The caller's pool for this round is spent: nothing sent, what it read kept, a run owed.
-        group.owed = poolSpent(result, context.upstream.callBudget);
+        // The caller's pool for this round is spent by its other re-runs: nothing sent, what it
+        // read kept, a run owed. A run alone in the pool met its own size: sent as any query's.
+        group.owed = admission === 'shared' && poolSpent(result, context.upstream.callBudget);
         if (group.owed) continue;
         group.expectedReads = Math.max(1, reads.size);
         groups.setPaths(group, reads.paths, watcher.request, true);

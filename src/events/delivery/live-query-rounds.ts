@@ -40,17 +40,21 @@ export function untilNextRefreshWindow(refreshMs: number): number {
  * runs of a round start together and spend as their reads come back, so without this each would
  * spend part of the pool and most stop half-way, their calls wasted; with it the first ones in
  * (a group owed a run is scheduled first in its window) run whole and the rest wait, spending
- * nothing. The first run of a pool is always let in, so a round always makes progress.
+ * nothing. The first run of a pool is always let in (`alone`), so a round always makes progress,
+ * and one that still finds the pool spent met its own size, not the others' runs.
  */
-export function createRoundAdmission(): (budget: CallBudget, expected: number) => boolean {
+export function createRoundAdmission(): (
+  budget: CallBudget,
+  expected: number,
+) => 'alone' | 'shared' | 'refused' {
   const promised = new WeakMap<CallBudget, number>();
   return (budget, expected) => {
     const { pool } = budget;
-    if (pool === undefined) return true;
+    if (pool === undefined) return 'alone';
     const before = promised.get(pool) ?? 0;
-    if (before > 0 && before + expected > pool.limit) return false;
+    if (before > 0 && before + expected > pool.limit) return 'refused';
     promised.set(pool, before + expected);
-    return true;
+    return before === 0 ? 'alone' : 'shared';
   };
 }
 
