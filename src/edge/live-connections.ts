@@ -10,6 +10,7 @@
 import type { ExecutionArgs } from 'graphql';
 import type { LiveGraphContext } from '../events/delivery/live-context.ts';
 import type { LiveSessions, LiveSubscriber } from '../events/delivery/live-sessions.ts';
+import type { CallRound } from '../events/delivery/live-query-groups.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
@@ -234,16 +235,19 @@ function startOperation(
   release: () => void,
 ): LiveOperation {
   const { door, record } = options;
-  const contextFor = (eventId: string | undefined, readCache?: SharedReadCache) =>
+  const contextFor = (eventId: string | undefined, readCache?: SharedReadCache, round?: CallRound) =>
     options.createContext({
       connection,
       readCache,
       // Each execution gets its document's cost-derived budget; an event's executions also
-      // share the caller's one pool for that event, however many subscriptions it runs.
+      // share the caller's one pool for that event, however many subscriptions it runs, and a
+      // live query's re-runs the caller's one pool for their round, however many it watches.
       callBudget:
-        eventId === undefined
-          ? createCallBudget(admitted.callLimit)
-          : door.eventCallBudget(connection, eventId, admitted.callLimit),
+        round !== undefined
+          ? door.eventCallBudget(connection, round.id, admitted.callLimit, round.windowMs)
+          : eventId === undefined
+            ? createCallBudget(admitted.callLimit)
+            : door.eventCallBudget(connection, eventId, admitted.callLimit),
     });
   const context = contextFor(undefined);
   const operationName = admitted.operationName ?? admitted.operation.name?.value ?? null;
@@ -277,7 +281,7 @@ function startOperation(
   const session = options.live.session(
     subscriber,
     args,
-    (event, readCache) => contextFor(event?.id, readCache),
+    (event, readCache, round) => contextFor(event?.id, readCache, round),
     operationName ?? undefined,
     resumeAfter,
   );

@@ -20,6 +20,11 @@ export interface CallBudget {
   onSent?: (() => void) | undefined;
   /** Asked before each request is sent; throws once the caller's upstream-calls budget is spent. */
   beforeSend?: (() => void) | undefined;
+  /**
+   * The pool shared with other budgets, when this one spends from one
+   * ({@link createPooledCallBudget}): whether it is the pool or the own limit that ran out.
+   */
+  readonly pool?: CallBudget | undefined;
 }
 
 /** A fresh budget of `limit` calls for one operation (or one subscription event). */
@@ -55,6 +60,7 @@ export function capCallBudget(budget: CallBudget, limit: number): void {
 export function createPooledCallBudget(limit: number, pool: CallBudget): CallBudget {
   const own = createCallBudget(limit);
   return {
+    pool,
     get limit() {
       return own.limit;
     },

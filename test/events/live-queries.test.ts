@@ -14,7 +14,8 @@ import { generateWebhookSecret } from '../../emulator/webhooks/signature.ts';
 import { acmeAccountUpdated, postSignedEvent } from '../support/harness/events.ts';
 import { openMultipartStream } from '../support/harness/multipart-stream.ts';
 import { openSseStream } from '../support/harness/sse-stream.ts';
-import { useStack, type Stack } from '../support/harness/stack.ts';
+import { useStack } from '../support/harness/stack.ts';
+import { facadeReads, topUp } from '../support/harness/live-query-top-ups.ts';
 import { waitFor } from '../support/harness/wait.ts';
 import { bearer, issuerSignedToken, tokenFor } from '../support/tokens.ts';
 
@@ -44,22 +45,6 @@ const availableOf = (data: Dashboard, accountId: string) =>
       .find((edge) => edge.node.id === accountId)
       ?.node.balances.find((balance) => balance.currency === 'USDC')?.available ?? '0',
   );
-
-const topUp = async (stack: Stack, accountId: string) => {
-  const response = await stack.emulator.rest('POST', `/v3/sandbox/accounts/${accountId}/topup`, {
-    body: { amount: '3.00', currency: 'USDC' },
-  });
-  expect(response.status).toBe(200);
-};
-
-/** Upstream calls since the last reset, without the test's own top-ups at the emulator. */
-const facadeReads = async (stack: Stack) => {
-  const calls = await stack.upstreamCalls();
-  const topUps = Object.entries(calls.byRoute)
-    .filter(([route]) => route.includes('topup'))
-    .reduce((sum, [, count]) => sum + count, 0);
-  return calls.total - topUps;
-};
 
 describe('live queries driven by the platform’s webhooks (the emulator sends them)', () => {
   const stack = useStack({

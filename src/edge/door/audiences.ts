@@ -70,9 +70,12 @@ export interface EventCallPools {
   /**
    * The call budget of one event's execution for one subscription: its own cost-derived limit, and
    * a pool the caller's other subscriptions share for the same event, so however many subscriptions
-   * it runs, one event costs the caller at most `maxCallsPerOperation` upstream calls.
+   * it runs, one event costs the caller at most `maxCallsPerOperation` upstream calls. A live
+   * query's re-runs use it too, with a round of theirs for `eventId` (one per invalidation, one per
+   * refresh window of `windowMs`, `live-queries.ts`); `windowMs` (10 s unless given) is how long
+   * the pool is kept.
    */
-  eventCallBudget(connection: Connection, eventId: string, callLimit: number): CallBudget;
+  eventCallBudget(connection: Connection, eventId: string, callLimit: number, windowMs?: number): CallBudget;
 }
 
 /**

@@ -48,19 +48,21 @@ export function createEventCallPools(
   now: () => number,
   callerKey: (connection: Connection) => RateKey,
 ): EventCallPools {
-  const pools = new Map<string, { pool: CallBudget; createdAt: number }>();
+  const pools = new Map<string, { pool: CallBudget; expiresAt: number }>();
   return {
-    eventCallBudget(connection, eventId, callLimit) {
+    eventCallBudget(connection, eventId, callLimit, windowMs = EVENT_POOL_WINDOW_MS) {
       const at = now();
-      // In creation order, so the expired ones are always at the front.
+      // In creation order, so the expired ones are mostly at the front (a longer window, a live
+      // query's refresh round, may hold a few behind it until it expires too).
       for (const [key, entry] of pools) {
-        if (at - entry.createdAt < EVENT_POOL_WINDOW_MS) break;
+        if (entry.expiresAt > at) break;
         pools.delete(key);
       }
       const key = JSON.stringify([callerKey(connection), eventId]);
       let entry = pools.get(key);
-      if (entry === undefined) {
-        entry = { pool: createCallBudget(maxCallsPerOperation), createdAt: at };
+      if (entry === undefined || entry.expiresAt <= at) {
+        pools.delete(key);
+        entry = { pool: createCallBudget(maxCallsPerOperation), expiresAt: at + windowMs };
         pools.set(key, entry);
       }
       return createPooledCallBudget(callLimit, entry.pool);

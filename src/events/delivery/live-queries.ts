@@ -25,6 +25,18 @@
  * `CACHE_MAX_AGE_SECONDS`, when the answers it read have left the cache, and the customers it reads
  * are watched for the reconciler like a subscription's (docs/events.md).
  *
+ * What re-runs cost a caller: as a subscription's executions of one event share the caller's one
+ * pool of `UPSTREAM_MAX_CALLS_PER_OPERATION` calls, a caller's re-runs of one invalidation share one
+ * (its round), and its refreshes one per window of `CACHE_MAX_AGE_SECONDS`, however many groups
+ * it watches (distinct variables make distinct groups). A re-run the round's pool has no room for
+ * (`live-query-rounds.ts`), or that finds it spent, sends nothing: its watchers keep their last
+ * answer (the `TOO_MANY_UPSTREAM_CALLS` error a subscription would get would replace a true answer
+ * by none), the group keeps what it read, so the next invalidation still finds it, and it is owed
+ * a run at the start of the next refresh window, before the refreshes that window's timers bring;
+ * so every watcher is sent the current state within a few windows, and the caller's re-runs never
+ * cost more than one pool per invalidation and one per window. A group shared by two callers of
+ * one scope runs with its first watcher's context, so on that caller's pools.
+ *
  * Through an upstream outage a re-run sends nothing (its watchers keep their last answer) and the
  * group runs again once the upstream is back; a first answer read past its freshness is sent
  * marked `extensions.stale`, as over HTTP.
@@ -36,11 +48,19 @@ import { bucketOfStale, pathMatcherOf, type ResponseCache } from '../../upstream
 import { isDegraded, waitForUpstream } from '../../upstream/outage.ts';
 import {
   createWatcherGroups,
+  type CallRound,
   type Group,
   type LiveQueryRequest,
   type Watcher,
   type WatcherGroups,
 } from './live-query-groups.ts';
+import {
+  createRoundAdmission,
+  invalidationRounds,
+  poolSpent,
+  refreshRound,
+  untilNextRefreshWindow,
+} from './live-query-rounds.ts';
 
 export type { LiveQueryRequest } from './live-query-groups.ts';
 import { createPushPullQueue, type EndableIterator } from './push-pull-queue.ts';
@@ -83,7 +103,10 @@ const FINAL = new WeakSet<ExecutionResult>();
 export function createLiveQueries(cache: ResponseCache): LiveQueries {
   const groups = createWatcherGroups();
   const reruns = createGroupReruns(groups, Math.max(1, cache.maxAgeSeconds) * 1000);
-  const invalidationsHeard = listenForInvalidations(cache, groups, (group) => reruns.schedule(group));
+  const invalidationRound = invalidationRounds();
+  const invalidationsHeard = listenForInvalidations(cache, groups, invalidationRound, (group, round) =>
+    reruns.schedule(group, round),
+  );
   let solo = 0;
 
   return {
@@ -102,6 +125,7 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
       if (reads.paths.size === 0) return first;
       const key = request.group ?? `solo:${(solo += 1)}`;
       const { group: joined, created } = groups.open(key);
+      if (created) joined.expectedReads = Math.max(1, reads.size);
       groups.setPaths(joined, reads.paths, request, created);
       const queue = createPushPullQueue<ExecutionResult>({
         endsAfter: (result) => FINAL.has(result),
@@ -118,7 +142,8 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
       // Read while the upstream was down: run again once it is back.
       if (isDegraded(context.upstream.degraded)) reruns.afterOutage(joined, context);
       // Something was made stale while the first answer was read: it may be older than that.
-      else if (invalidationsHeard() !== before) reruns.schedule(joined);
+      else if (invalidationsHeard() !== before)
+        reruns.schedule(joined, invalidationRound(invalidationsHeard()));
       return Object.assign(queue, {
         revoke() {
           deliver(queue, expired());
@@ -130,8 +155,11 @@ export function createLiveQueries(cache: ResponseCache): LiveQueries {
 
 /** Running a group again: when it is made stale, and at the latest after the cache's maximum age. */
 interface GroupReruns {
-  /** Runs `group` after the current turn (once more after, if it is running now). */
-  schedule(group: Group): void;
+  /**
+   * Runs `group` after the current turn (once more after, if it is running now), spending from the
+   * caller's pool for `round`.
+   */
+  schedule(group: Group, round: CallRound): void;
   /** (Re)starts the timer that runs `group` after the maximum age if nothing made it stale sooner. */
   armRefresh(group: Group): void;
   /** Runs `group` once the upstream is back, after a run (with `context`) met an outage. */
@@ -144,7 +172,10 @@ interface GroupReruns {
  * knows when to run and whom to tell, not who reads what.
  */
 function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupReruns {
-  function schedule(group: Group): void {
+  const admitted = createRoundAdmission();
+
+  function schedule(group: Group, round: CallRound): void {
+    group.round = round;
     if (group.running) {
       group.dirty = true;
       return;
@@ -170,9 +201,13 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
         const [watcher] = group.watchers;
         if (watcher === undefined) return;
         const reads = new ReadLog();
+        const context = watcher.request.contextFor(reads, group.round ?? refreshRound(refreshMs));
+        // The round's pool is promised to the runs let in before: this one is owed, spending nothing.
+        const admission = admitted(context.upstream.callBudget, group.expectedReads);
+        group.owed = admission === 'refused';
+        if (group.owed) continue;
         let result: ExecutionResult;
         const ended = watcher.request.working?.();
-        const context = watcher.request.contextFor(reads);
         try {
           result = await execute({ ...watcher.request.args, contextValue: context });
         } catch {
@@ -187,6 +222,11 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
           return;
         }
         group.outageRuns = 0;
+        // The caller's pool for this round is spent by its other re-runs: nothing sent, what it
+        // read kept, a run owed. A run alone in the pool met its own size: sent as any query's.
+        group.owed = admission === 'shared' && poolSpent(result, context.upstream.callBudget);
+        if (group.owed) continue;
+        group.expectedReads = Math.max(1, reads.size);
         groups.setPaths(group, reads.paths, watcher.request, true);
         sendUnlessUnchanged(group, result);
       } while (staleAgain(group) && group.watchers.size > 0);
@@ -196,11 +236,15 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
     }
   }
 
-  /** The group runs again after the maximum age even if no invalidation came (one was missed). */
+  /**
+   * The group runs again after the maximum age even if no invalidation came (one was missed); one
+   * owed a run (its pool was spent), at the start of the next refresh window, whose pool is new.
+   */
   function armRefresh(group: Group): void {
     clearTimeout(group.refresh);
     if (group.watchers.size === 0) return;
-    group.refresh = setTimeout(() => schedule(group), refreshMs);
+    const wait = group.owed ? untilNextRefreshWindow(refreshMs) : refreshMs;
+    group.refresh = setTimeout(() => schedule(group, refreshRound(refreshMs)), wait);
     group.refresh.unref();
   }
 
@@ -217,7 +261,7 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
     const { circuit } = context.upstream.client;
     void waitForUpstream(circuit, group.outageRuns, group.closed.signal).then(() => {
       group.awaitingUpstream = false;
-      if (groups.isOpen(group)) schedule(group);
+      if (groups.isOpen(group)) schedule(group, refreshRound(refreshMs));
     });
   }
 
@@ -243,7 +287,8 @@ function withStaleMark(result: ExecutionResult, context: GraphContext): Executio
 function listenForInvalidations(
   cache: ResponseCache,
   groups: WatcherGroups,
-  schedule: (group: Group) => void,
+  invalidationRound: (count: number) => CallRound,
+  schedule: (group: Group, round: CallRound) => void,
 ): () => number {
   let invalidations = 0;
   /** Events already acted on, by when: the receiving replica hears each at receipt and from the log. */
@@ -251,9 +296,10 @@ function listenForInvalidations(
   cache.onInvalidate((stale, cause) => {
     if (cause !== undefined && alreadyHeard(cause)) return;
     invalidations += 1;
+    const round = invalidationRound(invalidations);
     const named = stale.map((reads) => ({ bucket: bucketOfStale(reads), matches: pathMatcherOf(reads) }));
     for (const group of groups.candidatesOf(stale)) {
-      if (named.some((reads) => readsAny(group, reads))) schedule(group);
+      if (named.some((reads) => readsAny(group, reads))) schedule(group, round);
     }
   });
 

@@ -9,6 +9,16 @@ import type { SharedReadCache } from '../../upstream/call.ts';
 import type { createPushPullQueue } from './push-pull-queue.ts';
 import { bucketOfStale, type StaleReads } from '../../upstream/response-cache.ts';
 
+/**
+ * A round of live-query re-runs whose upstream calls each caller's re-runs share in one pool of
+ * `UPSTREAM_MAX_CALLS_PER_OPERATION` (`eventCallBudget` of the door): one invalidation, or one
+ * refresh window. `windowMs` is how long the pool is kept.
+ */
+export interface CallRound {
+  readonly id: string;
+  readonly windowMs: number;
+}
+
 /** One caller's live query, as its transport admitted it. */
 export interface LiveQueryRequest {
   readonly args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>;
@@ -17,8 +27,11 @@ export interface LiveQueryRequest {
    * environment; undefined shares with none (variables that cannot be written as JSON).
    */
   readonly group: string | undefined;
-  /** A fresh context (empty loaders, its own budgets) whose GET reads go through `reads`. */
-  contextFor(reads: SharedReadCache): GraphContext;
+  /**
+   * A fresh context (empty loaders, its own budgets) whose GET reads go through `reads`; for a
+   * re-run, its calls also spend from the caller's pool for `round`.
+   */
+  contextFor(reads: SharedReadCache, round?: CallRound): GraphContext;
   /** Records that the query follows `customerId` (for the reconciler) until the returned function runs. */
   watchCustomer?(customerId: string): () => void;
   /** Called once when the watcher's stream has ended, by any path. */
@@ -50,6 +63,12 @@ export interface Group {
   /** Made stale again while running: run once more after. */
   dirty: boolean;
   scheduled: boolean;
+  /** The round whose pool the next run spends from (the latest that asked for a run). */
+  round: CallRound | undefined;
+  /** The last run found its round's pool spent: it runs at the start of the next refresh window. */
+  owed: boolean;
+  /** The reads of its last whole run: what a round's pool is expected to give its next. */
+  expectedReads: number;
   refresh: NodeJS.Timeout | undefined;
   /** Runs that met an upstream outage in a row: how long the next waits for its return. */
   outageRuns: number;
@@ -102,6 +121,9 @@ export function createWatcherGroups(): WatcherGroups {
         running: false,
         dirty: false,
         scheduled: false,
+        round: undefined,
+        owed: false,
+        expectedReads: 1,
         refresh: undefined,
         outageRuns: 0,
         awaitingUpstream: false,

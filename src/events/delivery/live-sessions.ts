@@ -17,6 +17,7 @@ import { AwaitableSet } from './awaitable-set.ts';
 import { SharedOutcome, type DROPPED, type READ_ALONE } from './direct-delivery.ts';
 import type { LiveObserver, LiveSession } from './live-context.ts';
 import type { LiveQueries } from './live-queries.ts';
+import type { CallRound } from './live-query-groups.ts';
 import { createSharedEventReads, operationKeyOf, readGroupOf } from './shared-event-reads.ts';
 import { openSubscriberQueue, type SubscriberQueue } from './subscriber-queue.ts';
 
@@ -38,11 +39,13 @@ export type LiveStreamEnd = Pick<SubscriberQueue, 'end' | 'revoke'>;
 
 /**
  * Builds a context for one subscription: for `event` (its read cache shared by the group), or for
- * the subscription's own reads (replay) when `event` is undefined.
+ * the subscription's own reads (replay) when `event` is undefined; a live query's re-run names its
+ * `round`, whose pool of upstream calls the caller's other re-runs of that round share.
  */
 export type SubscriptionContexts = (
   event: PlatformEvent | undefined,
   readCache: SharedReadCache | undefined,
+  round?: CallRound,
 ) => GraphContext;
 
 export interface LiveSessionsOptions {
@@ -159,7 +162,7 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
               operation === undefined
                 ? undefined
                 : JSON.stringify([readGroup, subscriber.environment, operation, 'live-query']),
-            contextFor: (reads) => contexts(undefined, reads),
+            contextFor: (reads, round) => contexts(undefined, reads, round),
             ...(working === undefined ? {} : { working }),
             ...(watchCustomer === undefined
               ? {}
