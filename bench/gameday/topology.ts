@@ -27,6 +27,7 @@ import { startDevIssuer, type DevIssuer } from '../../dev-issuer/index.ts';
 import { mountedSecret, type MountedSecret } from '../../scripts/key-rotation.ts';
 import type { ImageCommand, ImageFileSet } from '../../scripts/image-file-set.ts';
 import { findFreePort } from '../processes.ts';
+import { startRedisServer, type RedisServer } from '../../scripts/redis-server.ts';
 import { answers, waitReady, type Child, type Children, type SpawnRequest } from './children.ts';
 import { startRedisTopology, type RedisTopology, type RedisVariant } from './redis-topology.ts';
 import { startService, type Service } from './service.ts';
@@ -314,6 +315,7 @@ async function startGateways(
   spawn: (request: SpawnRequest) => Child,
   supergraphPath: string,
   issuer: { issuer: string; audience: string },
+  gatewayCacheUrl: string,
 ): Promise<{ service: Service; pods: Pod[] }> {
   const deployment = shippedGatewayDeployment();
   const service = await startService(deployment.probe);
@@ -321,6 +323,7 @@ async function startGateways(
     ...deployment.environment,
     AUTH_ISSUER: issuer.issuer,
     AUTH_AUDIENCE: issuer.audience,
+    GATEWAY_CACHE_REDIS_URL: gatewayCacheUrl,
   };
   // The gateway's own identity (the `gateway` role its requests to the facade carry), where its
   // Deployment takes one from a Secret.
@@ -385,6 +388,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     ],
   });
   const services: Service[] = [];
+  let gatewayCache: RedisServer | undefined;
   try {
     const emulatorUrl = await startEmulator(fileSet, spawn);
     log(`emulator ${emulatorUrl}`);
@@ -394,6 +398,11 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       throughSentinel: options.throughSentinel,
     });
     log(`redis: ${await redis.describe()}`);
+    // The gateways' response cache, as deploy/kubernetes/gateway-cache.yaml runs it (nothing kept on
+    // disk): the gateways keep their answers there and the replicas drop what events make stale.
+    const cacheServer = await startRedisServer();
+    gatewayCache = cacheServer;
+    log(`gateways' response cache: redis ${cacheServer.url} (deploy/kubernetes/gateway-cache.yaml)`);
 
     const deployment = shippedDeployment();
     const service = await startService(deployment.probe);
@@ -419,6 +428,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       WEBHOOK_PUBLIC_URL: `${service.url}/webhooks/platform`,
       TRUSTED_DOCUMENTS: trustedDocumentsPath,
       ...redis.facadeEnv(),
+      GATEWAY_CACHE_REDIS_URL: cacheServer.url,
       UPSTREAM_API_KEY_SANDBOX_FILE: secrets.sandbox.file,
       UPSTREAM_API_KEY_LIVE_FILE: secrets.live.file,
       WEBHOOK_SECRETS_SANDBOX: endpoints.sandbox.secret,
@@ -445,7 +455,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     log(`replicas ready behind the Service ${service.url}: ${service.ready().join(', ')}`);
 
     const supergraphPath = await composeSupergraph(dir, service.url, spawn);
-    const gateways = await startGateways(options, spawn, supergraphPath, issuer);
+    const gateways = await startGateways(options, spawn, supergraphPath, issuer, cacheServer.url);
     services.push(gateways.service);
     return {
       issuer,
@@ -477,11 +487,13 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       },
       async close() {
         await Promise.all(services.map((each) => each.close()));
+        await gatewayCache?.stop();
         await issuer.close();
       },
     };
   } catch (error) {
     await Promise.all(services.map((each) => each.close()));
+    await gatewayCache?.stop();
     await issuer.close();
     throw error;
   }

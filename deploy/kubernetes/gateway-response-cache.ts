@@ -42,6 +42,30 @@ export interface GatewayResponseCacheOptions {
   keyPrefix: string;
   /** The context field the JWT plugin leaves the verified token in. */
   tokenField: string;
+  /**
+   * Longest a lookup or a store may take (default {@link CACHE_DEADLINE_MS}): past it the operation
+   * runs as if nothing were kept (a lookup) or its answer is not kept (a store).
+   */
+  deadlineMs?: number;
+}
+
+/**
+ * How long the cache may hold up an operation. A Redis the gateway cannot reach (down, failing over,
+ * a name not resolving) queues every command until it is back: without a deadline each query would
+ * wait for it, and a gateway with no cache answers at the facade's pace, not at none.
+ */
+export const CACHE_DEADLINE_MS = 250;
+
+/** Least time between two warnings of the cache's failures. */
+const WARNING_PERIOD_MS = 10_000;
+
+/** `promise`, or a rejection once `ms` have passed without it settling. */
+function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the cache's Redis within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** The request header asking the facade for `Cache-Control` and cache tags (src/http/gateway-cache-hooks.ts). */
@@ -161,8 +185,13 @@ export function useFacadeResponseCache(
     return {};
   }
   const { keyPrefix } = options;
+  const deadlineMs = options.deadlineMs ?? CACHE_DEADLINE_MS;
   const keeping = new WeakMap<object, Keeping>();
+  // At most one line a period: a Redis away would otherwise write one for every query.
+  let quietUntil = 0;
   const warn = (what: string, error: unknown): void => {
+    if (Date.now() < quietUntil) return;
+    quietUntil = Date.now() + WARNING_PERIOD_MS;
     context.log.warn(`response cache: ${what}: ${error instanceof Error ? error.message : String(error)}`);
   };
   return {
@@ -178,7 +207,7 @@ export function useFacadeResponseCache(
       if (key === undefined) return undefined;
       let found: LookedUp;
       try {
-        found = await lookUpAnswer(redis, keyPrefix, key);
+        found = await withinDeadline(lookUpAnswer(redis, keyPrefix, key), deadlineMs);
       } catch (error) {
         warn('lookup failed, the operation runs', error);
         return undefined;
@@ -201,7 +230,10 @@ export function useFacadeResponseCache(
           const { data } = result as Json;
           const keep = { key, answer: { data }, ttlMs: state.maxAge * 1000, lookedAt: state.lookedAt };
           try {
-            await storeAnswer(redis, keyPrefix, { ...keep, tags: [...state.tags] });
+            await withinDeadline(
+              storeAnswer(redis, keyPrefix, { ...keep, tags: [...state.tags] }),
+              deadlineMs,
+            );
           } catch (error) {
             warn('an answer could not be kept', error);
           }

@@ -20,6 +20,8 @@ import { type FederationStack, postGraphQL, startFederationStack } from '../supp
 import { type RunningGatewayProcess, startHiveGatewayCli } from '../support/harness/gateways.ts';
 import { connectRedis, requireRedisUrl, uniqueRedisPrefix } from '../support/harness/redis.ts';
 import { useProcesses } from '../support/processes.ts';
+import { findFreePort } from '../../scripts/redis-server.ts';
+import { loadScaledMs } from '../support/load-budget.ts';
 import { bearer, issuerEnv, issuerSignedToken } from '../support/tokens.ts';
 
 const processes = useProcesses();
@@ -214,5 +216,53 @@ describe("acme's cached dashboard", () => {
   test('is never served to acme with another upstream key', async () => {
     const withKey = await dashboardAs({ ...(await bearer('acme')), 'x-api-key': 'sk_sandbox_someone_else' });
     expect(withKey.facadeOperations).toBe(1);
+  });
+});
+
+/** `answer`, or a failure once `ms` have passed without it. */
+async function answeredWithin<T>(answer: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([answer, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('with the cache’s Redis out of reach', () => {
+  test('a gateway answers every query through the facade, as if it kept nothing', async () => {
+    const { AUTH_ISSUER, AUTH_AUDIENCE } = issuerEnv();
+    // A port nothing listens on: the cache's connection retries while every command waits for it.
+    const gone = await startHiveGatewayCli(processes, {
+      supergraphSdl: federation.supergraphSdl,
+      env: {
+        AUTH_ISSUER: AUTH_ISSUER!,
+        AUTH_AUDIENCE: AUTH_AUDIENCE!,
+        GATEWAY_CACHE_REDIS_URL: `redis://127.0.0.1:${await findFreePort()}`,
+        GATEWAY_CACHE_KEY_PREFIX: prefix,
+      },
+    });
+    try {
+      const acme = await bearer('acme');
+      const operationsBefore = facadeOperations();
+      for (let round = 0; round < 3; round += 1) {
+        // A client that waits no longer than it would for the facade itself: without the cache's
+        // deadline each query waited out the connection's retries (about a minute here).
+        const answer = await answeredWithin(
+          postGraphQL(gone.url, DASHBOARD, { id: 'cus_acme' }, acme),
+          loadScaledMs(5_000),
+        );
+        expect(answer.status).toBe(200);
+        expect(answer.body.errors).toBeUndefined();
+        expect(answer.body.data).toMatchObject({ customer: { id: 'cus_acme' } });
+      }
+      // Nothing kept, nothing served from a cache: each reached the facade.
+      expect(facadeOperations() - operationsBefore).toBe(3);
+    } finally {
+      await gone.close();
+    }
   });
 });
