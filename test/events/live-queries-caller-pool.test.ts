@@ -73,8 +73,14 @@ async function hundredWatchers(stack: Stack) {
 
 describe('one caller’s 100 live-query groups share one pool per invalidation', () => {
   const stack = useStack({
-    // The refresh windows (CACHE_MAX_AGE_SECONDS, 30 s) stay out of the event's count here.
-    env: { WEBHOOK_REGISTER: 'true', CACHE_ENABLED: 'true', RATE_LIMIT_ENABLED: 'false' },
+    // The refresh windows stay out of the event's count: at the default 30 s a loaded machine's
+    // settling could reach the next window, whose refreshes and owed runs were then counted too.
+    env: {
+      WEBHOOK_REGISTER: 'true',
+      CACHE_ENABLED: 'true',
+      CACHE_MAX_AGE_SECONDS: '600',
+      RATE_LIMIT_ENABLED: 'false',
+    },
   });
 
   test('one top-up costs that caller at most 100 upstream calls; another caller’s live query is answered at once', async () => {
@@ -134,11 +140,14 @@ describe('one caller’s 100 live-query groups share one pool per refresh window
       const windows = 3;
       await new Promise((resolve) => setTimeout(resolve, windowMs - (Date.now() % windowMs) + 100));
       await stack.resetUpstreamCalls();
+      const startedAt = Date.now();
       await new Promise((resolve) => setTimeout(resolve, windows * windowMs));
       const idle = await facadeReads(stack);
-      console.info(`idle refresh: ${idle} upstream reads in ${windows} windows of ${windowSeconds} s`);
-      // The window the count ends in may have begun its round too.
-      expect(idle).toBeLessThanOrEqual((windows + 1) * 100);
+      // The windows the count touched, as long as it really took (a loaded machine's timers run
+      // late), the one it ends in included: that one may have begun its round too.
+      const touched = Math.ceil((Date.now() - startedAt) / windowMs) + 1;
+      console.info(`idle refresh: ${idle} upstream reads in ${touched - 1}+ windows of ${windowSeconds} s`);
+      expect(idle).toBeLessThanOrEqual(touched * 100);
 
       await topUp(stack, 'acc_acme_eth');
       await waitFor(
