@@ -29,7 +29,7 @@ import type { CallbackMessage, CallbackSender, CallbackTarget, Delivery } from '
 import { createCallbackSender } from './callback-sender.ts';
 import { allowedCallbackUrl } from './callback-urls.ts';
 import type { OperationRequest } from './door/door.ts';
-import { sendRefusal } from './http.ts';
+import { requestCredentials, sendRefusal } from './http.ts';
 import { liveTransportRules, type LiveTransport, type LiveTransportParts } from './live.ts';
 import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
@@ -103,7 +103,7 @@ export const HTTP_CALLBACK_SUBSCRIPTIONS: LiveTransport = {
         return;
       }
       const connection = await parts.door.connect({
-        credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
+        credentials: requestCredentials(req),
         address: parts.addressOf(req),
         kind: 'live',
       });

@@ -11,6 +11,7 @@
  * one call too: its size is checked first, then the door connects once and admits each operation
  * on its own, and the executor runs the batch.
  */
+import type { Credentials } from '../auth/authenticate.ts';
 import { OperationTypeNode } from 'graphql';
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimitHeaders, type QuotaState } from './client-budgets.ts';
@@ -77,7 +78,7 @@ export function httpTransport(options: HttpTransportOptions): RequestHandler {
       }
       const { batch, ...ask } = await readHttpRequest(req, options.landingPage, options.persistedQuery);
       const asked = {
-        credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
+        credentials: requestCredentials(req),
         address: options.addressOf(req),
         // The budget's state goes on the answer whatever comes of the operation (RateLimit fields).
         onQuota: (quota: QuotaState) => res.set(rateLimitHeaders(quota)),
@@ -123,4 +124,9 @@ function batchTooLarge(size: number, max: number): Refusal | undefined {
 export function sendRefusal(res: Response, refusal: Refusal): void {
   const answer = httpAnswerOf(refusal);
   res.status(answer.status).set(answer.headers).send(answer.body);
+}
+
+/** The credentials an HTTP request carries: its `Authorization` and `X-API-Key` headers. */
+export function requestCredentials(req: Request): Credentials {
+  return { authorization: req.get('authorization'), apiKey: req.get('x-api-key') };
 }

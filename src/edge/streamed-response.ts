@@ -23,7 +23,7 @@ import { DIRECT, isDirectStream } from '../direct-delivery-contract.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import { clientLabelOf } from '../observability/field-usage.ts';
 import type { OperationRequest } from './door/door.ts';
-import { sendRefusal } from './http.ts';
+import { requestCredentials, sendRefusal } from './http.ts';
 import type {
   AttachedLiveTransport,
   LiveExecute,
@@ -107,7 +107,7 @@ function attachStreamed(
       return;
     }
     const connection = await door.connect({
-      credentials: { authorization: req.get('authorization'), apiKey: req.get('x-api-key') },
+      credentials: requestCredentials(req),
       address: parts.addressOf(req),
       kind: 'live',
     });

@@ -21,6 +21,7 @@
  * GET stream is cut when the token that opened it expires (the client opens it again with a
  * current one); each POST is checked with its own token.
  */
+import { requestCredentials } from '../http.ts';
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -270,7 +271,7 @@ async function admitCall(
     res.status(400).json(jsonRpcError(-32600, plan.message));
     return undefined;
   }
-  const credentials = { authorization: req.get('authorization'), apiKey: req.get('x-api-key') };
+  const credentials = requestCredentials(req);
   const address = addressOf(req);
   const ids = {
     requestId: res.locals['requestId'] as string,
