@@ -9,7 +9,7 @@ import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import type { ConfiguredDoor } from './edge/configured-door.ts';
 import { httpTransport } from './edge/http.ts';
-import { createLiveWing, howToReachAny, type LiveExecute, type LiveWing } from './edge/live.ts';
+import { createLiveWing, type LiveExecute, type LiveWing } from './edge/live.ts';
 import { createLiveConnections } from './edge/live-connections.ts';
 import { createMcpEndpoint, type McpEndpoint } from './edge/mcp/endpoint.ts';
 import { MCP_LIVE_RULES } from './edge/mcp/rules.ts';
@@ -126,7 +126,6 @@ export async function createTransports(
     isTrustedDocument: (query) => edge.trustedDocuments?.isTrustedBody(query) === true,
     formatError,
     answers: parts.answers,
-    liveTransportsElsewhere: howToReachAny(LIVE_TRANSPORTS.map((transport) => transport.rules.connects)),
     plugins: observability.plugins,
     serverPlugins: [events.apolloPlugin],
     contractSchemas: parts.audiences.schemas.filter((served) => served !== schema),

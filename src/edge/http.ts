@@ -24,13 +24,22 @@ import { httpAnswerOf, isRefusal, refuse, type Refusal } from './refusal.ts';
 
 /**
  * HTTP serves queries and mutations; a subscription is told where each live transport is, as each
- * says it: the refusal names every one of `live`, and a new one by construction.
+ * says it: the refusal names every one of `live`, and a new one by construction. A query marked
+ * `@live` is refused the same way rather than answered once: a client wired the usual way (Apollo
+ * Client's `split` sending subscriptions alone to its WebSocket link) would otherwise show a first
+ * answer and wait for updates that never come, with no error to say why.
  */
 function httpTransportRules(live: readonly HowToConnect[]): TransportRules {
+  const elsewhere = howToReachAny(live);
   return {
     name: 'http',
     serves: new Set([OperationTypeNode.QUERY, OperationTypeNode.MUTATION]),
-    elsewhere: `Subscriptions are not served by POST /graphql with Accept: application/json: ${howToReachAny(live)}.`,
+    elsewhere: `Subscriptions are not served by POST /graphql with Accept: application/json: ${elsewhere}.`,
+    liveQueryElsewhere:
+      'This query is marked @live, and over HTTP it would be answered once and never updated. ' +
+      `For an answer at every change, send it over a live transport: ${elsewhere}. ` +
+      "With Apollo Client, the link's split sends queries marked @live to GraphQLWsLink, as it sends subscriptions. " +
+      'For a single answer, send it without @live, or with @live(if: false).',
   };
 }
 

@@ -32,7 +32,6 @@ import { operationRecordHooks } from './operation-record-plugin.ts';
 import { createRequestHooksPlugin } from './request-hooks.ts';
 import { answerCacheHooks } from './answer-cache-plugin.ts';
 import { gatewayCacheHooks } from './gateway-cache-hooks.ts';
-import { liveOverHttpHooks } from './live-over-http-hooks.ts';
 import { staleAnswerHooks } from '../graph/answer-cache.ts';
 import type { AnswerCache } from '../graph/answer-cache.ts';
 
@@ -55,11 +54,6 @@ export interface ApolloServerOptions {
   formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError;
   /** Whole answers of repeated queries (`CACHE_ANSWERS_MAX_BYTES`); undefined when none are held. */
   answers?: AnswerCache | undefined;
-  /**
-   * How a client reaches the live transports (their list's own words): what the answer of a `@live`
-   * query sent over plain HTTP points to.
-   */
-  liveTransportsElsewhere: string;
   /** Plugins of other parts run for every request (the audit trail). */
   plugins: readonly ApolloServerPlugin<GraphContext>[];
   /** Plugins of the server's own start and stop (the events runtime's drain): the first server's only. */
@@ -122,8 +116,6 @@ export async function createApolloServer(options: ApolloServerOptions): Promise<
         operationRecordHooks(options.record, options.logger, (query) => options.isTrustedDocument(query)),
         // `extensions.stale` on an answer holding reads served stale in an upstream outage.
         staleAnswerHooks,
-        // `extensions.live` on a `@live` query answered once over plain HTTP: where its updates are.
-        liveOverHttpHooks(options.liveTransportsElsewhere),
         // `Cache-Control` and cache tags for a gateway whose response cache the facade invalidates.
         gatewayCacheHooks,
         // Last: it keeps (and freezes) an answer's data once the other parts have seen it.

@@ -2,15 +2,15 @@
  * A `query @live` from Apollo Client 4 wired the usual way, against a real facade:
  *
  * - the usual `split` (subscriptions to `GraphQLWsLink`, the rest to `HttpLink`) sends it over
- *   HTTP, where it is answered once and never again; the answer says so (`extensions.live`), with
- *   where its updates are;
+ *   HTTP, which refuses it before reading anything: the watched query (what `useQuery` renders)
+ *   gets the error, which says where its updates are and how to wire the split;
  * - the example web app's own client (examples/web/src/apollo.ts, whose split sends `@live` queries
  *   to the WebSocket too) gets every new answer into Apollo Client's cache: a top-up shows in the
  *   watched query and in the normalised account, with no refetch;
  * - a token that expires under it reaches the watched query as an `UNAUTHENTICATED` error, and the
  *   client does not reconnect with it.
  */
-import { ApolloClient, ApolloLink, HttpLink, InMemoryCache } from '@apollo/client';
+import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { getMainDefinition } from '@apollo/client/utilities';
 import { Kind, OperationTypeNode } from 'graphql';
@@ -55,7 +55,7 @@ const topUpThroughTheFacade = async () => {
 };
 
 describe('a @live query from Apollo Client 4', () => {
-  test('through the usual split, goes over HTTP: answered once, saying so and where its updates are', async () => {
+  test('through the usual split, goes over HTTP: useQuery shows an error saying how to wire it, and nothing is read', async () => {
     const authorization = `Bearer ${await tokenFor('acme')}`;
     const socket = createClient({
       url: stack.graphqlUrl.replace(/^http/, 'ws'),
@@ -73,24 +73,19 @@ describe('a @live query from Apollo Client 4', () => {
       new HttpLink({ uri: stack.graphqlUrl, headers: { authorization } }),
     );
     const client = new ApolloClient({ link: usualSplit, cache: new InMemoryCache() });
-    const answers: { extensions?: Record<string, unknown> }[] = [];
-    await new Promise<void>((resolve, reject) => {
-      ApolloLink.execute(
-        usualSplit,
-        { query: LiveBalanceDocument, variables: { customerId: 'cus_acme' } },
-        { client },
-      ).subscribe({
-        next: (result) => answers.push(result),
-        error: reject,
-        complete: resolve,
-      });
-    });
-    expect(answers).toHaveLength(1);
-    expect(answers[0]!.extensions?.live).toMatchObject({
-      updates: false,
-      message: expect.stringContaining('over HTTP it is answered once and never updated'),
-    });
-    expect(JSON.stringify(answers[0]!.extensions?.live)).toContain('graphql-ws');
+    await stack.resetUpstreamCalls();
+    // What useQuery renders: the watched query's result, with the default error policy.
+    const { seen, stop } = watch(client);
+    await waitFor(() => seen.errors.length > 0, 'the refusal');
+    expect(seen.answers).toEqual([]);
+    expect(CombinedGraphQLErrors.is(seen.errors[0])).toBe(true);
+    const [refusal] = (seen.errors[0] as CombinedGraphQLErrors).errors;
+    expect(refusal?.extensions?.code).toBe('BAD_REQUEST');
+    expect(refusal?.message).toMatch(/^This query is marked @live, and over HTTP it would be answered once/);
+    expect(refusal?.message).toContain('connect a graphql-ws client (WebSocket) to /graphql');
+    expect(refusal?.message).toContain('sends queries marked @live to GraphQLWsLink');
+    expect((await stack.upstreamCalls()).total).toBe(0);
+    stop();
     client.stop();
     await socket.dispose();
   });

@@ -5,7 +5,8 @@
  * SSE and Apollo's multipart protocol; watchers of one dashboard cost its reads once per change however many they are; another
  * customer's dashboard is refused with no upstream call, and another customer's change sends
  * nothing; an unchanged answer is not sent again; token expiry ends a live query as it ends a
- * subscription; over HTTP POST the query is answered once; a write through the facade and a change
+ * subscription; over HTTP (POST, GET or in a batch) the query is refused before it reads anything,
+ * saying where it updates and how to get one answer; a write through the facade and a change
  * only the reconciler finds each send the new answer.
  */
 import { LIVE_TRANSPORTS } from '../../src/edge/live-transports.ts';
@@ -210,21 +211,56 @@ describe('live queries driven by the platform’s webhooks (the emulator sends t
     ]);
   });
 
-  test('over HTTP POST a live query is answered once, as the query it also is, saying where its updates are', async () => {
-    const answer = await stack.queryAs('acme', DASHBOARD, { customerId: 'cus_acme' });
-    expect(answer.status).toBe(200);
-    expect(answer.body.errors).toBeUndefined();
-    expect((answer.body.data as unknown as Dashboard).customer.id).toBe('cus_acme');
-    const live = answer.body.extensions?.live as { updates: boolean; message: string };
-    expect(live.updates).toBe(false);
-    expect(live.message).toMatch(
-      /^This query is marked @live, but over HTTP it is answered once and never updated\./,
-    );
-    for (const transport of LIVE_TRANSPORTS)
-      expect(live.message).toContain(`to ${transport.rules.connects.path}`);
-    // A plain query carries no such word.
-    const plain = await stack.queryAs('acme', DASHBOARD.replace(' @live', ''), { customerId: 'cus_acme' });
-    expect(plain.body.extensions).toBeUndefined();
+  test('over HTTP a live query is refused before it reads anything, saying where it updates and how to get one answer', async () => {
+    await stack.resetUpstreamCalls();
+    const token = await tokenFor('acme');
+    const refusedAs = (answer: {
+      status: number;
+      body: { data?: unknown; errors?: readonly { message: string; extensions?: Record<string, unknown> }[] };
+    }) => {
+      expect(answer.status).toBe(400);
+      expect(answer.body.data ?? null).toBeNull();
+      expect(answer.body.errors).toHaveLength(1);
+      const [error] = answer.body.errors!;
+      expect(error!.extensions?.code).toBe('BAD_REQUEST');
+      expect(error!.message).toMatch(
+        /^This query is marked @live, and over HTTP it would be answered once and never updated\./,
+      );
+      for (const transport of LIVE_TRANSPORTS)
+        expect(error!.message).toContain(`to ${transport.rules.connects.path}`);
+      expect(error!.message).toContain('sends queries marked @live to GraphQLWsLink');
+      expect(error!.message).toContain('@live(if: false)');
+    };
+    refusedAs(await stack.queryAs('acme', DASHBOARD, { customerId: 'cus_acme' }));
+    // GET, as a CDN-friendly client sends a query, and one element of a batch: refused alike.
+    const url = new URL(stack.graphqlUrl);
+    url.searchParams.set('query', DASHBOARD);
+    url.searchParams.set('variables', JSON.stringify({ customerId: 'cus_acme' }));
+    const viaGet = await fetch(url, {
+      headers: { authorization: `Bearer ${token}`, 'apollo-require-preflight': 'true' },
+    });
+    refusedAs({ status: viaGet.status, body: (await viaGet.json()) as never });
+    const batch = await fetch(stack.graphqlUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify([
+        { query: DASHBOARD, variables: { customerId: 'cus_acme' } },
+        { query: '{ customer(id: "cus_acme") { id } }' },
+      ]),
+    });
+    const [live, plainInBatch] = (await batch.json()) as [never, { data?: unknown; errors?: unknown }];
+    refusedAs({ status: 400, body: live });
+    expect(plainInBatch).toEqual({ data: { customer: { id: 'cus_acme' } } });
+    // Nothing was read for a refused live query: the batch's plain query made the one call.
+    expect((await stack.upstreamCalls()).total).toBe(1);
+    // For one answer over HTTP: the same document with @live(if: false), or without @live.
+    for (const once of [DASHBOARD.replace('@live', '@live(if: false)'), DASHBOARD.replace(' @live', '')]) {
+      const answer = await stack.queryAs('acme', once, { customerId: 'cus_acme' });
+      expect(answer.status).toBe(200);
+      expect(answer.body.errors).toBeUndefined();
+      expect((answer.body.data as unknown as Dashboard).customer.id).toBe('cus_acme');
+      expect(answer.body.extensions).toBeUndefined();
+    }
   });
 
   test('a plain query over a live transport is refused, naming where it goes', async () => {

@@ -326,13 +326,18 @@ describe('the door before every held answer', () => {
     expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits + 1);
   });
 
-  test('a @live query over HTTP is answered once, as a query, and never from a held answer', async () => {
+  test('a @live query over HTTP is refused before any held answer is looked up, and none is kept', async () => {
     const live = 'query Live @live { customer(id: "cus_acme") { id displayName } }';
     const kept = await metric(stack.metricsUrl, 'facade_answer_cache_kept_total');
     const hits = await metric(stack.metricsUrl, 'facade_answer_cache_hits_total');
-    const first = await stack.queryAs('acme', live);
-    expect(first.body.data).toEqual({ customer: { id: 'cus_acme', displayName: expect.any(String) } });
-    expect((await stack.queryAs('acme', live)).body).toEqual(first.body);
+    await stack.resetUpstreamCalls();
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const refused = await stack.queryAs('acme', live);
+      expect(refused.status).toBe(400);
+      expect(refused.body.data ?? null).toBeNull();
+      expect(refused.body.errors?.[0]?.extensions?.code).toBe('BAD_REQUEST');
+    }
+    expect((await stack.upstreamCalls()).total).toBe(0);
     expect(await metric(stack.metricsUrl, 'facade_answer_cache_kept_total')).toBe(kept);
     expect(await metric(stack.metricsUrl, 'facade_answer_cache_hits_total')).toBe(hits);
   });

@@ -5,8 +5,8 @@
  * subscriptions and live queries, both with the bearer token.
  *
  * The split sends a `query @live` to the WebSocket as well as subscriptions: over HTTP the facade
- * answers a live query once and never again (its answer's `extensions.live` says so), so the usual
- * split (subscriptions alone to the WebSocket) would leave it stale without a word. Over graphql-ws
+ * refuses a live query (it could answer it only once), so with the usual split (subscriptions alone
+ * to the WebSocket) the query would show that refusal as its error and no data. Over graphql-ws
  * every new answer reaches Apollo Client's cache, and an error (an expired token: the facade ends
  * the operation with UNAUTHENTICATED and closes the socket with 4401) reaches the query's `error`.
  *

@@ -81,6 +81,14 @@ export interface TransportRules {
   readonly serves: ReadonlySet<OperationTypeNode>;
   /** The message of that refusal: where the operation should go instead. */
   readonly elsewhere: string;
+  /**
+   * For a transport that serves queries but not subscriptions, what becomes of a query marked
+   * `@live`: refused as `wrong-transport` with this message (HTTP, whose clients would otherwise
+   * wait for updates that never come), or, when absent, answered once as the query it also is (MCP's
+   * tools, whose callers ask for one answer). A transport that serves subscriptions serves live
+   * queries as they are.
+   */
+  readonly liveQueryElsewhere?: string;
 }
 
 /** Who is on the other side of a request or a connection, once the door let it in. */

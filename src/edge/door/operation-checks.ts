@@ -108,9 +108,13 @@ function checkOperation(
   transport: TransportRules,
 ): OperationMeasure | Refusal {
   // A live query is long-lived like a subscription: a transport that serves subscriptions serves
-  // it; one that serves queries alone (HTTP) answers it once, as the query it also is.
+  // it; one that serves queries alone refuses it, saying where it updates (HTTP), or answers it once
+  // as the query it also is (MCP's tools).
+  const live = isLiveQuery(schema, operation, variables);
+  if (live && !transport.serves.has(OperationTypeNode.SUBSCRIPTION) && transport.liveQueryElsewhere)
+    return refuse('wrong-transport', transport.liveQueryElsewhere);
   const type =
-    transport.serves.has(OperationTypeNode.SUBSCRIPTION) && isLiveQuery(schema, operation, variables)
+    live && transport.serves.has(OperationTypeNode.SUBSCRIPTION)
       ? OperationTypeNode.SUBSCRIPTION
       : operation.operation;
   if (!transport.serves.has(type)) return refuse('wrong-transport', transport.elsewhere);
