@@ -10,8 +10,13 @@
  * sends one after a top-up, each reaching every subscriber). The subscribers' deliveries over the
  * fan-out phase are counted, so a fan-out that fell behind shows.
  *
+ * Every upstream call waits `BENCH_LATENCY_MS` ± `BENCH_JITTER_MS` (20 ± 5) at the emulator, as the
+ * rows of `bench:queries` the goals compare with do (the network and the upstream's own work): with
+ * an emulator answering at once, the ratios would measure loopback against the facade's CPU alone.
+ *
  * Options (environment): BENCH_FANOUT_QUERIES_SUBSCRIBERS (10000), BENCH_SECONDS per round (3),
- * BENCH_ROUNDS pairs per phase (3), BENCH_CONCURRENCY (16), BENCH_FANOUT_CLIENT_PROCESSES (2), and
+ * BENCH_ROUNDS pairs per phase (3), BENCH_CONCURRENCY (16), BENCH_LATENCY_MS (20; 0 for none),
+ * BENCH_JITTER_MS (5), BENCH_FANOUT_CLIENT_PROCESSES (2), and
  * those of `lib/live-facade.ts`. The report is printed and written to
  * bench/results/fanout-queries-latest.md (not kept). Nothing is asserted.
  */
@@ -20,7 +25,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
-import { BENCH_CONNECTIONS, graphqlAsker } from './asking.ts';
+import { BENCH_CONNECTIONS, graphqlAsker, setFaults } from './asking.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import {
   ACCOUNT_SUBSCRIPTION,
@@ -48,6 +53,8 @@ const roundMs = positiveIntegerFromEnv('BENCH_SECONDS', 3) * 1000;
 const rounds = positiveIntegerFromEnv('BENCH_ROUNDS', 3);
 const concurrency = positiveIntegerFromEnv('BENCH_CONCURRENCY', 16);
 const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 2);
+const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 20);
+const jitterMs = Math.min(latencyMs, Number(process.env.BENCH_JITTER_MS ?? 5));
 
 /** One pair of rounds: the facade's and direct REST's. */
 interface Pair {
@@ -122,6 +129,7 @@ async function main(): Promise<void> {
     );
     const failed = replies.reduce((sum, reply) => sum + (reply.op === 'connect' ? reply.failed : 0), 0);
     await waitForLiveCounts(live, (counts) => counts.subscriptions >= subscribers - failed, 300_000);
+    await setFaults(emulator, { latency: { fixedMs: latencyMs - jitterMs, jitterMs: 2 * jitterMs } });
     // Warm both sides before anything is measured.
     await runLoad({
       total: 200,
@@ -219,7 +227,7 @@ function toMarkdown(phases: Phase[], started: Date, loadAverageBefore: number[],
       `${loadAverageBefore.map((value) => f(value)).join(', ')} before, ${loadavg()
         .map((value) => f(value))
         .join(', ')} after. ${connected} subscribers connected; the customer dashboard, cache off, at ` +
-      `concurrency ${concurrency}; ${rounds} pairs of ${roundMs / 1000} s rounds per phase, the order alternating.`,
+      `concurrency ${concurrency}, ${latencyMs} ± ${jitterMs} ms per upstream call; ${rounds} pairs of ${roundMs / 1000} s rounds per phase, the order alternating.`,
     '',
     '| phase | facade / direct p50 ms | p50 ratio | facade / direct ops/s | throughput ratio | facade CPU ms / query | events, delivered / expected |',
     '|---|---|--:|---|--:|--:|--:|',

@@ -7,7 +7,8 @@
  * the protocol (the connection, `subscribe`, `error`, `complete`, pings) stays graphql-ws's.
  *
  * A write waits as graphql-ws's does: the stream goes on at once when the socket took the message
- * whole, else once its callback says it was written. A socket no longer open drops the message, as
+ * whole (or, for a frame written in a turn of writes, when the socket had nothing waiting as the
+ * turn began), else once its callback says it was written. A socket no longer open drops the message, as
  * graphql-ws does: its close ends the subscription.
  */
 import type { ExecutionResult } from 'graphql';
@@ -73,10 +74,9 @@ export function nextMessages(formatting: ErrorFormatting): NextWriter {
       if (socket.readyState !== socket.OPEN) return true;
       const payload = payloadOf(result);
       unwritten += 1;
-      if (!sendFrame(socket, textFrame(head, payload), written)) {
-        socket.send(Buffer.concat([head, payload, TAIL]), { binary: false }, written);
-      }
-      if (socket.bufferedAmount === 0) return true;
+      const sent = sendFrame(socket, textFrame(head, payload), written);
+      if (sent === 'refused') socket.send(Buffer.concat([head, payload, TAIL]), { binary: false }, written);
+      if (sent === 'taken' || (sent === 'refused' && socket.bufferedAmount === 0)) return true;
       return new Promise((resolve) => {
         drained = resolve;
       });

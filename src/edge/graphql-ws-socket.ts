@@ -67,10 +67,18 @@ function cutAfterCloseGrace(socket: WebSocket): void {
   };
 }
 
+/**
+ * What became of a prepared frame: `taken` (its socket had nothing waiting when this turn's writes
+ * began: it goes out with them as the turn ends, nothing to wait for), `waiting` (written behind a
+ * backlog: its callback says when the socket took it) or `refused` (not written: send it through
+ * `ws`).
+ */
+export type FrameWrite = 'taken' | 'waiting' | 'refused';
+
 /** Writes a prepared frame on a socket held to the stalled-write deadline; see {@link sendFrame}. */
 const frameWriters = new WeakMap<
   WebSocket,
-  (frame: Buffer, callback: (error?: Error | null) => void) => boolean
+  (frame: Buffer, callback: (error?: Error | null) => void) => FrameWrite
 >();
 
 /**
@@ -85,13 +93,19 @@ export function sendFrame(
   socket: WebSocket,
   frame: Buffer,
   callback: (error?: Error | null) => void,
-): boolean {
-  return frameWriters.get(socket)?.(frame, callback) ?? false;
+): FrameWrite {
+  return frameWriters.get(socket)?.(frame, callback) ?? 'refused';
 }
 
 /** What `ws` keeps of a socket, read only to know whether a prepared frame may go straight out. */
 interface WebSocketInternals {
-  _socket?: { write(data: Buffer, callback: (error?: Error | null) => void): boolean } | null;
+  _socket?: {
+    write(data: Buffer, callback: (error?: Error | null) => void): boolean;
+    cork(): void;
+    uncork(): void;
+    readonly writableLength: number;
+    readonly writableHighWaterMark: number;
+  } | null;
   _sender?: { _state?: number; _bufferedBytes?: number } | null;
   _extensions?: Record<string, unknown>;
 }
@@ -139,6 +153,17 @@ function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
     armIfBuffered();
   }) as WebSocket['send'];
   const internals = socket as unknown as WebSocketInternals;
+  // The frames of one turn go out in one write: one event's results to a connection's several
+  // subscriptions are written back to back in one slice of the delivery, and a write each would
+  // cost a system call each (and on the receiving side a wake-up each). The socket is corked at the
+  // turn's first frame and uncorked as the turn ends; whether the socket was keeping up is read at
+  // that first frame, so a backlog still makes the turn's writes wait for their callbacks.
+  let backlogAtCork: number | undefined;
+  const uncork = (): void => {
+    backlogAtCork = undefined;
+    internals._socket?.uncork();
+    armIfBuffered();
+  };
   frameWriters.set(socket, (frame, callback) => {
     const connection = internals._socket;
     const sender = internals._sender;
@@ -151,12 +176,18 @@ function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
       !plain ||
       socket.readyState !== socket.OPEN
     ) {
-      return false;
+      return 'refused';
+    }
+    if (backlogAtCork === undefined) {
+      backlogAtCork = connection.writableLength;
+      connection.cork();
+      process.nextTick(uncork);
     }
     waiting += 1;
     connection.write(frame, tracked(callback));
-    armIfBuffered();
-    return true;
+    // Nothing waited before the turn, and the turn's frames stay within the socket's own measure.
+    const keepingUp = backlogAtCork === 0 && connection.writableLength <= connection.writableHighWaterMark;
+    return keepingUp ? 'taken' : 'waiting';
   });
 }
 

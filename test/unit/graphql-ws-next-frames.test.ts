@@ -84,3 +84,70 @@ for (const held of [true, false]) {
     expect(received[0]).toBe(JSON.stringify({ id: 'op-"1"', type: 'next', payload: results[0] }));
   });
 }
+
+/** The server side's writes reaching its TCP socket: `_write` calls (one buffer) and `_writev` calls (several). */
+function countSocketWrites(server: WebSocket): { single: number; vectored: number } {
+  const connection = (server as unknown as { _socket: Record<string, (...args: unknown[]) => unknown> })
+    ._socket;
+  const counts = { single: 0, vectored: 0 };
+  const write = connection._write!.bind(connection);
+  const writev = connection._writev!.bind(connection);
+  connection._write = (...args: unknown[]) => {
+    counts.single += 1;
+    return write(...args);
+  };
+  connection._writev = (...args: unknown[]) => {
+    counts.vectored += 1;
+    return writev(...args);
+  };
+  return counts;
+}
+
+test("one turn's frames to a connection's several subscriptions reach its socket in one write, in order", async () => {
+  const { server, received } = await connected(true);
+  const writers = nextMessages(formatting);
+  const subscriptions = ['a', 'b', 'c', 'd', 'e'].map((id) => writers(server, id));
+  const counts = countSocketWrites(server);
+  const result: ExecutionResult = { data: { balance: '10.00' } };
+  // One event's result to the five, back to back in one turn, as a slice of the delivery writes them.
+  const written = subscriptions.map((write) => write(result));
+  expect(written).toEqual([true, true, true, true, true]);
+  await waitUntil(() => received.length === 5);
+  expect(counts).toEqual({ single: 0, vectored: 1 });
+  expect(received.map((message) => (JSON.parse(message) as { id: string }).id)).toEqual([
+    'a',
+    'b',
+    'c',
+    'd',
+    'e',
+  ]);
+  // A turn with one frame writes it alone.
+  const alone = subscriptions[0]!(result);
+  expect(alone).toBe(true);
+  await waitUntil(() => received.length === 6);
+  expect(counts).toEqual({ single: 1, vectored: 1 });
+});
+
+test('a frame written behind a backlog, or beyond what the socket holds, waits for the socket to take it', async () => {
+  const { server, received } = await connected(true);
+  const writers = nextMessages(formatting);
+  const large: ExecutionResult = { data: { text: 'x'.repeat(16 * 1024 * 1024) } };
+  // Larger than the socket's high-water mark: not taken whole, so its stream waits for the callback.
+  const first = writers(server, 'big')(large);
+  expect(first).toBeInstanceOf(Promise);
+  // Another subscription's frame in a later turn, while the socket still holds the first: it waits too.
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(server.bufferedAmount).toBeGreaterThan(0);
+  const second = writers(server, 'small')({ data: { a: 1 } });
+  expect(second).toBeInstanceOf(Promise);
+  await Promise.all([first, second]);
+  await waitUntil(() => received.length === 2);
+  expect(received.map((message) => (JSON.parse(message) as { id: string }).id)).toEqual(['big', 'small']);
+});
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 500 && !condition(); attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  expect(condition()).toBe(true);
+}
