@@ -94,6 +94,11 @@ export interface Config {
   /** How long a `/readyz` answer is reused (`READINESS_CACHE_MS`); 0 asks the upstream every time. */
   readinessCacheMs: number;
   /**
+   * How long Redis may stay out of reach without a break before `/readyz` answers 503
+   * (`READINESS_REDIS_GRACE_SECONDS`); 0 counts it at once. See `src/http/health.ts`.
+   */
+  readinessRedisGraceSeconds: number;
+  /**
    * One memory-reducing collection once the process has been idle for a while after its memory grew
    * (`MEMORY_RELEASE_*`; src/observability/memory-release.ts). Needs node's `--expose-gc`.
    */
@@ -155,6 +160,12 @@ export const CONFIG_DEFAULTS = {
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
   READINESS_CACHE_MS: 2_000,
+  // Longer than a Sentinel failover as deploy/kubernetes/redis-ha.sh runs it: 5 s of silence before
+  // the Sentinels call the primary down (REDIS_SENTINEL_DOWN_AFTER_MS), then their vote, the
+  // promotion and the facade's reconnection (the game day's replica was promoted 6.4 s after the
+  // kill), with about twice that for a loaded node. A replica cut off for longer is the one at fault
+  // (docs/operations.md, "Health").
+  READINESS_REDIS_GRACE_SECONDS: 15,
   MEMORY_RELEASE_ENABLED: true,
   MEMORY_RELEASE_IDLE_MS: 15_000,
   MEMORY_RELEASE_MIN_GROWTH_PERCENT: 20,
@@ -239,6 +250,12 @@ export function loadConfig(env: Env = process.env): Config {
       ),
     },
     readinessCacheMs: reader.integer('READINESS_CACHE_MS', CONFIG_DEFAULTS.READINESS_CACHE_MS, 0, 600_000),
+    readinessRedisGraceSeconds: reader.integer(
+      'READINESS_REDIS_GRACE_SECONDS',
+      CONFIG_DEFAULTS.READINESS_REDIS_GRACE_SECONDS,
+      0,
+      3_600,
+    ),
     memoryRelease: {
       enabled: reader.boolean('MEMORY_RELEASE_ENABLED', CONFIG_DEFAULTS.MEMORY_RELEASE_ENABLED),
       idleMs: reader.integer(

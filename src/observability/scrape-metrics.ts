@@ -29,6 +29,8 @@ export interface ScrapeSources {
   responseCache?: () => ResponseCacheStats | undefined;
   /** The answer cache's counts (whole answers of repeated queries). */
   answerCache?: () => AnswerCacheStats | undefined;
+  /** How long Redis had been out of reach at `/readyz`'s last check (0 while it answers); with Redis only. */
+  redisUnreachableSeconds?: () => number;
 }
 
 /** Registers the gauges that read `sources` at each scrape in `metrics`' registry. Once per app. */
@@ -78,6 +80,19 @@ export function watchScrapeSources(metrics: Metrics, sources: ScrapeSources): vo
     });
   }
   if (sources.eventLog !== undefined) registerEventLogMetrics(sources.eventLog, registers);
+  const redisUnreachableSeconds = sources.redisUnreachableSeconds;
+  if (redisUnreachableSeconds !== undefined) {
+    // Above 0 while the replica stays ready within READINESS_REDIS_GRACE_SECONDS: what an operator
+    // alerts on before a replica leaves the Service, and sees during every failover.
+    new Gauge({
+      name: 'facade_readiness_redis_unreachable_seconds',
+      help: "How long this replica's Redis had been out of reach without a break when /readyz last checked it (0 while it answers); past READINESS_REDIS_GRACE_SECONDS the replica is not ready.",
+      registers,
+      collect() {
+        this.set(redisUnreachableSeconds());
+      },
+    });
+  }
 }
 
 /** The event log's length and this replica's lag, per environment, read once per scrape. */
