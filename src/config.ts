@@ -160,11 +160,10 @@ export const CONFIG_DEFAULTS = {
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
   READINESS_CACHE_MS: 2_000,
-  // Longer than a Sentinel failover as deploy/kubernetes/redis-ha.sh runs it: 5 s of silence before
-  // the Sentinels call the primary down (REDIS_SENTINEL_DOWN_AFTER_MS), then their vote, the
-  // promotion and the facade's reconnection (the game day's replica was promoted 6.4 s after the
-  // kill), with about twice that for a loaded node. A replica cut off for longer is the one at fault
-  // (docs/operations.md, "Health").
+  // Twice a Sentinel failover as deploy/kubernetes/redis-ha.sh runs it: the Sentinels call the
+  // primary down after 5 s of silence (REDIS_SENTINEL_DOWN_AFTER_MS), then vote and promote the
+  // replica (the game day's promotion came 6.4 s after the kill), and the facade reconnects; the rest
+  // is room for a loaded node. A replica cut off for longer is the one at fault (docs/operations.md).
   READINESS_REDIS_GRACE_SECONDS: 15,
   MEMORY_RELEASE_ENABLED: true,
   MEMORY_RELEASE_IDLE_MS: 15_000,
