@@ -216,6 +216,18 @@ describe('loadConfig', () => {
     ]);
   });
 
+  test("Redis' readiness grace: 15 s by default, 0 for none, anything else refused", () => {
+    expect(loadConfig(REQUIRED).readinessRedisGraceSeconds).toBe(15);
+    expect(loadConfig({ ...REQUIRED, READINESS_REDIS_GRACE_SECONDS: '0' }).readinessRedisGraceSeconds).toBe(
+      0,
+    );
+    for (const bad of ['-1', '1.5', '3601', 'soon']) {
+      expect(problemsOf({ ...REQUIRED, READINESS_REDIS_GRACE_SECONDS: bad })).toEqual([
+        `READINESS_REDIS_GRACE_SECONDS: must be an integer from 0 to 3600, got "${bad}"`,
+      ]);
+    }
+  });
+
   test('the error message lists every problem on its own line', () => {
     expect(() => loadConfig({})).toThrowError(
       'Invalid configuration:\n' +
