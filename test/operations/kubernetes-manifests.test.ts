@@ -351,7 +351,10 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
     // The probe adds to the grace: up to a period before the first check that fails, up to one
     // after the grace before the check that answers 503, and its further failures. The operations
     // guide gives the sum for the shipped probe.
-    const { periodSeconds, failureThreshold } = container.readinessProbe as Record<string, number>;
+    const { periodSeconds, failureThreshold } = container.readinessProbe as {
+      periodSeconds: number;
+      failureThreshold: number;
+    };
     const soonest = graceSeconds + (failureThreshold - 1) * periodSeconds;
     const latest = soonest + 2 * periodSeconds;
     const operations = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8').replace(/\s+/g, ' ');
