@@ -243,7 +243,8 @@ function redisJudged(redis: RedisChecked, grace: RedisGrace): RedisJudged {
   const withinGrace = outForMs <= grace.graceMs;
   const reported = {
     ...state,
-    unreachableSeconds: Math.round(outForMs / 100) / 10,
+    // Rounded up, so the figure is past the grace exactly when the answer is 503.
+    unreachableSeconds: Math.ceil(outForMs / 100) / 10,
     graceSeconds: grace.graceMs / 1000,
   };
   return { reported, ok: withinGrace, withinGrace };
