@@ -1,8 +1,9 @@
 /**
- * `/readyz` and a Redis that stops answering (a real `redis-server` of the test's own, stopped and
- * started again on its port): the replica stays ready, `degraded`, while Redis has been out for no
- * longer than `READINESS_REDIS_GRACE_SECONDS`, answers 503 once it has, and is ready again when
- * Redis is back; a draining replica answers 503 at once whatever Redis does.
+ * `/readyz` and a Redis that stops answering (a real `redis-server` of the test's own, stopped with
+ * SIGSTOP and let go on with SIGCONT, as a node cut off by its network: its port stays held, so no
+ * other test's server takes it meanwhile): the replica stays ready, `degraded`, while Redis has been
+ * out for no longer than `READINESS_REDIS_GRACE_SECONDS`, answers 503 once it has, and is ready
+ * again when Redis is back; a draining replica answers 503 at once whatever Redis does.
  */
 import http from 'node:http';
 import { afterEach, describe, expect, onTestFinished, test } from 'vitest';
@@ -20,17 +21,23 @@ const GRACE_SECONDS = 2;
 const started: { stack?: Stack; redis?: RedisServer } = {};
 
 afterEach(async () => {
+  started.redis?.child.kill('SIGCONT');
   await started.stack?.close();
   await started.redis?.stop();
   delete started.stack;
   delete started.redis;
 });
 
-/** Starts redis-server (again on `port` when given); stopped after the test. */
-async function ownRedis(port?: number): Promise<RedisServer> {
-  started.redis = await startRedisServer(port === undefined ? {} : { port });
+/** Starts redis-server; stopped after the test. */
+async function ownRedis(): Promise<RedisServer> {
+  started.redis = await startRedisServer();
   return started.redis;
 }
+
+/** Stops `redis` where it stands (SIGSTOP): it answers nothing, and its connections stay open. */
+const freeze = (redis: RedisServer): boolean => redis.child.kill('SIGSTOP');
+/** Lets `redis` go on (SIGCONT): it answers what waited, and what comes. */
+const thaw = (redis: RedisServer): boolean => redis.child.kill('SIGCONT');
 
 /** A facade on `redisUrl`, every `/readyz` checked afresh; closed after the test. */
 async function facadeOn(
@@ -127,8 +134,8 @@ describe('/readyz while Redis is out of reach', () => {
   test('stays 200 degraded within the grace, turns 503 after it and not before, and 200 once Redis is back', async () => {
     const { stack, redis } = await facadeThatReachedRedis(GRACE_SECONDS);
     const sampler = sampleReadiness(stack.facadeUrl);
-    const stoppingAt = performance.now();
-    await redis.stop();
+    const frozenAt = performance.now();
+    freeze(redis);
     await waitFor(
       () => sampler.samples.some((sample) => sample.status === 503),
       'a 503 once the grace has passed',
@@ -151,8 +158,8 @@ describe('/readyz while Redis is out of reach', () => {
       });
       expect(sample.body.redis!.unreachableSeconds).toBeLessThanOrEqual(GRACE_SECONDS);
     }
-    // Not before the grace: the outage began when Redis was stopped, at the earliest.
-    expect(samples[firstRefusal]!.answeredAt - stoppingAt).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000);
+    // Not before the grace: the outage began when Redis was frozen, at the earliest.
+    expect(samples[firstRefusal]!.answeredAt - frozenAt).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000);
     for (const sample of samples.slice(firstRefusal)) {
       expect(sample.status).toBe(503);
       expect(sample.body).toMatchObject({
@@ -169,8 +176,8 @@ describe('/readyz while Redis is out of reach', () => {
       expect.objectContaining({ reason: expect.stringMatching(/^redis_/) as unknown }),
     );
 
-    // Redis back on its port: ready again, and the gauge back to 0.
-    await ownRedis(redis.port);
+    // Redis back: ready again, and the gauge back to 0.
+    thaw(redis);
     const back = await readinessUntil(
       stack,
       ({ status, body }) => status === 200 && body.status === 'ready',
@@ -181,9 +188,8 @@ describe('/readyz while Redis is out of reach', () => {
   }, 60_000);
 
   test('a replica whose Redis never answered it is not ready at once: it gets no grace', async () => {
-    const never = await ownRedis();
-    await never.stop();
-    const stack = await facadeOn(never.url, 60);
+    // A loopback port nothing listens on (port 1 is reserved and closed here).
+    const stack = await facadeOn('redis://127.0.0.1:1', 60);
     const { status, body } = await readiness(stack);
     expect(status).toBe(503);
     expect(body).toMatchObject({ status: 'unavailable', redis: { reachable: false } });
@@ -196,7 +202,7 @@ describe('a draining replica', () => {
     const { stack, redis } = await facadeThatReachedRedis(60, { SHUTDOWN_IDLE_RELEASE_MS: '5000' });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     onTestFinished(() => agent.destroy());
-    await redis.stop();
+    freeze(redis);
     let seenOut: { status: number; body: ReadinessBody } | undefined;
     await waitFor(
       () => seenOut?.body.redis?.reachable === false,
@@ -217,7 +223,7 @@ describe('a draining replica', () => {
     // At once: no PING and no upstream call is waited for.
     expect(answeredInMs).toBeLessThan(loadScaledMs(500));
     // Redis back, so the shutdown closes its connections as it would.
-    await ownRedis(redis.port);
+    thaw(redis);
     await closing;
   }, 60_000);
 });
