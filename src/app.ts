@@ -371,7 +371,7 @@ function mountRoutes(
       logger,
       redis: redisReachability,
       isDraining: served.isShuttingDown,
-      cacheMs: config.readinessCacheMs,
+      ...config.readiness,
       // With a key per environment, each environment's upstream is asked and reported.
       ...(environments.bindsEnvironments
         ? {

@@ -6,7 +6,9 @@
  * started); else 200. What the upstream says of each environment's key (the upstream probe, the
  * source of `apiStatus`) is reported in the body, `degraded` when an upstream is unreachable or
  * refuses its key, and never takes the replica out; a Redis out of reach within its grace is
- * reported the same way.
+ * reported the same way. An upstream's probe is waited for `READINESS_UPSTREAM_DEADLINE_MS` at most
+ * (`probe_timeout` past it), so an upstream that hangs never holds `/readyz` past the orchestrator's
+ * probe timeout (src/http/shared-upstream-probe.ts).
  *
  * Why the upstream does not decide readiness: an upstream outage or a refused key is the same for
  * every replica (one upstream, one Secret), so it would take every replica out at once. That helps
@@ -29,11 +31,10 @@ import type { RequestHandler } from 'express';
 import type { PlatformEnvironment } from '../platform-environment.ts';
 import type { Logger } from '../logger.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
-import { PLATFORM_SCOPE } from '../upstream/access.ts';
-import { createUpstreamContext } from '../upstream/context.ts';
 import type { UpstreamKey } from '../upstream/credentials.ts';
-import { isReachable, probeUpstream, type UpstreamProbe } from '../upstream/probe.ts';
+import { isReachable } from '../upstream/probe.ts';
 import type { RedisChecked, RedisReachability, RedisState } from './redis-reachability.ts';
+import { SharedUpstreamProbe, type ProbeReading } from './shared-upstream-probe.ts';
 
 /** `GET /healthz`: 200 while the process is up. */
 export function handleHealth(): RequestHandler {
@@ -61,6 +62,12 @@ export interface ReadinessOptions {
   isDraining?: () => boolean;
   /** How long an answer is reused after it settled (`READINESS_CACHE_MS`). Default 0: none. */
   cacheMs?: number;
+  /**
+   * How long an answer waits for an upstream's probe, from the probe's start
+   * (`READINESS_UPSTREAM_DEADLINE_MS`); past it that upstream is `probe_timeout` while the probe
+   * goes on (src/http/shared-upstream-probe.ts says why). Default 1,000.
+   */
+  upstreamDeadlineMs?: number;
   /** Clock in milliseconds. Default `performance.now`. */
   now?: () => number;
 }
@@ -109,6 +116,13 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
   const now = options.now ?? (() => performance.now());
   const grace: RedisGrace = { graceMs: options.redis?.graceMs ?? 0, now };
   const configured = new Set<string>(options.environments?.map(({ environment }) => environment) ?? []);
+  const timing = { cacheMs, deadlineMs: options.upstreamDeadlineMs ?? DEFAULT_UPSTREAM_DEADLINE_MS, now };
+  const probes: readonly AskedUpstream[] = (
+    options.environments ?? [{ environment: undefined, client: options.client, apiKey: options.apiKey }]
+  ).map(({ environment, client, apiKey }) => ({
+    environment,
+    probe: new SharedUpstreamProbe(client, apiKey, timing),
+  }));
   interface Entry {
     checked: Promise<Checked>;
     settledAt: number | undefined;
@@ -134,7 +148,8 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
         checked: Promise.resolve({ upstreams: [], redis: undefined }),
         settledAt: undefined,
       };
-      started.checked = check(options, grace, res.locals.requestId as string | undefined).finally(() => {
+      const requestId = res.locals.requestId as string | undefined;
+      started.checked = check(options, probes, grace, requestId).finally(() => {
         started.settledAt = now();
       });
       entry = current = started;
@@ -152,18 +167,21 @@ export function handleReadiness(options: ReadinessOptions): RequestHandler {
   };
 }
 
-/** One probe with the facade's own key: fast, and adding no retry load to a struggling upstream. */
-async function probeOnce(
-  client: UpstreamClient,
-  apiKey: UpstreamKey,
-  requestId: string | undefined,
-): Promise<{ probe: UpstreamProbe; requestId: string }> {
-  const up = createUpstreamContext(client, { apiKey, scope: PLATFORM_SCOPE, requestId, retries: 0 });
-  return { probe: await probeUpstream(up), requestId: up.requestId };
+/** The default of `upstreamDeadlineMs`: a third of the shipped readiness probe's `timeoutSeconds`. */
+const DEFAULT_UPSTREAM_DEADLINE_MS = 1_000;
+
+/** One upstream `/readyz` asks: its environment (undefined with one key) and its shared probe. */
+interface AskedUpstream {
+  readonly environment: PlatformEnvironment | undefined;
+  readonly probe: SharedUpstreamProbe;
 }
 
 /** The state of one probed upstream, and why it is not ready (undefined when it is). */
-function stateOf(probe: UpstreamProbe): { state: UpstreamState; reason?: string } {
+function stateOf(reading: ProbeReading): { state: UpstreamState; reason?: string } {
+  // No answer by the deadline: not known to be reachable, whatever the probe says later.
+  if (reading.timedOut)
+    return { state: { reachable: false, reason: 'probe_timeout' }, reason: 'probe_timeout' };
+  const { probe } = reading;
   if (probe.outcome === 'ready')
     return { state: { reachable: true, environment: probe.discovery.environment } };
   const reason =
@@ -187,27 +205,21 @@ interface RedisGrace {
  */
 async function check(
   options: ReadinessOptions,
+  asked: readonly AskedUpstream[],
   grace: RedisGrace,
   requestId: string | undefined,
 ): Promise<Checked> {
   const redisCheck = options.redis?.check(grace.now) ?? Promise.resolve(undefined);
-  const asked: {
-    environment: PlatformEnvironment | undefined;
-    client: UpstreamClient;
-    apiKey: UpstreamKey;
-  }[] = options.environments?.map((environment) => ({ ...environment })) ?? [
-    { environment: undefined, client: options.client, apiKey: options.apiKey },
-  ];
   const upstreams = await Promise.all(
-    asked.map(async ({ environment, client, apiKey }) => {
-      const { probe, requestId: probeRequestId } = await probeOnce(client, apiKey, requestId);
-      const { state, reason } = stateOf(probe);
+    asked.map(async ({ environment, probe }) => {
+      const reading = await probe.read(requestId);
+      const { state, reason } = stateOf(reading);
       if (reason !== undefined) {
         // Reported, never acted on (the module says why): the replica stays ready.
         options.logger.warn('upstream degraded; the replica stays ready', {
           ...(environment === undefined ? {} : { environment }),
           reason,
-          requestId: probeRequestId,
+          requestId: reading.requestId,
         });
       }
       return { environment, state, ready: reason === undefined };

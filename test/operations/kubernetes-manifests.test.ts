@@ -361,6 +361,14 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
     expect(operations).toContain(`leaves the Service between ${soonest} and ${latest} s after`);
   });
 
+  it("answers readiness well within the probe's timeout whatever the upstream does", () => {
+    const { upstreamDeadlineMs } = loadConfig(facadeEnvironment()).readiness;
+    const { timeoutSeconds } = container.readinessProbe as { timeoutSeconds: number };
+    // A late answer is a failed probe on every replica at once: the upstream's probe is waited for
+    // at most half the probe's timeout, the rest left to a loaded node (Redis' PING waits 1 s).
+    expect(upstreamDeadlineMs * 2).toBeLessThanOrEqual(timeoutSeconds * 1000);
+  });
+
   it('ends a replica after its drain, never during it', () => {
     const preStop = container.lifecycle.preStop.exec.command as string[];
     expect(preStop[0]).toBe('sleep');
