@@ -24,6 +24,7 @@ import { cors } from './http/cors.ts';
 import { createExplorerRoutes, prepareExplorer } from './http/explorer.ts';
 import { handleHttpError, handleNotFound } from './http/fallback.ts';
 import { handleHealth, handleReadiness } from './http/health.ts';
+import { RedisReachability } from './http/redis-reachability.ts';
 import { frameProtection } from './http/frame-protection.ts';
 import { createHostAllowList } from './http/host-allow-list.ts';
 import {
@@ -123,6 +124,7 @@ export async function createApp(config: Config, deps: AppDependencies = {}): Pro
     eventLog: () => events.logStats(),
     responseCache: () => environments.cacheStats(),
     answerCache: () => answers?.stats(),
+    redisUnreachableSeconds: config.events.redis && (() => parts.redisReachability.unreachableSeconds()),
   });
   observability.serveOperatorRoute(
     DEAD_LETTERS_PATH,
@@ -284,6 +286,7 @@ async function createAppParts(config: Config, deps: AppDependencies) {
     gatewayCaches,
     events: environments.events,
     edge,
+    redisReachability: new RedisReachability(environments.events, config.readinessRedisGraceSeconds * 1000),
   };
 }
 
@@ -351,7 +354,7 @@ async function closeApp(
 function mountRoutes(
   app: express.Express,
   config: Config,
-  { hostAllowList, logger, events, explorerRoutes, environments }: AppParts,
+  { hostAllowList, logger, events, explorerRoutes, environments, redisReachability }: AppParts,
   served: Pick<Transports, 'live' | 'graphQLOverHttp' | 'mcp'> & { isShuttingDown: () => boolean },
 ): void {
   app.use(closeConnectionsWhileShuttingDown(served.isShuttingDown));
@@ -366,9 +369,9 @@ function mountRoutes(
       client: first.client,
       apiKey: first.key,
       logger,
-      checkRedis: () => events.checkRedis(),
+      redis: redisReachability,
       isDraining: served.isShuttingDown,
-      cacheMs: config.readinessCacheMs,
+      ...config.readiness,
       // With a key per environment, each environment's upstream is asked and reported.
       ...(environments.bindsEnvironments
         ? {

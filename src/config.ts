@@ -91,8 +91,16 @@ export interface Config {
   allowedHosts: readonly string[];
   /** How long a client has to send a request's head and the whole request (src/http/server-timeouts.ts). */
   serverTimeouts: ServerTimeouts;
-  /** How long a `/readyz` answer is reused (`READINESS_CACHE_MS`); 0 asks the upstream every time. */
-  readinessCacheMs: number;
+  /**
+   * How long a `/readyz` answer is reused (`READINESS_CACHE_MS`; 0 asks the upstream every time), and
+   * how long it waits for an upstream's probe (`READINESS_UPSTREAM_DEADLINE_MS`; src/http/health.ts).
+   */
+  readiness: { cacheMs: number; upstreamDeadlineMs: number };
+  /**
+   * How long Redis may stay out of reach without a break before `/readyz` answers 503
+   * (`READINESS_REDIS_GRACE_SECONDS`); 0 counts it at once. See `src/http/health.ts`.
+   */
+  readinessRedisGraceSeconds: number;
   /**
    * One memory-reducing collection once the process has been idle for a while after its memory grew
    * (`MEMORY_RELEASE_*`; src/observability/memory-release.ts). Needs node's `--expose-gc`.
@@ -155,6 +163,14 @@ export const CONFIG_DEFAULTS = {
   HTTP_HEADERS_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.headersTimeoutMs,
   HTTP_REQUEST_TIMEOUT_MS: DEFAULT_SERVER_TIMEOUTS.requestTimeoutMs,
   READINESS_CACHE_MS: 2_000,
+  // A third of the shipped readiness probe's timeoutSeconds (3 s): Redis' PING is waited for 1 s too,
+  // so /readyz answers within about 1 s whatever the upstream does, with room for a loaded node.
+  READINESS_UPSTREAM_DEADLINE_MS: 1_000,
+  // Twice a Sentinel failover as deploy/kubernetes/redis-ha.sh runs it: the Sentinels call the
+  // primary down after 5 s of silence (REDIS_SENTINEL_DOWN_AFTER_MS), then vote and promote the
+  // replica (the game day's promotion came 6.4 s after the kill), and the facade reconnects; the rest
+  // is room for a loaded node. A replica cut off for longer is the one at fault (docs/operations.md).
+  READINESS_REDIS_GRACE_SECONDS: 15,
   MEMORY_RELEASE_ENABLED: true,
   MEMORY_RELEASE_IDLE_MS: 15_000,
   MEMORY_RELEASE_MIN_GROWTH_PERCENT: 20,
@@ -238,7 +254,21 @@ export function loadConfig(env: Env = process.env): Config {
         600_000,
       ),
     },
-    readinessCacheMs: reader.integer('READINESS_CACHE_MS', CONFIG_DEFAULTS.READINESS_CACHE_MS, 0, 600_000),
+    readiness: {
+      cacheMs: reader.integer('READINESS_CACHE_MS', CONFIG_DEFAULTS.READINESS_CACHE_MS, 0, 600_000),
+      upstreamDeadlineMs: reader.integer(
+        'READINESS_UPSTREAM_DEADLINE_MS',
+        CONFIG_DEFAULTS.READINESS_UPSTREAM_DEADLINE_MS,
+        10,
+        60_000,
+      ),
+    },
+    readinessRedisGraceSeconds: reader.integer(
+      'READINESS_REDIS_GRACE_SECONDS',
+      CONFIG_DEFAULTS.READINESS_REDIS_GRACE_SECONDS,
+      0,
+      3_600,
+    ),
     memoryRelease: {
       enabled: reader.boolean('MEMORY_RELEASE_ENABLED', CONFIG_DEFAULTS.MEMORY_RELEASE_ENABLED),
       idleMs: reader.integer(

@@ -29,6 +29,8 @@ export interface ScrapeSources {
   responseCache?: () => ResponseCacheStats | undefined;
   /** The answer cache's counts (whole answers of repeated queries). */
   answerCache?: () => AnswerCacheStats | undefined;
+  /** How long Redis had been out of reach at `/readyz`'s last check (0 while it answers); with Redis only. */
+  redisUnreachableSeconds?: () => number;
 }
 
 /** Registers the gauges that read `sources` at each scrape in `metrics`' registry. Once per app. */
@@ -78,17 +80,38 @@ export function watchScrapeSources(metrics: Metrics, sources: ScrapeSources): vo
     });
   }
   if (sources.eventLog !== undefined) registerEventLogMetrics(sources.eventLog, registers);
+  const redisUnreachableSeconds = sources.redisUnreachableSeconds;
+  if (redisUnreachableSeconds !== undefined) {
+    // Above 0 while the replica stays ready within READINESS_REDIS_GRACE_SECONDS: what an operator
+    // alerts on before a replica leaves the Service, and sees during every failover.
+    new Gauge({
+      name: 'facade_readiness_redis_unreachable_seconds',
+      help: "How long this replica's Redis had been out of reach without a break when /readyz last checked it (0 while it answers); past READINESS_REDIS_GRACE_SECONDS the replica is not ready.",
+      registers,
+      collect() {
+        this.set(redisUnreachableSeconds());
+      },
+    });
+  }
 }
+
+/**
+ * How long a scrape waits for the event log's figures. A Redis cut off without a reset connection
+ * answers nothing, and ioredis waits for it without end: a scrape that waited too would time out
+ * whole, and show nothing of what every other gauge (Redis' readiness among them) says meanwhile.
+ */
+const EVENT_LOG_SCRAPE_TIMEOUT_MS = 1_000;
 
 /** The event log's length and this replica's lag, per environment, read once per scrape. */
 function registerEventLogMetrics(
   eventLog: NonNullable<ScrapeSources['eventLog']>,
   registers: Registry[],
 ): void {
-  // One read of the log per scrape feeds both gauges.
+  // One read of the log per scrape feeds both gauges; none when it does not answer in time (the
+  // gauges then leave their series out of the scrape rather than repeat an old figure).
   let reading: ReturnType<typeof eventLog> | undefined;
   const read = () => {
-    reading ??= eventLog().finally(() => {
+    reading ??= withinScrapeTimeout(eventLog()).finally(() => {
       reading = undefined;
     });
     return reading;
@@ -99,8 +122,9 @@ function registerEventLogMetrics(
     labelNames: ['environment'] as const,
     registers,
     async collect() {
-      for (const stats of await read().catch(() => []))
-        this.set({ environment: stats.environment }, stats.length);
+      const figures = await read().catch(() => []);
+      this.reset();
+      for (const stats of figures) this.set({ environment: stats.environment }, stats.length);
     },
   });
   new Gauge({
@@ -109,11 +133,27 @@ function registerEventLogMetrics(
     labelNames: ['environment'] as const,
     registers,
     async collect() {
-      for (const stats of await read().catch(() => [])) {
-        this.set({ environment: stats.environment }, stats.lagSeconds);
-      }
+      const figures = await read().catch(() => []);
+      this.reset();
+      for (const stats of figures) this.set({ environment: stats.environment }, stats.lagSeconds);
     },
   });
+}
+
+/** `figures`, or a rejection once {@link EVENT_LOG_SCRAPE_TIMEOUT_MS} has passed without them. */
+async function withinScrapeTimeout<T>(figures: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new Error('the event log did not answer the scrape in time')),
+      EVENT_LOG_SCRAPE_TIMEOUT_MS,
+    );
+  });
+  try {
+    return await Promise.race([figures, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

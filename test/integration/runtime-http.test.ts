@@ -203,5 +203,11 @@ describe('with a facade key the upstream refuses', () => {
       status: 'degraded',
       upstream: { reachable: true, reason: 'unauthorized' },
     });
+    // The log says what is true: the upstream is degraded and the replica stays ready.
+    const lines = refused.logs().map((line) => JSON.parse(line) as { msg: string; reason?: string });
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: 'upstream degraded; the replica stays ready', reason: 'unauthorized' }),
+    );
+    expect(lines.filter(({ msg }) => msg === 'not ready')).toEqual([]);
   });
 });

@@ -340,6 +340,35 @@ describe.skipIf(!hasKubectl)('deploy/kubernetes', () => {
     expect(portNamed('http')).toBe(Number(settings.data.PORT));
   });
 
+  it('keeps the replicas through a failover as the Sentinels time it, and says when one cut off from Redis leaves', () => {
+    const sentinel = find('StatefulSet', `${NAME}-redis-sentinel`).spec.template.spec.containers[0];
+    const downAfterMs = Number(
+      sentinel.env.find((variable: Json) => variable.name === 'REDIS_SENTINEL_DOWN_AFTER_MS').value,
+    );
+    const graceSeconds = loadConfig(facadeEnvironment()).readinessRedisGraceSeconds;
+    // Twice a failover as the game day measured it: the down-after, then 1.4 s to the promotion.
+    expect(graceSeconds * 1000).toBeGreaterThanOrEqual(2 * (downAfterMs + 1_400));
+    // The probe adds to the grace: up to a period before the first check that fails, up to one
+    // after the grace before the check that answers 503, and its further failures. The operations
+    // guide gives the sum for the shipped probe.
+    const { periodSeconds, failureThreshold } = container.readinessProbe as {
+      periodSeconds: number;
+      failureThreshold: number;
+    };
+    const soonest = graceSeconds + (failureThreshold - 1) * periodSeconds;
+    const latest = soonest + 2 * periodSeconds;
+    const operations = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(operations).toContain(`leaves the Service between ${soonest} and ${latest} s after`);
+  });
+
+  it("answers readiness well within the probe's timeout whatever the upstream does", () => {
+    const { upstreamDeadlineMs } = loadConfig(facadeEnvironment()).readiness;
+    const { timeoutSeconds } = container.readinessProbe as { timeoutSeconds: number };
+    // A late answer is a failed probe on every replica at once: the upstream's probe is waited for
+    // at most half the probe's timeout, the rest left to a loaded node (Redis' PING waits 1 s).
+    expect(upstreamDeadlineMs * 2).toBeLessThanOrEqual(timeoutSeconds * 1000);
+  });
+
   it('ends a replica after its drain, never during it', () => {
     const preStop = container.lifecycle.preStop.exec.command as string[];
     expect(preStop[0]).toBe('sleep');

@@ -216,6 +216,30 @@ describe('loadConfig', () => {
     ]);
   });
 
+  test("Redis' readiness grace: 15 s by default, 0 for none, anything else refused", () => {
+    expect(loadConfig(REQUIRED).readinessRedisGraceSeconds).toBe(15);
+    expect(loadConfig({ ...REQUIRED, READINESS_REDIS_GRACE_SECONDS: '0' }).readinessRedisGraceSeconds).toBe(
+      0,
+    );
+    for (const bad of ['-1', '1.5', '3601', 'soon']) {
+      expect(problemsOf({ ...REQUIRED, READINESS_REDIS_GRACE_SECONDS: bad })).toEqual([
+        `READINESS_REDIS_GRACE_SECONDS: must be an integer from 0 to 3600, got "${bad}"`,
+      ]);
+    }
+  });
+
+  test('readiness: the upstream probe waited for 1 s by default, 10 ms to 60 s accepted, anything else refused', () => {
+    expect(loadConfig(REQUIRED).readiness).toEqual({ cacheMs: 2_000, upstreamDeadlineMs: 1_000 });
+    expect(
+      loadConfig({ ...REQUIRED, READINESS_UPSTREAM_DEADLINE_MS: '250' }).readiness.upstreamDeadlineMs,
+    ).toBe(250);
+    for (const bad of ['0', '9', '60001', '1.5', 'soon']) {
+      expect(problemsOf({ ...REQUIRED, READINESS_UPSTREAM_DEADLINE_MS: bad })).toEqual([
+        `READINESS_UPSTREAM_DEADLINE_MS: must be an integer from 10 to 60000, got "${bad}"`,
+      ]);
+    }
+  });
+
   test('the error message lists every problem on its own line', () => {
     expect(() => loadConfig({})).toThrowError(
       'Invalid configuration:\n' +

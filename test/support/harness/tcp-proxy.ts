@@ -1,7 +1,8 @@
 /**
  * A TCP proxy on a loopback port 0 that a test can cut and restore: every connection through it
  * is destroyed, and new ones are refused, until `restore()`. What a network partition between a
- * replica and Redis looks like to the replica.
+ * replica and Redis looks like to the replica. Or held: new connections are accepted and answered
+ * nothing, as a server that hangs (an upstream behind a stuck load balancer), until `restore()`.
  */
 import { createServer, connect, type Socket } from 'node:net';
 import { once } from 'node:events';
@@ -12,17 +13,31 @@ export interface TcpProxy {
   port: number;
   /** Destroys every open connection and refuses new ones until `restore()`. */
   cut(): void;
+  /** Destroys every open connection, then accepts new ones and sends them nothing until `restore()`. */
+  hold(): void;
   restore(): void;
+  /** How many connections it accepted so far (refused ones and held ones included). */
+  accepted(): number;
   close(): Promise<void>;
 }
 
 /** Starts a proxy to `target` (`host:port`). Always `close()` it. */
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const open = new Set<Socket>();
-  let refusing = false;
+  let mode: 'forward' | 'refuse' | 'hold' = 'forward';
+  let accepted = 0;
   const server = createServer((client) => {
-    if (refusing) {
+    accepted += 1;
+    if (mode === 'refuse') {
       client.destroy();
+      return;
+    }
+    if (mode === 'hold') {
+      // Read and dropped: the client's request is taken and never answered.
+      open.add(client);
+      client.on('close', () => open.delete(client));
+      client.on('error', () => undefined);
+      client.resume();
       return;
     }
     const upstream = connect(target.port, target.host);
@@ -43,12 +58,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   return {
     port: (server.address() as AddressInfo).port,
     cut() {
-      refusing = true;
+      mode = 'refuse';
+      for (const socket of open) socket.destroy();
+    },
+    hold() {
+      mode = 'hold';
       for (const socket of open) socket.destroy();
     },
     restore() {
-      refusing = false;
+      mode = 'forward';
     },
+    accepted: () => accepted,
     async close() {
       for (const socket of open) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
