@@ -28,7 +28,8 @@
  * transports, `graphql-ws,sse,multipart,live`; graphql-ws, the baseline of the ratios, always runs),
  * BENCH_TRANSPORTS_HEAP_SNAPSHOTS (a directory: in the first round, a heap snapshot of the facade
  * before each transport's subscribers connect and one once they listen, and what grew between them
- * by constructor, per subscriber), BENCH_FANOUT_CLIENT_PROCESSES (2), and BENCH_FACADE_SCRIPT /
+ * by constructor, per subscriber), BENCH_FANOUT_CLIENT_PROCESSES (2), BENCH_FANOUT_SOURCE_ADDRESSES
+ * (loopback addresses the subscribers connect from, as for `bench:fanout`), and BENCH_FACADE_SCRIPT /
  * BENCH_FANOUT_NODE_ARGS as for every live benchmark. The report goes to bench/results/
  * (`fanout-transports-<time>.md`, `fanout-transports-latest.md` and `.json`).
  */
@@ -42,11 +43,13 @@ import { compareHeapSummaries, summarizeHeapSnapshot } from './lib/heap-snapshot
 import {
   ACCOUNT_ID,
   accountUpdated,
+  checkOpenFiles,
   topUp,
   CUSTOMER_ID,
   postSigned,
   root,
   share,
+  sourceAddressesFor,
   startClientProcess,
   startFacade,
   transportCounts,
@@ -128,6 +131,8 @@ interface TransportResult {
 }
 
 async function main(): Promise<void> {
+  // Every streamed subscriber is a socket of the facade's: refuse a run its open-file limit would cut short.
+  await checkOpenFiles(subscribers, clientProcesses);
   const loadAverageBefore = loadavg();
   const started = new Date();
   const emulator = await startEmulatorService();
@@ -212,6 +217,8 @@ async function runTurn(
         transport: live ? 'graphql-ws' : transport,
         query: live ? LIVE_QUERY : SUBSCRIPTION,
         concurrency: CONNECT_CONCURRENCY,
+        // Each turn's closed connections wait in TIME_WAIT on their source ports for a minute.
+        sourceAddresses: sourceAddressesFor(subscribers),
         groups: [
           {
             label,
