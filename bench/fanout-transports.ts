@@ -18,10 +18,20 @@
  * and once they all listen (the RSS of a later turn starts from pages the earlier ones left, so
  * the heap is the figure to compare).
  *
+ * A fourth transport, `live`, is a `query @live` of the same account over graphql-ws, one watcher
+ * per socket: its result changes only when the account does, so each of its events is a top-up at
+ * the emulator and then the same signed webhook; its results carry no event id and are counted by
+ * their number (the first answer, then one per event).
+ *
  * Options (environment): BENCH_TRANSPORTS_SUBSCRIBERS (1000 per transport),
- * BENCH_TRANSPORTS_EVENTS (10 per turn), BENCH_TRANSPORTS_ROUNDS (2), BENCH_FANOUT_CLIENT_PROCESSES
- * (2), and BENCH_FACADE_SCRIPT / BENCH_FANOUT_NODE_ARGS as for every live benchmark. The report
- * goes to bench/results/ (`fanout-transports-<time>.md`, `fanout-transports-latest.md` and `.json`).
+ * BENCH_TRANSPORTS_EVENTS (10 per turn), BENCH_TRANSPORTS_ROUNDS (2), BENCH_TRANSPORTS_LIST (the
+ * transports, `graphql-ws,sse,multipart,live`; graphql-ws, the baseline of the ratios, always runs),
+ * BENCH_TRANSPORTS_HEAP_SNAPSHOTS (a directory: in the first round, a heap snapshot of the facade
+ * before each transport's subscribers connect and one once they listen, and what grew between them
+ * by constructor, per subscriber), BENCH_FANOUT_CLIENT_PROCESSES (2), BENCH_FANOUT_SOURCE_ADDRESSES
+ * (loopback addresses the subscribers connect from, as for `bench:fanout`), and BENCH_FACADE_SCRIPT /
+ * BENCH_FANOUT_NODE_ARGS as for every live benchmark. The report goes to bench/results/
+ * (`fanout-transports-<time>.md`, `fanout-transports-latest.md` and `.json`).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
@@ -29,13 +39,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { generateWebhookSecret } from '../emulator/webhooks/signature.ts';
 import { positiveIntegerFromEnv } from './env.ts';
 import type { LiveClientTransport } from './fanout-clients.ts';
+import { compareHeapSummaries, summarizeHeapSnapshot } from './lib/heap-snapshot-summary.ts';
 import {
   ACCOUNT_ID,
   accountUpdated,
+  checkOpenFiles,
+  topUp,
   CUSTOMER_ID,
   postSigned,
   root,
   share,
+  sourceAddressesFor,
   startClientProcess,
   startFacade,
   transportCounts,
@@ -50,7 +64,27 @@ const SUBSCRIPTION = `subscription {
     eventId type occurredAt account { id status balances { currency available } }
   }
 }`;
-const TRANSPORTS: readonly LiveClientTransport[] = ['graphql-ws', 'sse', 'multipart'];
+/** The same account, as a live query: re-sent whenever the account's result changes. */
+const LIVE_QUERY = `query @live {
+  account(customerId: "${CUSTOMER_ID}", id: "${ACCOUNT_ID}") { id status balances { currency available } }
+}`;
+
+/** A transport of this benchmark: a client transport, or `live` (a `query @live` over graphql-ws). */
+type BenchTransport = LiveClientTransport | 'live';
+const ALL_TRANSPORTS: readonly BenchTransport[] = ['graphql-ws', 'sse', 'multipart', 'live'];
+const TRANSPORTS: readonly BenchTransport[] = [
+  'graphql-ws',
+  ...(process.env.BENCH_TRANSPORTS_LIST ?? ALL_TRANSPORTS.join(','))
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name): name is BenchTransport => {
+      if (!(ALL_TRANSPORTS as readonly string[]).includes(name)) {
+        throw new Error(`BENCH_TRANSPORTS_LIST: unknown transport ${name}`);
+      }
+      return name !== 'graphql-ws';
+    }),
+];
+const heapSnapshotDir = process.env.BENCH_TRANSPORTS_HEAP_SNAPSHOTS;
 const CONNECT_CONCURRENCY = 50;
 const EVENT_TIMEOUT_MS = 60_000;
 const EVENT_GAP_MS = 250;
@@ -63,7 +97,7 @@ const clientProcesses = positiveIntegerFromEnv('BENCH_FANOUT_CLIENT_PROCESSES', 
 const now = (): number => performance.timeOrigin + performance.now();
 
 interface Turn {
-  transport: LiveClientTransport;
+  transport: BenchTransport;
   round: number;
   /** Event → subscriber, every arrival of this turn. */
   latencies: number[];
@@ -75,10 +109,12 @@ interface Turn {
   rssKibPerSubscriber: number;
   errors: number;
   firstError?: string;
+  /** With BENCH_TRANSPORTS_HEAP_SNAPSHOTS: what grew while the subscribers connected, per subscriber. */
+  heapGrowth?: { key: string; perSubscriber: number; bytesPerSubscriber: number }[];
 }
 
 interface TransportResult {
-  transport: LiveClientTransport;
+  transport: BenchTransport;
   received: number;
   expected: number;
   latency: { p50Ms: number; p99Ms: number; maxMs: number };
@@ -91,9 +127,12 @@ interface TransportResult {
   connectFailures: number;
   errors: number;
   firstError?: string;
+  heapGrowth?: Turn['heapGrowth'];
 }
 
 async function main(): Promise<void> {
+  // Every streamed subscriber is a socket of the facade's: refuse a run its open-file limit would cut short.
+  await checkOpenFiles(subscribers, clientProcesses);
   const loadAverageBefore = loadavg();
   const started = new Date();
   const emulator = await startEmulatorService();
@@ -107,7 +146,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < rounds; round += 1) {
       const order = round % 2 === 0 ? TRANSPORTS : [...TRANSPORTS].reverse();
       for (const transport of order) {
-        const turn = await runTurn(facade, clients, secret, transport, round);
+        const turn = await runTurn(facade, emulator, clients, secret, transport, round);
         turns.push(turn);
         const sorted = [...turn.latencies].sort((a, b) => a - b);
         console.log(
@@ -155,21 +194,31 @@ async function main(): Promise<void> {
 /** One transport's turn: subscribe every subscriber, send the events one after another, leave. */
 async function runTurn(
   facade: ServiceProcess,
+  emulator: ServiceProcess,
   clients: readonly ClientProcess[],
   secret: string,
-  transport: LiveClientTransport,
+  transport: BenchTransport,
   round: number,
 ): Promise<Turn> {
   const label = `${transport}#${round}`;
-  const before = await readMemory(facade, 'full');
+  const live = transport === 'live';
+  // The facade counts a live query's watchers as graphql-ws's subscriptions.
+  const counted = live ? 'graphql-ws' : transport;
+  const snapshotOf = (point: string): string | undefined =>
+    heapSnapshotDir === undefined || round > 0
+      ? undefined
+      : `${heapSnapshotDir}/transports-${transport}-${point}.heapsnapshot`;
+  const before = await readMemory(facade, 'full', snapshotOf('before'));
   const replies = await Promise.all(
     clients.map((client, index) =>
       client.ask({
         op: 'connect',
         id: 0,
-        transport,
-        query: SUBSCRIPTION,
+        transport: live ? 'graphql-ws' : transport,
+        query: live ? LIVE_QUERY : SUBSCRIPTION,
         concurrency: CONNECT_CONCURRENCY,
+        // Each turn's closed connections wait in TIME_WAIT on their source ports for a minute.
+        sourceAddresses: sourceAddressesFor(subscribers),
         groups: [
           {
             label,
@@ -184,13 +233,14 @@ async function runTurn(
     (sum, reply) => sum + (reply.op === 'connect' ? reply.failed : 0),
     0,
   );
-  // A subscription listens once the facade counts it.
+  // A subscription listens once the facade counts it; a live query's watcher holds its first answer.
   await waitFor(
-    async () => (await transportCounts(facade, transport)).subscriptions >= subscribers - connectFailures,
+    async () => (await transportCounts(facade, counted)).subscriptions >= subscribers - connectFailures,
     120_000,
   );
+  if (live) await awaitResult(clients, 'result-1');
   await sleep(1_000);
-  const connected = await readMemory(facade, 'full');
+  const connected = await readMemory(facade, 'full', snapshotOf('connected'));
   const perSubscriberKib = (bytes: number): number =>
     bytes / 1024 / Math.max(1, subscribers - connectFailures);
 
@@ -198,14 +248,13 @@ async function runTurn(
   const cpuBefore = await facade.cpuMs();
   for (let index = 0; index < events; index += 1) {
     const event = accountUpdated(index);
-    sentAt.set(event.id, now());
+    // A live query's result changes only with the account: the top-up the webhook tells of.
+    if (live) await topUp(emulator.url);
+    const resultId = live ? `result-${index + 2}` : event.id;
+    sentAt.set(resultId, now());
     const answer = await postSigned(facade.url, secret, event);
     if (answer.status >= 300) throw new Error(`the webhook was answered ${answer.status}`);
-    await Promise.all(
-      clients.map((client) =>
-        client.ask({ op: 'await-event', id: 0, eventId: event.id, timeoutMs: EVENT_TIMEOUT_MS }),
-      ),
-    );
+    await awaitResult(clients, resultId);
     await sleep(EVENT_GAP_MS);
   }
   const facadeCpuMs = (await facade.cpuMs()) - cpuBefore;
@@ -217,12 +266,14 @@ async function runTurn(
     if (reply.op !== 'report') continue;
     errors += reply.errors;
     firstError ??= reply.firstError;
-    for (const [eventId, sent] of sentAt) {
-      for (const at of reply.arrivals[`${label} ${eventId}`] ?? []) latencies.push(at - sent);
+    for (const [resultId, sent] of sentAt) {
+      for (const at of reply.arrivals[`${label} ${resultId}`] ?? []) latencies.push(at - sent);
     }
   }
   await Promise.all(clients.map((client) => client.ask({ op: 'disconnect', id: 0 })));
-  await waitFor(async () => (await transportCounts(facade, transport)).connections === 0, 30_000);
+  await waitFor(async () => (await transportCounts(facade, counted)).connections === 0, 30_000);
+  const listening = Math.max(1, subscribers - connectFailures);
+  const snapshots = [snapshotOf('before'), snapshotOf('connected')];
   return {
     transport,
     round,
@@ -236,7 +287,38 @@ async function runTurn(
     rssKibPerSubscriber: perSubscriberKib(connected.rssBytes - before.rssBytes),
     errors,
     ...(firstError === undefined ? {} : { firstError }),
+    ...(snapshots[0] === undefined || snapshots[1] === undefined
+      ? {}
+      : { heapGrowth: await heapGrowthPerSubscriber(snapshots[0], snapshots[1], listening) }),
   };
+}
+
+/** Waits until every subscriber of every client process received `resultId` (or the timeout). */
+async function awaitResult(clients: readonly ClientProcess[], resultId: string): Promise<void> {
+  await Promise.all(
+    clients.map((client) =>
+      client.ask({ op: 'await-event', id: 0, eventId: resultId, timeoutMs: EVENT_TIMEOUT_MS }),
+    ),
+  );
+}
+
+/** Constructors that grew by at least one object per 20 subscribers, largest growth first. */
+async function heapGrowthPerSubscriber(
+  beforePath: string,
+  afterPath: string,
+  listening: number,
+): Promise<NonNullable<Turn['heapGrowth']>> {
+  const growth = compareHeapSummaries(
+    await summarizeHeapSnapshot(beforePath),
+    await summarizeHeapSnapshot(afterPath),
+  );
+  return growth
+    .filter((entry) => entry.count * 20 >= listening)
+    .map((entry) => ({
+      key: entry.key,
+      perSubscriber: entry.count / listening,
+      bytesPerSubscriber: entry.selfBytes / listening,
+    }));
 }
 
 /** Every round of each transport together, and each as a ratio to graphql-ws. */
@@ -260,6 +342,7 @@ function summarise(turns: readonly Turn[]): TransportResult[] {
       connectFailures: own.reduce((sum, turn) => sum + turn.connectFailures, 0),
       errors: own.reduce((sum, turn) => sum + turn.errors, 0),
       ...(firstError === undefined ? {} : { firstError }),
+      ...(own[0]?.heapGrowth === undefined ? {} : { heapGrowth: own[0].heapGrowth }),
     };
   });
   const baseline = byTransport[0]!;
@@ -318,7 +401,28 @@ function toMarkdown(report: {
         (result) =>
           `${result.transport}: ${result.connectFailures} connections failed, ${result.errors} errors; the first: ${result.firstError ?? '–'}`,
       ),
+    ...report.transports.flatMap((result) => heapGrowthMarkdown(result)),
   ].join('\n');
+}
+
+/** What grew in the heap while a transport's subscribers connected, per subscriber (own sizes). */
+function heapGrowthMarkdown(result: TransportResult): string[] {
+  if (result.heapGrowth === undefined) return [];
+  const total = result.heapGrowth.reduce((sum, entry) => sum + entry.bytesPerSubscriber, 0);
+  return [
+    '',
+    `${result.transport}, heap snapshots (first round): objects grown per subscriber by constructor, ` +
+      `${(total / 1024).toFixed(1)} KiB of own size in all of these`,
+    '',
+    '| constructor | objects / subscriber | bytes / subscriber |',
+    '|---|--:|--:|',
+    ...result.heapGrowth
+      .filter((entry) => entry.bytesPerSubscriber >= 8)
+      .map(
+        (entry) =>
+          `| ${entry.key.replaceAll('|', '\\|')} | ${entry.perSubscriber.toFixed(2)} | ${entry.bytesPerSubscriber.toFixed(0)} |`,
+      ),
+  ];
 }
 
 await main();

@@ -41,6 +41,7 @@ import {
   share,
   startClientProcess,
   startFacade,
+  topUp,
   upstreamRequests,
   waitForLiveCounts,
   type ClientProcess,
@@ -142,17 +143,7 @@ async function topUpWithWebhook(
   emulator: ServiceProcess,
   facade: ServiceProcess,
 ): Promise<{ sentAt: number; ackedAt: number; ackMs: number }> {
-  const response = await fetch(`${emulator.url}/v3/sandbox/accounts/${ACCOUNT_ID}/topup`, {
-    method: 'POST',
-    headers: {
-      'x-api-key': 'sk_sandbox_emulator',
-      'content-type': 'application/json',
-      'idempotency-key': `bench-live-${String(Date.now())}-${String(Math.random())}`,
-    },
-    body: JSON.stringify({ amount: '1.00', currency: 'USDC' }),
-  });
-  if (response.status !== 200) throw new Error(`top-up answered ${String(response.status)}`);
-  await response.text();
+  await topUp(emulator.url);
   const sentAt = now();
   const ack = await postSigned(facade.url, secret, accountUpdated(0));
   if (ack.status >= 300) throw new Error(`the webhook answered ${String(ack.status)}`);

@@ -236,6 +236,24 @@ export function accountUpdated(index: number) {
   };
 }
 
+/**
+ * One top-up of the benchmarks' account at the emulator (`emulatorUrl`): what changes the account,
+ * so that a live query of it has a new result once the webhook telling of it arrives.
+ */
+export async function topUp(emulatorUrl: string): Promise<void> {
+  const response = await fetch(`${emulatorUrl}/v3/sandbox/accounts/${ACCOUNT_ID}/topup`, {
+    method: 'POST',
+    headers: {
+      'x-api-key': API_KEY,
+      'content-type': 'application/json',
+      'idempotency-key': `bench-live-${String(Date.now())}-${String(Math.random())}`,
+    },
+    body: JSON.stringify({ amount: '1.00', currency: 'USDC' }),
+  });
+  if (response.status !== 200) throw new Error(`top-up answered ${String(response.status)}`);
+  await response.text();
+}
+
 /** A Standard Webhooks delivery, signed the way the upstream (and the emulator) signs it. */
 export async function postSigned(
   facadeUrl: string,

@@ -130,7 +130,8 @@ function cutWhenStalled(socket: WebSocket, stalledMs: number): void {
     clearTimeout(stalled);
     stalled = undefined;
   };
-  socket.once('close', stop);
+  // `on`: `close` comes once, and `once` would hold a wrapper more for the socket's life.
+  socket.on('close', stop);
   const tracked =
     (callback?: (error?: Error | null) => void) =>
     (error?: Error | null): void => {

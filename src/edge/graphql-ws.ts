@@ -14,10 +14,11 @@ import type { ExecutionResult, GraphQLError } from 'graphql';
 import { DIRECT, isDirectStream } from '../direct-delivery-contract.ts';
 import type { ServerOptions } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import type { IncomingMessage } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { gatewayStillHolds } from '../auth/gateway-credential.ts';
 import type { WebSocketLimits } from '../events/config.ts';
-import { clientLabelOf } from '../observability/field-usage.ts';
+import { clientLabelOf, type ClientLabel } from '../observability/field-usage.ts';
 import { nextMessages } from './graphql-ws-next-frames.ts';
 import { closeWith, credentialsOf, cutWhenGone, drainSockets } from './graphql-ws-socket.ts';
 import { formattedResult } from './live-results.ts';
@@ -28,7 +29,8 @@ import {
   type LiveTransportParts,
   type LiveWriteLimits,
 } from './live.ts';
-import type { LiveConnection, LiveOperation } from './live-connections.ts';
+import type { Connection } from './door/door.ts';
+import type { LiveConnection, LiveConnections, LiveOperation } from './live-connections.ts';
 import { verifyClientOf } from './origin.ts';
 import { closeOf, endsConnection, graphQLErrorsOf, isRefusal, refuse } from './refusal.ts';
 
@@ -95,6 +97,32 @@ function attachGraphQLWebSocket(
 }
 
 /**
+ * The live side of an admitted connection, closed with its socket. Made apart from `onConnect` so
+ * that what it keeps for the socket's life (the expiry's close and the close listener) holds the
+ * socket and the live connection only, not the upgrade request `onConnect` read.
+ */
+function openLiveConnection(
+  connections: LiveConnections,
+  connection: Connection,
+  socket: WebSocket,
+  client: ClientLabel | undefined,
+): LiveConnection {
+  const live = connections.open(connection, (expired) => closeWith(socket, expired), client);
+  // `on`, not `once`: a socket emits `close` once, and `once` would add a wrapper and its state
+  // to every socket for its whole life.
+  socket.on('close', () => live.close());
+  return live;
+}
+
+/** Reads one header of the upgrade request (its first value when repeated). */
+function headerOf(request: IncomingMessage): (header: string) => string | undefined {
+  return (header) => {
+    const value = request.headers[header];
+    return Array.isArray(value) ? value[0] : value;
+  };
+}
+
+/**
  * graphql-ws's hooks, each translating one message to the door or the live connection and back: a
  * connection refused is closed as the table says, an operation refused is an `error` message (and
  * the connection closed when the refusal ends it), errors formatted as over HTTP.
@@ -131,17 +159,12 @@ function serverOptions(
       }
       // A socket closed while its credential was checked has no `close` event to come.
       if (socket.readyState !== socket.OPEN) return false;
-      const live = connections.open(
-        connection,
-        (expired) => closeWith(socket, expired),
-        clientLabelOf((header) => {
-          const value = request.headers[header];
-          return Array.isArray(value) ? value[0] : value;
-        }),
-      );
-      socket.once('close', () => live.close());
-      ctx.extra.live = live;
+      ctx.extra.live = openLiveConnection(connections, connection, socket, clientLabelOf(headerOf(request)));
       ctx.extra.operations = new Map();
+      // graphql-ws keeps the upgrade request in the connection's `extra` for the socket's whole life
+      // (its headers and stream state, about 1.3 KiB a socket); nothing reads it once the
+      // connection is admitted, so it is let go here.
+      (ctx.extra as { request?: unknown }).request = undefined;
       return true;
     },
     onSubscribe: async (ctx, id, payload) => {

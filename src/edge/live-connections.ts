@@ -8,12 +8,13 @@
  * lifecycle) for an operation that runs and for one refused.
  */
 import type { ExecutionArgs } from 'graphql';
-import type { LiveGraphContext } from '../events/delivery/live-context.ts';
+import type { LiveGraphContext, LiveSession } from '../events/delivery/live-context.ts';
 import type { LiveSessions, LiveSubscriber } from '../events/delivery/live-sessions.ts';
 import type { CallRound } from '../events/delivery/live-query-groups.ts';
 import type { CursorCodec } from '../events/log/cursor-codec.ts';
 import type { GraphContext } from '../graph/context.ts';
 import { createCallBudget, type CallBudget } from '../upstream/call-budget.ts';
+import { newRequestId } from '../upstream/request-id.ts';
 import type { SharedReadCache } from '../upstream/client.ts';
 import type { AdmittedOperation, Connection, OperationRequest, TransportRules } from './door/door.ts';
 import type { EventCallPools, LiveDoor } from './door/audiences.ts';
@@ -31,6 +32,8 @@ export interface LiveConnectionsOptions {
     connection: Connection;
     callBudget: CallBudget;
     readCache?: SharedReadCache | undefined;
+    /** The operation's request id (its record names it before its context is built); generated when absent. */
+    requestId?: string | undefined;
   }): GraphContext;
 }
 
@@ -249,7 +252,7 @@ function startOperation(
             ? createCallBudget(admitted.callLimit)
             : door.eventCallBudget(connection, eventId, admitted.callLimit),
     });
-  const context = contextFor(undefined);
+  const requestId = newRequestId();
   const operationName = admitted.operationName ?? admitted.operation.name?.value ?? null;
   const recorded: RecordedOperation = {
     ...recordOf(
@@ -258,7 +261,7 @@ function startOperation(
       key,
       operationName,
       admitted.operation.operation,
-      context.upstream.requestId,
+      requestId,
       admitted.trustedDocument === true,
     ),
     usage: {
@@ -290,7 +293,12 @@ function startOperation(
   let done = false;
   return {
     admitted,
-    args: { ...args, contextValue: { ...context, live: session } },
+    args: {
+      ...args,
+      contextValue: new OperationContextOnDemand(session, () =>
+        options.createContext({ connection, callBudget: createCallBudget(admitted.callLimit), requestId }),
+      ),
+    },
     started() {
       if (listened || done) return;
       listened = true;
@@ -305,6 +313,51 @@ function startOperation(
       record.completed(recorded, [], startedAt, listened);
     },
   };
+}
+
+/**
+ * The context an operation of a live connection is executed with, built the first time a resolver
+ * reads it. A subscription's own resolver reads only its live session (each event runs with a
+ * context of its own, and so do a live query's executions), while graphql-ws, the streamed
+ * transports and the stream itself keep the execution arguments for the subscription's whole life:
+ * built up front, its upstream context, call budget and loaders (about 1.6 KiB) stayed with every
+ * subscriber for nothing. Its getters are the prototype's, so each operation holds one small
+ * object and the function that builds the rest.
+ */
+class OperationContextOnDemand implements LiveGraphContext {
+  readonly live: LiveSession;
+  private readonly build: () => GraphContext;
+  private built: GraphContext | undefined;
+
+  constructor(live: LiveSession, build: () => GraphContext) {
+    this.live = live;
+    this.build = build;
+  }
+
+  private get context(): GraphContext {
+    this.built ??= this.build();
+    return this.built;
+  }
+
+  get caller(): GraphContext['caller'] {
+    return this.context.caller;
+  }
+
+  get upstream(): GraphContext['upstream'] {
+    return this.context.upstream;
+  }
+
+  get loaders(): GraphContext['loaders'] {
+    return this.context.loaders;
+  }
+
+  get loaderStats(): GraphContext['loaderStats'] {
+    return this.context.loaderStats;
+  }
+
+  get cost(): GraphContext['cost'] {
+    return this.context.cost;
+  }
 }
 
 /** How the operation recorder names one operation of a live connection. */

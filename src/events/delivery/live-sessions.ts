@@ -93,13 +93,14 @@ export interface LiveSessions {
 export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
   const queues = new Set<LiveStreamEnd>();
   const sharedReads = createSharedEventReads();
+  const intern = createInterner();
   let ended = false;
 
   return {
     subscriber: (caller, apiKey, environment) => ({
       caller,
       environment,
-      readGroup: readGroupOf(caller, apiKey),
+      readGroup: intern(readGroupOf(caller, apiKey)),
       queues: new AwaitableSet(),
     }),
 
@@ -110,10 +111,10 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       // could spend. Other operations of the group share the event's GET answers instead, each
       // charged to its own budget as if it had read alone.
       const operation = operationKeyOf(args);
-      const sharedBy = operation === undefined ? undefined : JSON.stringify([readGroup, operation]);
+      const sharedBy = operation === undefined ? undefined : intern(JSON.stringify([readGroup, operation]));
       // Resumed deliveries carry `replayed: true`: they share among themselves, never with live ones.
       const resumedSharedBy =
-        operation === undefined ? undefined : JSON.stringify([readGroup, operation, 'resumed']);
+        operation === undefined ? undefined : intern(JSON.stringify([readGroup, operation, 'resumed']));
       const { watchCustomer } = options;
       return {
         environment: subscriber.environment,
@@ -215,6 +216,26 @@ export function createLiveSessions(options: LiveSessionsOptions): LiveSessions {
       ended = true;
       for (const queue of queues) queue.end();
     },
+  };
+}
+
+/** Distinct keys an interner holds before it starts over: a bound, however many callers come and go. */
+const INTERNED_KEYS = 4096;
+
+/**
+ * One copy of each equal key: every subscriber of one operation and read group builds the same
+ * sharing keys, and thousands of subscribers kept a copy each for their subscriptions' lives
+ * (about 260 bytes a subscriber). Keys are compared by value, so one made again after the table
+ * started over works as well.
+ */
+function createInterner(): (key: string) => string {
+  const held = new Map<string, string>();
+  return (key) => {
+    const known = held.get(key);
+    if (known !== undefined) return known;
+    if (held.size >= INTERNED_KEYS) held.clear();
+    held.set(key, key);
+    return key;
   };
 }
 
