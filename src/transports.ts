@@ -93,7 +93,7 @@ export async function createTransports(
     bindsEnvironments: environments.bindsEnvironments,
     operationTimeoutMs: config.operationTimeoutMs,
     shutdown,
-    upstreamMeterOf: (connection) => edge.door.upstreamMeter(connection),
+    upstreamMeterOf: edge.door.upstreamMeter,
   });
   const addressOf = (req: http.IncomingMessage): string => clientAddress(req, config.edge.trustProxy);
   // Every live transport, one kind, each with the limits of its wire.

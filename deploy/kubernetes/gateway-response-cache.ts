@@ -54,7 +54,7 @@ export interface GatewayResponseCacheOptions {
  * a name not resolving) queues every command until it is back: without a deadline each query would
  * wait for it, and a gateway with no cache answers at the facade's pace, not at none.
  */
-export const CACHE_DEADLINE_MS = 250;
+const CACHE_DEADLINE_MS = 250;
 
 /** Least time between two warnings of the cache's failures. */
 const WARNING_PERIOD_MS = 10_000;

@@ -79,7 +79,7 @@ export const DEFAULT_MAX_COST = 1000;
  * running when its pod stopped failed with a closed socket (the game day's gateway restart). 20 s:
  * within deploy/kubernetes/gateway.yaml's 30 s grace after its 5 s preStop.
  */
-export const GATEWAY_SHUTDOWN_GRACE_MS = 20_000;
+const GATEWAY_SHUTDOWN_GRACE_MS = 20_000;
 
 /** The length assumed for a list without `@listSize` (Apollo Router's `list_size`). */
 export const ASSUMED_LIST_SIZE = 10;

@@ -58,8 +58,8 @@ export interface OperationContextsOptions {
   shutdown: AbortSignal;
   /** What each upstream call of an operation of `connection` is charged to (its caller's budget). */
   upstreamMeterOf?: (connection: OperationContextInput['connection']) => {
-    sent(): void;
-    beforeSend(): void;
+    readonly sent: () => void;
+    readonly beforeSend: () => void;
   };
 }
 
@@ -88,8 +88,8 @@ export function createOperationContexts(
     const budget = callBudget ?? createCallBudget(upstream.client.maxCallsPerOperation);
     if (options.upstreamMeterOf !== undefined) {
       const meter = options.upstreamMeterOf(connection);
-      budget.onSent = () => meter.sent();
-      budget.beforeSend = () => meter.beforeSend();
+      budget.onSent = meter.sent;
+      budget.beforeSend = meter.beforeSend;
     }
     return createGraphContext(
       createUpstreamContext(upstream.client, {

@@ -6,7 +6,7 @@
  *
  * Bounded: a day holds at most `USAGE_MAX_OPERATIONS` distinct operations (client, its version, the
  * contract, the document) here and in the store; an operation beyond is counted as dropped. One
- * caller (a token's client, else its subject) adds at most `USAGE_MAX_OPERATIONS_PER_CALLER` of them
+ * caller (one token: its subject, under its client) adds at most `USAGE_MAX_OPERATIONS_PER_CALLER` of them
  * a day on a replica: the name and version a client gives itself are its own to choose, so without
  * that bound one token could fill the day with names of its making and leave a real client's
  * operations uncounted. A flush that fails (Redis away) keeps its counts for the next one.

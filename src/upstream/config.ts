@@ -12,7 +12,7 @@ import { ENVIRONMENT_KEY_VARIABLES, type EnvironmentKeys } from './environment-k
 import { keyOfFileText, readKeyFileSync } from './key-source.ts';
 import type { ResponseCacheConfig } from './response-cache.ts';
 
-/** The defaults of the upstream's variables (part of the facade's `UPSTREAM_CONFIG_DEFAULTS`). */
+/** The defaults of the upstream's variables (part of the facade's `CONFIG_DEFAULTS`). */
 export const UPSTREAM_CONFIG_DEFAULTS = {
   UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
   UPSTREAM_HEADERS_TIMEOUT_MS: 15_000,

@@ -52,6 +52,8 @@ export function createDoorBudgets(options: {
     options.environments === undefined || environment === undefined ? '' : `${environment}:`;
   const subjectKey: DoorBudgets['subjectKey'] = (caller, environment) =>
     `sub:${inEnvironment(environment)}${caller.subject}`;
+  const clientKey = (clientId: string, environment: PlatformEnvironment | undefined): ClientKey =>
+    `client:${inEnvironment(environment)}${clientId}`;
   const callerKey = (connection: Connection): RateKey =>
     connection.caller === undefined
       ? addressKey(connection.address)
@@ -73,14 +75,14 @@ export function createDoorBudgets(options: {
   return {
     callerKey,
     subjectKey,
-    ...createUpstreamCallBudgets({ rateLimits, subjectKey, inEnvironment, decided }),
+    ...createUpstreamCallBudgets({ rateLimits, subjectKey, clientKey, decided }),
     async spendOperation(connection, onQuota) {
       const { caller } = connection;
       const clientId = caller?.clientId;
       if (caller === undefined || clientId === undefined || !rateLimits.hasClientBudget(clientId)) {
         return spend('request', callerKey(connection), onQuota);
       }
-      const client: ClientKey = `client:${inEnvironment(connection.environment)}${clientId}`;
+      const client = clientKey(clientId, connection.environment);
       // A token the client holds for itself (client credentials) is the client: the whole budget.
       if (caller.subject === clientId) return spend('request', client, onQuota);
       const subject = subjectKey(caller, connection.environment);

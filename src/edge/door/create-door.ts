@@ -123,10 +123,7 @@ export function createDoor(options: DoorOptions): Door {
     checkCurrent: expiry.checkCurrent,
     expiresAt: expiry.expiresAt,
     ...createEventCallPools(options.maxCallsPerOperation, now, callerKey),
-    upstreamMeter: (connection) => ({
-      sent: () => budgets.chargeUpstreamCall(connection),
-      beforeSend: () => budgets.assertUpstreamCallsLeft(connection),
-    }),
+    upstreamMeter: budgets.upstreamMeter,
   };
 }
 

@@ -8,19 +8,19 @@
 import type { PlatformEnvironment } from '../../platform-environment.ts';
 import type { Caller } from '../../auth/caller.ts';
 import { UpstreamCallBudgetSpentError } from '../../upstream/errors.ts';
-import type { RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
+import type { ClientKey, RateBucket, RateDecision, RateKey, RateLimits, SubjectKey } from '../rate-limits.ts';
 import type { Refusal } from '../refusal.ts';
 import type { Connection } from './door.ts';
 
 /** Whose upstream calls an operation sends: its caller in its environment. */
-export type UpstreamCaller = Pick<Connection, 'caller' | 'environment'>;
+type UpstreamCaller = Pick<Connection, 'caller' | 'environment'>;
 
 /** One caller's upstream-calls budget as an operation's calls meet it. */
-export interface UpstreamMeter {
+interface UpstreamMeter {
   /** A call left: charged to the budget. */
-  sent(): void;
+  readonly sent: () => void;
   /** A call is about to leave: throws once the budget is known spent. */
-  beforeSend(): void;
+  readonly beforeSend: () => void;
 }
 
 /** What an operation's upstream calls are charged to, whatever its transport. */
@@ -29,42 +29,34 @@ export interface UpstreamMeters {
    * What each upstream call an operation of `connection` sends is charged to: its caller's (and its
    * client's) upstream-calls budget, which the door checks before admitting the next operation.
    */
-  upstreamMeter(connection: UpstreamCaller): UpstreamMeter;
+  readonly upstreamMeter: (connection: UpstreamCaller) => UpstreamMeter;
 }
 
 /** The door's side of the upstream-calls budgets. */
-export interface UpstreamCallBudgets {
+export interface UpstreamCallBudgets extends UpstreamMeters {
   /**
    * Whether the upstream-calls budgets of `connection`'s caller (its own, its client's when named)
    * have calls left: a refusal once either is spent, nothing spent by asking. An anonymous request
    * (a status read) has none.
    */
   checkUpstreamCalls(connection: UpstreamCaller): Promise<Refusal | undefined>;
-  /** Charges one upstream call to the caller's upstream-calls budgets (as it leaves; never waits). */
-  chargeUpstreamCall(connection: UpstreamCaller): void;
-  /**
-   * Before a call leaves: throws {@link UpstreamCallBudgetSpentError} once this replica learned
-   * (from a charge or a check) that the caller's budget is spent, so operations already running
-   * stop sending too, rather than each spending up to its own call limit past the budget.
-   */
-  assertUpstreamCallsLeft(connection: UpstreamCaller): void;
 }
 
 export function createUpstreamCallBudgets(parts: {
   rateLimits: RateLimits;
   subjectKey: (caller: Caller, environment: PlatformEnvironment | undefined) => SubjectKey;
-  /** The environment's prefix of a client's key (empty with one key). */
-  inEnvironment: (environment: PlatformEnvironment | undefined) => string;
+  /** A named client's key in an environment, as the door's other client budgets name it. */
+  clientKey: (clientId: string, environment: PlatformEnvironment | undefined) => ClientKey;
   /** A decision as the door answers it: undefined when allowed, else the refusal (counted). */
   decided: (bucket: RateBucket, decision: RateDecision) => Refusal | undefined;
 }): UpstreamCallBudgets {
-  const { rateLimits, subjectKey, inEnvironment, decided } = parts;
+  const { rateLimits, subjectKey, clientKey, decided } = parts;
   const upstreamKeys = ({ caller, environment }: UpstreamCaller): RateKey[] => {
     if (caller === undefined) return [];
     const own = subjectKey(caller, environment);
     const { clientId } = caller;
     return clientId !== undefined && rateLimits.hasClientUpstreamBudget(clientId)
-      ? [own, `client:${inEnvironment(environment)}${clientId}`]
+      ? [own, clientKey(clientId, environment)]
       : [own];
   };
   // Until when each spent key is known spent on this replica (bounded: expired entries go).
@@ -84,21 +76,31 @@ export function createUpstreamCallBudgets(parts: {
       }
       return undefined;
     },
-    chargeUpstreamCall(connection) {
-      // Counted after the fact: a call already sent is spent whatever the answer, and a failure to
-      // count it (Redis gone and memory too) is logged by the limiter, never the operation's.
-      for (const key of upstreamKeys(connection)) {
-        void rateLimits.consume('upstream-calls', key).then((decision) => learn(key, decision));
-      }
-    },
-    assertUpstreamCallsLeft(connection) {
-      const now = Date.now();
-      for (const key of upstreamKeys(connection)) {
-        const until = spentUntil.get(key);
-        if (until !== undefined && until > now) {
-          throw new UpstreamCallBudgetSpentError(Math.max(1, Math.ceil((until - now) / 1000)));
-        }
-      }
+    upstreamMeter: (connection) => {
+      // The keys of one operation's caller never change: made once, not at every call it sends.
+      const keys = upstreamKeys(connection);
+      return {
+        sent: () => {
+          // Counted after the fact: a call already sent is spent whatever the answer, and a failure
+          // to count it (Redis gone and memory too) is logged by the limiter, never the operation's.
+          for (const key of keys) {
+            void rateLimits.consume('upstream-calls', key).then((decision) => learn(key, decision));
+          }
+        },
+        beforeSend: () => {
+          // Before a call leaves: once this replica learned (from a charge or a check) that the
+          // caller's budget is spent, operations already running stop sending too, rather than each
+          // spending up to its own call limit past the budget.
+          if (spentUntil.size === 0) return;
+          const now = Date.now();
+          for (const key of keys) {
+            const until = spentUntil.get(key);
+            if (until !== undefined && until > now) {
+              throw new UpstreamCallBudgetSpentError(Math.max(1, Math.ceil((until - now) / 1000)));
+            }
+          }
+        },
+      };
     },
   };
 }

@@ -26,7 +26,7 @@ import {
 } from 'graphql';
 import type { Caller } from '../../auth/caller.ts';
 import { mayReadServiceSdl } from '../../graph/service-sdl-access.ts';
-import { createDocumentSteps } from '../door/documents.ts';
+import { createDocumentStepsOfSchemas } from '../door/documents.ts';
 import type { ExecutorDoor } from '../door/audiences.ts';
 import { isRefusal } from '../refusal.ts';
 import type { ToolDefinition } from './tools.ts';
@@ -119,22 +119,20 @@ export function createSchemaTools(options: {
   /** Whether the manifest lists `document` byte for byte. */
   isListed(document: string): boolean;
 }): SchemaTools {
-  // Each served schema's document steps and searchable entries, made the first time it is asked for.
-  const bySchema = new WeakMap<GraphQLSchema, SchemaReading>();
-  const readingOf = (schema: GraphQLSchema): SchemaReading => {
-    let reading = bySchema.get(schema);
-    if (reading === undefined) {
-      reading = {
-        documents: createDocumentSteps({
-          schema,
-          validationRules: options.door.validationRules,
-          maxTokens: options.door.parseOptions.maxTokens,
-        }),
-        entries: schemaEntries(schema),
-      };
-      bySchema.set(schema, reading);
+  // Each served schema's document steps (the door's, per schema) and searchable entries, made the
+  // first time it is asked for.
+  const documentsOf = createDocumentStepsOfSchemas({
+    validationRules: options.door.validationRules,
+    maxTokens: options.door.parseOptions.maxTokens,
+  });
+  const entriesBySchema = new WeakMap<GraphQLSchema, readonly SchemaEntry[]>();
+  const entriesOf = (schema: GraphQLSchema): readonly SchemaEntry[] => {
+    let entries = entriesBySchema.get(schema);
+    if (entries === undefined) {
+      entries = schemaEntries(schema);
+      entriesBySchema.set(schema, entries);
     }
-    return reading;
+    return entries;
   };
   const mayUse = (caller: Caller) =>
     (!options.introspectionOff || mayReadServiceSdl(caller)) && options.schemaOf(caller) !== undefined;
@@ -145,7 +143,6 @@ export function createSchemaTools(options: {
     run(name, args, caller) {
       const schema = options.schemaOf(caller);
       if (schema === undefined) return { error: 'This token names a contract this service does not serve.' };
-      const { documents, entries } = readingOf(schema);
       if (name === 'search_schema') {
         const query = args['query'];
         const limit = args['limit'] ?? 20;
@@ -155,12 +152,13 @@ export function createSchemaTools(options: {
         if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_MATCHES) {
           return { error: `\`limit\` must be an integer from 1 to ${MAX_MATCHES}.` };
         }
-        return { matches: search(entries, query, limit) };
+        return { matches: search(entriesOf(schema), query, limit) };
       }
       const document = args['document'];
       if (typeof document !== 'string' || document === '' || document.length > 32_768) {
         return { error: '`document` must be a string of 1 to 32768 characters.' };
       }
+      const documents = documentsOf(schema);
       const parsed = documents.parse(document);
       const refusal = isRefusal(parsed) ? parsed : documents.validate(document, parsed);
       const listed = options.isListed(document);
@@ -172,12 +170,6 @@ export function createSchemaTools(options: {
       return { valid: false, listed, errors: errors.length > 0 ? errors : [{ message: refusal.message }] };
     },
   };
-}
-
-/** What the schema tools read of one served schema. */
-interface SchemaReading {
-  readonly documents: ReturnType<typeof createDocumentSteps>;
-  readonly entries: readonly SchemaEntry[];
 }
 
 /** One thing of the schema `search_schema` can find. */

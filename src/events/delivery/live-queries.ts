@@ -201,7 +201,7 @@ function createGroupReruns(groups: WatcherGroups, refreshMs: number): GroupRerun
         const [watcher] = group.watchers;
         if (watcher === undefined) return;
         const reads = new ReadLog();
-        const context = watcher.request.contextFor(reads, group.round ?? refreshRound(refreshMs));
+        const context = watcher.request.contextFor(reads, group.round);
         // The round's pool is promised to the runs let in before: this one is owed, spending nothing.
         const admission = admitted(context.upstream.callBudget, group.expectedReads);
         group.owed = admission === 'refused';

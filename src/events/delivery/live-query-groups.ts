@@ -16,7 +16,8 @@ import { bucketOfStale, type StaleReads } from '../../upstream/response-cache.ts
  */
 export interface CallRound {
   readonly id: string;
-  readonly windowMs: number;
+  /** How long its pool is kept; absent: as long as one subscription event's. */
+  readonly windowMs?: number;
 }
 
 /** One caller's live query, as its transport admitted it. */

@@ -9,9 +9,6 @@ import { toGraphQLError } from '../../errors/to-graphql-error.ts';
 import type { CallBudget } from '../../upstream/call-budget.ts';
 import type { CallRound } from './live-query-groups.ts';
 
-/** How long the pool of one invalidation's re-runs is kept: as a subscription event's. */
-const INVALIDATION_ROUND_MS = 10_000;
-
 /** Live queries of this process (one per environment's runtime), each counting its invalidations. */
 let listeners = 0;
 
@@ -21,7 +18,8 @@ let listeners = 0;
  */
 export function invalidationRounds(): (count: number) => CallRound {
   const listener = (listeners += 1);
-  return (count) => ({ id: `live-query:invalidation:${listener}:${count}`, windowMs: INVALIDATION_ROUND_MS });
+  // Its pool kept as long as a subscription event's (no window of its own).
+  return (count) => ({ id: `live-query:invalidation:${listener}:${count}` });
 }
 
 /** The refresh window of `refreshMs` now: its refreshes share each caller's one pool. */
