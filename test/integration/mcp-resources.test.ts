@@ -191,23 +191,35 @@ describe('subscribing to one resource several times at once', () => {
       await first.close();
       // Every watch of the ended session stopped: the caller's three running operations are free.
       // A watch left running by a subscribe overtaken by another would keep one, with nothing left
-      // to stop it, and the third subscribe below would be refused until the token expired.
+      // to stop it, and one of the three subscribes below (two sessions: one watch per resource and
+      // session) would be refused until the token expired.
       const next = await connectMcp(own.facadeUrl, token);
+      const another = await connectMcp(own.facadeUrl, token);
       try {
+        const wanted = [
+          { session: next, uri: ACCOUNTS, key: 'next accounts' },
+          { session: next, uri: other, key: 'next customer' },
+          { session: another, uri: ACCOUNTS, key: 'another accounts' },
+        ];
         const held = new Set<string>();
-        const deadline = Date.now() + 10_000;
-        while (held.size < 2 && Date.now() < deadline) {
-          for (const uri of [ACCOUNTS, other]) {
-            if (held.has(uri)) continue;
-            await next.client.subscribeResource({ uri }).then(
-              () => held.add(uri),
-              () => new Promise((resolve) => setTimeout(resolve, 100)),
-            );
-          }
-        }
-        expect([...held].sort()).toEqual([other, ACCOUNTS].sort());
+        await waitFor(
+          () => held.size === wanted.length,
+          'every watch of the ended session given back',
+          undefined,
+          async () => {
+            for (const { session, uri, key } of wanted) {
+              if (held.has(key)) continue;
+              await session.client.subscribeResource({ uri }).then(
+                () => held.add(key),
+                () => undefined,
+              );
+            }
+          },
+        );
+        expect([...held].sort()).toEqual(wanted.map(({ key }) => key).sort());
       } finally {
         await next.close();
+        await another.close();
       }
     } finally {
       await own.close();

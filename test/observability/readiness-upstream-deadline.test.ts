@@ -99,13 +99,12 @@ describe('/readyz and an upstream that hangs', { timeout: 60_000 }, () => {
     const reasons = new Set(answers.map((answer) => answer.body.upstream?.reason));
     // Past the deadline; then, for a cache period, the hung probe's own end (the client's timeout).
     expect(reasons.has('probe_timeout')).toBe(true);
-    expect([...reasons].every((reason) => reason === 'probe_timeout' || reason === 'headers_timeout')).toBe(
-      true,
-    );
+    expect(
+      [...reasons].filter((reason) => reason !== 'probe_timeout' && reason !== 'headers_timeout'),
+    ).toEqual([]);
     // The first probe held its connection until the client's timeout; only then did a second start.
     const connections = proxy.accepted() - before;
     expect(connections).toBe(2);
-    expect(connections).toBeLessThanOrEqual(Math.ceil(elapsedMs / CACHE_MS));
     expect(answers.length).toBeGreaterThan(10 * connections);
     const timeouts = facade
       .logs()

@@ -11,6 +11,7 @@ import { afterEach, expect, test } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { nextMessages } from '../../src/edge/graphql-ws-next-frames.ts';
 import { cutWhenGone } from '../../src/edge/graphql-ws-socket.ts';
+import { waitFor } from '../support/harness/wait.ts';
 
 const servers: WebSocketServer[] = [];
 afterEach(async () => {
@@ -112,7 +113,7 @@ test("one turn's frames to a connection's several subscriptions reach its socket
   // One event's result to the five, back to back in one turn, as a slice of the delivery writes them.
   const written = subscriptions.map((write) => write(result));
   expect(written).toEqual([true, true, true, true, true]);
-  await waitUntil(() => received.length === 5);
+  await waitFor(() => received.length === 5, 'the five frames');
   expect(counts).toEqual({ single: 0, vectored: 1 });
   expect(received.map((message) => (JSON.parse(message) as { id: string }).id)).toEqual([
     'a',
@@ -124,7 +125,7 @@ test("one turn's frames to a connection's several subscriptions reach its socket
   // A turn with one frame writes it alone.
   const alone = subscriptions[0]!(result);
   expect(alone).toBe(true);
-  await waitUntil(() => received.length === 6);
+  await waitFor(() => received.length === 6, 'the frame written alone');
   expect(counts).toEqual({ single: 1, vectored: 1 });
 });
 
@@ -141,13 +142,6 @@ test('a frame written behind a backlog, or beyond what the socket holds, waits f
   const second = writers(server, 'small')({ data: { a: 1 } });
   expect(second).toBeInstanceOf(Promise);
   await Promise.all([first, second]);
-  await waitUntil(() => received.length === 2);
+  await waitFor(() => received.length === 2, 'both frames');
   expect(received.map((message) => (JSON.parse(message) as { id: string }).id)).toEqual(['big', 'small']);
 });
-
-async function waitUntil(condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 500 && !condition(); attempt += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  expect(condition()).toBe(true);
-}
