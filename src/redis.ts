@@ -38,13 +38,41 @@ function sharedOptions(role: string): RedisOptions {
 export function openRedisConnection(redis: RedisConfig | string, role: string, logger: Logger): Redis {
   const connection = typeof redis === 'string' ? new Redis(redis, sharedOptions(role)) : open(redis, role);
   let lastLogged = 0;
+  let attemptAbandoned = false;
   connection.on('error', (error: Error) => {
+    if (error.message === CONNECTION_CLOSED && connection.status === 'connecting') attemptAbandoned = true;
     // ioredis emits an error per reconnection attempt; one line every few seconds is enough.
     if (Date.now() - lastLogged < 5000) return;
     lastLogged = Date.now();
     logger.error('redis connection error', { role, error: error.message });
   });
+  connection.on('end', () => {
+    if (!attemptAbandoned) return;
+    attemptAbandoned = false;
+    logger.warn('redis connection given up by its client during a failover; connecting again', { role });
+    setTimeout(() => {
+      if (connection.status === 'end' && !closedByItsOwner(connection))
+        connection.connect().catch(() => undefined);
+    }, RECONNECT_AFTER_ABANDON_MS).unref();
+  });
   return connection;
+}
+
+/**
+ * ioredis 5 gives a Sentinel connection up for good (status `end`, no more reconnection attempts)
+ * when its failover detector hears `+switch-master` while the connection is between attempts,
+ * asking a Sentinel for the primary: the attempt fails with "Connection is closed." as if its owner
+ * had closed it. A failover then left the rate limits in memory, or the event log unreachable,
+ * until the process restarted. Such an attempt is the only way this error reaches an 'error'
+ * listener while the status is `connecting` (a close by the owner silences it), and the connection
+ * is opened again after a short pause.
+ */
+const CONNECTION_CLOSED = 'Connection is closed.';
+const RECONNECT_AFTER_ABANDON_MS = 100;
+
+/** Whether `disconnect()` or `quit()` was called on `connection` (ioredis keeps that in a private field). */
+function closedByItsOwner(connection: Redis): boolean {
+  return (connection as unknown as { manuallyClosing?: boolean }).manuallyClosing === true;
 }
 
 function open(config: RedisConfig, role: string): Redis {
