@@ -229,8 +229,8 @@ function toMarkdown(phases: Phase[], started: Date, loadAverageBefore: number[],
         .join(', ')} after. ${connected} subscribers connected; the customer dashboard, cache off, at ` +
       `concurrency ${concurrency}, ${latencyMs} ± ${jitterMs} ms per upstream call; ${rounds} pairs of ${roundMs / 1000} s rounds per phase, the order alternating.`,
     '',
-    '| phase | facade / direct p50 ms | p50 ratio | facade / direct ops/s | throughput ratio | facade CPU ms / query | events, delivered / expected |',
-    '|---|---|--:|---|--:|--:|--:|',
+    '| phase | facade / direct p50 ms | p50 ratio | facade / direct p99 ms | p99 ratio | facade / direct ops/s | throughput ratio | facade CPU ms / query | events, delivered / expected |',
+    '|---|---|--:|---|--:|---|--:|--:|--:|',
   ];
   for (const phase of phases) {
     const side = (pick: (pair: Pair) => number) => median(phase.pairs.map(pick));
@@ -243,6 +243,14 @@ function toMarkdown(phases: Phase[], started: Date, loadAverageBefore: number[],
         1,
       )} ` +
         `| ${f(median(phase.pairs.map((pair) => pair.facade.p50Ms / pair.direct.p50Ms)))} ` +
+        `| ${f(
+          side((pair) => pair.facade.p99Ms),
+          1,
+        )} / ${f(
+          side((pair) => pair.direct.p99Ms),
+          1,
+        )} ` +
+        `| ${f(median(phase.pairs.map((pair) => pair.facade.p99Ms / pair.direct.p99Ms)))} ` +
         `| ${f(
           side((pair) => pair.facade.operationsPerSecond),
           0,

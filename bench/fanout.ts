@@ -55,6 +55,8 @@ import {
   upstreamRequests,
   waitForLiveCounts,
   type ClientProcess,
+  readFanoutMetrics,
+  type FacadeFanoutReading,
 } from './lib/live-facade.ts';
 import { percentile } from './load.ts';
 import { readMemory, type MemoryReading } from './lib/facade-memory.ts';
@@ -110,6 +112,8 @@ interface ReplicaResult {
   memory: Partial<Record<MemoryPoint, MemoryReading>>;
   /** Connections and subscriptions the facade still counted once every client had disconnected. */
   openAfterDisconnect: { connections: number; subscriptions: number };
+  /** The facade's own account of the events: its longest event-loop delay, its deliveries' ages. */
+  facadeSide: FacadeFanoutReading;
 }
 
 interface ScenarioResult {
@@ -315,6 +319,8 @@ async function runScenario(
       }
     })();
 
+    // Also starts the event-loop delay's maximum anew.
+    const fanoutBefore = await Promise.all(facades.map((facade) => readFanoutMetrics(facade)));
     const upstreamRequestsPerEvent: number[] = [];
     const sentAt = new Map<string, number>();
     const acks: number[] = [];
@@ -346,6 +352,18 @@ async function runScenario(
       upstreamRequestsPerEvent.push((await upstreamRequests(emulator)) - before);
     }
     window[1] = microsecondsNow();
+    const facadeSide = await Promise.all(
+      facades.map(async (facade, index): Promise<FacadeFanoutReading> => {
+        const after = await readFanoutMetrics(facade);
+        const before = fanoutBefore[index]!;
+        return {
+          eventLoopLagMaxMs: after.eventLoopLagMaxMs,
+          deliveries: after.deliveries - before.deliveries,
+          within500Ms: after.within500Ms - before.within500Ms,
+          within1s: after.within1s - before.within1s,
+        };
+      }),
+    );
     const facadeCpuMs = (await Promise.all(facades.map((facade) => facade.cpuMs()))).map(
       (ms, index) => ms - facadeCpuBefore[index]!,
     );
@@ -413,6 +431,7 @@ async function runScenario(
         facadeSystemCpuMs: facadeSystemCpuMs[replica]!,
         memory: { ...memory[replica], peak: { rssBytes: peakRss[replica]! } },
         openAfterDisconnect: openAfterDisconnect[replica]!,
+        facadeSide: facadeSide[replica]!,
       };
     });
     const sortedAcks = [...acks].sort((a, b) => a - b);
@@ -551,6 +570,26 @@ function toMarkdown(report: {
           `| ${mib(m.before?.rssBytes)} / ${mib(m.idle?.rssBytes)} / ${mib(m.peak?.rssBytes)} / ${mib(m.disconnected?.rssBytes)} / ${mib(m.settled?.rssBytes)} / ${mib(m.afterGc?.rssBytes)} / ${mib(m.afterReducingGc?.rssBytes)} |`,
       );
     });
+  }
+  lines.push(
+    '',
+    "The facade's own account of the events (its `/metrics`): the longest the event loop was held, and the " +
+      "deliveries that had left it within 0.5 s and 1 s of their event (the arrivals above add the clients' " +
+      'side, whose processes share the cores):',
+    '',
+    '| scenario | facade | longest event-loop delay ms | deliveries left the facade | within 0.5 s | within 1 s |',
+    '|---|---|--:|--:|--:|--:|',
+  );
+  const share = (part: number, whole: number): string =>
+    whole > 0 ? `${((100 * part) / whole).toFixed(1)} %` : '–';
+  for (const scenario of report.scenarios) {
+    for (const replica of scenario.replicas) {
+      const side = replica.facadeSide;
+      lines.push(
+        `| ${scenario.name} | ${replica.label} | ${ms(side.eventLoopLagMaxMs)} | ${side.deliveries} ` +
+          `| ${share(side.within500Ms, side.deliveries)} | ${share(side.within1s, side.deliveries)} |`,
+      );
+    }
   }
   lines.push(
     '',

@@ -179,6 +179,35 @@ export async function memoryReleaseCounts(
   };
 }
 
+/**
+ * What the facade itself says of a fan-out, from its `/metrics`: the longest event-loop delay since
+ * the last scrape (`nodejs_eventloop_lag_max_seconds`; prom-client starts it anew at each scrape)
+ * and how many deliveries had left it within 0.5 s and 1 s of their event's `occurredAt`
+ * (`facade_event_delivery_latency_seconds`, counted since start: subtract a reading taken before).
+ */
+export interface FacadeFanoutReading {
+  eventLoopLagMaxMs: number;
+  deliveries: number;
+  within500Ms: number;
+  within1s: number;
+}
+
+export async function readFanoutMetrics(facade: ServiceProcess): Promise<FacadeFanoutReading> {
+  const text = await (await fetch(`${metricsUrls.get(facade) ?? facade.url}/metrics`)).text();
+  const value = (line: string): number => {
+    const escaped = line.replace(/[{}.]/g, (character) => `\\${character}`);
+    const match = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  };
+  const histogram = 'facade_event_delivery_latency_seconds';
+  return {
+    eventLoopLagMaxMs: value('nodejs_eventloop_lag_max_seconds') * 1000,
+    deliveries: value(`${histogram}_count`),
+    within500Ms: value(`${histogram}_bucket{le="0.5"}`),
+    within1s: value(`${histogram}_bucket{le="1"}`),
+  };
+}
+
 /** One live transport's open connections and running subscriptions (`facade_live_*{transport}`). */
 export async function transportCounts(
   facade: ServiceProcess,
