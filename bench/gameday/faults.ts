@@ -150,6 +150,16 @@ const upstreamSlow: Fault = {
   },
 };
 
+const upstreamStall: Fault = {
+  name: 'upstream-stall',
+  what: "every upstream request held unanswered on its open connection (the emulator's `stall`) for the hold",
+  async inject({ topology, holdMs }) {
+    await upstreamFaults(topology.emulatorUrl, { rules: [{ kind: 'stall' }] });
+    await sleep(holdMs);
+    await upstreamFaults(topology.emulatorUrl, undefined);
+  },
+};
+
 const keyRotation: Fault = {
   name: 'key-rotation',
   what: 'the sandbox key rotated through its mounted file: new key added, file swapped, old key revoked after 10 s',
@@ -232,6 +242,7 @@ export const FAULTS: readonly Fault[] = [
   redisRestart,
   upstreamOutage,
   upstreamSlow,
+  upstreamStall,
   keyRotation,
   liveKeyRevoked,
   trustedDocuments,

@@ -199,6 +199,9 @@ function startMutations(config: LoadConfig): void {
 }
 
 /** The platform's own change in `environment`: a sandbox top-up, or new fees of the live account. */
+/** How long the platform's own change may take before it counts as failed. */
+const PRODUCER_TIMEOUT_MS = 10_000;
+
 async function produce(config: LoadConfig, environment: Environment, sequence: number): Promise<void> {
   const { customerId, accountId } = config.customers[environment];
   const sandbox = environment === 'sandbox';
@@ -217,6 +220,10 @@ async function produce(config: LoadConfig, environment: Environment, sequence: n
         'idempotency-key': `gameday-producer-${config.runId}-${environment}-${sequence}`,
       },
       body: JSON.stringify(body),
+      // A platform that holds requests unanswered (the `upstream-stall` fault) holds these too:
+      // without a deadline one would wait for undici's 300 s and hold the phase's checkpoint. A
+      // stalled request is never applied, so it counts as failed.
+      signal: AbortSignal.timeout(PRODUCER_TIMEOUT_MS),
     });
     await response.arrayBuffer();
     if (response.status === 200) counts.producerApplied[environment] += 1;
