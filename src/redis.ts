@@ -46,10 +46,15 @@ export function openRedisConnection(redis: RedisConfig | string, role: string, l
     lastLogged = Date.now();
     logger.error('redis connection error', { role, error: error.message });
   });
+  let lastReopenLogged = 0;
   connection.on('end', () => {
     if (!attemptAbandoned) return;
     attemptAbandoned = false;
-    logger.warn('redis connection given up by its client during a failover; connecting again', { role });
+    // Once a failover; should it repeat at every attempt, one line every few seconds.
+    if (Date.now() - lastReopenLogged >= 5000) {
+      lastReopenLogged = Date.now();
+      logger.warn('redis connection given up by its client during a failover; connecting again', { role });
+    }
     setTimeout(() => {
       if (connection.status === 'end' && !closedByItsOwner(connection))
         connection.connect().catch(() => undefined);
