@@ -35,6 +35,7 @@ import type { LiveOperation } from './live-connections.ts';
 import { isRefusal, refuse, type Refusal } from './refusal.ts';
 import { formattedResult, type FormattedResult } from './live-results.ts';
 import { operationRequestOf } from './streamed-response.ts';
+import { NOT_YET, settleWithin } from '../settle-within.ts';
 
 /** The callback protocol serves subscriptions; a query or mutation is refused with `wrong-transport`. */
 const CALLBACK_TRANSPORT = liveTransportRules(
@@ -349,9 +350,9 @@ async function deliver(
   let pending: Promise<IteratorResult<ExecutionResult>> | undefined;
   for (;;) {
     pending ??= results.next();
-    const step = await quietOr(pending, quietMs);
+    const step = await settleWithin(pending, quietMs);
     let message: CallbackMessage;
-    if (step === 'quiet') {
+    if (step === NOT_YET) {
       message = { action: 'check' };
     } else {
       pending = undefined;
@@ -373,22 +374,6 @@ function messageOf(result: FormattedResult, cursor: string | undefined): Callbac
   }
   const payload = cursor === undefined ? result : { ...result, extensions: { ...result.extensions, cursor } };
   return { action: 'next', payload };
-}
-
-/** `pending`'s value, or `quiet` if it takes longer than `ms` (never, with 0). */
-async function quietOr<T>(pending: Promise<T>, ms: number): Promise<T | 'quiet'> {
-  if (ms <= 0) return pending;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      pending,
-      new Promise<'quiet'>((resolve) => {
-        timer = setTimeout(() => resolve('quiet'), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function capitalised(sentence: string): string {

@@ -39,6 +39,7 @@ import {
   type WebhookDeliveryOutcome,
   type WebhookRouter,
 } from './receiving/webhook-route.ts';
+import { NOT_YET, settleWithin } from '../settle-within.ts';
 
 /** Options of {@link createEventsRuntime}. */
 export interface EventsRuntimeOptions {
@@ -297,18 +298,11 @@ function tracedLiveObserver(
 
 /** Whether `redis` answers PING within `timeoutMs`, for `/readyz`. */
 async function pingRedis(redis: Redis, timeoutMs: number): Promise<RedisCheck> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
-  });
   try {
-    await Promise.race([redis.ping(), timeout]);
-    return { reachable: true };
-  } catch (error) {
-    // The message only: an ioredis error never carries the URL, but a reason must stay short.
-    const reason = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'unreachable';
-    return { reachable: false, reason };
-  } finally {
-    clearTimeout(timer);
+    const answered = await settleWithin(redis.ping(), timeoutMs);
+    return answered === NOT_YET ? { reachable: false, reason: 'timeout' } : { reachable: true };
+  } catch {
+    // No message kept: an ioredis error never carries the URL, but a reason must stay short.
+    return { reachable: false, reason: 'unreachable' };
   }
 }

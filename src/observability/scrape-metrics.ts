@@ -7,6 +7,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AnswerCacheStats } from '../graph/answer-cache.ts';
 import type { ResponseCacheStats } from '../upstream/response-cache.ts';
 import type { Metrics } from './metrics.ts';
+import { NOT_YET, settleWithin } from '../settle-within.ts';
 
 /** One live transport's numbers at a scrape. */
 export interface LiveTransportNumbers {
@@ -111,9 +112,11 @@ function registerEventLogMetrics(
   // gauges then leave their series out of the scrape rather than repeat an old figure).
   let reading: ReturnType<typeof eventLog> | undefined;
   const read = () => {
-    reading ??= withinScrapeTimeout(eventLog()).finally(() => {
-      reading = undefined;
-    });
+    reading ??= settleWithin(eventLog(), EVENT_LOG_SCRAPE_TIMEOUT_MS)
+      .then((figures) => (figures === NOT_YET ? [] : figures))
+      .finally(() => {
+        reading = undefined;
+      });
     return reading;
   };
   new Gauge({
@@ -138,22 +141,6 @@ function registerEventLogMetrics(
       for (const stats of figures) this.set({ environment: stats.environment }, stats.lagSeconds);
     },
   });
-}
-
-/** `figures`, or a rejection once {@link EVENT_LOG_SCRAPE_TIMEOUT_MS} has passed without them. */
-async function withinScrapeTimeout<T>(figures: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () => reject(new Error('the event log did not answer the scrape in time')),
-      EVENT_LOG_SCRAPE_TIMEOUT_MS,
-    );
-  });
-  try {
-    return await Promise.race([figures, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
