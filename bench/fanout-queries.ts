@@ -233,32 +233,14 @@ function toMarkdown(phases: Phase[], started: Date, loadAverageBefore: number[],
     '|---|---|--:|---|--:|---|--:|--:|--:|',
   ];
   for (const phase of phases) {
-    const side = (pick: (pair: Pair) => number) => median(phase.pairs.map(pick));
+    // One measure's two columns: the facade's figure and direct REST's (medians), then their ratio.
+    const compared = (measure: (load: LoadResult) => number, digits: number): string =>
+      `${f(median(phase.pairs.map((pair) => measure(pair.facade))), digits)} / ` +
+      `${f(median(phase.pairs.map((pair) => measure(pair.direct))), digits)} ` +
+      `| ${f(median(phase.pairs.map((pair) => measure(pair.facade) / measure(pair.direct))))}`;
     lines.push(
-      `| ${phase.name} | ${f(
-        side((pair) => pair.facade.p50Ms),
-        1,
-      )} / ${f(
-        side((pair) => pair.direct.p50Ms),
-        1,
-      )} ` +
-        `| ${f(median(phase.pairs.map((pair) => pair.facade.p50Ms / pair.direct.p50Ms)))} ` +
-        `| ${f(
-          side((pair) => pair.facade.p99Ms),
-          1,
-        )} / ${f(
-          side((pair) => pair.direct.p99Ms),
-          1,
-        )} ` +
-        `| ${f(median(phase.pairs.map((pair) => pair.facade.p99Ms / pair.direct.p99Ms)))} ` +
-        `| ${f(
-          side((pair) => pair.facade.operationsPerSecond),
-          0,
-        )} / ${f(
-          side((pair) => pair.direct.operationsPerSecond),
-          0,
-        )} ` +
-        `| ${f(median(phase.pairs.map((pair) => pair.facade.operationsPerSecond / pair.direct.operationsPerSecond)))} ` +
+      `| ${phase.name} | ${compared((load) => load.p50Ms, 1)} | ${compared((load) => load.p99Ms, 1)} ` +
+        `| ${compared((load) => load.operationsPerSecond, 0)} ` +
         `| ${f(phase.facadeCpuMsPerQuery, 3)} | ${phase.events}, ${phase.delivered} / ${phase.events * connected} |`,
     );
   }

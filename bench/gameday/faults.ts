@@ -130,35 +130,36 @@ const redisRestart: Fault = {
   },
 };
 
-const upstreamOutage: Fault = {
-  name: 'upstream-outage',
-  what: "every upstream request answered 502 (the emulator's `request_failed`) for the hold",
-  async inject({ topology, holdMs }) {
-    await upstreamFaults(topology.emulatorUrl, { rules: [{ kind: 'request_failed' }] });
-    await sleep(holdMs);
-    await upstreamFaults(topology.emulatorUrl, undefined);
-  },
-};
+/** A fault of the platform's: the emulator's `rules` for the hold, then none. */
+function upstreamFault(name: string, what: string, rules: readonly object[]): Fault {
+  return {
+    name,
+    what,
+    async inject({ topology, holdMs }) {
+      await upstreamFaults(topology.emulatorUrl, { rules });
+      await sleep(holdMs);
+      await upstreamFaults(topology.emulatorUrl, undefined);
+    },
+  };
+}
 
-const upstreamSlow: Fault = {
-  name: 'upstream-slow',
-  what: 'one upstream request in 20 answered 2 s late (p99 2 s) for the hold',
-  async inject({ topology, holdMs }) {
-    await upstreamFaults(topology.emulatorUrl, { rules: [{ kind: 'delay', delayMs: 2_000, rate: 0.05 }] });
-    await sleep(holdMs);
-    await upstreamFaults(topology.emulatorUrl, undefined);
-  },
-};
+const upstreamOutage = upstreamFault(
+  'upstream-outage',
+  "every upstream request answered 502 (the emulator's `request_failed`) for the hold",
+  [{ kind: 'request_failed' }],
+);
 
-const upstreamStall: Fault = {
-  name: 'upstream-stall',
-  what: "every upstream request held unanswered on its open connection (the emulator's `stall`) for the hold",
-  async inject({ topology, holdMs }) {
-    await upstreamFaults(topology.emulatorUrl, { rules: [{ kind: 'stall' }] });
-    await sleep(holdMs);
-    await upstreamFaults(topology.emulatorUrl, undefined);
-  },
-};
+const upstreamSlow = upstreamFault(
+  'upstream-slow',
+  'one upstream request in 20 answered 2 s late (p99 2 s) for the hold',
+  [{ kind: 'delay', delayMs: 2_000, rate: 0.05 }],
+);
+
+const upstreamStall = upstreamFault(
+  'upstream-stall',
+  "every upstream request held unanswered on its open connection (the emulator's `stall`) for the hold",
+  [{ kind: 'stall' }],
+);
 
 const keyRotation: Fault = {
   name: 'key-rotation',
